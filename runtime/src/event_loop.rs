@@ -1,0 +1,1219 @@
+//! The event loop: asyncio's `BaseEventLoop`, one iteration at a time.
+//!
+//! # One iteration (asyncio's `_run_once`)
+//! [`LoopInner::run_once`] runs five phases, each a method named after it:
+//! 1. [`drop_cancelled_timers`](LoopInner::drop_cancelled_timers): timers cancelled since the
+//!    last iteration leave the heap (a cancel only flags the handle and records its id, so the
+//!    heap never accumulates garbage beyond one iteration's worth).
+//! 2. [`compute_poll_timeout`](LoopInner::compute_poll_timeout): zero if anything is ready or a
+//!    stop is pending; else the time to the earliest timer (exact to the nanosecond, so no timer
+//!    fires early); else block.
+//! 3. [`poll`](LoopInner::poll): `epoll_pwait2` through the reactor. Each fd event becomes a
+//!    ready callback; the wake-up eventfd means other threads left work in the remote queue
+//!    (task wakes, `call_soon_threadsafe` callbacks, `stop`), which moves to the ready queue.
+//! 4. [`expire_timers`](LoopInner::expire_timers): every timer with deadline <= now, earliest
+//!    first and FIFO among equals, moves to the ready queue (a sleeping task's timer wakes it).
+//! 5. [`run_ready`](LoopInner::run_ready): runs exactly the handles that were ready when the phase
+//!    began; whatever they schedule waits for the next iteration. This is the only place user
+//!    callbacks and task steps run, and no `RefCell` of the loop is borrowed while they do.
+//!
+//! # Ownership
+//! [`EventLoop`] owns a loop: dropping it closes the loop. [`LoopHandle`] is a cheap clone that
+//! tasks and callbacks keep (`get_running_loop()` returns one); it can reach a closed loop, and
+//! then every operation returns a "closed" error. Closing drops every task's future, every
+//! callback and timer, deregisters every fd and closes the loop's own fds, which breaks the
+//! reference cycles between the loop and the tasks it holds.
+//!
+//! # Threads
+//! The loop and everything it holds live on one thread (`Rc`, `RefCell`). The only thread-safe
+//! part is [`Shared`]: the remote queue and the wake-up eventfd, reached through
+//! [`RemoteHandle`] and through task wakers.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::ops::Deref;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+use evloop_syscalls as sys;
+use evloop_timers::{TimerId, TimerQueue};
+
+use crate::clock::{duration_to_ns, Clock};
+use crate::error::{LoopError, LoopErrorKind, Panic};
+use crate::executor::{ExecutorJob, Pool};
+use crate::handle::{Callback, Handle, HandleKind, OnceCallback, RepeatCallback, TimerCancels, TimerHandle};
+use crate::reactor::{Reactor, Side};
+use crate::slab::{Key, Slab};
+use crate::trace::{fmt_duration, Tracer};
+
+/// asyncio caps a poll at one day; a longer timer simply polls again.
+const MAX_POLL: Duration = Duration::from_secs(86_400);
+
+/// Work in the ready queue: a callback, or the key of a task to step.
+pub(crate) enum Ready {
+    Callback(Rc<dyn Callback>),
+    Task(Key),
+}
+
+/// What a timer does when it expires: schedule a callback (`call_later`) or wake a task (`sleep`).
+pub(crate) enum TimerEntry {
+    Callback(Rc<dyn Callback>),
+    Wake(Waker),
+}
+
+/// The loop's whole view of a task; the `task` module implements it. The loop steps a task
+/// when its key comes off the ready queue and shuts it down at close; everything else about
+/// tasks (states, results, callbacks) lives in the `task` module, which reaches its own data
+/// through [`Steppable::core`].
+pub(crate) trait Steppable {
+    /// Runs one step: polls the future once (or finishes a cancellation).
+    fn step(self: Rc<Self>, lp: &Rc<LoopInner>);
+    /// Drops the future without scheduling anything (the loop is closing).
+    fn shutdown(&self);
+    /// `Task-3` or the task's own name, for trace lines.
+    fn label(&self) -> String;
+    /// The task module's non-generic state, as `Any` so it can downcast it.
+    fn core(&self) -> &dyn Any;
+}
+
+/// The kind of problem passed to the exception handler.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExceptionKind {
+    /// A callback (`call_soon`, timer, fd callback, done callback) panicked.
+    CallbackPanicked,
+    /// A task failed (panicked) and nobody observed it: its handle was dropped, or dropped
+    /// without awaiting it (asyncio's "Task exception was never retrieved").
+    TaskFailureUnobserved,
+    /// A task's destructor panicked while it was being cancelled or shut down.
+    DestructorPanicked,
+    /// The exception handler itself panicked (reported on stderr only).
+    HandlerPanicked,
+}
+
+/// What the exception handler receives (asyncio's `context` dict).
+#[derive(Debug)]
+pub struct ExceptionContext {
+    /// What happened.
+    pub kind: ExceptionKind,
+    /// A one-line description naming the callback or task.
+    pub message: String,
+    /// The caught panic, if the problem was a panic.
+    pub panic: Option<Panic>,
+    /// The task involved, by name.
+    pub task: Option<String>,
+    /// The callback involved (`call_soon my::closure (src/main.rs:10:5)`).
+    pub handle: Option<String>,
+}
+
+type ExceptionHandler = dyn Fn(&LoopHandle, &ExceptionContext);
+
+/// The default exception handler: one line on stderr (asyncio logs at ERROR level).
+pub fn default_exception_handler(ctx: &ExceptionContext) {
+    match &ctx.panic {
+        Some(p) => eprintln!("evloop: {}: {}", ctx.message, p),
+        None => eprintln!("evloop: {}", ctx.message),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The thread-safe part: remote queue and wake-up eventfd.
+
+/// Work that other threads hand to the loop.
+pub(crate) enum Remote {
+    Wake(Key),
+    Call(Box<dyn FnOnce() + Send>, &'static Location<'static>),
+    Stop,
+}
+
+struct RemoteState {
+    items: Vec<Remote>,
+    closed: bool,
+    /// Written under the lock, so a remote writer can never write after close() closed it
+    /// (the fd number could already belong to someone else).
+    eventfd: Option<OwnedFd>,
+}
+
+/// The part of the loop other threads may touch: the remote queue and the eventfd that wakes a
+/// loop blocked in `epoll_pwait2`.
+///
+/// The protocol keeps same-thread work free of syscalls and wakes a sleeping loop once:
+/// the loop sets `sleeping` before it blocks and re-checks `pending`; a pusher sets `pending`,
+/// then writes the eventfd only if `sleeping` is set and nobody armed it yet (`armed`). Both
+/// sides use `SeqCst`, so either the pusher sees `sleeping` or the loop sees `pending`.
+pub(crate) struct Shared {
+    pub(crate) loop_id: u64,
+    remote: Mutex<RemoteState>,
+    pending: AtomicBool,
+    sleeping: AtomicBool,
+    armed: AtomicBool,
+}
+
+fn lock_remote(m: &Mutex<RemoteState>) -> MutexGuard<'_, RemoteState> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    /// Queues `item` for the loop and wakes it if it sleeps. Gives the item back if the loop is
+    /// closed (so the caller drops it outside the lock).
+    pub(crate) fn push(&self, item: Remote) -> Result<(), Remote> {
+        let mut st = lock_remote(&self.remote);
+        if st.closed {
+            return Err(item);
+        }
+        st.items.push(item);
+        self.pending.store(true, SeqCst);
+        if self.sleeping.load(SeqCst) && !self.armed.swap(true, SeqCst) {
+            if let Some(fd) = &st.eventfd {
+                // EAGAIN (counter at its maximum) still leaves the eventfd readable, which is all
+                // that matters; nothing else can fail for a valid eventfd.
+                let _ = sys::eventfd_write(fd.as_fd(), 1);
+            }
+        }
+        Ok(())
+    }
+
+    fn has_pending(&self) -> bool {
+        self.pending.load(SeqCst)
+    }
+
+    /// Moves the queued items into `out`; with `read_eventfd`, also resets the eventfd.
+    fn drain(&self, out: &mut Vec<Remote>, read_eventfd: bool) {
+        let mut st = lock_remote(&self.remote);
+        if read_eventfd {
+            if let Some(fd) = &st.eventfd {
+                let _ = sys::eventfd_read(fd.as_fd());
+            }
+            self.armed.store(false, SeqCst);
+        }
+        std::mem::swap(&mut st.items, out);
+        self.pending.store(false, SeqCst);
+    }
+
+    fn close(&self) -> (Vec<Remote>, Option<OwnedFd>) {
+        let mut st = lock_remote(&self.remote);
+        st.closed = true;
+        self.pending.store(false, SeqCst);
+        (std::mem::take(&mut st.items), st.eventfd.take())
+    }
+
+    fn is_closed(&self) -> bool {
+        lock_remote(&self.remote).closed
+    }
+}
+
+/// A `Send + Sync` handle to a loop for other threads: `call_soon_threadsafe` and `stop`.
+#[derive(Clone)]
+pub struct RemoteHandle {
+    shared: Arc<Shared>,
+}
+
+impl RemoteHandle {
+    /// Schedules `f` to run on the loop's thread, in the loop's next iteration, waking the loop
+    /// at once if it is blocked (one eventfd write per sleep, however many calls).
+    #[track_caller]
+    pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
+        let item = Remote::Call(Box::new(f), Location::caller());
+        self.shared.push(item).map_err(|item| {
+            drop(item);
+            LoopError::new(LoopErrorKind::Closed, "call_soon_threadsafe")
+        })
+    }
+
+    /// Asks the loop to stop after its current iteration (asyncio's `loop.stop()` via
+    /// `call_soon_threadsafe`).
+    pub fn stop(&self) -> Result<(), LoopError> {
+        self.shared.push(Remote::Stop).map_err(|_| LoopError::new(LoopErrorKind::Closed, "stop"))
+    }
+
+    /// Whether the loop was closed.
+    pub fn is_closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+}
+
+impl fmt::Debug for RemoteHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RemoteHandle(loop #{})", self.shared.loop_id)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-thread state: the running loop, and the timer slack we changed.
+
+thread_local! {
+    static RUNNING: RefCell<Option<Rc<LoopInner>>> = const { RefCell::new(None) };
+    /// (loops alive on this thread that asked for a slack, the slack to restore).
+    static SLACK: Cell<(u32, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// Runs `f` with the loop running on this thread, if there is one.
+pub(crate) fn with_running<R>(f: impl FnOnce(&Rc<LoopInner>) -> R) -> Option<R> {
+    RUNNING.with(|r| match r.try_borrow() {
+        Ok(r) => r.as_ref().map(f),
+        Err(_) => None,
+    })
+}
+
+/// The loop running on this thread (asyncio's `get_running_loop()`).
+pub fn get_running_loop() -> Result<LoopHandle, LoopError> {
+    with_running(|lp| LoopHandle { inner: lp.clone() })
+        .ok_or_else(|| LoopError::new(LoopErrorKind::NoRunningLoop, "get_running_loop"))
+}
+
+fn acquire_timer_slack(ns: u64) {
+    SLACK.with(|s| {
+        let (count, saved) = s.get();
+        if count == 0 {
+            let saved = sys::timer_slack().unwrap_or(0);
+            let _ = sys::set_timer_slack(ns.max(1));
+            s.set((1, saved));
+        } else {
+            s.set((count + 1, saved));
+        }
+    });
+}
+
+fn release_timer_slack() {
+    SLACK.with(|s| {
+        let (count, saved) = s.get();
+        if count == 1 && saved != 0 {
+            let _ = sys::set_timer_slack(saved);
+        }
+        s.set((count.saturating_sub(1), saved));
+    });
+}
+
+/// Marks a loop as running on this thread for as long as it lives (panic-safe).
+struct RunGuard {
+    lp: Rc<LoopInner>,
+}
+
+impl RunGuard {
+    fn enter(lp: &Rc<LoopInner>, op: &'static str) -> Result<RunGuard, LoopError> {
+        if lp.closed.get() {
+            return Err(LoopError::new(LoopErrorKind::Closed, op));
+        }
+        if lp.running.get() {
+            return Err(LoopError::new(LoopErrorKind::AlreadyRunning, op));
+        }
+        let entered = RUNNING.with(|r| {
+            let mut r = r.borrow_mut();
+            if r.is_some() {
+                return false;
+            }
+            *r = Some(lp.clone());
+            true
+        });
+        if !entered {
+            return Err(LoopError::new(LoopErrorKind::AnotherLoopRunning, op));
+        }
+        lp.running.set(true);
+        Ok(RunGuard { lp: lp.clone() })
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self.lp.running.set(false);
+        self.lp.stopping.set(false);
+        RUNNING.with(|r| {
+            // Take it out first, drop it after the borrow ends.
+            let old = r.borrow_mut().take();
+            drop(old);
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration.
+
+/// Builds an [`EventLoop`] with options (asyncio's debug mode, trace mode, a virtual clock, ...).
+pub struct Builder {
+    debug: bool,
+    slow_callback: Duration,
+    trace: bool,
+    trace_sink: Option<Box<dyn FnMut(&str)>>,
+    virtual_clock: bool,
+    timer_slack: Option<Duration>,
+    eager_tasks: bool,
+    executor_threads: usize,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).map(|v| !v.is_empty() && v != "0").unwrap_or(false)
+}
+
+impl Builder {
+    /// Defaults: trace mode if `EVLOOP_TRACE` is set (non-empty, not `0`), debug mode if
+    /// `EVLOOP_DEBUG` is, 100 ms slow-callback threshold, real clock, 1 ns timer slack, lazy
+    /// task start, executor bound `min(32, cores + 4)`.
+    pub fn new() -> Builder {
+        Builder {
+            debug: env_flag("EVLOOP_DEBUG"),
+            slow_callback: Duration::from_millis(100),
+            trace: env_flag("EVLOOP_TRACE"),
+            trace_sink: None,
+            virtual_clock: false,
+            timer_slack: Some(Duration::from_nanos(1)),
+            eager_tasks: false,
+            executor_threads: Pool::default_size(),
+        }
+    }
+
+    /// Debug mode: warns (on stderr) about callbacks, task steps and whole iterations slower than
+    /// [`slow_callback_duration`](Builder::slow_callback_duration).
+    pub fn debug(mut self, on: bool) -> Self {
+        self.debug = on;
+        self
+    }
+
+    /// The debug-mode threshold (asyncio's `slow_callback_duration`, default 100 ms).
+    pub fn slow_callback_duration(mut self, d: Duration) -> Self {
+        self.slow_callback = d;
+        self
+    }
+
+    /// Trace mode: a line per loop phase, handle run, task step, wake and promise completion.
+    pub fn trace(mut self, on: bool) -> Self {
+        self.trace = on;
+        self
+    }
+
+    /// Sends trace lines to `sink` instead of stderr (implies nothing: trace mode must be on).
+    pub fn trace_sink(mut self, sink: impl FnMut(&str) + 'static) -> Self {
+        self.trace_sink = Some(Box::new(sink));
+        self
+    }
+
+    /// Virtual time: the clock starts at zero and moves only when the loop is idle, jumping to
+    /// the next timer's deadline. An hour of timers runs in milliseconds, deterministically.
+    pub fn virtual_clock(mut self, on: bool) -> Self {
+        self.virtual_clock = on;
+        self
+    }
+
+    /// The timer slack the loop's thread gets while a loop lives on it (`prctl(PR_SET_TIMERSLACK)`).
+    /// The kernel stretches every poll timeout by the thread's slack (50 us by default), which
+    /// makes timers late; evloop sets 1 ns by default and restores the old value when the last
+    /// loop of the thread closes. `None` leaves the thread's slack alone.
+    pub fn timer_slack(mut self, slack: Option<Duration>) -> Self {
+        self.timer_slack = slack;
+        self
+    }
+
+    /// asyncio 3.12's eager task start for every task: the first step runs inside `create_task`.
+    pub fn eager_tasks(mut self, on: bool) -> Self {
+        self.eager_tasks = on;
+        self
+    }
+
+    /// The executor pool's bound (at least 1).
+    pub fn executor_threads(mut self, n: usize) -> Self {
+        self.executor_threads = n.max(1);
+        self
+    }
+
+    /// Creates the loop: an epoll instance and a wake-up eventfd (both `O_CLOEXEC`).
+    pub fn build(self) -> Result<EventLoop, LoopError> {
+        static NEXT_LOOP_ID: AtomicU64 = AtomicU64::new(1);
+        let mut reactor = Reactor::new().map_err(|e| LoopError::io("EventLoop::new (epoll_create1)", e))?;
+        let eventfd = sys::eventfd(0).map_err(|e| LoopError::io("EventLoop::new (eventfd)", e))?;
+        reactor
+            .register_wake(eventfd.as_raw_fd())
+            .map_err(|e| LoopError::io("EventLoop::new (epoll_ctl)", e))?;
+        if let Some(slack) = self.timer_slack {
+            acquire_timer_slack(duration_to_ns(slack));
+        }
+        let tracer = self.trace.then(|| Tracer::new(self.trace_sink));
+        let id = NEXT_LOOP_ID.fetch_add(1, SeqCst);
+        let inner = LoopInner {
+            id,
+            shared: Arc::new(Shared {
+                loop_id: id,
+                remote: Mutex::new(RemoteState { items: Vec::new(), closed: false, eventfd: Some(eventfd) }),
+                pending: AtomicBool::new(false),
+                sleeping: AtomicBool::new(false),
+                armed: AtomicBool::new(false),
+            }),
+            clock: Clock::new(self.virtual_clock),
+            ready: RefCell::new(VecDeque::with_capacity(64)),
+            timers: RefCell::new(TimerQueue::new()),
+            timer_cancels: Rc::new(TimerCancels::default()),
+            reactor: RefCell::new(Some(reactor)),
+            remote_buf: RefCell::new(Vec::new()),
+            tasks: RefCell::new(Slab::default()),
+            current_task: Cell::new(None),
+            running: Cell::new(false),
+            stopping: Cell::new(false),
+            closed: Cell::new(false),
+            iteration: Cell::new(0),
+            next_task_number: Cell::new(1),
+            next_promise_id: Cell::new(1),
+            exception_handler: RefCell::new(None),
+            debug: Cell::new(self.debug),
+            slow_callback: self.slow_callback,
+            tracer,
+            eager_tasks: self.eager_tasks,
+            slack_acquired: Cell::new(self.timer_slack.is_some()),
+            executor: RefCell::new(None),
+            executor_threads: self.executor_threads,
+        };
+        let handle = LoopHandle { inner: Rc::new(inner) };
+        handle.trace(|| format!("[loop #{id}] created: epoll fd + eventfd, clock={}", if self.virtual_clock { "virtual" } else { "CLOCK_MONOTONIC" }));
+        Ok(EventLoop { handle })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loop's state.
+
+/// Everything a loop owns. Fields are documented with the invariant they keep.
+pub(crate) struct LoopInner {
+    /// Process-unique id: wakers compare it with the running loop's to take the local path.
+    pub(crate) id: u64,
+    /// The thread-safe part, shared with wakers and remote handles.
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) clock: Clock,
+    /// Phase 5's input. Only this thread pushes (call_soon, wakes, phases 3 and 4).
+    pub(crate) ready: RefCell<VecDeque<Ready>>,
+    /// Pending timers. Entries whose handle was cancelled are listed in `timer_cancels` and
+    /// removed by phase 1 of the next iteration.
+    pub(crate) timers: RefCell<TimerQueue<TimerEntry>>,
+    pub(crate) timer_cancels: Rc<TimerCancels>,
+    /// `None` once closed.
+    reactor: RefCell<Option<Reactor>>,
+    /// Spare buffer for draining the remote queue without allocating.
+    remote_buf: RefCell<Vec<Remote>>,
+    /// Every task that has not finished: the loop holds them strongly (asyncio only keeps weak
+    /// references, so an unreferenced task could vanish mid-run; evloop's cannot).
+    pub(crate) tasks: RefCell<Slab<Rc<dyn Steppable>>>,
+    /// The task being stepped, if any.
+    pub(crate) current_task: Cell<Option<Key>>,
+    running: Cell<bool>,
+    stopping: Cell<bool>,
+    closed: Cell<bool>,
+    iteration: Cell<u64>,
+    pub(crate) next_task_number: Cell<u64>,
+    pub(crate) next_promise_id: Cell<u64>,
+    exception_handler: RefCell<Option<Rc<ExceptionHandler>>>,
+    debug: Cell<bool>,
+    slow_callback: Duration,
+    tracer: Option<Tracer>,
+    pub(crate) eager_tasks: bool,
+    slack_acquired: Cell<bool>,
+    executor: RefCell<Option<Pool>>,
+    executor_threads: usize,
+}
+
+/// Counts of what the loop holds right now (for tests and the teaching docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopStats {
+    /// Iterations run so far.
+    pub iterations: u64,
+    /// Handles and task steps in the ready queue.
+    pub ready: usize,
+    /// Timers in the heap (including ones cancelled since the last iteration began).
+    pub timers: usize,
+    /// Tasks that have not finished.
+    pub tasks: usize,
+    /// Fds with `add_reader`/`add_writer` callbacks.
+    pub fds: usize,
+}
+
+struct PollStats {
+    timeout: Option<Duration>,
+    events: usize,
+}
+
+impl LoopInner {
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.get()
+    }
+
+    pub(crate) fn tracing(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// Emits a trace line; `line` is only called when trace mode is on.
+    pub(crate) fn trace(&self, line: impl FnOnce() -> String) {
+        if let Some(t) = &self.tracer {
+            t.line(&line());
+        }
+    }
+
+    pub(crate) fn debug(&self) -> bool {
+        self.debug.get()
+    }
+
+    pub(crate) fn slow_callback(&self) -> Duration {
+        self.slow_callback
+    }
+
+    /// Loop time, nanoseconds since the loop's epoch.
+    pub(crate) fn now(&self) -> u64 {
+        self.clock.now()
+    }
+
+    /// Schedules a one-shot callback for the next phase 5 (call_soon without the checks).
+    pub(crate) fn push_ready(&self, item: Ready) {
+        self.ready.borrow_mut().push_back(item);
+    }
+
+    /// Inserts a timer; returns its id.
+    pub(crate) fn add_timer(&self, deadline: u64, entry: TimerEntry) -> TimerId {
+        self.timers.borrow_mut().insert(deadline, entry)
+    }
+
+    /// Asks phase 1 to remove a timer (stale ids are ignored there).
+    pub(crate) fn cancel_timer(&self, id: TimerId) {
+        if let Ok(mut ids) = self.timer_cancels.ids.try_borrow_mut() {
+            ids.push(id);
+        }
+    }
+
+    /// Routes a problem to the exception handler (or stderr), never letting it panic the loop.
+    pub(crate) fn report(self: &Rc<Self>, ctx: ExceptionContext) {
+        let handler = self.exception_handler.borrow().clone();
+        match handler {
+            Some(h) => {
+                let lp = LoopHandle { inner: self.clone() };
+                if let Err(p) = catch_unwind(AssertUnwindSafe(|| h(&lp, &ctx))) {
+                    let p = Panic::from_payload(p);
+                    eprintln!("evloop: the exception handler panicked ({p}) while handling: {}", ctx.message);
+                    default_exception_handler(&ctx);
+                }
+            }
+            None => default_exception_handler(&ctx),
+        }
+    }
+
+    /// One iteration: the five phases.
+    pub(crate) fn run_once(self: &Rc<Self>) -> Result<(), LoopError> {
+        let iteration = self.iteration.get() + 1;
+        self.iteration.set(iteration);
+        let timed = self.debug() || self.tracing();
+        let started = timed.then(Instant::now);
+
+        let dropped = self.drop_cancelled_timers();
+        let timeout = self.compute_poll_timeout();
+        let polled = self.poll(timeout)?;
+        let (expired, max_late) = self.expire_timers();
+
+        self.trace(|| {
+            let timeout = match polled.timeout {
+                None => "none (block)".to_string(),
+                Some(t) => fmt_duration(t),
+            };
+            let mut line = format!("[iter {iteration}] ");
+            if dropped > 0 {
+                line += &format!("dropped {dropped} cancelled timer{} | ", plural(dropped));
+            }
+            line += &format!("poll timeout={timeout} -> {} event{}", polled.events, plural(polled.events));
+            line += &format!(" | expired {expired} timer{}", plural(expired));
+            if expired > 0 {
+                line += &format!(" (late {})", fmt_duration(Duration::from_nanos(max_late)));
+            }
+            let ready = self.ready.borrow().len();
+            line += &format!(" | run {ready} handle{}", plural(ready));
+            line
+        });
+
+        let ran = self.run_ready();
+
+        if let Some(started) = started {
+            let took = started.elapsed();
+            if self.debug() && took >= self.slow_callback {
+                eprintln!(
+                    "evloop: warning: iteration {iteration} took {} ({ran} handles run; the loop could not serve I/O meanwhile)",
+                    fmt_duration(took)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Phase 1: cancelled timers leave the heap; their payloads are dropped after the borrow.
+    pub(crate) fn drop_cancelled_timers(&self) -> usize {
+        let ids = std::mem::take(&mut *self.timer_cancels.ids.borrow_mut());
+        if ids.is_empty() {
+            return 0;
+        }
+        let mut removed = Vec::with_capacity(ids.len());
+        {
+            let mut timers = self.timers.borrow_mut();
+            for id in &ids {
+                if let Some(p) = timers.cancel(*id) {
+                    removed.push(p);
+                }
+            }
+        }
+        let n = removed.len();
+        drop(removed);
+        // Hand the (emptied) vector back so steady-state cancels do not allocate.
+        let mut ids = ids;
+        ids.clear();
+        if let Ok(mut slot) = self.timer_cancels.ids.try_borrow_mut() {
+            if slot.is_empty() {
+                *slot = ids;
+            }
+        }
+        n
+    }
+
+    /// Phase 2: how long phase 3 may block.
+    pub(crate) fn compute_poll_timeout(&self) -> Option<Duration> {
+        if !self.ready.borrow().is_empty() || self.stopping.get() || self.shared.has_pending() {
+            return Some(Duration::ZERO);
+        }
+        let deadline = self.timers.borrow().peek_deadline()?;
+        if self.clock.is_virtual() {
+            // Virtual time never sleeps for a timer; phase 3 jumps the clock instead.
+            return Some(Duration::ZERO);
+        }
+        // Exact nanoseconds: epoll_pwait2 sleeps at least this long, so the timer is due when
+        // the poll returns. The epoll_wait fallback rounds up to whole milliseconds.
+        let now = self.clock.now();
+        Some(Duration::from_nanos(deadline.saturating_sub(now)).min(MAX_POLL))
+    }
+
+    /// Phase 3: wait for I/O, then turn events and remote work into ready work.
+    fn poll(self: &Rc<Self>, timeout: Option<Duration>) -> Result<PollStats, LoopError> {
+        let mut timeout = timeout;
+        let blocking = timeout != Some(Duration::ZERO);
+        if blocking {
+            self.shared.sleeping.store(true, SeqCst);
+            if self.shared.has_pending() {
+                timeout = Some(Duration::ZERO);
+            }
+        }
+        let waited = match self.reactor.borrow_mut().as_mut() {
+            Some(r) => r.wait(timeout),
+            None => return Err(LoopError::new(LoopErrorKind::Closed, "poll")),
+        };
+        if blocking {
+            self.shared.sleeping.store(false, SeqCst);
+        }
+        let n = waited.map_err(|e| LoopError::io("poll (epoll_pwait2)", e))?;
+
+        let dispatched = {
+            let mut reactor = self.reactor.borrow_mut();
+            let mut ready = self.ready.borrow_mut();
+            match reactor.as_mut() {
+                Some(r) => r.dispatch(n, &mut |cb| ready.push_back(Ready::Callback(cb))),
+                None => Default::default(),
+            }
+        };
+        let mut remote = 0;
+        if dispatched.woken || self.shared.has_pending() {
+            remote = self.drain_remote(dispatched.woken);
+        }
+        if self.clock.is_virtual()
+            && n == 0
+            && remote == 0
+            && !self.stopping.get()
+            && self.ready.borrow().is_empty()
+        {
+            if let Some(deadline) = self.timers.borrow().peek_deadline() {
+                self.clock.advance_to(deadline);
+            }
+        }
+        if dispatched.stale > 0 {
+            self.trace(|| format!("  dropped {} event(s) for closed registrations", dispatched.stale));
+        }
+        Ok(PollStats { timeout, events: n })
+    }
+
+    /// Moves remote work into the ready queue; returns how many items there were.
+    fn drain_remote(self: &Rc<Self>, read_eventfd: bool) -> usize {
+        let mut items = std::mem::take(&mut *self.remote_buf.borrow_mut());
+        self.shared.drain(&mut items, read_eventfd);
+        let n = items.len();
+        for item in items.drain(..) {
+            match item {
+                Remote::Wake(key) => {
+                    self.trace(|| format!("  wake {} (from another thread)", self.task_label(key)));
+                    self.push_ready(Ready::Task(key));
+                }
+                Remote::Call(f, site) => {
+                    let cb = OnceCallback::new_rc(HandleKind::Threadsafe, site, f);
+                    self.push_ready(Ready::Callback(cb));
+                }
+                Remote::Stop => self.stopping.set(true),
+            }
+        }
+        *self.remote_buf.borrow_mut() = items;
+        n
+    }
+
+    /// Phase 4: every due timer moves to the ready queue (or wakes its task), earliest first.
+    /// Returns how many expired and the largest lateness in nanoseconds.
+    pub(crate) fn expire_timers(&self) -> (usize, u64) {
+        let now = self.clock.now();
+        let mut count = 0;
+        let mut max_late = 0;
+        loop {
+            let expired = self.timers.borrow_mut().pop_expired(now);
+            let Some(e) = expired else { break };
+            count += 1;
+            max_late = max_late.max(now - e.deadline);
+            match e.payload {
+                TimerEntry::Callback(cb) => {
+                    if !cb.cancelled() {
+                        self.push_ready(Ready::Callback(cb));
+                    }
+                }
+                TimerEntry::Wake(w) => w.wake(),
+            }
+        }
+        (count, max_late)
+    }
+
+    /// Phase 5: run what was ready when the phase began. Returns how many ran.
+    pub(crate) fn run_ready(self: &Rc<Self>) -> usize {
+        let n = self.ready.borrow().len();
+        let mut ran = 0;
+        for _ in 0..n {
+            let item = self.ready.borrow_mut().pop_front();
+            match item {
+                None => break,
+                Some(Ready::Callback(cb)) => {
+                    if !cb.cancelled() {
+                        self.run_callback(&*cb);
+                        ran += 1;
+                    }
+                }
+                Some(Ready::Task(key)) => {
+                    let task = self.tasks.borrow().get(key).cloned();
+                    if let Some(task) = task {
+                        task.step(self);
+                        ran += 1;
+                    }
+                }
+            }
+        }
+        ran
+    }
+
+    fn run_callback(self: &Rc<Self>, cb: &dyn Callback) {
+        self.trace(|| format!("  run {}", cb.describe()));
+        let started = self.debug().then(Instant::now);
+        let result = catch_unwind(AssertUnwindSafe(|| cb.run()));
+        if let Some(started) = started {
+            let took = started.elapsed();
+            if took >= self.slow_callback {
+                eprintln!("evloop: warning: executing {} took {}", cb.describe(), fmt_duration(took));
+            }
+        }
+        if let Err(p) = result {
+            let desc = cb.describe();
+            self.report(ExceptionContext {
+                kind: ExceptionKind::CallbackPanicked,
+                message: format!("exception in callback {desc}"),
+                panic: Some(Panic::from_payload(p)),
+                task: None,
+                handle: Some(desc),
+            });
+        }
+    }
+
+    /// `Task-3` (or its name) for a task key, for trace lines.
+    pub(crate) fn task_label(&self, key: Key) -> String {
+        match self.tasks.try_borrow() {
+            Ok(tasks) => tasks.get(key).map_or_else(|| "a finished task".to_string(), |t| t.label()),
+            Err(_) => "a task".to_string(),
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The public faces: EventLoop (owner) and LoopHandle (clone).
+
+/// An event loop, owned: dropping it closes it (see [`LoopHandle::close`]). All the loop's
+/// methods are on [`LoopHandle`], which this dereferences to.
+///
+/// ```
+/// use std::time::Duration;
+/// let lp = evloop::EventLoop::new()?;
+/// let out = lp.run_until_complete(async {
+///     evloop::sleep(Duration::from_millis(1)).await;
+///     10
+/// })?;
+/// assert_eq!(out, 10);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct EventLoop {
+    handle: LoopHandle,
+}
+
+impl EventLoop {
+    /// A loop with the default options (see [`Builder::new`]).
+    pub fn new() -> Result<EventLoop, LoopError> {
+        Builder::new().build()
+    }
+
+    /// A builder for a loop with options.
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// A clone of the handle, to keep beyond the owner's scope.
+    pub fn handle(&self) -> LoopHandle {
+        self.handle.clone()
+    }
+}
+
+impl Deref for EventLoop {
+    type Target = LoopHandle;
+    fn deref(&self) -> &LoopHandle {
+        &self.handle
+    }
+}
+
+impl Drop for EventLoop {
+    fn drop(&mut self) {
+        let _ = self.handle.close();
+    }
+}
+
+impl fmt::Debug for EventLoop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.handle.fmt(f)
+    }
+}
+
+/// A handle to an event loop: every loop operation (asyncio's loop methods) lives here.
+#[derive(Clone)]
+pub struct LoopHandle {
+    pub(crate) inner: Rc<LoopInner>,
+}
+
+impl fmt::Debug for LoopHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lp = &self.inner;
+        let state = if lp.closed.get() {
+            "closed"
+        } else if lp.running.get() {
+            "running"
+        } else {
+            "stopped"
+        };
+        write!(f, "<EventLoop #{} {state} debug={}>", lp.id, lp.debug.get())
+    }
+}
+
+impl LoopHandle {
+    fn check_open(&self, op: &'static str) -> Result<(), LoopError> {
+        if self.inner.closed.get() {
+            Err(LoopError::new(LoopErrorKind::Closed, op))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn trace(&self, line: impl FnOnce() -> String) {
+        self.inner.trace(line)
+    }
+
+    /// Runs until [`stop`](LoopHandle::stop) is called (asyncio's `run_forever`). `stop()` makes
+    /// it return after the current iteration.
+    ///
+    /// Errors: the loop is closed, already running, another loop runs on this thread, or the
+    /// poll failed (an OS error, which would repeat if the loop went on).
+    pub fn run_forever(&self) -> Result<(), LoopError> {
+        let _guard = RunGuard::enter(&self.inner, "run_forever")?;
+        loop {
+            self.inner.run_once()?;
+            if self.inner.stopping.get() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs exactly one iteration (for tests and teaching; asyncio's `_run_once`).
+    pub fn run_once(&self) -> Result<(), LoopError> {
+        let _guard = RunGuard::enter(&self.inner, "run_once")?;
+        self.inner.run_once()
+    }
+
+    /// Makes `run_forever` return after the current iteration. Called while the loop is not
+    /// running, the next `run_forever` runs one iteration (polling without blocking) and returns.
+    pub fn stop(&self) {
+        self.trace(|| "  stop requested".to_string());
+        self.inner.stopping.set(true);
+    }
+
+    /// Whether the loop is running.
+    pub fn is_running(&self) -> bool {
+        self.inner.running.get()
+    }
+
+    /// Whether the loop was closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.get()
+    }
+
+    /// Closes the loop: drops every pending task's future (their destructors run), every
+    /// callback and timer, deregisters every fd, stops the executor's threads after their current
+    /// job, and closes the loop's epoll fd and eventfd. Idempotent. An error if the loop is running.
+    pub fn close(&self) -> Result<(), LoopError> {
+        let lp = &self.inner;
+        if lp.running.get() {
+            return Err(LoopError::new(LoopErrorKind::Running, "close"));
+        }
+        if lp.closed.get() {
+            return Ok(());
+        }
+        lp.closed.set(true);
+        lp.trace(|| format!("[loop #{}] closing", lp.id));
+        let (remote, eventfd) = lp.shared.close();
+        drop(remote);
+        // Tasks first: their futures may hold handles, timers and fds. Each collection is taken
+        // out of its RefCell before its contents drop, so destructors that call back into the
+        // loop find it closed instead of finding a borrow.
+        loop {
+            let tasks = lp.tasks.borrow_mut().drain();
+            if tasks.is_empty() {
+                break;
+            }
+            for t in tasks {
+                t.shutdown();
+            }
+        }
+        let ready = std::mem::take(&mut *lp.ready.borrow_mut());
+        drop(ready);
+        let timers = std::mem::take(&mut *lp.timers.borrow_mut());
+        drop(timers);
+        let cancels = std::mem::take(&mut *lp.timer_cancels.ids.borrow_mut());
+        drop(cancels);
+        let reactor = lp.reactor.borrow_mut().take();
+        let mut result = Ok(());
+        if let Some(reactor) = reactor {
+            let (callbacks, closed) = reactor.close();
+            drop(callbacks);
+            if let Err(e) = closed {
+                result = Err(LoopError::io("close (epoll fd)", e));
+            }
+        }
+        if let Some(fd) = eventfd {
+            if let Err(e) = sys::close(fd) {
+                result = Err(LoopError::io("close (eventfd)", e));
+            }
+        }
+        let pool = lp.executor.borrow_mut().take();
+        if let Some(mut pool) = pool {
+            pool.shutdown(false);
+        }
+        if lp.slack_acquired.replace(false) {
+            release_timer_slack();
+        }
+        result
+    }
+
+    /// Loop time: `CLOCK_MONOTONIC` (or the virtual clock) as an `Instant`.
+    pub fn time(&self) -> Instant {
+        self.inner.clock.instant_of(self.inner.clock.now())
+    }
+
+    /// Schedules `f` for the next iteration (asyncio's `call_soon`). Callbacks run in FIFO
+    /// order; one scheduled by a running callback runs in the next iteration.
+    #[track_caller]
+    pub fn call_soon<F: FnOnce() + 'static>(&self, f: F) -> Result<Handle, LoopError> {
+        self.check_open("call_soon")?;
+        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), f);
+        self.inner.push_ready(Ready::Callback(cb.clone()));
+        Ok(Handle { inner: cb })
+    }
+
+    /// Schedules `f` from any thread (asyncio's `call_soon_threadsafe`); see
+    /// [`RemoteHandle::call_soon_threadsafe`].
+    #[track_caller]
+    pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
+        self.remote().call_soon_threadsafe(f)
+    }
+
+    /// Runs `f` once `delay` has passed (asyncio's `call_later`); never early. A zero delay runs
+    /// in the next iteration, after the handles that are already ready.
+    #[track_caller]
+    pub fn call_later<F: FnOnce() + 'static>(&self, delay: Duration, f: F) -> Result<TimerHandle, LoopError> {
+        self.check_open("call_later")?;
+        let deadline = self.inner.clock.now().saturating_add(duration_to_ns(delay));
+        Ok(self.schedule_at(deadline, Location::caller(), f))
+    }
+
+    /// Runs `f` at `when` or later (asyncio's `call_at`); never early. Equal deadlines run in
+    /// the order they were scheduled.
+    #[track_caller]
+    pub fn call_at<F: FnOnce() + 'static>(&self, when: Instant, f: F) -> Result<TimerHandle, LoopError> {
+        self.check_open("call_at")?;
+        let deadline = self.inner.clock.ns_of(when);
+        Ok(self.schedule_at(deadline, Location::caller(), f))
+    }
+
+    fn schedule_at<F: FnOnce() + 'static>(&self, deadline: u64, site: &'static Location<'static>, f: F) -> TimerHandle {
+        let cb = OnceCallback::new_rc(HandleKind::CallLater, site, f);
+        let id = self.inner.add_timer(deadline, TimerEntry::Callback(cb.clone()));
+        TimerHandle {
+            handle: Handle { inner: cb },
+            when: self.inner.clock.instant_of(deadline),
+            id,
+            cancels: Rc::downgrade(&self.inner.timer_cancels),
+        }
+    }
+
+    /// A `Send + Sync` handle for other threads.
+    pub fn remote(&self) -> RemoteHandle {
+        RemoteHandle { shared: self.inner.shared.clone() }
+    }
+
+    /// Calls `f` whenever `fd` is readable (level-triggered, asyncio's `add_reader`): once per
+    /// iteration for as long as it stays readable. Adding again replaces the callback.
+    ///
+    /// The fd stays owned by the caller, who must call [`remove_reader`](LoopHandle::remove_reader)
+    /// before closing it. Errors name the fd: it is not open (`EBADF`), it cannot be polled
+    /// (`EPERM`, a regular file), it is the loop's own, or the loop is closed.
+    #[track_caller]
+    pub fn add_reader<F: FnMut() + 'static>(&self, fd: RawFd, f: F) -> io::Result<()> {
+        self.add_fd_callback(fd, Side::Read, RepeatCallback::new_rc(HandleKind::Reader, Location::caller(), f))
+    }
+
+    /// Calls `f` whenever `fd` is writable (level-triggered, asyncio's `add_writer`).
+    #[track_caller]
+    pub fn add_writer<F: FnMut() + 'static>(&self, fd: RawFd, f: F) -> io::Result<()> {
+        self.add_fd_callback(fd, Side::Write, RepeatCallback::new_rc(HandleKind::Writer, Location::caller(), f))
+    }
+
+    fn add_fd_callback(&self, fd: RawFd, side: Side, cb: Rc<dyn Callback>) -> io::Result<()> {
+        let op = match side {
+            Side::Read => "add_reader",
+            Side::Write => "add_writer",
+        };
+        self.check_open(op)?;
+        let replaced = {
+            let mut reactor = self.inner.reactor.borrow_mut();
+            match reactor.as_mut() {
+                Some(r) => r.set_callback(fd, side, cb)?,
+                None => return Err(LoopError::new(LoopErrorKind::Closed, op).into()),
+            }
+        };
+        if let Some(old) = replaced {
+            old.cancel();
+        }
+        Ok(())
+    }
+
+    /// Stops watching `fd` for reading; returns whether a reader was registered.
+    pub fn remove_reader(&self, fd: RawFd) -> bool {
+        self.remove_fd_callback(fd, Side::Read)
+    }
+
+    /// Stops watching `fd` for writing; returns whether a writer was registered.
+    pub fn remove_writer(&self, fd: RawFd) -> bool {
+        self.remove_fd_callback(fd, Side::Write)
+    }
+
+    fn remove_fd_callback(&self, fd: RawFd, side: Side) -> bool {
+        let removed = match self.inner.reactor.borrow_mut().as_mut() {
+            Some(r) => r.remove_callback(fd, side),
+            None => None,
+        };
+        match removed {
+            Some(cb) => {
+                // A run already queued for this iteration must not happen any more.
+                cb.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Runs `f` on the executor's thread pool (asyncio's `run_in_executor(None, f)`); await the
+    /// returned job for its result. The pool starts lazily and is bounded.
+    pub fn run_in_executor<T, F>(&self, f: F) -> Result<ExecutorJob<T>, LoopError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.check_open("run_in_executor")?;
+        let mut slot = self.inner.executor.borrow_mut();
+        let pool = slot.get_or_insert_with(|| Pool::new(self.inner.executor_threads, format!("evloop-{}-executor", self.inner.id)));
+        pool.submit(f).map_err(|e| LoopError::io("run_in_executor (spawning a thread)", e))
+    }
+
+    /// Shuts the executor down and waits for its running jobs to finish (this blocks the
+    /// thread). Jobs queued but not started resolve as shut down. The next `run_in_executor`
+    /// starts a new pool.
+    pub fn shutdown_default_executor(&self) {
+        let pool = self.inner.executor.borrow_mut().take();
+        if let Some(mut pool) = pool {
+            pool.shutdown(true);
+        }
+    }
+
+    /// Replaces the exception handler (`None` restores the default, which prints to stderr).
+    pub fn set_exception_handler(&self, handler: Option<Box<dyn Fn(&LoopHandle, &ExceptionContext)>>) {
+        let new: Option<Rc<ExceptionHandler>> = handler.map(Rc::from);
+        let old = std::mem::replace(&mut *self.inner.exception_handler.borrow_mut(), new);
+        drop(old);
+    }
+
+    /// Passes `ctx` to the exception handler (asyncio's `call_exception_handler`).
+    pub fn call_exception_handler(&self, ctx: ExceptionContext) {
+        self.inner.report(ctx);
+    }
+
+    /// Whether debug mode is on.
+    pub fn get_debug(&self) -> bool {
+        self.inner.debug.get()
+    }
+
+    /// Turns debug mode on or off.
+    pub fn set_debug(&self, on: bool) {
+        self.inner.debug.set(on);
+    }
+
+    /// What the loop holds right now.
+    pub fn stats(&self) -> LoopStats {
+        let lp = &self.inner;
+        LoopStats {
+            iterations: lp.iteration.get(),
+            ready: lp.ready.borrow().len(),
+            timers: lp.timers.borrow().len(),
+            tasks: lp.tasks.borrow().len(),
+            fds: lp.reactor.borrow().as_ref().map_or(0, |r| r.len()),
+        }
+    }
+
+    /// The loop's epoll fd (`None` once closed), for diagnostics and syscall-level tests.
+    pub fn epoll_fd(&self) -> Option<RawFd> {
+        self.inner.reactor.borrow().as_ref().map(|r| r.epoll_fd())
+    }
+
+    /// Whether both handles refer to the same loop.
+    pub fn same_loop(&self, other: &LoopHandle) -> bool {
+        Rc::ptr_eq(&self.inner, &other.inner)
+    }
+}

@@ -1,0 +1,241 @@
+//! Handles: the callbacks the loop has been asked to run, and the user's grip on them.
+//!
+//! `call_soon`, `call_later`, `call_at` and `add_reader`/`add_writer` each wrap the user's closure
+//! in one reference-counted cell (a single allocation) that implements [`Callback`]. The loop's
+//! ready queue, timer queue and reactor hold `Rc<dyn Callback>`s; the user holds a [`Handle`] or
+//! [`TimerHandle`] pointing at the same cell. Cancelling only sets a flag in the cell: the ready
+//! queue skips a cancelled callback when it reaches it, and a cancelled timer is also put on the
+//! loop's cancel list so phase 1 of the next iteration takes it out of the heap.
+//!
+//! A cell never runs user code while anything in the loop is borrowed: the loop pops the `Rc`,
+//! releases its borrows, then calls [`Callback::run`].
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::panic::Location;
+use std::rc::{Rc, Weak};
+use std::time::Instant;
+
+use evloop_timers::TimerId;
+
+/// Which API created a handle; printed by trace mode and debug warnings.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum HandleKind {
+    CallSoon,
+    CallLater,
+    Threadsafe,
+    Reader,
+    Writer,
+    DoneCallback,
+}
+
+impl HandleKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            HandleKind::CallSoon => "call_soon",
+            HandleKind::CallLater => "call_later",
+            HandleKind::Threadsafe => "call_soon_threadsafe",
+            HandleKind::Reader => "add_reader",
+            HandleKind::Writer => "add_writer",
+            HandleKind::DoneCallback => "done callback",
+        }
+    }
+}
+
+/// The state every callback cell shares: its cancelled flag and where it came from.
+pub(crate) struct HandleMeta {
+    cancelled: Cell<bool>,
+    kind: HandleKind,
+    site: &'static Location<'static>,
+}
+
+impl HandleMeta {
+    pub(crate) fn new(kind: HandleKind, site: &'static Location<'static>) -> Self {
+        HandleMeta { cancelled: Cell::new(false), kind, site }
+    }
+}
+
+/// A callback the loop can run; implemented by the one-shot and repeating cells below.
+pub(crate) trait Callback {
+    /// Runs the callback. A one-shot callback runs at most once; later calls do nothing.
+    fn run(&self);
+    /// Its flag and origin.
+    fn meta(&self) -> &HandleMeta;
+    /// The closure's type name (`my_crate::main::{{closure}}`), for trace lines.
+    fn type_name(&self) -> &'static str;
+
+    fn cancelled(&self) -> bool {
+        self.meta().cancelled.get()
+    }
+
+    fn cancel(&self) {
+        self.meta().cancelled.set(true);
+    }
+
+    /// `call_soon demo::main::{{closure}} (src/main.rs:10:5)`.
+    fn describe(&self) -> String {
+        let m = self.meta();
+        format!("{} {} ({})", m.kind.as_str(), self.type_name(), m.site)
+    }
+}
+
+/// A `FnOnce` callback: `call_soon`, `call_later`, `call_at`, done callbacks.
+pub(crate) struct OnceCallback<F> {
+    meta: HandleMeta,
+    f: Cell<Option<F>>,
+}
+
+impl<F: FnOnce() + 'static> OnceCallback<F> {
+    pub(crate) fn new_rc(kind: HandleKind, site: &'static Location<'static>, f: F) -> Rc<dyn Callback> {
+        Rc::new(OnceCallback { meta: HandleMeta::new(kind, site), f: Cell::new(Some(f)) })
+    }
+}
+
+impl<F: FnOnce()> Callback for OnceCallback<F> {
+    fn run(&self) {
+        if let Some(f) = self.f.take() {
+            f();
+        }
+    }
+    fn meta(&self) -> &HandleMeta {
+        &self.meta
+    }
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<F>()
+    }
+}
+
+/// A `FnMut` callback run every time its fd is ready: `add_reader`, `add_writer`.
+pub(crate) struct RepeatCallback<F> {
+    meta: HandleMeta,
+    f: RefCell<F>,
+}
+
+impl<F: FnMut() + 'static> RepeatCallback<F> {
+    pub(crate) fn new_rc(kind: HandleKind, site: &'static Location<'static>, f: F) -> Rc<dyn Callback> {
+        Rc::new(RepeatCallback { meta: HandleMeta::new(kind, site), f: RefCell::new(f) })
+    }
+}
+
+impl<F: FnMut()> Callback for RepeatCallback<F> {
+    fn run(&self) {
+        // A callback that re-enters itself (it cannot, short of calling the loop recursively)
+        // is skipped rather than panicking on the RefCell.
+        if let Ok(mut f) = self.f.try_borrow_mut() {
+            (*f)();
+        }
+    }
+    fn meta(&self) -> &HandleMeta {
+        &self.meta
+    }
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<F>()
+    }
+}
+
+/// A scheduled callback (asyncio's `Handle`), returned by `call_soon` and friends.
+///
+/// Cancelling before it runs means it never runs; cancelling again, or after it ran, does nothing.
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) inner: Rc<dyn Callback>,
+}
+
+impl Handle {
+    /// Cancels the callback if it has not run yet. Idempotent.
+    pub fn cancel(&self) {
+        self.inner.cancel();
+    }
+
+    /// Whether [`cancel`](Handle::cancel) was called.
+    pub fn cancelled(&self) -> bool {
+        self.inner.cancelled()
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = if self.cancelled() { " cancelled" } else { "" };
+        write!(f, "<Handle{state} {}>", self.inner.describe())
+    }
+}
+
+/// The loop's list of cancelled timers, drained by phase 1 of each iteration.
+#[derive(Default)]
+pub(crate) struct TimerCancels {
+    pub(crate) ids: RefCell<Vec<TimerId>>,
+}
+
+/// A callback scheduled for a point in time (asyncio's `TimerHandle`), returned by `call_later`
+/// and `call_at`.
+pub struct TimerHandle {
+    pub(crate) handle: Handle,
+    pub(crate) when: Instant,
+    pub(crate) id: TimerId,
+    pub(crate) cancels: Weak<TimerCancels>,
+}
+
+impl TimerHandle {
+    /// Cancels the timer: it will not run, and the next loop iteration removes it from the timer
+    /// heap (no garbage accumulates). Idempotent; a no-op once the callback has run.
+    pub fn cancel(&self) {
+        if self.handle.cancelled() {
+            return;
+        }
+        self.handle.cancel();
+        if let Some(c) = self.cancels.upgrade() {
+            if let Ok(mut ids) = c.ids.try_borrow_mut() {
+                ids.push(self.id);
+            }
+        }
+    }
+
+    /// Whether [`cancel`](TimerHandle::cancel) was called.
+    pub fn cancelled(&self) -> bool {
+        self.handle.cancelled()
+    }
+
+    /// The deadline this timer was scheduled for.
+    pub fn when(&self) -> Instant {
+        self.when
+    }
+}
+
+impl fmt::Debug for TimerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = if self.cancelled() { " cancelled" } else { "" };
+        write!(f, "<TimerHandle{state} when={:?} {}>", self.when, self.handle.inner.describe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn once_callback_runs_once_and_cancel_is_a_flag() {
+        let hits = Rc::new(Cell::new(0));
+        let h = hits.clone();
+        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || h.set(h.get() + 1));
+        cb.run();
+        cb.run();
+        assert_eq!(hits.get(), 1);
+        let handle = Handle { inner: cb };
+        assert!(!handle.cancelled());
+        handle.cancel();
+        handle.cancel();
+        assert!(handle.cancelled());
+        assert!(format!("{handle:?}").contains("call_soon"));
+    }
+
+    #[test]
+    fn repeat_callback_runs_every_time() {
+        let hits = Rc::new(Cell::new(0));
+        let h = hits.clone();
+        let cb = RepeatCallback::new_rc(HandleKind::Reader, Location::caller(), move || h.set(h.get() + 1));
+        cb.run();
+        cb.run();
+        assert_eq!(hits.get(), 2);
+        assert!(cb.describe().starts_with("add_reader"));
+    }
+}

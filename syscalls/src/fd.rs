@@ -1,0 +1,103 @@
+//! Descriptor housekeeping: closing with error reporting, checking whether a
+//! number is open, and toggling `O_NONBLOCK`.
+//!
+//! Dropping an [`OwnedFd`] closes it but throws away the result; [`close`]
+//! is the counted variant that reports it, with Linux's rule that a failed
+//! `close` has still released the descriptor. [`fd_is_open`] and
+//! [`set_nonblocking`] are the two `fcntl` commands the loop needs.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
+
+use crate::call::{call, enter, is_eintr};
+use crate::Syscall;
+
+/// `close(fd)`: closes `fd` and reports what the kernel said.
+///
+/// Man page: <https://man7.org/linux/man-pages/man2/close.2.html>
+///
+/// Never retried: on Linux the descriptor is released even when `close`
+/// fails, so a retry could close a number another thread has just been
+/// given. `EINTR` is therefore reported as `Ok(())`: nothing is left to do.
+/// Other errors (e.g. `EIO`, or `ENOSPC`/`EDQUOT` from a network file
+/// system flushing late writes) are returned, but the descriptor is gone
+/// all the same.
+///
+/// With the `fault-injection` feature, an injected error still releases the
+/// descriptor (it would leak otherwise) and is then reported by the same
+/// rules. Counted as [`Syscall::Close`].
+#[doc(alias = "close(2)")]
+pub fn close(fd: OwnedFd) -> io::Result<()> {
+    let raw = fd.into_raw_fd();
+    // Count the call and consult fault injection, but close in every case:
+    // `raw` must not leak, whatever is reported.
+    let injected = enter(Syscall::Close).err();
+    // SAFETY: `raw` came from an OwnedFd whose ownership `into_raw_fd`
+    // transferred to us; it is closed exactly once, here. No memory is
+    // passed to the kernel.
+    let ret = unsafe { libc::close(raw) };
+    let result = match injected {
+        Some(e) => Err(e),
+        None if ret == -1 => Err(io::Error::last_os_error()),
+        None => Ok(()),
+    };
+    match result {
+        Err(e) if !is_eintr(&e) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// `fcntl(fd, F_GETFD)`: `true` when `fd` is an open descriptor of this
+/// process.
+///
+/// Man page: <https://man7.org/linux/man-pages/man2/fcntl.2.html>
+///
+/// Only a snapshot: another thread may close the number, or open a new file
+/// that gets it, right after the check. `fd` is a plain integer that the
+/// kernel validates (`EBADF` gives `false`), so any value is safe to pass.
+/// An error injected by `fault-injection` also gives `false`.
+/// Counted as [`Syscall::Fcntl`].
+#[doc(alias = "fcntl")]
+#[doc(alias = "F_GETFD")]
+pub fn fd_is_open(fd: RawFd) -> bool {
+    call(Syscall::Fcntl, || {
+        // SAFETY: F_GETFD takes no third argument and touches no user memory;
+        // the kernel only looks the integer up in the descriptor table.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) }
+    })
+    .is_ok()
+}
+
+/// `fcntl(fd, F_GETFL)` then, if the flag must change,
+/// `fcntl(fd, F_SETFL, flags ^ O_NONBLOCK)`: turns `O_NONBLOCK` on or off.
+///
+/// Man page: <https://man7.org/linux/man-pages/man2/fcntl.2.html>
+///
+/// Kernel surprise: `O_NONBLOCK` belongs to the open file description, so
+/// the change is seen by every `dup` of `fd` and by other processes sharing
+/// it (e.g. a terminal on stdin shared with the parent shell).
+/// Counted as [`Syscall::Fcntl`]: once when the flag is already as
+/// requested, twice otherwise.
+#[doc(alias = "fcntl")]
+#[doc(alias = "F_SETFL")]
+#[doc(alias = "O_NONBLOCK")]
+pub fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    let raw = fd.as_raw_fd();
+    let flags = call(Syscall::Fcntl, || {
+        // SAFETY: F_GETFL takes no third argument and touches no user memory.
+        unsafe { libc::fcntl(raw, libc::F_GETFL) }
+    })?;
+    let wanted = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    if wanted != flags {
+        call(Syscall::Fcntl, || {
+            // SAFETY: F_SETFL takes an integer third argument and touches no
+            // user memory.
+            unsafe { libc::fcntl(raw, libc::F_SETFL, wanted) }
+        })?;
+    }
+    Ok(())
+}
