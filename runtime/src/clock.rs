@@ -27,7 +27,11 @@ impl Clock {
     pub(crate) fn new(virtual_time: bool) -> Clock {
         let epoch = Instant::now();
         let epoch_raw = sys::clock_monotonic();
-        Clock { epoch, epoch_raw, virtual_now: virtual_time.then(|| Cell::new(0)) }
+        Clock {
+            epoch,
+            epoch_raw,
+            virtual_now: virtual_time.then(|| Cell::new(0)),
+        }
     }
 
     /// Loop time now, in nanoseconds since the loop's epoch.
@@ -53,13 +57,16 @@ impl Clock {
 
     /// Loop time of an `Instant`; instants before the epoch map to 0 (already due).
     pub(crate) fn ns_of(&self, when: Instant) -> u64 {
-        when.checked_duration_since(self.epoch).map_or(0, duration_to_ns)
+        when.checked_duration_since(self.epoch)
+            .map_or(0, duration_to_ns)
     }
 
     /// The `Instant` of a loop time.
     pub(crate) fn instant_of(&self, ns: u64) -> Instant {
         let d = Duration::from_nanos(ns);
-        self.epoch.checked_add(d).unwrap_or(self.epoch + Duration::from_secs(100 * 365 * 86_400))
+        self.epoch
+            .checked_add(d)
+            .unwrap_or(self.epoch + Duration::from_secs(100 * 365 * 86_400))
     }
 }
 

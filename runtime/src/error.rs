@@ -48,7 +48,11 @@ impl LoopError {
     }
 
     pub(crate) fn io(op: &'static str, err: io::Error) -> Self {
-        LoopError { kind: LoopErrorKind::Io, op, io: Some(err) }
+        LoopError {
+            kind: LoopErrorKind::Io,
+            op,
+            io: Some(err),
+        }
     }
 
     /// What kind of failure this is.
@@ -119,7 +123,10 @@ impl Panic {
         } else {
             "a panic with a non-string payload".to_string()
         };
-        Panic { message, payload: Some(payload) }
+        Panic {
+            message,
+            payload: Some(payload),
+        }
     }
 
     /// The panic message (`panic!("...")`'s text).
@@ -135,7 +142,9 @@ impl Panic {
 
 impl fmt::Debug for Panic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Panic").field("message", &self.message).finish()
+        f.debug_struct("Panic")
+            .field("message", &self.message)
+            .finish()
     }
 }
 
@@ -208,7 +217,10 @@ impl fmt::Display for TaskError {
             TaskError::Panicked { task, panic } => write!(f, "{task} {panic}"),
             TaskError::ResultTaken { task } => write!(f, "{task}: its result was already taken"),
             TaskError::AwaitedItself { task } => {
-                write!(f, "{task} awaited its own handle (a task cannot await itself)")
+                write!(
+                    f,
+                    "{task} awaited its own handle (a task cannot await itself)"
+                )
             }
         }
     }
@@ -218,8 +230,13 @@ impl std::error::Error for TaskError {}
 
 impl From<TaskError> for io::Error {
     fn from(e: TaskError) -> io::Error {
-        let kind = if e.is_cancelled() { io::ErrorKind::Interrupted } else { io::ErrorKind::Other };
-        io::Error::new(kind, e)
+        let kind = if e.is_cancelled() {
+            io::ErrorKind::Interrupted
+        } else {
+            io::ErrorKind::Other
+        };
+        // The panic payload is `Send` but not `Sync`, so only the message crosses over.
+        io::Error::new(kind, e.to_string())
     }
 }
 
@@ -322,7 +339,7 @@ impl std::error::Error for InvalidStateError {}
 
 impl From<InvalidStateError> for io::Error {
     fn from(e: InvalidStateError) -> io::Error {
-        io::Error::new(io::ErrorKind::Other, e)
+        io::Error::other(e)
     }
 }
 
@@ -362,7 +379,11 @@ impl std::error::Error for PromiseError {}
 
 impl From<PromiseError> for io::Error {
     fn from(e: PromiseError) -> io::Error {
-        let kind = if e.is_cancelled() { io::ErrorKind::Interrupted } else { io::ErrorKind::WouldBlock };
+        let kind = if e.is_cancelled() {
+            io::ErrorKind::Interrupted
+        } else {
+            io::ErrorKind::WouldBlock
+        };
         io::Error::new(kind, e)
     }
 }

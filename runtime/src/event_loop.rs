@@ -49,10 +49,12 @@ use evloop_timers::{TimerId, TimerQueue};
 use crate::clock::{duration_to_ns, Clock};
 use crate::error::{LoopError, LoopErrorKind, Panic};
 use crate::executor::{ExecutorJob, Pool};
-use crate::handle::{Callback, Handle, HandleKind, OnceCallback, RepeatCallback, TimerCancels, TimerHandle};
+use crate::handle::{
+    Callback, Handle, HandleKind, OnceCallback, RepeatCallback, TimerCancels, TimerHandle,
+};
 use crate::reactor::{Reactor, Side};
 use crate::slab::{Key, Slab};
-use crate::trace::{fmt_duration, Tracer};
+use crate::trace::{fmt_duration, TraceSink, Tracer};
 
 /// asyncio caps a poll at one day; a longer timer simply polls again.
 const MAX_POLL: Duration = Duration::from_secs(86_400);
@@ -115,6 +117,9 @@ pub struct ExceptionContext {
 }
 
 type ExceptionHandler = dyn Fn(&LoopHandle, &ExceptionContext);
+
+/// A boxed exception handler, as [`LoopHandle::set_exception_handler`] takes it.
+pub type BoxedExceptionHandler = Box<ExceptionHandler>;
 
 /// The default exception handler: one line on stderr (asyncio logs at ERROR level).
 pub fn default_exception_handler(ctx: &ExceptionContext) {
@@ -220,7 +225,10 @@ impl RemoteHandle {
     /// Schedules `f` to run on the loop's thread, in the loop's next iteration, waking the loop
     /// at once if it is blocked (one eventfd write per sleep, however many calls).
     #[track_caller]
-    pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
+    pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(
+        &self,
+        f: F,
+    ) -> Result<(), LoopError> {
         let item = Remote::Call(Box::new(f), Location::caller());
         self.shared.push(item).map_err(|item| {
             drop(item);
@@ -231,7 +239,9 @@ impl RemoteHandle {
     /// Asks the loop to stop after its current iteration (asyncio's `loop.stop()` via
     /// `call_soon_threadsafe`).
     pub fn stop(&self) -> Result<(), LoopError> {
-        self.shared.push(Remote::Stop).map_err(|_| LoopError::new(LoopErrorKind::Closed, "stop"))
+        self.shared
+            .push(Remote::Stop)
+            .map_err(|_| LoopError::new(LoopErrorKind::Closed, "stop"))
     }
 
     /// Whether the loop was closed.
@@ -341,7 +351,7 @@ pub struct Builder {
     debug: bool,
     slow_callback: Duration,
     trace: bool,
-    trace_sink: Option<Box<dyn FnMut(&str)>>,
+    trace_sink: Option<TraceSink>,
     virtual_clock: bool,
     timer_slack: Option<Duration>,
     eager_tasks: bool,
@@ -355,7 +365,9 @@ impl Default for Builder {
 }
 
 fn env_flag(name: &str) -> bool {
-    std::env::var(name).map(|v| !v.is_empty() && v != "0").unwrap_or(false)
+    std::env::var(name)
+        .map(|v| !v.is_empty() && v != "0")
+        .unwrap_or(false)
 }
 
 impl Builder {
@@ -431,7 +443,8 @@ impl Builder {
     /// Creates the loop: an epoll instance and a wake-up eventfd (both `O_CLOEXEC`).
     pub fn build(self) -> Result<EventLoop, LoopError> {
         static NEXT_LOOP_ID: AtomicU64 = AtomicU64::new(1);
-        let mut reactor = Reactor::new().map_err(|e| LoopError::io("EventLoop::new (epoll_create1)", e))?;
+        let mut reactor =
+            Reactor::new().map_err(|e| LoopError::io("EventLoop::new (epoll_create1)", e))?;
         let eventfd = sys::eventfd(0).map_err(|e| LoopError::io("EventLoop::new (eventfd)", e))?;
         reactor
             .register_wake(eventfd.as_raw_fd())
@@ -445,7 +458,11 @@ impl Builder {
             id,
             shared: Arc::new(Shared {
                 loop_id: id,
-                remote: Mutex::new(RemoteState { items: Vec::new(), closed: false, eventfd: Some(eventfd) }),
+                remote: Mutex::new(RemoteState {
+                    items: Vec::new(),
+                    closed: false,
+                    eventfd: Some(eventfd),
+                }),
                 pending: AtomicBool::new(false),
                 sleeping: AtomicBool::new(false),
                 armed: AtomicBool::new(false),
@@ -472,9 +489,22 @@ impl Builder {
             slack_acquired: Cell::new(self.timer_slack.is_some()),
             executor: RefCell::new(None),
             executor_threads: self.executor_threads,
+            expiring: Cell::new(false),
+            woken_by_timers: RefCell::new(Vec::new()),
         };
-        let handle = LoopHandle { inner: Rc::new(inner) };
-        handle.trace(|| format!("[loop #{id}] created: epoll fd + eventfd, clock={}", if self.virtual_clock { "virtual" } else { "CLOCK_MONOTONIC" }));
+        let handle = LoopHandle {
+            inner: Rc::new(inner),
+        };
+        handle.trace(|| {
+            format!(
+                "[loop #{id}] created: epoll fd + eventfd, clock={}",
+                if self.virtual_clock {
+                    "virtual"
+                } else {
+                    "CLOCK_MONOTONIC"
+                }
+            )
+        });
         Ok(EventLoop { handle })
     }
 }
@@ -518,6 +548,9 @@ pub(crate) struct LoopInner {
     slack_acquired: Cell<bool>,
     executor: RefCell<Option<Pool>>,
     executor_threads: usize,
+    /// Set during phase 4 so that trace mode folds the wakes it causes into the iteration line.
+    expiring: Cell<bool>,
+    woken_by_timers: RefCell<Vec<String>>,
 }
 
 /// Counts of what the loop holds right now (for tests and the teaching docs).
@@ -533,6 +566,8 @@ pub struct LoopStats {
     pub tasks: usize,
     /// Fds with `add_reader`/`add_writer` callbacks.
     pub fds: usize,
+    /// Threads the executor pool has started (it starts them lazily).
+    pub executor_threads: usize,
 }
 
 struct PollStats {
@@ -591,10 +626,15 @@ impl LoopInner {
         let handler = self.exception_handler.borrow().clone();
         match handler {
             Some(h) => {
-                let lp = LoopHandle { inner: self.clone() };
+                let lp = LoopHandle {
+                    inner: self.clone(),
+                };
                 if let Err(p) = catch_unwind(AssertUnwindSafe(|| h(&lp, &ctx))) {
                     let p = Panic::from_payload(p);
-                    eprintln!("evloop: the exception handler panicked ({p}) while handling: {}", ctx.message);
+                    eprintln!(
+                        "evloop: the exception handler panicked ({p}) while handling: {}",
+                        ctx.message
+                    );
                     default_exception_handler(&ctx);
                 }
             }
@@ -623,10 +663,18 @@ impl LoopInner {
             if dropped > 0 {
                 line += &format!("dropped {dropped} cancelled timer{} | ", plural(dropped));
             }
-            line += &format!("poll timeout={timeout} -> {} event{}", polled.events, plural(polled.events));
+            line += &format!(
+                "poll timeout={timeout} -> {} event{}",
+                polled.events,
+                plural(polled.events)
+            );
             line += &format!(" | expired {expired} timer{}", plural(expired));
             if expired > 0 {
                 line += &format!(" (late {})", fmt_duration(Duration::from_nanos(max_late)));
+                let woken = std::mem::take(&mut *self.woken_by_timers.borrow_mut());
+                if !woken.is_empty() {
+                    line += &format!(" -> wake {}", woken.join(", "));
+                }
             }
             let ready = self.ready.borrow().len();
             line += &format!(" | run {ready} handle{}", plural(ready));
@@ -733,7 +781,12 @@ impl LoopInner {
             }
         }
         if dispatched.stale > 0 {
-            self.trace(|| format!("  dropped {} event(s) for closed registrations", dispatched.stale));
+            self.trace(|| {
+                format!(
+                    "  dropped {} event(s) for closed registrations",
+                    dispatched.stale
+                )
+            });
         }
         Ok(PollStats { timeout, events: n })
     }
@@ -764,6 +817,7 @@ impl LoopInner {
     /// Returns how many expired and the largest lateness in nanoseconds.
     pub(crate) fn expire_timers(&self) -> (usize, u64) {
         let now = self.clock.now();
+        self.expiring.set(true);
         let mut count = 0;
         let mut max_late = 0;
         loop {
@@ -780,6 +834,7 @@ impl LoopInner {
                 TimerEntry::Wake(w) => w.wake(),
             }
         }
+        self.expiring.set(false);
         (count, max_late)
     }
 
@@ -816,7 +871,11 @@ impl LoopInner {
         if let Some(started) = started {
             let took = started.elapsed();
             if took >= self.slow_callback {
-                eprintln!("evloop: warning: executing {} took {}", cb.describe(), fmt_duration(took));
+                eprintln!(
+                    "evloop: warning: executing {} took {}",
+                    cb.describe(),
+                    fmt_duration(took)
+                );
             }
         }
         if let Err(p) = result {
@@ -831,10 +890,25 @@ impl LoopInner {
         }
     }
 
+    /// Trace line for a task wake on the loop thread (folded into the iteration line in phase 4).
+    pub(crate) fn trace_wake(&self, key: Key) {
+        if !self.tracing() {
+            return;
+        }
+        let label = self.task_label(key);
+        if self.expiring.get() {
+            self.woken_by_timers.borrow_mut().push(label);
+        } else {
+            self.trace(|| format!("  wake {label}"));
+        }
+    }
+
     /// `Task-3` (or its name) for a task key, for trace lines.
     pub(crate) fn task_label(&self, key: Key) -> String {
         match self.tasks.try_borrow() {
-            Ok(tasks) => tasks.get(key).map_or_else(|| "a finished task".to_string(), |t| t.label()),
+            Ok(tasks) => tasks
+                .get(key)
+                .map_or_else(|| "a finished task".to_string(), |t| t.label()),
             Err(_) => "a task".to_string(),
         }
     }
@@ -935,6 +1009,22 @@ impl LoopHandle {
 
     pub(crate) fn trace(&self, line: impl FnOnce() -> String) {
         self.inner.trace(line)
+    }
+
+    /// The checks `run_forever` makes, without running (so `run_until_complete` refuses before
+    /// it creates a task).
+    pub(crate) fn check_can_run(&self, op: &'static str) -> Result<(), LoopError> {
+        let lp = &self.inner;
+        if lp.closed.get() {
+            return Err(LoopError::new(LoopErrorKind::Closed, op));
+        }
+        if lp.running.get() {
+            return Err(LoopError::new(LoopErrorKind::AlreadyRunning, op));
+        }
+        if with_running(|_| ()).is_some() {
+            return Err(LoopError::new(LoopErrorKind::AnotherLoopRunning, op));
+        }
+        Ok(())
     }
 
     /// Runs until [`stop`](LoopHandle::stop) is called (asyncio's `run_forever`). `stop()` makes
@@ -1051,14 +1141,21 @@ impl LoopHandle {
     /// Schedules `f` from any thread (asyncio's `call_soon_threadsafe`); see
     /// [`RemoteHandle::call_soon_threadsafe`].
     #[track_caller]
-    pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
+    pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(
+        &self,
+        f: F,
+    ) -> Result<(), LoopError> {
         self.remote().call_soon_threadsafe(f)
     }
 
     /// Runs `f` once `delay` has passed (asyncio's `call_later`); never early. A zero delay runs
     /// in the next iteration, after the handles that are already ready.
     #[track_caller]
-    pub fn call_later<F: FnOnce() + 'static>(&self, delay: Duration, f: F) -> Result<TimerHandle, LoopError> {
+    pub fn call_later<F: FnOnce() + 'static>(
+        &self,
+        delay: Duration,
+        f: F,
+    ) -> Result<TimerHandle, LoopError> {
         self.check_open("call_later")?;
         let deadline = self.inner.clock.now().saturating_add(duration_to_ns(delay));
         Ok(self.schedule_at(deadline, Location::caller(), f))
@@ -1067,15 +1164,26 @@ impl LoopHandle {
     /// Runs `f` at `when` or later (asyncio's `call_at`); never early. Equal deadlines run in
     /// the order they were scheduled.
     #[track_caller]
-    pub fn call_at<F: FnOnce() + 'static>(&self, when: Instant, f: F) -> Result<TimerHandle, LoopError> {
+    pub fn call_at<F: FnOnce() + 'static>(
+        &self,
+        when: Instant,
+        f: F,
+    ) -> Result<TimerHandle, LoopError> {
         self.check_open("call_at")?;
         let deadline = self.inner.clock.ns_of(when);
         Ok(self.schedule_at(deadline, Location::caller(), f))
     }
 
-    fn schedule_at<F: FnOnce() + 'static>(&self, deadline: u64, site: &'static Location<'static>, f: F) -> TimerHandle {
+    fn schedule_at<F: FnOnce() + 'static>(
+        &self,
+        deadline: u64,
+        site: &'static Location<'static>,
+        f: F,
+    ) -> TimerHandle {
         let cb = OnceCallback::new_rc(HandleKind::CallLater, site, f);
-        let id = self.inner.add_timer(deadline, TimerEntry::Callback(cb.clone()));
+        let id = self
+            .inner
+            .add_timer(deadline, TimerEntry::Callback(cb.clone()));
         TimerHandle {
             handle: Handle { inner: cb },
             when: self.inner.clock.instant_of(deadline),
@@ -1086,7 +1194,9 @@ impl LoopHandle {
 
     /// A `Send + Sync` handle for other threads.
     pub fn remote(&self) -> RemoteHandle {
-        RemoteHandle { shared: self.inner.shared.clone() }
+        RemoteHandle {
+            shared: self.inner.shared.clone(),
+        }
     }
 
     /// Calls `f` whenever `fd` is readable (level-triggered, asyncio's `add_reader`): once per
@@ -1097,13 +1207,21 @@ impl LoopHandle {
     /// (`EPERM`, a regular file), it is the loop's own, or the loop is closed.
     #[track_caller]
     pub fn add_reader<F: FnMut() + 'static>(&self, fd: RawFd, f: F) -> io::Result<()> {
-        self.add_fd_callback(fd, Side::Read, RepeatCallback::new_rc(HandleKind::Reader, Location::caller(), f))
+        self.add_fd_callback(
+            fd,
+            Side::Read,
+            RepeatCallback::new_rc(HandleKind::Reader, Location::caller(), f),
+        )
     }
 
     /// Calls `f` whenever `fd` is writable (level-triggered, asyncio's `add_writer`).
     #[track_caller]
     pub fn add_writer<F: FnMut() + 'static>(&self, fd: RawFd, f: F) -> io::Result<()> {
-        self.add_fd_callback(fd, Side::Write, RepeatCallback::new_rc(HandleKind::Writer, Location::caller(), f))
+        self.add_fd_callback(
+            fd,
+            Side::Write,
+            RepeatCallback::new_rc(HandleKind::Writer, Location::caller(), f),
+        )
     }
 
     fn add_fd_callback(&self, fd: RawFd, side: Side, cb: Rc<dyn Callback>) -> io::Result<()> {
@@ -1159,8 +1277,14 @@ impl LoopHandle {
     {
         self.check_open("run_in_executor")?;
         let mut slot = self.inner.executor.borrow_mut();
-        let pool = slot.get_or_insert_with(|| Pool::new(self.inner.executor_threads, format!("evloop-{}-executor", self.inner.id)));
-        pool.submit(f).map_err(|e| LoopError::io("run_in_executor (spawning a thread)", e))
+        let pool = slot.get_or_insert_with(|| {
+            Pool::new(
+                self.inner.executor_threads,
+                format!("evloop-{}-executor", self.inner.id),
+            )
+        });
+        pool.submit(f)
+            .map_err(|e| LoopError::io("run_in_executor (spawning a thread)", e))
     }
 
     /// Shuts the executor down and waits for its running jobs to finish (this blocks the
@@ -1174,7 +1298,7 @@ impl LoopHandle {
     }
 
     /// Replaces the exception handler (`None` restores the default, which prints to stderr).
-    pub fn set_exception_handler(&self, handler: Option<Box<dyn Fn(&LoopHandle, &ExceptionContext)>>) {
+    pub fn set_exception_handler(&self, handler: Option<BoxedExceptionHandler>) {
         let new: Option<Rc<ExceptionHandler>> = handler.map(Rc::from);
         let old = std::mem::replace(&mut *self.inner.exception_handler.borrow_mut(), new);
         drop(old);
@@ -1204,6 +1328,7 @@ impl LoopHandle {
             timers: lp.timers.borrow().len(),
             tasks: lp.tasks.borrow().len(),
             fds: lp.reactor.borrow().as_ref().map_or(0, |r| r.len()),
+            executor_threads: lp.executor.borrow().as_ref().map_or(0, |p| p.threads()),
         }
     }
 

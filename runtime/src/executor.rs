@@ -40,7 +40,9 @@ impl fmt::Display for ExecutorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExecutorError::Panicked(p) => write!(f, "run_in_executor: the job {p}"),
-            ExecutorError::Shutdown => f.write_str("run_in_executor: the executor shut down before the job ran"),
+            ExecutorError::Shutdown => {
+                f.write_str("run_in_executor: the executor shut down before the job ran")
+            }
         }
     }
 }
@@ -49,7 +51,7 @@ impl std::error::Error for ExecutorError {}
 
 impl From<ExecutorError> for std::io::Error {
     fn from(e: ExecutorError) -> std::io::Error {
-        std::io::Error::other(e)
+        std::io::Error::other(e.to_string())
     }
 }
 
@@ -83,7 +85,12 @@ impl Pool {
     pub(crate) fn new(max_threads: usize, name: String) -> Pool {
         Pool {
             shared: Arc::new(PoolShared {
-                queue: Mutex::new(Queue { jobs: VecDeque::new(), idle: 0, threads: 0, shutdown: false }),
+                queue: Mutex::new(Queue {
+                    jobs: VecDeque::new(),
+                    idle: 0,
+                    threads: 0,
+                    shutdown: false,
+                }),
                 available: Condvar::new(),
             }),
             max_threads: max_threads.max(1),
@@ -111,10 +118,13 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
     {
         let slot = Arc::new(Mutex::new(JobState::Pending(None)));
-        let guard = ResultGuard { slot: Some(slot.clone()) };
+        let guard = ResultGuard {
+            slot: Some(slot.clone()),
+        };
         let job: Job = Box::new(move || {
             let mut guard = guard;
-            let result = catch_unwind(AssertUnwindSafe(f)).map_err(|p| ExecutorError::Panicked(Panic::from_payload(p)));
+            let result = catch_unwind(AssertUnwindSafe(f))
+                .map_err(|p| ExecutorError::Panicked(Panic::from_payload(p)));
             guard.complete(result);
         });
         let mut q = lock(&self.shared.queue);
@@ -252,7 +262,10 @@ pub struct ExecutorJob<T> {
 impl<T> ExecutorJob<T> {
     /// Whether the job has finished (or was dropped by a shutdown).
     pub fn is_done(&self) -> bool {
-        !matches!(*self.slot.lock().unwrap_or_else(|p| p.into_inner()), JobState::Pending(_))
+        !matches!(
+            *self.slot.lock().unwrap_or_else(|p| p.into_inner()),
+            JobState::Pending(_)
+        )
     }
 }
 
@@ -316,7 +329,9 @@ mod tests {
     fn pool_starts_lazily_and_stays_bounded() {
         let mut pool = Pool::new(2, "t".into());
         assert_eq!(pool.threads(), 0);
-        let jobs: Vec<_> = (0..8).map(|i| pool.submit(move || i * 2).unwrap()).collect();
+        let jobs: Vec<_> = (0..8)
+            .map(|i| pool.submit(move || i * 2).unwrap())
+            .collect();
         assert!(pool.threads() <= 2);
         let results: Vec<_> = jobs.into_iter().map(|j| block_on(j).unwrap()).collect();
         assert_eq!(results, vec![0, 2, 4, 6, 8, 10, 12, 14]);
@@ -339,7 +354,14 @@ mod tests {
     fn jobs_dropped_by_shutdown_resolve_as_shutdown() {
         let mut pool = Pool::new(1, "t".into());
         let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let blocker = pool.submit(move || rx.recv().ok()).unwrap();
+        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+        let blocker = pool
+            .submit(move || {
+                started_tx.send(()).unwrap();
+                rx.recv().ok()
+            })
+            .unwrap();
+        started_rx.recv().unwrap();
         let queued = pool.submit(|| 5).unwrap();
         // The single thread is busy with `blocker`; `queued` has not started.
         pool.shutdown(false);

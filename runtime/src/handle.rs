@@ -47,11 +47,18 @@ pub(crate) struct HandleMeta {
     cancelled: Cell<bool>,
     kind: HandleKind,
     site: &'static Location<'static>,
+    /// The user's closure type when the cell wraps it in a closure of its own (done callbacks).
+    name: Option<&'static str>,
 }
 
 impl HandleMeta {
     pub(crate) fn new(kind: HandleKind, site: &'static Location<'static>) -> Self {
-        HandleMeta { cancelled: Cell::new(false), kind, site }
+        HandleMeta {
+            cancelled: Cell::new(false),
+            kind,
+            site,
+            name: None,
+        }
     }
 }
 
@@ -75,7 +82,12 @@ pub(crate) trait Callback {
     /// `call_soon demo::main::{{closure}} (src/main.rs:10:5)`.
     fn describe(&self) -> String {
         let m = self.meta();
-        format!("{} {} ({})", m.kind.as_str(), self.type_name(), m.site)
+        format!(
+            "{} {} ({})",
+            m.kind.as_str(),
+            m.name.unwrap_or_else(|| self.type_name()),
+            m.site
+        )
     }
 }
 
@@ -86,8 +98,30 @@ pub(crate) struct OnceCallback<F> {
 }
 
 impl<F: FnOnce() + 'static> OnceCallback<F> {
-    pub(crate) fn new_rc(kind: HandleKind, site: &'static Location<'static>, f: F) -> Rc<dyn Callback> {
-        Rc::new(OnceCallback { meta: HandleMeta::new(kind, site), f: Cell::new(Some(f)) })
+    pub(crate) fn new_rc(
+        kind: HandleKind,
+        site: &'static Location<'static>,
+        f: F,
+    ) -> Rc<dyn Callback> {
+        Rc::new(OnceCallback {
+            meta: HandleMeta::new(kind, site),
+            f: Cell::new(Some(f)),
+        })
+    }
+
+    /// A cell wrapping `f` that describes itself as `name` (the closure `f` wraps).
+    pub(crate) fn named_rc(
+        kind: HandleKind,
+        site: &'static Location<'static>,
+        name: &'static str,
+        f: F,
+    ) -> Rc<dyn Callback> {
+        let mut meta = HandleMeta::new(kind, site);
+        meta.name = Some(name);
+        Rc::new(OnceCallback {
+            meta,
+            f: Cell::new(Some(f)),
+        })
     }
 }
 
@@ -112,8 +146,15 @@ pub(crate) struct RepeatCallback<F> {
 }
 
 impl<F: FnMut() + 'static> RepeatCallback<F> {
-    pub(crate) fn new_rc(kind: HandleKind, site: &'static Location<'static>, f: F) -> Rc<dyn Callback> {
-        Rc::new(RepeatCallback { meta: HandleMeta::new(kind, site), f: RefCell::new(f) })
+    pub(crate) fn new_rc(
+        kind: HandleKind,
+        site: &'static Location<'static>,
+        f: F,
+    ) -> Rc<dyn Callback> {
+        Rc::new(RepeatCallback {
+            meta: HandleMeta::new(kind, site),
+            f: RefCell::new(f),
+        })
     }
 }
 
@@ -160,6 +201,10 @@ impl fmt::Debug for Handle {
     }
 }
 
+/// Identifies a done callback, for `remove_done_callback` on tasks and promises.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CallbackId(pub(crate) u64);
+
 /// The loop's list of cancelled timers, drained by phase 1 of each iteration.
 #[derive(Default)]
 pub(crate) struct TimerCancels {
@@ -204,7 +249,12 @@ impl TimerHandle {
 impl fmt::Debug for TimerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = if self.cancelled() { " cancelled" } else { "" };
-        write!(f, "<TimerHandle{state} when={:?} {}>", self.when, self.handle.inner.describe())
+        write!(
+            f,
+            "<TimerHandle{state} when={:?} {}>",
+            self.when,
+            self.handle.inner.describe()
+        )
     }
 }
 
@@ -216,7 +266,9 @@ mod tests {
     fn once_callback_runs_once_and_cancel_is_a_flag() {
         let hits = Rc::new(Cell::new(0));
         let h = hits.clone();
-        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || h.set(h.get() + 1));
+        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || {
+            h.set(h.get() + 1)
+        });
         cb.run();
         cb.run();
         assert_eq!(hits.get(), 1);
@@ -232,7 +284,9 @@ mod tests {
     fn repeat_callback_runs_every_time() {
         let hits = Rc::new(Cell::new(0));
         let h = hits.clone();
-        let cb = RepeatCallback::new_rc(HandleKind::Reader, Location::caller(), move || h.set(h.get() + 1));
+        let cb = RepeatCallback::new_rc(HandleKind::Reader, Location::caller(), move || {
+            h.set(h.get() + 1)
+        });
         cb.run();
         cb.run();
         assert_eq!(hits.get(), 2);

@@ -1,1 +1,76 @@
+//! # evloop
+//!
+//! Python asyncio's event loop rebuilt from scratch in Rust on raw Linux syscalls: an epoll
+//! reactor, a min-heap timer queue behind `call_at`/`call_later`, a `call_soon` ready queue,
+//! promises (asyncio's `Future`) and tasks driven by wakers and done-callback chains. No
+//! third-party async crates; the only dependencies are this workspace's `evloop-syscalls` (every
+//! line of unsafe code is there) and `evloop-timers`.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! async fn f() -> u32 {
+//!     evloop::sleep(Duration::from_millis(5)).await;
+//!     10
+//! }
+//!
+//! assert_eq!(evloop::run(f()).unwrap(), 10); // asyncio.run(f())
+//! ```
+//!
+//! ## Map of the crate
+//! Dependencies point one way, from the user's API down to the kernel:
+//!
+//! | layer | modules |
+//! |---|---|
+//! | user API | [`time`](crate::sleep) (sleep, timeout, yield_now), `task` (spawn, run), `promise` |
+//! | the loop | `event_loop` (the five phases, handles to the loop), `waker` |
+//! | mechanisms | `reactor` (epoll), `handle` (callbacks), `clock`, `executor` (thread pool), `trace` |
+//! | kernel | the `evloop-syscalls` crate; the timer heap is the `evloop-timers` crate |
+//!
+//! The loop knows tasks only through a small trait (`Steppable`) that the task module
+//! implements, so it never depends on the code above it.
+//!
+//! ## Behaviour
+//! asyncio's semantics (see `docs/` for the mechanisms with traces of real runs):
+//! `call_soon` is FIFO and a callback scheduled by a running callback waits for the next
+//! iteration; timers never fire early and equal deadlines run in scheduling order; a task's first
+//! step is scheduled with `call_soon`; done callbacks are scheduled, never run inline; a panic in
+//! a callback or task is caught and reported, and the loop keeps running. Where asyncio has a
+//! known footgun evloop fixes it: the loop holds tasks strongly, timers are exact to the
+//! nanosecond with `epoll_pwait2`, and a task that keeps waking itself runs once per iteration.
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod clock;
+mod error;
+mod event_loop;
+mod executor;
+mod handle;
+mod promise;
+mod reactor;
+mod slab;
+mod task;
+mod time;
+mod trace;
+mod waker;
+
+pub use error::{
+    InvalidStateError, LoopError, LoopErrorKind, Panic, PromiseError, RunError, TaskError,
+};
+pub use event_loop::{
+    default_exception_handler, get_running_loop, BoxedExceptionHandler, Builder, EventLoop,
+    ExceptionContext, ExceptionKind, LoopHandle, LoopStats, RemoteHandle,
+};
+pub use executor::{ExecutorError, ExecutorJob};
+pub use handle::{CallbackId, Handle, TimerHandle};
+pub use promise::{Promise, PromiseFuture};
+pub use task::{
+    all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState,
+};
+pub use time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
+pub use trace::Awaiting;
+
+/// The syscall layer, re-exported so users can read the per-thread call counters
+/// (`evloop::sys::counters::snapshot()`) without another dependency.
+pub use evloop_syscalls as sys;

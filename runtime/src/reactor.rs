@@ -132,12 +132,19 @@ impl Reactor {
         cb: Rc<dyn Callback>,
     ) -> io::Result<Option<Rc<dyn Callback>>> {
         if fd < 0 {
-            return Err(with_fd_context(side.op(), fd, io::Error::from_raw_os_error(sys::errno::EBADF)));
+            return Err(with_fd_context(
+                side.op(),
+                fd,
+                io::Error::from_raw_os_error(sys::errno::EBADF),
+            ));
         }
         if Some(fd) == self.wake_fd || fd == self.epoll.as_raw_fd() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("{}(fd {fd}): the fd belongs to the event loop itself", side.op()),
+                format!(
+                    "{}(fd {fd}): the fd belongs to the event loop itself",
+                    side.op()
+                ),
             ));
         }
         match self.by_fd.get(&fd).copied() {
@@ -172,7 +179,11 @@ impl Reactor {
                 Ok(old)
             }
             None => {
-                let mut reg = Registration { fd, reader: None, writer: None };
+                let mut reg = Registration {
+                    fd,
+                    reader: None,
+                    writer: None,
+                };
                 match side {
                     Side::Read => reg.reader = Some(cb),
                     Side::Write => reg.writer = Some(cb),
@@ -249,7 +260,11 @@ impl Reactor {
 
     /// Turns the first `n` events of the last wait into ready callbacks (given to `ready`).
     /// A full buffer grows so the next wait can take more events at once.
-    pub(crate) fn dispatch(&mut self, n: usize, ready: &mut dyn FnMut(Rc<dyn Callback>)) -> Dispatched {
+    pub(crate) fn dispatch(
+        &mut self,
+        n: usize,
+        ready: &mut dyn FnMut(Rc<dyn Callback>),
+    ) -> Dispatched {
         let mut out = Dispatched::default();
         for ev in &self.events[..n] {
             let data = ev.data();

@@ -22,7 +22,10 @@ impl Key {
 
     /// Unpacks a key made by [`Key::to_u64`]; any `u64` is accepted (a forged key just misses).
     pub(crate) const fn from_u64(v: u64) -> Key {
-        Key { index: v as u32, generation: (v >> 32) as u32 }
+        Key {
+            index: v as u32,
+            generation: (v >> 32) as u32,
+        }
     }
 }
 
@@ -42,7 +45,11 @@ pub(crate) struct Slab<T> {
 
 impl<T> Default for Slab<T> {
     fn default() -> Self {
-        Slab { slots: Vec::new(), free_head: NO_FREE, len: 0 }
+        Slab {
+            slots: Vec::new(),
+            free_head: NO_FREE,
+            len: 0,
+        }
     }
 }
 
@@ -55,17 +62,27 @@ impl<T> Slab<T> {
     pub(crate) fn next_key(&self) -> Key {
         if self.free_head != NO_FREE {
             if let Some(Slot::Vacant { generation, .. }) = self.slots.get(self.free_head as usize) {
-                return Key { index: self.free_head, generation: *generation };
+                return Key {
+                    index: self.free_head,
+                    generation: *generation,
+                };
             }
         }
-        Key { index: self.slots.len() as u32, generation: 0 }
+        Key {
+            index: self.slots.len() as u32,
+            generation: 0,
+        }
     }
 
     pub(crate) fn insert(&mut self, value: T) -> Key {
         if self.free_head != NO_FREE {
             let index = self.free_head;
             let slot = &mut self.slots[index as usize];
-            if let Slot::Vacant { generation, next_free } = *slot {
+            if let Slot::Vacant {
+                generation,
+                next_free,
+            } = *slot
+            {
                 self.free_head = next_free;
                 *slot = Slot::Occupied { generation, value };
                 self.len += 1;
@@ -73,25 +90,36 @@ impl<T> Slab<T> {
             }
         }
         let index = self.slots.len() as u32;
-        self.slots.push(Slot::Occupied { generation: 0, value });
+        self.slots.push(Slot::Occupied {
+            generation: 0,
+            value,
+        });
         self.len += 1;
-        Key { index, generation: 0 }
+        Key {
+            index,
+            generation: 0,
+        }
     }
 
     pub(crate) fn get(&self, key: Key) -> Option<&T> {
         match self.slots.get(key.index as usize) {
-            Some(Slot::Occupied { generation, value }) if *generation == key.generation => Some(value),
+            Some(Slot::Occupied { generation, value }) if *generation == key.generation => {
+                Some(value)
+            }
             _ => None,
         }
     }
 
     pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
         match self.slots.get_mut(key.index as usize) {
-            Some(Slot::Occupied { generation, value }) if *generation == key.generation => Some(value),
+            Some(Slot::Occupied { generation, value }) if *generation == key.generation => {
+                Some(value)
+            }
             _ => None,
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn contains(&self, key: Key) -> bool {
         self.get(key).is_some()
     }
@@ -122,7 +150,13 @@ impl<T> Slab<T> {
     /// Every live entry with its key, in slot order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (Key, &T)> + '_ {
         self.slots.iter().enumerate().filter_map(|(i, s)| match s {
-            Slot::Occupied { generation, value } => Some((Key { index: i as u32, generation: *generation }, value)),
+            Slot::Occupied { generation, value } => Some((
+                Key {
+                    index: i as u32,
+                    generation: *generation,
+                },
+                value,
+            )),
             Slot::Vacant { .. } => None,
         })
     }
@@ -177,9 +211,15 @@ mod tests {
     #[test]
     fn a_slot_whose_generation_would_wrap_is_retired() {
         let mut s: Slab<u8> = Slab::default();
-        s.slots.push(Slot::Occupied { generation: u32::MAX, value: 1 });
+        s.slots.push(Slot::Occupied {
+            generation: u32::MAX,
+            value: 1,
+        });
         s.len = 1;
-        let k = Key { index: 0, generation: u32::MAX };
+        let k = Key {
+            index: 0,
+            generation: u32::MAX,
+        };
         assert_eq!(s.remove(k), Some(1));
         let k2 = s.insert(2);
         assert_ne!(k2.index, 0, "the wrapped slot is never reused");

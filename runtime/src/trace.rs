@@ -15,14 +15,19 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::time::Duration;
 
+/// A destination for trace lines.
+pub(crate) type TraceSink = Box<dyn FnMut(&str)>;
+
 /// Where trace lines go: stderr unless the builder installed a sink.
 pub(crate) struct Tracer {
-    sink: RefCell<Option<Box<dyn FnMut(&str)>>>,
+    sink: RefCell<Option<TraceSink>>,
 }
 
 impl Tracer {
-    pub(crate) fn new(sink: Option<Box<dyn FnMut(&str)>>) -> Self {
-        Tracer { sink: RefCell::new(sink) }
+    pub(crate) fn new(sink: Option<TraceSink>) -> Self {
+        Tracer {
+            sink: RefCell::new(sink),
+        }
     }
 
     /// Emits one line. A sink that re-enters tracing (it should not) gets its line on stderr

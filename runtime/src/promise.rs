@@ -1,0 +1,333 @@
+//! Promises: asyncio's `Future`, a value that will be set later (`loop.create_future()`).
+//!
+//! A [`Promise<T>`] is a shared handle (clone it freely) to a cell that is pending, finished with
+//! a value, or cancelled. Code that wants the value awaits the promise: the awaiting future
+//! stores its task's waker in the promise and returns `Pending`. `set_result` stores the value,
+//! wakes every stored waker (each wake queues its task on the loop) and schedules the done
+//! callbacks with `call_soon`, in registration order, never running them inline; that is
+//! asyncio's `Future.__schedule_callbacks`. Many tasks may await one promise; each gets a clone
+//! of the value.
+//!
+//! Misuse is an error value, never a panic: setting a result twice gives an
+//! [`InvalidStateError`], reading a pending one gives [`PromiseError::Pending`].
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::panic::Location;
+use std::pin::Pin;
+use std::rc::{Rc, Weak};
+use std::task::{Context, Poll, Waker};
+
+use crate::error::{InvalidStateError, PromiseError};
+use crate::event_loop::{LoopHandle, LoopInner, Ready};
+use crate::handle::{CallbackId, HandleKind, OnceCallback};
+use crate::trace::{note_awaiting, Awaiting};
+
+enum State<T> {
+    Pending,
+    Finished(T),
+    Cancelled,
+}
+
+type PromiseCallback<T> = Box<dyn FnOnce(&Promise<T>)>;
+
+/// A registered done callback: id, the closure's type name and where it was added.
+type PromiseEntry<T> = (
+    CallbackId,
+    &'static str,
+    &'static Location<'static>,
+    PromiseCallback<T>,
+);
+
+struct Inner<T> {
+    id: u64,
+    lp: Weak<LoopInner>,
+    state: RefCell<State<T>>,
+    /// Wakers of the futures awaiting this promise; a dropped awaiter leaves `None` in its slot.
+    waiters: RefCell<Vec<Option<Waker>>>,
+    callbacks: RefCell<Vec<PromiseEntry<T>>>,
+    next_callback: Cell<u64>,
+}
+
+/// A value that will be provided later (asyncio's `Future`). See the module documentation.
+pub struct Promise<T> {
+    inner: Rc<Inner<T>>,
+}
+
+impl<T> Clone for Promise<T> {
+    fn clone(&self) -> Self {
+        Promise {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl LoopHandle {
+    /// A new pending promise bound to this loop (asyncio's `loop.create_future()`).
+    pub fn create_future<T: 'static>(&self) -> Promise<T> {
+        let lp = &self.inner;
+        let id = lp.next_promise_id.get();
+        lp.next_promise_id.set(id + 1);
+        Promise {
+            inner: Rc::new(Inner {
+                id,
+                lp: Rc::downgrade(lp),
+                state: RefCell::new(State::Pending),
+                waiters: RefCell::new(Vec::new()),
+                callbacks: RefCell::new(Vec::new()),
+                next_callback: Cell::new(0),
+            }),
+        }
+    }
+}
+
+impl<T: 'static> Promise<T> {
+    /// Its number in the loop (`Promise#N` in trace lines).
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    fn label(&self) -> String {
+        format!("Promise#{}", self.inner.id)
+    }
+
+    fn state_name(&self) -> &'static str {
+        match &*self.inner.state.borrow() {
+            State::Pending => "pending",
+            State::Finished(_) => "finished",
+            State::Cancelled => "cancelled",
+        }
+    }
+
+    /// Finished or cancelled.
+    pub fn done(&self) -> bool {
+        !matches!(*self.inner.state.borrow(), State::Pending)
+    }
+
+    /// Cancelled.
+    pub fn cancelled(&self) -> bool {
+        matches!(*self.inner.state.borrow(), State::Cancelled)
+    }
+
+    /// Stores the value, wakes every awaiter and schedules the done callbacks. An
+    /// [`InvalidStateError`] if the promise is already finished or cancelled.
+    pub fn set_result(&self, value: T) -> Result<(), InvalidStateError> {
+        {
+            let mut st = self.inner.state.borrow_mut();
+            if !matches!(*st, State::Pending) {
+                drop(st);
+                return Err(InvalidStateError {
+                    op: "set_result",
+                    object: self.label(),
+                    state: self.state_name(),
+                });
+            }
+            *st = State::Finished(value);
+        }
+        self.complete("set_result");
+        Ok(())
+    }
+
+    /// Cancels the promise: awaiters get [`PromiseError::Cancelled`], done callbacks are
+    /// scheduled. Returns false if it was already done.
+    pub fn cancel(&self) -> bool {
+        {
+            let mut st = self.inner.state.borrow_mut();
+            if !matches!(*st, State::Pending) {
+                return false;
+            }
+            *st = State::Cancelled;
+        }
+        self.complete("cancel");
+        true
+    }
+
+    fn complete(&self, how: &str) {
+        let waiters = std::mem::take(&mut *self.inner.waiters.borrow_mut());
+        let callbacks = std::mem::take(&mut *self.inner.callbacks.borrow_mut());
+        let lp = self.inner.lp.upgrade();
+        let mut woken = 0;
+        for w in waiters.into_iter().flatten() {
+            w.wake();
+            woken += 1;
+        }
+        let scheduled = callbacks.len();
+        match &lp {
+            Some(lp) if !lp.is_closed() => {
+                for (_, name, site, cb) in callbacks {
+                    let me = self.clone();
+                    let f = move || cb(&me);
+                    lp.push_ready(Ready::Callback(OnceCallback::named_rc(
+                        HandleKind::DoneCallback,
+                        site,
+                        name,
+                        f,
+                    )));
+                }
+            }
+            // No loop to run them on: they can never run.
+            _ => drop(callbacks),
+        }
+        if let Some(lp) = &lp {
+            lp.trace(|| {
+                format!(
+                    "  {} {how} -> woke {woken} awaiter{}, scheduled {scheduled} callback{}",
+                    self.label(),
+                    if woken == 1 { "" } else { "s" },
+                    if scheduled == 1 { "" } else { "s" }
+                )
+            });
+        }
+    }
+
+    /// Adds a callback run with `call_soon` when the promise completes (at once, scheduled, if it
+    /// already has). Callbacks run in the order they were added.
+    #[track_caller]
+    pub fn add_done_callback<F: FnOnce(&Promise<T>) + 'static>(&self, f: F) -> CallbackId {
+        let id = CallbackId(self.inner.next_callback.get());
+        self.inner.next_callback.set(id.0 + 1);
+        if self.done() {
+            if let Some(lp) = self.inner.lp.upgrade() {
+                if !lp.is_closed() {
+                    let me = self.clone();
+                    let name = std::any::type_name::<F>();
+                    let cb = OnceCallback::named_rc(
+                        HandleKind::DoneCallback,
+                        Location::caller(),
+                        name,
+                        move || f(&me),
+                    );
+                    lp.push_ready(Ready::Callback(cb));
+                }
+            }
+        } else {
+            self.inner.callbacks.borrow_mut().push((
+                id,
+                std::any::type_name::<F>(),
+                Location::caller(),
+                Box::new(f),
+            ));
+        }
+        id
+    }
+
+    /// Removes a callback that has not been scheduled yet; returns how many were removed (0 or 1).
+    pub fn remove_done_callback(&self, id: CallbackId) -> usize {
+        let removed: Vec<PromiseEntry<T>> = {
+            let mut cbs = self.inner.callbacks.borrow_mut();
+            let (gone, kept) = std::mem::take(&mut *cbs)
+                .into_iter()
+                .partition(|(cid, ..)| *cid == id);
+            *cbs = kept;
+            gone
+        };
+        removed.len()
+    }
+
+    /// A future for the value that does not need `T: Clone` of the promise's users: it gives a
+    /// clone of the value when the promise finishes.
+    pub fn wait(&self) -> PromiseFuture<T>
+    where
+        T: Clone,
+    {
+        PromiseFuture {
+            promise: self.clone(),
+            slot: None,
+        }
+    }
+}
+
+impl<T: Clone + 'static> Promise<T> {
+    /// The value, if it is set (asyncio's `Future.result()`): [`PromiseError::Pending`] if not
+    /// yet, [`PromiseError::Cancelled`] if cancelled.
+    pub fn result(&self) -> Result<T, PromiseError> {
+        match &*self.inner.state.borrow() {
+            State::Finished(v) => Ok(v.clone()),
+            State::Pending => Err(PromiseError::Pending {
+                promise: self.label(),
+            }),
+            State::Cancelled => Err(PromiseError::Cancelled {
+                promise: self.label(),
+            }),
+        }
+    }
+}
+
+impl<T: 'static> fmt::Debug for Promise<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} {}>", self.label(), self.state_name())
+    }
+}
+
+/// The future of awaiting a [`Promise`]: `Ok(value)` or `Err(PromiseError::Cancelled)`.
+pub struct PromiseFuture<T: 'static> {
+    promise: Promise<T>,
+    slot: Option<usize>,
+}
+
+impl<T: Clone + 'static> Future for PromiseFuture<T> {
+    type Output = Result<T, PromiseError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let inner = &this.promise.inner;
+        match &*inner.state.borrow() {
+            State::Finished(v) => return Poll::Ready(Ok(v.clone())),
+            State::Cancelled => {
+                return Poll::Ready(Err(PromiseError::Cancelled {
+                    promise: this.promise.label(),
+                }))
+            }
+            State::Pending => {}
+        }
+        let mut waiters = inner.waiters.borrow_mut();
+        match this.slot.and_then(|i| waiters.get_mut(i)) {
+            Some(Some(w)) if w.will_wake(cx.waker()) => {}
+            Some(slot) => *slot = Some(cx.waker().clone()),
+            None => {
+                waiters.push(Some(cx.waker().clone()));
+                this.slot = Some(waiters.len() - 1);
+            }
+        }
+        note_awaiting(Awaiting::Promise(inner.id));
+        Poll::Pending
+    }
+}
+
+impl<T: 'static> Drop for PromiseFuture<T> {
+    fn drop(&mut self) {
+        if let Some(i) = self.slot {
+            let old = {
+                let Ok(mut waiters) = self.promise.inner.waiters.try_borrow_mut() else {
+                    return;
+                };
+                let old = waiters.get_mut(i).and_then(Option::take);
+                while matches!(waiters.last(), Some(None)) {
+                    waiters.pop();
+                }
+                old
+            };
+            drop(old);
+        }
+    }
+}
+
+impl<T: Clone + 'static> IntoFuture for Promise<T> {
+    type Output = Result<T, PromiseError>;
+    type IntoFuture = PromiseFuture<T>;
+    fn into_future(self) -> PromiseFuture<T> {
+        PromiseFuture {
+            promise: self,
+            slot: None,
+        }
+    }
+}
+
+impl<T: Clone + 'static> IntoFuture for &Promise<T> {
+    type Output = Result<T, PromiseError>;
+    type IntoFuture = PromiseFuture<T>;
+    fn into_future(self) -> PromiseFuture<T> {
+        self.wait()
+    }
+}

@@ -1,0 +1,218 @@
+//! Time for tasks: `sleep`, `sleep_until`, `yield_now` (asyncio.sleep(0)) and `timeout`.
+//!
+//! A [`Sleep`] is the Rust counterpart of `asyncio.sleep(d)`: where asyncio creates a future, a
+//! `TimerHandle` whose callback sets it, and awaits the future, evloop puts the task's waker
+//! straight into the timer heap (no callback, no promise). Phase 4 of the loop pops the expired
+//! timer and wakes the task; the task's next poll of the `Sleep` sees that loop time has
+//! reached the deadline and completes. Dropping a `Sleep` early (a timeout fired, the task was
+//! cancelled) cancels its timer, which phase 1 removes from the heap.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use evloop_timers::TimerId;
+
+use crate::clock::duration_to_ns;
+use crate::event_loop::{with_running, LoopInner, TimerEntry};
+use crate::trace::{note_awaiting, Awaiting};
+
+enum Deadline {
+    /// Known in loop time (the loop was running when the sleep was created).
+    At(u64),
+    /// Relative; resolved against the loop's clock at the first poll.
+    After(Duration),
+    /// Absolute; resolved at the first poll.
+    Instant(Instant),
+}
+
+/// A future that completes once loop time reaches a deadline; see [`sleep`] and [`sleep_until`].
+///
+/// Never early: it completes only when the loop's clock says the deadline has passed.
+///
+/// # Panics
+/// Polling it outside a running evloop loop panics with a message saying so.
+pub struct Sleep {
+    deadline: Deadline,
+    registered: Option<(Rc<LoopInner>, TimerId)>,
+}
+
+/// Sleeps for `delay` (asyncio's `sleep(delay)`). A zero delay completes at the first poll
+/// without yielding; use [`yield_now`] to give other tasks a turn.
+pub fn sleep(delay: Duration) -> Sleep {
+    let deadline = with_running(|lp| Deadline::At(lp.now().saturating_add(duration_to_ns(delay))))
+        .unwrap_or(Deadline::After(delay));
+    Sleep {
+        deadline,
+        registered: None,
+    }
+}
+
+/// Sleeps until `when` (loop time, see [`LoopHandle::time`](crate::LoopHandle::time)).
+pub fn sleep_until(when: Instant) -> Sleep {
+    let deadline =
+        with_running(|lp| Deadline::At(lp.clock.ns_of(when))).unwrap_or(Deadline::Instant(when));
+    Sleep {
+        deadline,
+        registered: None,
+    }
+}
+
+impl Sleep {
+    fn resolve(&mut self, lp: &LoopInner) -> u64 {
+        let ns = match self.deadline {
+            Deadline::At(ns) => ns,
+            Deadline::After(d) => lp.now().saturating_add(duration_to_ns(d)),
+            Deadline::Instant(i) => lp.clock.ns_of(i),
+        };
+        self.deadline = Deadline::At(ns);
+        ns
+    }
+
+    /// The deadline as an `Instant`, once known (after the first poll, or at creation inside a
+    /// running loop).
+    pub fn deadline(&self) -> Option<Instant> {
+        match (&self.deadline, &self.registered) {
+            (Deadline::Instant(i), _) => Some(*i),
+            (Deadline::At(ns), Some((lp, _))) => Some(lp.clock.instant_of(*ns)),
+            (Deadline::At(ns), None) => with_running(|lp| lp.clock.instant_of(*ns)),
+            (Deadline::After(_), _) => None,
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        let lp = match &this.registered {
+            Some((lp, _)) => lp.clone(),
+            None => match with_running(Rc::clone) {
+                Some(lp) => lp,
+                None => panic!("evloop::sleep polled outside a running evloop event loop"),
+            },
+        };
+        let deadline = this.resolve(&lp);
+        if lp.now() >= deadline {
+            if let Some((lp, id)) = this.registered.take() {
+                lp.cancel_timer(id); // a no-op if it already fired (stale id)
+            }
+            return Poll::Ready(());
+        }
+        match &this.registered {
+            Some((lp, id)) => {
+                // Re-polled before the deadline: keep the stored waker current.
+                let mut timers = lp.timers.borrow_mut();
+                match timers.get_mut(*id) {
+                    Some(TimerEntry::Wake(w)) => {
+                        if !w.will_wake(cx.waker()) {
+                            *w = cx.waker().clone();
+                        }
+                    }
+                    _ => {
+                        drop(timers);
+                        let id = lp.add_timer(deadline, TimerEntry::Wake(cx.waker().clone()));
+                        this.registered = Some((lp.clone(), id));
+                    }
+                }
+            }
+            None => {
+                let id = lp.add_timer(deadline, TimerEntry::Wake(cx.waker().clone()));
+                this.registered = Some((lp.clone(), id));
+            }
+        }
+        note_awaiting(Awaiting::Sleep(Duration::from_nanos(deadline)));
+        Poll::Pending
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if let Some((lp, id)) = self.registered.take() {
+            lp.cancel_timer(id);
+        }
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline())
+            .finish()
+    }
+}
+
+/// Gives other ready work a turn (asyncio's `await asyncio.sleep(0)`): the task is queued again
+/// and runs in the next loop iteration, after I/O has been polled.
+pub fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// The future of [`yield_now`].
+#[derive(Debug)]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        note_awaiting(Awaiting::Yield);
+        Poll::Pending
+    }
+}
+
+/// The error of [`timeout`]: the deadline passed first. The inner future was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elapsed {
+    after: Duration,
+}
+
+impl Elapsed {
+    /// The timeout that elapsed.
+    pub fn after(&self) -> Duration {
+        self.after
+    }
+}
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "timed out after {:?}", self.after)
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+impl From<Elapsed> for std::io::Error {
+    fn from(e: Elapsed) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+    }
+}
+
+/// Runs `fut` for at most `limit` (asyncio's `wait_for` / `timeout`). On expiry the inner
+/// future is dropped (its destructors are the cleanup) and `Err(Elapsed)` is returned. The
+/// inner future is always polled at least once, even with a zero limit, and it is polled
+/// before the timer is checked, so a future that is ready wins.
+pub async fn timeout<F: Future>(limit: Duration, fut: F) -> Result<F::Output, Elapsed> {
+    let mut fut = pin!(fut);
+    let mut timer = sleep(limit);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        match Pin::new(&mut timer).poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed { after: limit })),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
