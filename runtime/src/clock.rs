@@ -57,8 +57,7 @@ impl Clock {
 
     /// Loop time of an `Instant`; instants before the epoch map to 0 (already due).
     pub(crate) fn ns_of(&self, when: Instant) -> u64 {
-        when.checked_duration_since(self.epoch)
-            .map_or(0, duration_to_ns)
+        when.checked_duration_since(self.epoch).map_or(0, duration_to_ns)
     }
 
     /// The `Instant` of a loop time.

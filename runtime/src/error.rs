@@ -142,9 +142,7 @@ impl Panic {
 
 impl fmt::Debug for Panic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Panic")
-            .field("message", &self.message)
-            .finish()
+        f.debug_struct("Panic").field("message", &self.message).finish()
     }
 }
 
@@ -217,10 +215,7 @@ impl fmt::Display for TaskError {
             TaskError::Panicked { task, panic } => write!(f, "{task} {panic}"),
             TaskError::ResultTaken { task } => write!(f, "{task}: its result was already taken"),
             TaskError::AwaitedItself { task } => {
-                write!(
-                    f,
-                    "{task} awaited its own handle (a task cannot await itself)"
-                )
+                write!(f, "{task} awaited its own handle (a task cannot await itself)")
             }
         }
     }

@@ -49,9 +49,7 @@ use evloop_timers::{TimerId, TimerQueue};
 use crate::clock::{duration_to_ns, Clock};
 use crate::error::{LoopError, LoopErrorKind, Panic};
 use crate::executor::{ExecutorJob, Pool};
-use crate::handle::{
-    Callback, Handle, HandleKind, OnceCallback, RepeatCallback, TimerCancels, TimerHandle,
-};
+use crate::handle::{Callback, Handle, HandleKind, OnceCallback, RepeatCallback, TimerCancels, TimerHandle};
 use crate::reactor::{Reactor, Side};
 use crate::slab::{Key, Slab};
 use crate::trace::{fmt_duration, TraceSink, Tracer};
@@ -225,10 +223,7 @@ impl RemoteHandle {
     /// Schedules `f` to run on the loop's thread, in the loop's next iteration, waking the loop
     /// at once if it is blocked (one eventfd write per sleep, however many calls).
     #[track_caller]
-    pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(
-        &self,
-        f: F,
-    ) -> Result<(), LoopError> {
+    pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
         let item = Remote::Call(Box::new(f), Location::caller());
         self.shared.push(item).map_err(|item| {
             drop(item);
@@ -365,9 +360,7 @@ impl Default for Builder {
 }
 
 fn env_flag(name: &str) -> bool {
-    std::env::var(name)
-        .map(|v| !v.is_empty() && v != "0")
-        .unwrap_or(false)
+    std::env::var(name).map(|v| !v.is_empty() && v != "0").unwrap_or(false)
 }
 
 impl Builder {
@@ -443,8 +436,7 @@ impl Builder {
     /// Creates the loop: an epoll instance and a wake-up eventfd (both `O_CLOEXEC`).
     pub fn build(self) -> Result<EventLoop, LoopError> {
         static NEXT_LOOP_ID: AtomicU64 = AtomicU64::new(1);
-        let mut reactor =
-            Reactor::new().map_err(|e| LoopError::io("EventLoop::new (epoll_create1)", e))?;
+        let mut reactor = Reactor::new().map_err(|e| LoopError::io("EventLoop::new (epoll_create1)", e))?;
         let eventfd = sys::eventfd(0).map_err(|e| LoopError::io("EventLoop::new (eventfd)", e))?;
         reactor
             .register_wake(eventfd.as_raw_fd())
@@ -492,9 +484,7 @@ impl Builder {
             expiring: Cell::new(false),
             woken_by_timers: RefCell::new(Vec::new()),
         };
-        let handle = LoopHandle {
-            inner: Rc::new(inner),
-        };
+        let handle = LoopHandle { inner: Rc::new(inner) };
         handle.trace(|| {
             format!(
                 "[loop #{id}] created: epoll fd + eventfd, clock={}",
@@ -626,9 +616,7 @@ impl LoopInner {
         let handler = self.exception_handler.borrow().clone();
         match handler {
             Some(h) => {
-                let lp = LoopHandle {
-                    inner: self.clone(),
-                };
+                let lp = LoopHandle { inner: self.clone() };
                 if let Err(p) = catch_unwind(AssertUnwindSafe(|| h(&lp, &ctx))) {
                     let p = Panic::from_payload(p);
                     eprintln!(
@@ -770,23 +758,13 @@ impl LoopInner {
         if dispatched.woken || self.shared.has_pending() {
             remote = self.drain_remote(dispatched.woken);
         }
-        if self.clock.is_virtual()
-            && n == 0
-            && remote == 0
-            && !self.stopping.get()
-            && self.ready.borrow().is_empty()
-        {
+        if self.clock.is_virtual() && n == 0 && remote == 0 && !self.stopping.get() && self.ready.borrow().is_empty() {
             if let Some(deadline) = self.timers.borrow().peek_deadline() {
                 self.clock.advance_to(deadline);
             }
         }
         if dispatched.stale > 0 {
-            self.trace(|| {
-                format!(
-                    "  dropped {} event(s) for closed registrations",
-                    dispatched.stale
-                )
-            });
+            self.trace(|| format!("  dropped {} event(s) for closed registrations", dispatched.stale));
         }
         Ok(PollStats { timeout, events: n })
     }
@@ -1141,21 +1119,14 @@ impl LoopHandle {
     /// Schedules `f` from any thread (asyncio's `call_soon_threadsafe`); see
     /// [`RemoteHandle::call_soon_threadsafe`].
     #[track_caller]
-    pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(
-        &self,
-        f: F,
-    ) -> Result<(), LoopError> {
+    pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
         self.remote().call_soon_threadsafe(f)
     }
 
     /// Runs `f` once `delay` has passed (asyncio's `call_later`); never early. A zero delay runs
     /// in the next iteration, after the handles that are already ready.
     #[track_caller]
-    pub fn call_later<F: FnOnce() + 'static>(
-        &self,
-        delay: Duration,
-        f: F,
-    ) -> Result<TimerHandle, LoopError> {
+    pub fn call_later<F: FnOnce() + 'static>(&self, delay: Duration, f: F) -> Result<TimerHandle, LoopError> {
         self.check_open("call_later")?;
         let deadline = self.inner.clock.now().saturating_add(duration_to_ns(delay));
         Ok(self.schedule_at(deadline, Location::caller(), f))
@@ -1164,26 +1135,15 @@ impl LoopHandle {
     /// Runs `f` at `when` or later (asyncio's `call_at`); never early. Equal deadlines run in
     /// the order they were scheduled.
     #[track_caller]
-    pub fn call_at<F: FnOnce() + 'static>(
-        &self,
-        when: Instant,
-        f: F,
-    ) -> Result<TimerHandle, LoopError> {
+    pub fn call_at<F: FnOnce() + 'static>(&self, when: Instant, f: F) -> Result<TimerHandle, LoopError> {
         self.check_open("call_at")?;
         let deadline = self.inner.clock.ns_of(when);
         Ok(self.schedule_at(deadline, Location::caller(), f))
     }
 
-    fn schedule_at<F: FnOnce() + 'static>(
-        &self,
-        deadline: u64,
-        site: &'static Location<'static>,
-        f: F,
-    ) -> TimerHandle {
+    fn schedule_at<F: FnOnce() + 'static>(&self, deadline: u64, site: &'static Location<'static>, f: F) -> TimerHandle {
         let cb = OnceCallback::new_rc(HandleKind::CallLater, site, f);
-        let id = self
-            .inner
-            .add_timer(deadline, TimerEntry::Callback(cb.clone()));
+        let id = self.inner.add_timer(deadline, TimerEntry::Callback(cb.clone()));
         TimerHandle {
             handle: Handle { inner: cb },
             when: self.inner.clock.instant_of(deadline),

@@ -40,9 +40,7 @@ impl fmt::Display for ExecutorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExecutorError::Panicked(p) => write!(f, "run_in_executor: the job {p}"),
-            ExecutorError::Shutdown => {
-                f.write_str("run_in_executor: the executor shut down before the job ran")
-            }
+            ExecutorError::Shutdown => f.write_str("run_in_executor: the executor shut down before the job ran"),
         }
     }
 }
@@ -123,8 +121,7 @@ impl Pool {
         };
         let job: Job = Box::new(move || {
             let mut guard = guard;
-            let result = catch_unwind(AssertUnwindSafe(f))
-                .map_err(|p| ExecutorError::Panicked(Panic::from_payload(p)));
+            let result = catch_unwind(AssertUnwindSafe(f)).map_err(|p| ExecutorError::Panicked(Panic::from_payload(p)));
             guard.complete(result);
         });
         let mut q = lock(&self.shared.queue);
@@ -329,9 +326,7 @@ mod tests {
     fn pool_starts_lazily_and_stays_bounded() {
         let mut pool = Pool::new(2, "t".into());
         assert_eq!(pool.threads(), 0);
-        let jobs: Vec<_> = (0..8)
-            .map(|i| pool.submit(move || i * 2).unwrap())
-            .collect();
+        let jobs: Vec<_> = (0..8).map(|i| pool.submit(move || i * 2).unwrap()).collect();
         assert!(pool.threads() <= 2);
         let results: Vec<_> = jobs.into_iter().map(|j| block_on(j).unwrap()).collect();
         assert_eq!(results, vec![0, 2, 4, 6, 8, 10, 12, 14]);

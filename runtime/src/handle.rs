@@ -98,11 +98,7 @@ pub(crate) struct OnceCallback<F> {
 }
 
 impl<F: FnOnce() + 'static> OnceCallback<F> {
-    pub(crate) fn new_rc(
-        kind: HandleKind,
-        site: &'static Location<'static>,
-        f: F,
-    ) -> Rc<dyn Callback> {
+    pub(crate) fn new_rc(kind: HandleKind, site: &'static Location<'static>, f: F) -> Rc<dyn Callback> {
         Rc::new(OnceCallback {
             meta: HandleMeta::new(kind, site),
             f: Cell::new(Some(f)),
@@ -146,11 +142,7 @@ pub(crate) struct RepeatCallback<F> {
 }
 
 impl<F: FnMut() + 'static> RepeatCallback<F> {
-    pub(crate) fn new_rc(
-        kind: HandleKind,
-        site: &'static Location<'static>,
-        f: F,
-    ) -> Rc<dyn Callback> {
+    pub(crate) fn new_rc(kind: HandleKind, site: &'static Location<'static>, f: F) -> Rc<dyn Callback> {
         Rc::new(RepeatCallback {
             meta: HandleMeta::new(kind, site),
             f: RefCell::new(f),
@@ -266,9 +258,7 @@ mod tests {
     fn once_callback_runs_once_and_cancel_is_a_flag() {
         let hits = Rc::new(Cell::new(0));
         let h = hits.clone();
-        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || {
-            h.set(h.get() + 1)
-        });
+        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || h.set(h.get() + 1));
         cb.run();
         cb.run();
         assert_eq!(hits.get(), 1);
@@ -284,9 +274,7 @@ mod tests {
     fn repeat_callback_runs_every_time() {
         let hits = Rc::new(Cell::new(0));
         let h = hits.clone();
-        let cb = RepeatCallback::new_rc(HandleKind::Reader, Location::caller(), move || {
-            h.set(h.get() + 1)
-        });
+        let cb = RepeatCallback::new_rc(HandleKind::Reader, Location::caller(), move || h.set(h.get() + 1));
         cb.run();
         cb.run();
         assert_eq!(hits.get(), 2);

@@ -55,19 +55,15 @@ mod time;
 mod trace;
 mod waker;
 
-pub use error::{
-    InvalidStateError, LoopError, LoopErrorKind, Panic, PromiseError, RunError, TaskError,
-};
+pub use error::{InvalidStateError, LoopError, LoopErrorKind, Panic, PromiseError, RunError, TaskError};
 pub use event_loop::{
-    default_exception_handler, get_running_loop, BoxedExceptionHandler, Builder, EventLoop,
-    ExceptionContext, ExceptionKind, LoopHandle, LoopStats, RemoteHandle,
+    default_exception_handler, get_running_loop, BoxedExceptionHandler, Builder, EventLoop, ExceptionContext,
+    ExceptionKind, LoopHandle, LoopStats, RemoteHandle,
 };
 pub use executor::{ExecutorError, ExecutorJob};
 pub use handle::{CallbackId, Handle, TimerHandle};
 pub use promise::{Promise, PromiseFuture};
-pub use task::{
-    all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState,
-};
+pub use task::{all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState};
 pub use time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
 pub use trace::Awaiting;
 

@@ -33,12 +33,7 @@ enum State<T> {
 type PromiseCallback<T> = Box<dyn FnOnce(&Promise<T>)>;
 
 /// A registered done callback: id, the closure's type name and where it was added.
-type PromiseEntry<T> = (
-    CallbackId,
-    &'static str,
-    &'static Location<'static>,
-    PromiseCallback<T>,
-);
+type PromiseEntry<T> = (CallbackId, &'static str, &'static Location<'static>, PromiseCallback<T>);
 
 struct Inner<T> {
     id: u64,
@@ -192,22 +187,15 @@ impl<T: 'static> Promise<T> {
                 if !lp.is_closed() {
                     let me = self.clone();
                     let name = std::any::type_name::<F>();
-                    let cb = OnceCallback::named_rc(
-                        HandleKind::DoneCallback,
-                        Location::caller(),
-                        name,
-                        move || f(&me),
-                    );
+                    let cb = OnceCallback::named_rc(HandleKind::DoneCallback, Location::caller(), name, move || f(&me));
                     lp.push_ready(Ready::Callback(cb));
                 }
             }
         } else {
-            self.inner.callbacks.borrow_mut().push((
-                id,
-                std::any::type_name::<F>(),
-                Location::caller(),
-                Box::new(f),
-            ));
+            self.inner
+                .callbacks
+                .borrow_mut()
+                .push((id, std::any::type_name::<F>(), Location::caller(), Box::new(f)));
         }
         id
     }
@@ -216,9 +204,7 @@ impl<T: 'static> Promise<T> {
     pub fn remove_done_callback(&self, id: CallbackId) -> usize {
         let removed: Vec<PromiseEntry<T>> = {
             let mut cbs = self.inner.callbacks.borrow_mut();
-            let (gone, kept) = std::mem::take(&mut *cbs)
-                .into_iter()
-                .partition(|(cid, ..)| *cid == id);
+            let (gone, kept) = std::mem::take(&mut *cbs).into_iter().partition(|(cid, ..)| *cid == id);
             *cbs = kept;
             gone
         };
@@ -244,12 +230,8 @@ impl<T: Clone + 'static> Promise<T> {
     pub fn result(&self) -> Result<T, PromiseError> {
         match &*self.inner.state.borrow() {
             State::Finished(v) => Ok(v.clone()),
-            State::Pending => Err(PromiseError::Pending {
-                promise: self.label(),
-            }),
-            State::Cancelled => Err(PromiseError::Cancelled {
-                promise: self.label(),
-            }),
+            State::Pending => Err(PromiseError::Pending { promise: self.label() }),
+            State::Cancelled => Err(PromiseError::Cancelled { promise: self.label() }),
         }
     }
 }

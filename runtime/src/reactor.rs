@@ -141,10 +141,7 @@ impl Reactor {
         if Some(fd) == self.wake_fd || fd == self.epoll.as_raw_fd() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "{}(fd {fd}): the fd belongs to the event loop itself",
-                    side.op()
-                ),
+                format!("{}(fd {fd}): the fd belongs to the event loop itself", side.op()),
             ));
         }
         match self.by_fd.get(&fd).copied() {
@@ -260,11 +257,7 @@ impl Reactor {
 
     /// Turns the first `n` events of the last wait into ready callbacks (given to `ready`).
     /// A full buffer grows so the next wait can take more events at once.
-    pub(crate) fn dispatch(
-        &mut self,
-        n: usize,
-        ready: &mut dyn FnMut(Rc<dyn Callback>),
-    ) -> Dispatched {
+    pub(crate) fn dispatch(&mut self, n: usize, ready: &mut dyn FnMut(Rc<dyn Callback>)) -> Dispatched {
         let mut out = Dispatched::default();
         for ev in &self.events[..n] {
             let data = ev.data();

@@ -78,11 +78,7 @@ impl<T> Slab<T> {
         if self.free_head != NO_FREE {
             let index = self.free_head;
             let slot = &mut self.slots[index as usize];
-            if let Slot::Vacant {
-                generation,
-                next_free,
-            } = *slot
-            {
+            if let Slot::Vacant { generation, next_free } = *slot {
                 self.free_head = next_free;
                 *slot = Slot::Occupied { generation, value };
                 self.len += 1;
@@ -90,31 +86,21 @@ impl<T> Slab<T> {
             }
         }
         let index = self.slots.len() as u32;
-        self.slots.push(Slot::Occupied {
-            generation: 0,
-            value,
-        });
+        self.slots.push(Slot::Occupied { generation: 0, value });
         self.len += 1;
-        Key {
-            index,
-            generation: 0,
-        }
+        Key { index, generation: 0 }
     }
 
     pub(crate) fn get(&self, key: Key) -> Option<&T> {
         match self.slots.get(key.index as usize) {
-            Some(Slot::Occupied { generation, value }) if *generation == key.generation => {
-                Some(value)
-            }
+            Some(Slot::Occupied { generation, value }) if *generation == key.generation => Some(value),
             _ => None,
         }
     }
 
     pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
         match self.slots.get_mut(key.index as usize) {
-            Some(Slot::Occupied { generation, value }) if *generation == key.generation => {
-                Some(value)
-            }
+            Some(Slot::Occupied { generation, value }) if *generation == key.generation => Some(value),
             _ => None,
         }
     }

@@ -40,8 +40,7 @@ use std::time::Instant;
 
 use crate::error::{LoopError, LoopErrorKind, Panic, RunError, TaskError};
 use crate::event_loop::{
-    with_running, Builder, EventLoop, ExceptionContext, ExceptionKind, LoopHandle, LoopInner,
-    Ready, Steppable,
+    with_running, Builder, EventLoop, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready, Steppable,
 };
 use crate::handle::{CallbackId, HandleKind, OnceCallback};
 use crate::slab::Key;
@@ -66,10 +65,7 @@ pub enum TaskState {
 impl TaskState {
     /// Finished in any way.
     pub fn is_finished(self) -> bool {
-        matches!(
-            self,
-            TaskState::Done | TaskState::Cancelled | TaskState::Failed
-        )
+        matches!(self, TaskState::Done | TaskState::Cancelled | TaskState::Failed)
     }
 
     fn as_str(self) -> &'static str {
@@ -86,12 +82,7 @@ impl TaskState {
 type DoneCallback = Box<dyn FnOnce(&TaskRef)>;
 
 /// A registered done callback: id, the closure's type name and where it was added.
-type DoneEntry = (
-    CallbackId,
-    &'static str,
-    &'static Location<'static>,
-    DoneCallback,
-);
+type DoneEntry = (CallbackId, &'static str, &'static Location<'static>, DoneCallback);
 
 /// A task's non-generic state (everything but the future and its output).
 pub(crate) struct TaskCore {
@@ -261,12 +252,7 @@ impl<T: 'static> Steppable for TaskCell<T> {
             return;
         }
         if core.cancel_requested.get() {
-            lp.trace(|| {
-                format!(
-                    "  {} step: cancel requested, dropping its future",
-                    core.label()
-                )
-            });
+            lp.trace(|| format!("  {} step: cancel requested, dropping its future", core.label()));
             self.drop_future(Some(lp));
             let task = core.label();
             self.finish(lp, Err(TaskError::Cancelled { task }));
@@ -281,9 +267,7 @@ impl<T: 'static> Steppable for TaskCell<T> {
         let polled = {
             let mut stage = self.stage.borrow_mut();
             match &mut *stage {
-                Stage::Running(fut) => {
-                    catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)))
-                }
+                Stage::Running(fut) => catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx))),
                 _ => Ok(Poll::Pending),
             }
         };
@@ -339,8 +323,7 @@ impl<T: 'static> Steppable for TaskCell<T> {
         }
         self.drop_future(None);
         core.state.set(TaskState::Cancelled);
-        *self.stage.borrow_mut() =
-            Stage::Finished(Err(TaskError::Cancelled { task: core.label() }));
+        *self.stage.borrow_mut() = Stage::Finished(Err(TaskError::Cancelled { task: core.label() }));
         if let Some(w) = core.join_waker.take() {
             w.wake();
         }
@@ -450,22 +433,14 @@ impl TaskRef {
                 if !lp.is_closed() {
                     let me = self.clone();
                     let name = std::any::type_name::<F>();
-                    let cb = OnceCallback::named_rc(
-                        HandleKind::DoneCallback,
-                        Location::caller(),
-                        name,
-                        move || f(&me),
-                    );
+                    let cb = OnceCallback::named_rc(HandleKind::DoneCallback, Location::caller(), name, move || f(&me));
                     lp.push_ready(Ready::Callback(cb));
                 }
             }
         } else {
-            core.callbacks.borrow_mut().push((
-                id,
-                std::any::type_name::<F>(),
-                Location::caller(),
-                Box::new(f),
-            ));
+            core.callbacks
+                .borrow_mut()
+                .push((id, std::any::type_name::<F>(), Location::caller(), Box::new(f)));
         }
         id
     }
@@ -474,9 +449,7 @@ impl TaskRef {
     pub fn remove_done_callback(&self, id: CallbackId) -> usize {
         let removed: Vec<DoneEntry> = {
             let mut cbs = self.core().callbacks.borrow_mut();
-            let (gone, kept) = std::mem::take(&mut *cbs)
-                .into_iter()
-                .partition(|(cid, ..)| *cid == id);
+            let (gone, kept) = std::mem::take(&mut *cbs).into_iter().partition(|(cid, ..)| *cid == id);
             *cbs = kept;
             gone
         };

@@ -53,8 +53,7 @@ pub fn sleep(delay: Duration) -> Sleep {
 
 /// Sleeps until `when` (loop time, see [`LoopHandle::time`](crate::LoopHandle::time)).
 pub fn sleep_until(when: Instant) -> Sleep {
-    let deadline =
-        with_running(|lp| Deadline::At(lp.clock.ns_of(when))).unwrap_or(Deadline::Instant(when));
+    let deadline = with_running(|lp| Deadline::At(lp.clock.ns_of(when))).unwrap_or(Deadline::Instant(when));
     Sleep {
         deadline,
         registered: None,
@@ -140,9 +139,7 @@ impl Drop for Sleep {
 
 impl fmt::Debug for Sleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sleep")
-            .field("deadline", &self.deadline())
-            .finish()
+        f.debug_struct("Sleep").field("deadline", &self.deadline()).finish()
     }
 }
 

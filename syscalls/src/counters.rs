@@ -79,9 +79,7 @@ impl Counts {
 
     /// Sum over all calls, vDSO calls included.
     pub fn total_calls(&self) -> u64 {
-        self.counts
-            .iter()
-            .fold(0u64, |acc, &n| acc.saturating_add(n))
+        self.counts.iter().fold(0u64, |acc, &n| acc.saturating_add(n))
     }
 
     /// The calls made between `earlier` and `self`: entry-wise saturating
@@ -89,12 +87,7 @@ impl Counts {
     /// [`reset`] ran in between, gives 0).
     pub fn since(&self, earlier: &Counts) -> Counts {
         let mut out = Counts::default();
-        for ((dst, now), then) in out
-            .counts
-            .iter_mut()
-            .zip(self.counts.iter())
-            .zip(earlier.counts.iter())
-        {
+        for ((dst, now), then) in out.counts.iter_mut().zip(self.counts.iter()).zip(earlier.counts.iter()) {
             *dst = now.saturating_sub(*then);
         }
         out
@@ -170,10 +163,7 @@ mod tests {
         bump(Syscall::Write);
         let latest = snapshot();
         let d = latest.since(&later);
-        assert_eq!(
-            d.iter().collect::<Vec<_>>(),
-            [(Syscall::Read, 1), (Syscall::Write, 1)]
-        );
+        assert_eq!(d.iter().collect::<Vec<_>>(), [(Syscall::Read, 1), (Syscall::Write, 1)]);
         // Going backwards saturates at zero instead of wrapping.
         assert!(later.since(&latest).is_empty());
     }

@@ -289,12 +289,7 @@ pub fn epoll_create1() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn epoll_ctl(
-    epfd: BorrowedFd<'_>,
-    op: libc::c_int,
-    fd: RawFd,
-    event: Option<EpollEvent>,
-) -> io::Result<()> {
+fn epoll_ctl(epfd: BorrowedFd<'_>, op: libc::c_int, fd: RawFd, event: Option<EpollEvent>) -> io::Result<()> {
     let mut ev = event.unwrap_or_else(EpollEvent::zeroed);
     let ev_ptr: *mut libc::epoll_event = if event.is_some() {
         &mut ev.0
@@ -332,18 +327,8 @@ fn epoll_ctl(
 /// Counted as [`Syscall::EpollCtl`].
 #[doc(alias = "epoll_ctl")]
 #[doc(alias = "EPOLL_CTL_ADD")]
-pub fn epoll_ctl_add(
-    epfd: BorrowedFd<'_>,
-    fd: RawFd,
-    flags: EpollFlags,
-    data: u64,
-) -> io::Result<()> {
-    epoll_ctl(
-        epfd,
-        libc::EPOLL_CTL_ADD,
-        fd,
-        Some(EpollEvent::new(flags, data)),
-    )
+pub fn epoll_ctl_add(epfd: BorrowedFd<'_>, fd: RawFd, flags: EpollFlags, data: u64) -> io::Result<()> {
+    epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, Some(EpollEvent::new(flags, data)))
 }
 
 /// `epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event)`: replace the flags and data
@@ -356,18 +341,8 @@ pub fn epoll_ctl_add(
 /// Counted as [`Syscall::EpollCtl`].
 #[doc(alias = "epoll_ctl")]
 #[doc(alias = "EPOLL_CTL_MOD")]
-pub fn epoll_ctl_mod(
-    epfd: BorrowedFd<'_>,
-    fd: RawFd,
-    flags: EpollFlags,
-    data: u64,
-) -> io::Result<()> {
-    epoll_ctl(
-        epfd,
-        libc::EPOLL_CTL_MOD,
-        fd,
-        Some(EpollEvent::new(flags, data)),
-    )
+pub fn epoll_ctl_mod(epfd: BorrowedFd<'_>, fd: RawFd, flags: EpollFlags, data: u64) -> io::Result<()> {
+    epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, Some(EpollEvent::new(flags, data)))
 }
 
 /// `epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL)`: stop watching `fd`.
@@ -428,11 +403,7 @@ fn eintr_is_no_events(r: io::Result<usize>) -> io::Result<usize> {
 ///
 /// Counted as [`Syscall::EpollPwait2`].
 #[doc(alias = "epoll_pwait2(2)")]
-pub fn epoll_pwait2(
-    epfd: BorrowedFd<'_>,
-    events: &mut [EpollEvent],
-    timeout: Option<Duration>,
-) -> io::Result<usize> {
+pub fn epoll_pwait2(epfd: BorrowedFd<'_>, events: &mut [EpollEvent], timeout: Option<Duration>) -> io::Result<usize> {
     let ts = timeout.map(duration_to_timespec);
     let ts_ptr: *const libc::timespec = match &ts {
         Some(ts) => ts,
@@ -484,11 +455,7 @@ pub fn epoll_pwait2(
 /// Counted as [`Syscall::EpollWait`].
 #[doc(alias = "epoll_wait(2)")]
 #[doc(alias = "epoll_pwait")]
-pub fn epoll_wait(
-    epfd: BorrowedFd<'_>,
-    events: &mut [EpollEvent],
-    timeout_ms: i32,
-) -> io::Result<usize> {
+pub fn epoll_wait(epfd: BorrowedFd<'_>, events: &mut [EpollEvent], timeout_ms: i32) -> io::Result<usize> {
     let maxevents = max_events(events.len());
     let events_ptr = events.as_mut_ptr().cast::<libc::epoll_event>();
     let r = call(Syscall::EpollWait, || {
@@ -551,9 +518,7 @@ pub fn force_epoll_wait_fallback(on: bool) {
 pub(crate) fn timeout_to_ms_ceil(timeout: Option<Duration>) -> libc::c_int {
     match timeout {
         None => -1,
-        Some(d) => {
-            libc::c_int::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(libc::c_int::MAX)
-        }
+        Some(d) => libc::c_int::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(libc::c_int::MAX),
     }
 }
 
@@ -614,10 +579,7 @@ mod tests {
         let f = EpollFlags::ET | EpollFlags::OUT | EpollFlags::IN;
         assert_eq!(format!("{f:?}"), "IN | OUT | ET");
         assert_eq!(format!("{:?}", EpollFlags::empty()), "(empty)");
-        assert_eq!(
-            format!("{:?}", EpollFlags::from_bits_retain(0x40 | 1)),
-            "IN | 0x40"
-        );
+        assert_eq!(format!("{:?}", EpollFlags::from_bits_retain(0x40 | 1)), "IN | 0x40");
     }
 
     #[test]

@@ -64,9 +64,7 @@
 #![deny(missing_docs)]
 
 #[cfg(not(target_os = "linux"))]
-compile_error!(
-    "evloop-syscalls wraps Linux system calls and builds only for target_os = \"linux\""
-);
+compile_error!("evloop-syscalls wraps Linux system calls and builds only for target_os = \"linux\"");
 
 mod call;
 pub mod counters;
@@ -87,8 +85,8 @@ pub use std::time::Duration;
 #[cfg(feature = "fault-injection")]
 pub use epoll::force_epoll_wait_fallback;
 pub use epoll::{
-    epoll_create1, epoll_ctl_add, epoll_ctl_del, epoll_ctl_mod, epoll_pwait2,
-    epoll_pwait2_available, epoll_wait, epoll_wait_timeout, EpollEvent, EpollFlags,
+    epoll_create1, epoll_ctl_add, epoll_ctl_del, epoll_ctl_mod, epoll_pwait2, epoll_pwait2_available, epoll_wait,
+    epoll_wait_timeout, EpollEvent, EpollFlags,
 };
 pub use eventfd::{eventfd, eventfd_read, eventfd_write};
 pub use fd::{close, fd_is_open, set_nonblocking};
@@ -101,7 +99,5 @@ pub use timer::{set_timer_slack, timer_slack, timerfd_create, timerfd_read, time
 /// The `errno` values callers compare [`std::io::Error::raw_os_error`] against, so crates above
 /// this one need no `libc` dependency of their own.
 pub mod errno {
-    pub use libc::{
-        EAGAIN, EBADF, EEXIST, EINTR, EINVAL, EMFILE, ENFILE, ENOENT, ENOMEM, ENOSYS, EPERM, EPIPE,
-    };
+    pub use libc::{EAGAIN, EBADF, EEXIST, EINTR, EINVAL, EMFILE, ENFILE, ENOENT, ENOMEM, ENOSYS, EPERM, EPIPE};
 }

@@ -58,10 +58,7 @@ impl Clock {
 /// Counted as [`Syscall::ClockGettime`].
 #[doc(alias = "clock_gettime(2)")]
 pub fn clock_gettime(clock: Clock) -> io::Result<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     call(Syscall::ClockGettime, || {
         // SAFETY: clock_gettime writes one `struct timespec` to `&mut ts`, a
         // live, properly aligned local of exactly that type.
@@ -125,28 +122,19 @@ mod tests {
 
         let ts = duration_to_timespec(Duration::MAX);
         assert_eq!((ts.tv_sec, ts.tv_nsec), (libc::time_t::MAX, 999_999_999));
-        assert_eq!(
-            timespec_to_duration(&ts),
-            Duration::new(i64::MAX as u64, 999_999_999)
-        );
+        assert_eq!(timespec_to_duration(&ts), Duration::new(i64::MAX as u64, 999_999_999));
     }
 
     #[test]
     fn timespec_out_of_range_is_clamped() {
-        let neg = libc::timespec {
-            tv_sec: -5,
-            tv_nsec: 1,
-        };
+        let neg = libc::timespec { tv_sec: -5, tv_nsec: 1 };
         assert_eq!(timespec_to_duration(&neg), Duration::ZERO);
         let big_ns = libc::timespec {
             tv_sec: 1,
             tv_nsec: 5_000_000_000,
         };
         assert_eq!(timespec_to_duration(&big_ns), Duration::new(1, 999_999_999));
-        let neg_ns = libc::timespec {
-            tv_sec: 1,
-            tv_nsec: -3,
-        };
+        let neg_ns = libc::timespec { tv_sec: 1, tv_nsec: -3 };
         assert_eq!(timespec_to_duration(&neg_ns), Duration::new(1, 0));
     }
 }

@@ -100,12 +100,7 @@ pub fn timerfd_create() -> io::Result<OwnedFd> {
     let fd = call(Syscall::TimerfdCreate, || {
         // SAFETY: timerfd_create takes two integers and touches no user
         // memory.
-        unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
-            )
-        }
+        unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC | libc::TFD_NONBLOCK) }
     })?;
     // SAFETY: on success the kernel returned a new descriptor owned by
     // nothing else in this process; the OwnedFd becomes its only owner.
@@ -133,10 +128,7 @@ pub fn timerfd_create() -> io::Result<OwnedFd> {
 #[doc(alias = "timerfd_settime")]
 #[doc(alias = "TFD_TIMER_ABSTIME")]
 pub fn timerfd_set_abs(fd: BorrowedFd<'_>, deadline: Option<Duration>) -> io::Result<()> {
-    let zero = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     let (flags, value) = match deadline {
         None => (0, zero),
         Some(d) => (

@@ -16,11 +16,7 @@ fn delta<T>(f: impl FnOnce() -> T) -> (T, Counts) {
 /// Asserts that `counts` holds exactly `n` calls of `s` and nothing else.
 #[track_caller]
 fn assert_only(counts: &Counts, s: Syscall, n: u64) {
-    assert_eq!(
-        counts.iter().collect::<Vec<_>>(),
-        vec![(s, n)],
-        "counts: {counts}"
-    );
+    assert_eq!(counts.iter().collect::<Vec<_>>(), vec![(s, n)], "counts: {counts}");
 }
 
 #[test]
@@ -139,16 +135,9 @@ fn since_is_the_saturating_difference() {
     let d = b.since(&a);
     assert_eq!(d.get(Syscall::ClockGettime), 2);
     assert_eq!(d[Syscall::Fcntl], 1);
-    assert_eq!(
-        d.total_syscalls(),
-        1,
-        "clock_gettime is vDSO and not a syscall"
-    );
+    assert_eq!(d.total_syscalls(), 1, "clock_gettime is vDSO and not a syscall");
     assert_eq!(d.total_calls(), 3);
-    assert!(
-        a.since(&b).is_empty(),
-        "a negative difference saturates at zero"
-    );
+    assert!(a.since(&b).is_empty(), "a negative difference saturates at zero");
 }
 
 #[test]
@@ -166,10 +155,7 @@ fn counters_are_per_thread() {
     assert_eq!(in_thread.get(Syscall::Eventfd), 1);
     assert_eq!(in_thread.get(Syscall::ClockGettime), 1);
     let here = counters::snapshot().since(&before);
-    assert!(
-        here.is_empty(),
-        "another thread's calls leaked here: {here}"
-    );
+    assert!(here.is_empty(), "another thread's calls leaked here: {here}");
 }
 
 #[test]
@@ -183,9 +169,6 @@ fn display_lists_nonzero_entries_in_order() {
         let _ = clock_monotonic();
     }
     let d = counters::snapshot();
-    assert_eq!(
-        d.to_string(),
-        "epoll_create1=1 epoll_pwait2=1 clock_gettime=3"
-    );
+    assert_eq!(d.to_string(), "epoll_create1=1 epoll_pwait2=1 clock_gettime=3");
     assert_eq!(Syscall::EpollCtl.to_string(), "epoll_ctl");
 }

@@ -20,13 +20,7 @@ fn pwait2_missing(e: &std::io::Error) -> bool {
 fn written_eventfd_is_reported_readable_with_its_data() {
     let ep = epoll_create1().unwrap();
     let efd = eventfd(0).unwrap();
-    epoll_ctl_add(
-        ep.as_fd(),
-        efd.as_raw_fd(),
-        EpollFlags::IN,
-        0xDEAD_BEEF_0000_0001,
-    )
-    .unwrap();
+    epoll_ctl_add(ep.as_fd(), efd.as_raw_fd(), EpollFlags::IN, 0xDEAD_BEEF_0000_0001).unwrap();
 
     let mut events = [EpollEvent::zeroed(); 8];
     assert_eq!(
@@ -37,17 +31,10 @@ fn written_eventfd_is_reported_readable_with_its_data() {
     eventfd_write(efd.as_fd(), 3).unwrap();
     let n = epoll_wait_timeout(ep.as_fd(), &mut events, Some(Duration::from_secs(10))).unwrap();
     assert_eq!(n, 1);
-    assert!(
-        events[0].flags().contains(EpollFlags::IN),
-        "{:?}",
-        events[0]
-    );
+    assert!(events[0].flags().contains(EpollFlags::IN), "{:?}", events[0]);
     assert_eq!(events[0].data(), 0xDEAD_BEEF_0000_0001);
     assert_eq!(eventfd_read(efd.as_fd()).unwrap(), 3);
-    assert_eq!(
-        eventfd_read(efd.as_fd()).unwrap_err().kind(),
-        ErrorKind::WouldBlock
-    );
+    assert_eq!(eventfd_read(efd.as_fd()).unwrap_err().kind(), ErrorKind::WouldBlock);
 }
 
 #[test]
@@ -55,13 +42,7 @@ fn ctl_mod_changes_the_reported_data() {
     let ep = epoll_create1().unwrap();
     let efd = eventfd(1).unwrap();
     epoll_ctl_add(ep.as_fd(), efd.as_raw_fd(), EpollFlags::IN, 1).unwrap();
-    epoll_ctl_mod(
-        ep.as_fd(),
-        efd.as_raw_fd(),
-        EpollFlags::IN | EpollFlags::OUT,
-        2,
-    )
-    .unwrap();
+    epoll_ctl_mod(ep.as_fd(), efd.as_raw_fd(), EpollFlags::IN | EpollFlags::OUT, 2).unwrap();
     let mut events = [EpollEvent::zeroed(); 2];
     let n = epoll_wait(ep.as_fd(), &mut events, 1000).unwrap();
     assert_eq!(n, 1);
@@ -140,10 +121,7 @@ fn epoll_pwait2_with_2ms_timeout_returns_no_events_and_not_early() {
         r => {
             assert_eq!(r.unwrap(), 0);
             assert!(elapsed >= timeout, "woke early: {elapsed:?} < {timeout:?}");
-            assert!(
-                elapsed < Duration::from_secs(30),
-                "absurdly late: {elapsed:?}"
-            );
+            assert!(elapsed < Duration::from_secs(30), "absurdly late: {elapsed:?}");
         }
     }
 }
@@ -168,10 +146,7 @@ fn epoll_wait_ms_timeout_is_not_early() {
     let start = clock_monotonic();
     assert_eq!(epoll_wait(ep.as_fd(), &mut events, 3).unwrap(), 0);
     let elapsed = clock_monotonic().saturating_sub(start);
-    assert!(
-        elapsed >= Duration::from_millis(3),
-        "woke early: {elapsed:?}"
-    );
+    assert!(elapsed >= Duration::from_millis(3), "woke early: {elapsed:?}");
 }
 
 #[test]
@@ -186,10 +161,7 @@ fn huge_timeout_saturates_instead_of_failing() {
         epoll_wait_timeout(ep.as_fd(), &mut events, Some(Duration::MAX)).unwrap(),
         1
     );
-    assert_eq!(
-        epoll_wait_timeout(ep.as_fd(), &mut events, None).unwrap(),
-        1
-    );
+    assert_eq!(epoll_wait_timeout(ep.as_fd(), &mut events, None).unwrap(), 1);
     match epoll_pwait2(ep.as_fd(), &mut events, Some(Duration::MAX)) {
         Err(e) if pwait2_missing(&e) => eprintln!("skipping pwait2 part: {e}"),
         r => assert_eq!(r.unwrap(), 1),
@@ -237,13 +209,7 @@ fn ready_events_fill_only_the_buffer() {
 fn edge_triggered_reports_once_per_change() {
     let ep = epoll_create1().unwrap();
     let efd = eventfd(0).unwrap();
-    epoll_ctl_add(
-        ep.as_fd(),
-        efd.as_raw_fd(),
-        EpollFlags::IN | EpollFlags::ET,
-        1,
-    )
-    .unwrap();
+    epoll_ctl_add(ep.as_fd(), efd.as_raw_fd(), EpollFlags::IN | EpollFlags::ET, 1).unwrap();
     let mut events = [EpollEvent::zeroed(); 2];
     eventfd_write(efd.as_fd(), 1).unwrap();
     assert_eq!(

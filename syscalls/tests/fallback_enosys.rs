@@ -21,11 +21,7 @@ fn enosys_from_pwait2_switches_to_epoll_wait_rounding_up_and_sticks() {
     let c = counters::snapshot().since(&before);
     assert_eq!(n, 0);
     assert_eq!(c.get(Syscall::EpollPwait2), 1, "the probe is counted: {c}");
-    assert_eq!(
-        c.get(Syscall::EpollWait),
-        1,
-        "the same call falls back: {c}"
-    );
+    assert_eq!(c.get(Syscall::EpollWait), 1, "the same call falls back: {c}");
     assert!(elapsed >= timeout, "woke early: {elapsed:?} < {timeout:?}");
     // epoll_wait got ceil(1.2 ms) = 2 ms, and never wakes before that.
     assert!(
@@ -51,10 +47,7 @@ fn enosys_from_pwait2_switches_to_epoll_wait_rounding_up_and_sticks() {
     // The fallback still reports events and data.
     let efd = eventfd(1).unwrap();
     epoll_ctl_add(ep.as_fd(), efd.as_raw_fd(), EpollFlags::IN, 77).unwrap();
-    assert_eq!(
-        epoll_wait_timeout(ep.as_fd(), &mut events, None).unwrap(),
-        1
-    );
+    assert_eq!(epoll_wait_timeout(ep.as_fd(), &mut events, None).unwrap(), 1);
     assert_eq!(events[0].data(), 77);
     assert_eq!(fault::pending(), 0);
 }

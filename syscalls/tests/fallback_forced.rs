@@ -28,10 +28,7 @@ fn forced_fallback_uses_epoll_wait_and_rounds_up() {
         assert_eq!(c.get(Syscall::EpollPwait2), 0, "{c}");
         assert_eq!(c.get(Syscall::EpollWait), 1, "{c}");
         assert!(elapsed >= timeout, "woke early: {elapsed:?}");
-        assert!(
-            elapsed >= Duration::from_millis(2),
-            "not rounded up: {elapsed:?}"
-        );
+        assert!(elapsed >= Duration::from_millis(2), "not rounded up: {elapsed:?}");
     }
     force_epoll_wait_fallback(false);
 }

@@ -39,11 +39,7 @@ fn injected_eintr_on_read_is_retried() {
     let (n, c) = delta(|| read(r.as_fd(), &mut buf));
     assert_eq!(n.unwrap(), 5);
     assert_eq!(&buf[..5], b"hello");
-    assert_eq!(
-        c.get(Syscall::Read),
-        2,
-        "the interrupted attempt and the retry: {c}"
-    );
+    assert_eq!(c.get(Syscall::Read), 2, "the interrupted attempt and the retry: {c}");
     assert_eq!(fault::pending(), 0);
 }
 
@@ -94,8 +90,7 @@ fn injected_eintr_on_waits_returns_no_events() {
     // so only the injected EINTR can make this return 0.
     fault::fail_nth(Syscall::EpollPwait2, 1, libc::EINTR);
     fault::fail_nth(Syscall::EpollWait, 1, libc::EINTR);
-    let (n, c) =
-        delta(|| epoll_wait_timeout(ep.as_fd(), &mut events, Some(Duration::from_secs(5))));
+    let (n, c) = delta(|| epoll_wait_timeout(ep.as_fd(), &mut events, Some(Duration::from_secs(5))));
     assert_eq!(n.unwrap(), 0);
     assert_eq!(c.total_syscalls(), 1, "EINTR must not be retried: {c}");
     fault::clear();
@@ -121,11 +116,7 @@ fn injected_emfile_on_eventfd_is_returned() {
     let (r, c) = delta(|| eventfd(0));
     let e = r.unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EMFILE));
-    assert_eq!(
-        c.get(Syscall::Eventfd),
-        1,
-        "an injected failure is still counted"
-    );
+    assert_eq!(c.get(Syscall::Eventfd), 1, "an injected failure is still counted");
     assert!(eventfd(0).is_ok(), "only the first call fails");
 }
 
@@ -214,23 +205,14 @@ fn injected_close_error_is_reported_and_eintr_is_ok() {
 fn injected_prctl_and_timerfd_errors_are_returned() {
     let _c = Clean::new();
     fault::fail_nth(Syscall::Prctl, 1, libc::EINVAL);
-    assert_eq!(
-        timer_slack().unwrap_err().raw_os_error(),
-        Some(libc::EINVAL)
-    );
+    assert_eq!(timer_slack().unwrap_err().raw_os_error(), Some(libc::EINVAL));
     fault::fail_nth(Syscall::TimerfdCreate, 1, libc::EMFILE);
-    assert_eq!(
-        timerfd_create().unwrap_err().raw_os_error(),
-        Some(libc::EMFILE)
-    );
+    assert_eq!(timerfd_create().unwrap_err().raw_os_error(), Some(libc::EMFILE));
     let tfd = timerfd_create().unwrap();
     fault::fail_nth(Syscall::TimerfdSettime, 1, libc::EINVAL);
     assert!(timerfd_set_abs(tfd.as_fd(), None).is_err());
     fault::fail_nth(Syscall::EpollCreate1, 1, libc::ENOMEM);
-    assert_eq!(
-        epoll_create1().unwrap_err().raw_os_error(),
-        Some(libc::ENOMEM)
-    );
+    assert_eq!(epoll_create1().unwrap_err().raw_os_error(), Some(libc::ENOMEM));
     let ep = epoll_create1().unwrap();
     fault::fail_nth(Syscall::EpollCtl, 1, libc::ENOSPC);
     let e = epoll_ctl_add(ep.as_fd(), tfd.as_raw_fd(), EpollFlags::IN, 0).unwrap_err();

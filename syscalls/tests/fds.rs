@@ -13,10 +13,7 @@ fn cloexec_nonblock(fd: BorrowedFd<'_>) -> (bool, bool) {
     // SAFETY: as above, for F_GETFL.
     let fl_flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
     assert!(fd_flags >= 0 && fl_flags >= 0, "fcntl failed on a live fd");
-    (
-        fd_flags & libc::FD_CLOEXEC != 0,
-        fl_flags & libc::O_NONBLOCK != 0,
-    )
+    (fd_flags & libc::FD_CLOEXEC != 0, fl_flags & libc::O_NONBLOCK != 0)
 }
 
 #[test]
@@ -37,29 +34,19 @@ fn every_created_fd_is_cloexec_and_nonblocking() {
     }
     // epoll has no non-blocking flag (it is never read); only CLOEXEC.
     let ep = epoll_create1().unwrap();
-    assert!(
-        cloexec_nonblock(ep.as_fd()).0,
-        "epoll fd must be close-on-exec"
-    );
+    assert!(cloexec_nonblock(ep.as_fd()).0, "epoll fd must be close-on-exec");
 }
 
 #[test]
 fn pipe_read_write_round_trip() {
     let (r, w) = pipe2().unwrap();
     let mut buf = [0u8; 16];
-    assert_eq!(
-        read(r.as_fd(), &mut buf).unwrap_err().kind(),
-        ErrorKind::WouldBlock
-    );
+    assert_eq!(read(r.as_fd(), &mut buf).unwrap_err().kind(), ErrorKind::WouldBlock);
     assert_eq!(write(w.as_fd(), b"hello").unwrap(), 5);
     assert_eq!(read(r.as_fd(), &mut buf).unwrap(), 5);
     assert_eq!(&buf[..5], b"hello");
     drop(w);
-    assert_eq!(
-        read(r.as_fd(), &mut buf).unwrap(),
-        0,
-        "EOF after the writer closed"
-    );
+    assert_eq!(read(r.as_fd(), &mut buf).unwrap(), 0, "EOF after the writer closed");
 }
 
 #[test]
@@ -67,20 +54,12 @@ fn pipe_readv_writev_round_trip() {
     let (r, w) = pipe2().unwrap();
     let n = writev(
         w.as_fd(),
-        &[
-            IoSlice::new(b"abc"),
-            IoSlice::new(b""),
-            IoSlice::new(b"defg"),
-        ],
+        &[IoSlice::new(b"abc"), IoSlice::new(b""), IoSlice::new(b"defg")],
     )
     .unwrap();
     assert_eq!(n, 7);
     let (mut a, mut b) = ([0u8; 2], [0u8; 10]);
-    let n = readv(
-        r.as_fd(),
-        &mut [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)],
-    )
-    .unwrap();
+    let n = readv(r.as_fd(), &mut [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)]).unwrap();
     assert_eq!(n, 7);
     assert_eq!(&a, b"ab");
     assert_eq!(&b[..5], b"cdefg");
@@ -109,11 +88,7 @@ fn socketpair_is_bidirectional() {
     let mut x = [0u8; 3];
     let mut y = [0u8; 3];
     assert_eq!(
-        readv(
-            a.as_fd(),
-            &mut [IoSliceMut::new(&mut x), IoSliceMut::new(&mut y)]
-        )
-        .unwrap(),
+        readv(a.as_fd(), &mut [IoSliceMut::new(&mut x), IoSliceMut::new(&mut y)]).unwrap(),
         4
     );
     assert_eq!((&x, &y[..1]), (b"pon", &b"g"[..]));
@@ -178,10 +153,7 @@ fn eventfd_counter_semantics() {
     eventfd_write(efd.as_fd(), 5).unwrap();
     eventfd_write(efd.as_fd(), 0).unwrap();
     assert_eq!(eventfd_read(efd.as_fd()).unwrap(), 7);
-    assert_eq!(
-        eventfd_read(efd.as_fd()).unwrap_err().kind(),
-        ErrorKind::WouldBlock
-    );
+    assert_eq!(eventfd_read(efd.as_fd()).unwrap_err().kind(), ErrorKind::WouldBlock);
     let e = eventfd_write(efd.as_fd(), u64::MAX).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
     eventfd_write(efd.as_fd(), u64::MAX - 1).unwrap();

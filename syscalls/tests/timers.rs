@@ -65,10 +65,7 @@ fn timerfd_fires_at_absolute_deadline_not_early() {
     epoll_ctl_add(ep.as_fd(), tfd.as_raw_fd(), EpollFlags::IN, 42).unwrap();
     let deadline = clock_monotonic() + Duration::from_millis(20);
     timerfd_set_abs(tfd.as_fd(), Some(deadline)).unwrap();
-    assert_eq!(
-        timerfd_read(tfd.as_fd()).unwrap_err().kind(),
-        ErrorKind::WouldBlock
-    );
+    assert_eq!(timerfd_read(tfd.as_fd()).unwrap_err().kind(), ErrorKind::WouldBlock);
 
     let mut events = [EpollEvent::zeroed(); 2];
     let limit = clock_monotonic() + Duration::from_secs(30);
@@ -82,15 +79,9 @@ fn timerfd_fires_at_absolute_deadline_not_early() {
     let woke = clock_monotonic();
     assert_eq!(n, 1, "timerfd never fired");
     assert_eq!(events[0].data(), 42);
-    assert!(
-        woke >= deadline,
-        "fired early: woke at {woke:?}, deadline {deadline:?}"
-    );
+    assert!(woke >= deadline, "fired early: woke at {woke:?}, deadline {deadline:?}");
     assert_eq!(timerfd_read(tfd.as_fd()).unwrap(), 1);
-    assert_eq!(
-        timerfd_read(tfd.as_fd()).unwrap_err().kind(),
-        ErrorKind::WouldBlock
-    );
+    assert_eq!(timerfd_read(tfd.as_fd()).unwrap_err().kind(), ErrorKind::WouldBlock);
 }
 
 #[test]
@@ -110,11 +101,7 @@ fn timerfd_past_and_zero_deadlines_fire_immediately() {
 #[test]
 fn timerfd_none_disarms() {
     let tfd = timerfd_create().unwrap();
-    timerfd_set_abs(
-        tfd.as_fd(),
-        Some(clock_monotonic() + Duration::from_millis(5)),
-    )
-    .unwrap();
+    timerfd_set_abs(tfd.as_fd(), Some(clock_monotonic() + Duration::from_millis(5))).unwrap();
     timerfd_set_abs(tfd.as_fd(), None).unwrap();
     let ep = epoll_create1().unwrap();
     epoll_ctl_add(ep.as_fd(), tfd.as_raw_fd(), EpollFlags::IN, 0).unwrap();
@@ -125,8 +112,5 @@ fn timerfd_none_disarms() {
     );
     // A far-future deadline saturates instead of failing.
     timerfd_set_abs(tfd.as_fd(), Some(Duration::MAX)).unwrap();
-    assert_eq!(
-        timerfd_read(tfd.as_fd()).unwrap_err().kind(),
-        ErrorKind::WouldBlock
-    );
+    assert_eq!(timerfd_read(tfd.as_fd()).unwrap_err().kind(), ErrorKind::WouldBlock);
 }

@@ -409,9 +409,7 @@ impl<T> TimerQueue<T> {
     pub fn get(&self, id: TimerId) -> Option<&T> {
         match self.slots.get(id.slot as usize)? {
             Slot::Occupied {
-                generation,
-                payload,
-                ..
+                generation, payload, ..
             } if *generation == id.generation => Some(payload),
             _ => None,
         }
@@ -423,9 +421,7 @@ impl<T> TimerQueue<T> {
     pub fn get_mut(&mut self, id: TimerId) -> Option<&mut T> {
         match self.slots.get_mut(id.slot as usize)? {
             Slot::Occupied {
-                generation,
-                payload,
-                ..
+                generation, payload, ..
             } if *generation == id.generation => Some(payload),
             _ => None,
         }
@@ -510,10 +506,7 @@ impl<T> TimerQueue<T> {
     /// then shrinks both vectors' capacity to their length. Stale ids stay
     /// stale (see the crate docs). O(slab length).
     pub fn shrink_to_fit(&mut self) {
-        while let Some(Slot::Vacant {
-            next_generation, ..
-        }) = self.slots.last()
-        {
+        while let Some(Slot::Vacant { next_generation, .. }) = self.slots.last() {
             if *next_generation > TRIM_GENERATION_LIMIT {
                 break;
             }
@@ -541,9 +534,7 @@ impl<T> TimerQueue<T> {
     fn position(&self, id: TimerId) -> Option<usize> {
         match self.slots.get(id.slot as usize)? {
             Slot::Occupied {
-                generation,
-                heap_index,
-                ..
+                generation, heap_index, ..
             } if *generation == id.generation => Some(*heap_index as usize),
             _ => None,
         }
@@ -597,9 +588,7 @@ impl<T> TimerQueue<T> {
         let cell = &mut self.slots[slot as usize];
         match mem::replace(cell, Slot::Retired) {
             Slot::Occupied {
-                generation,
-                payload,
-                ..
+                generation, payload, ..
             } => {
                 // `checked_add` fails only for generation u32::MAX; then the
                 // slot stays `Retired` and is never handed out again.
@@ -685,8 +674,7 @@ impl<T> TimerQueue<T> {
             // part of the tree, so it may be smaller than its new parent
             // (sift up) or larger than its new children (sift down); at most
             // one of the two applies.
-            let parent_is_larger =
-                pos > 0 && self.heap[(pos - 1) / ARITY].key() > self.heap[pos].key();
+            let parent_is_larger = pos > 0 && self.heap[(pos - 1) / ARITY].key() > self.heap[pos].key();
             if parent_is_larger {
                 self.sift_up(pos);
             } else {

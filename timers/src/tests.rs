@@ -20,9 +20,7 @@ impl<T> TimerQueue<T> {
         for (pos, entry) in self.heap.iter().enumerate() {
             match &self.slots[entry.id.slot as usize] {
                 Slot::Occupied {
-                    generation,
-                    heap_index,
-                    ..
+                    generation, heap_index, ..
                 } => {
                     assert_eq!(*generation, entry.id.generation);
                     assert_eq!(*heap_index as usize, pos);
@@ -30,22 +28,10 @@ impl<T> TimerQueue<T> {
                 _ => panic!("heap entry {pos} names a non-occupied slot"),
             }
         }
-        let occupied = self
-            .slots
-            .iter()
-            .filter(|s| matches!(s, Slot::Occupied { .. }))
-            .count();
-        assert_eq!(
-            occupied,
-            self.heap.len(),
-            "one heap entry per occupied slot"
-        );
+        let occupied = self.slots.iter().filter(|s| matches!(s, Slot::Occupied { .. })).count();
+        assert_eq!(occupied, self.heap.len(), "one heap entry per occupied slot");
         // The free list visits every vacant slot exactly once.
-        let vacant = self
-            .slots
-            .iter()
-            .filter(|s| matches!(s, Slot::Vacant { .. }))
-            .count();
+        let vacant = self.slots.iter().filter(|s| matches!(s, Slot::Vacant { .. })).count();
         let mut walked = 0;
         let mut cursor = self.free_head;
         while cursor != NIL {
@@ -64,9 +50,7 @@ impl<T> TimerQueue<T> {
     /// test generation exhaustion without 2^32 round trips.
     fn force_next_generation(&mut self, slot: u32, generation: u32) {
         match &mut self.slots[slot as usize] {
-            Slot::Vacant {
-                next_generation, ..
-            } => *next_generation = generation,
+            Slot::Vacant { next_generation, .. } => *next_generation = generation,
             _ => panic!("slot {slot} is not vacant"),
         }
     }
@@ -209,9 +193,7 @@ fn cancel_middle_keeps_remaining_order() {
         q.check_invariants();
     }
     let rest: Vec<u64> = pop_all(&mut q).into_iter().map(|(d, _)| d).collect();
-    let expected: Vec<u64> = (0..50)
-        .filter(|d| ![25, 10, 40, 33, 1].contains(d))
-        .collect();
+    let expected: Vec<u64> = (0..50).filter(|d| ![25, 10, 40, 33, 1].contains(d)).collect();
     assert_eq!(rest, expected);
 }
 
@@ -323,8 +305,8 @@ fn forged_ids_are_rejected_without_panicking() {
     let forged = [
         TimerId::from_u64(0xFFFF_FFFF_FFFF_FFFF),
         TimerId::from_u64(u64::from(u32::MAX)),
-        TimerId::from_u64(1 << 32), // right slot, wrong generation
-        TimerId::from_u64(real.to_u64() + 1), // slot past the end
+        TimerId::from_u64(1 << 32),                      // right slot, wrong generation
+        TimerId::from_u64(real.to_u64() + 1),            // slot past the end
         TimerId::from_u64(real.to_u64() + (5u64 << 32)), // future generation
         TimerId::from_u64(12_345_678),
     ];
@@ -511,9 +493,7 @@ fn clear_drops_every_payload_and_makes_ids_stale() {
     }
     // The queue is fully usable afterwards and reuses the slots.
     let slab = q.slots.len();
-    let fresh: Vec<TimerId> = (0..25u64)
-        .map(|d| q.insert(d, DropCounter(drops.clone())))
-        .collect();
+    let fresh: Vec<TimerId> = (0..25u64).map(|d| q.insert(d, DropCounter(drops.clone()))).collect();
     assert_eq!(q.slots.len(), slab);
     for id in &ids {
         assert!(!q.contains(*id), "old ids do not alias the new timers");
@@ -638,11 +618,7 @@ fn shrink_to_fit_does_not_trim_slots_with_high_generations() {
     q.cancel(id).unwrap();
     q.force_next_generation(id.slot(), TRIM_GENERATION_LIMIT + 1);
     q.shrink_to_fit();
-    assert_eq!(
-        q.slots.len(),
-        1,
-        "kept, so fresh slots never start near exhaustion"
-    );
+    assert_eq!(q.slots.len(), 1, "kept, so fresh slots never start near exhaustion");
     assert_eq!(q.fresh_generation, 0);
     q.force_next_generation(id.slot(), TRIM_GENERATION_LIMIT);
     q.shrink_to_fit();
@@ -700,9 +676,7 @@ fn reschedule_moves_timer_earlier_or_later_and_keeps_its_id() {
     assert!(q.reschedule(c, 25));
     assert!(q.reschedule(a, 40));
     q.check_invariants();
-    let order: Vec<(TimerId, u64)> = std::iter::from_fn(|| q.pop())
-        .map(|e| (e.id, e.deadline))
-        .collect();
+    let order: Vec<(TimerId, u64)> = std::iter::from_fn(|| q.pop()).map(|e| (e.id, e.deadline)).collect();
     assert_eq!(order, [(b, 20), (c, 25), (a, 40)]);
 }
 

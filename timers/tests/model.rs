@@ -148,14 +148,8 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 let payload = next_payload;
                 next_payload += 1;
                 let id = queue.insert(deadline, payload);
-                prop_assert!(
-                    !stale.contains(&id),
-                    "step {step}: reissued stale id {id:?}"
-                );
-                prop_assert!(
-                    !model.keys.contains_key(&id),
-                    "step {step}: duplicate live id"
-                );
+                prop_assert!(!stale.contains(&id), "step {step}: reissued stale id {id:?}");
+                prop_assert!(!model.keys.contains_key(&id), "step {step}: duplicate live id");
                 model.insert(id, deadline, payload);
                 issued.push(id);
             }
@@ -176,9 +170,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::PopExpired(now) => {
-                let got = queue
-                    .pop_expired(now)
-                    .map(|e| (e.id, e.deadline, e.payload));
+                let got = queue.pop_expired(now).map(|e| (e.id, e.deadline, e.payload));
                 let expected = model.pop_expired(now);
                 prop_assert_eq!(got, expected, "step {}: pop_expired({})", step, now);
                 if let Some((id, deadline, _)) = got {
@@ -235,31 +227,11 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         prop_assert_eq!(queue.peek_deadline(), model.peek().map(|(d, _)| d));
         for &id in &issued {
             let expected = model.get(id);
-            prop_assert_eq!(
-                queue.contains(id),
-                expected.is_some(),
-                "step {}: contains",
-                step
-            );
-            prop_assert_eq!(
-                queue.deadline(id),
-                expected.map(|(d, _)| d),
-                "step {}",
-                step
-            );
-            prop_assert_eq!(
-                queue.get(id).copied(),
-                expected.map(|(_, p)| p),
-                "step {}",
-                step
-            );
+            prop_assert_eq!(queue.contains(id), expected.is_some(), "step {}: contains", step);
+            prop_assert_eq!(queue.deadline(id), expected.map(|(d, _)| d), "step {}", step);
+            prop_assert_eq!(queue.get(id).copied(), expected.map(|(_, p)| p), "step {}", step);
             if stale.contains(&id) {
-                prop_assert!(
-                    !queue.contains(id),
-                    "step {}: stale id {:?} accepted",
-                    step,
-                    id
-                );
+                prop_assert!(!queue.contains(id), "step {}: stale id {:?} accepted", step, id);
             }
         }
     }
