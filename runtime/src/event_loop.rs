@@ -53,6 +53,10 @@ use crate::handle::{Callback, Handle, HandleKind, OnceCallback, RepeatCallback, 
 use crate::reactor::{Reactor, Side};
 use crate::slab::{Key, Slab};
 use crate::trace::{fmt_duration, TraceSink, Tracer};
+use crate::waker::TaskWaker;
+
+/// How many spare task wakers a loop keeps for reuse.
+const WAKER_POOL_MAX: usize = 1024;
 
 /// asyncio caps a poll at one day; a longer timer simply polls again.
 const MAX_POLL: Duration = Duration::from_secs(86_400);
@@ -481,6 +485,7 @@ impl Builder {
             slack_acquired: Cell::new(self.timer_slack.is_some()),
             executor: RefCell::new(None),
             executor_threads: self.executor_threads,
+            waker_pool: RefCell::new(Vec::new()),
             expiring: Cell::new(false),
             woken_by_timers: RefCell::new(Vec::new()),
         };
@@ -538,6 +543,9 @@ pub(crate) struct LoopInner {
     slack_acquired: Cell<bool>,
     executor: RefCell<Option<Pool>>,
     executor_threads: usize,
+    /// Wakers of finished tasks that nobody else holds, reused by new tasks (saves an
+    /// allocation per task); bounded by `WAKER_POOL_MAX`.
+    waker_pool: RefCell<Vec<Arc<TaskWaker>>>,
     /// Set during phase 4 so that trace mode folds the wakes it causes into the iteration line.
     expiring: Cell<bool>,
     woken_by_timers: RefCell<Vec<String>>,
@@ -865,6 +873,30 @@ impl LoopInner {
                 task: None,
                 handle: Some(desc),
             });
+        }
+    }
+
+    /// A waker for a new task with `key`: a recycled one if available.
+    pub(crate) fn task_waker(&self, key: Key) -> Arc<TaskWaker> {
+        let recycled = self.waker_pool.try_borrow_mut().ok().and_then(|mut p| p.pop());
+        match recycled {
+            Some(w) => {
+                w.reset(key);
+                w
+            }
+            None => TaskWaker::new(key, self.shared.clone()),
+        }
+    }
+
+    /// Offers a finished task's waker for reuse; taken only if nothing else holds a clone (the
+    /// finished task's own reference is never used again).
+    pub(crate) fn recycle_waker(&self, waker: &Arc<TaskWaker>) {
+        if Arc::strong_count(waker) == 1 {
+            if let Ok(mut pool) = self.waker_pool.try_borrow_mut() {
+                if pool.len() < WAKER_POOL_MAX {
+                    pool.push(waker.clone());
+                }
+            }
         }
     }
 

@@ -87,9 +87,13 @@ type DoneEntry = (CallbackId, &'static str, &'static Location<'static>, DoneCall
 /// A task's non-generic state (everything but the future and its output).
 pub(crate) struct TaskCore {
     lp: Weak<LoopInner>,
+    /// The task's slot in the loop's task table.
+    key: Key,
+    /// Its wake handle. After the task finishes, the loop may recycle this `Arc` for a new task
+    /// (when no waker clone is left anywhere); a finished task never wakes or steps again, so
+    /// the shared `Arc` is never used on this task's behalf afterwards.
     waker: Arc<TaskWaker>,
     number: u64,
-    name: RefCell<Option<Box<str>>>,
     state: Cell<TaskState>,
     cancel_requested: Cell<bool>,
     /// The `Task` handle was dropped: nobody can observe the result.
@@ -97,28 +101,58 @@ pub(crate) struct TaskCore {
     /// The result was taken or a failure was reported.
     observed: Cell<bool>,
     join_waker: Cell<Option<Waker>>,
-    callbacks: RefCell<Vec<DoneEntry>>,
-    next_callback: Cell<u64>,
+    extra: RefCell<Option<Box<TaskExtra>>>,
     awaiting: Cell<Awaiting>,
     site: &'static Location<'static>,
 }
 
 impl TaskCore {
     fn key(&self) -> Key {
-        self.waker.key
+        self.key
     }
 
     fn label(&self) -> String {
-        match &*self.name.borrow() {
+        match self.extra.borrow().as_ref().and_then(|e| e.name.as_deref()) {
             Some(n) => n.to_string(),
             None => format!("Task-{}", self.number),
+        }
+    }
+
+    fn take_callbacks(&self) -> Vec<DoneEntry> {
+        match self.extra.borrow_mut().as_mut() {
+            Some(e) => std::mem::take(&mut e.callbacks),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// What most tasks never use, allocated on first use: a custom name and done callbacks.
+#[derive(Default)]
+struct TaskExtra {
+    name: Option<Box<str>>,
+    callbacks: Vec<DoneEntry>,
+    next_callback: u64,
+}
+
+/// How a task ended without a value, stored compactly; it becomes a [`TaskError`] (which names
+/// the task) only when someone takes it.
+enum Failure {
+    Cancelled,
+    Panicked(Box<Panic>),
+}
+
+impl Failure {
+    fn into_error(self, task: String) -> TaskError {
+        match self {
+            Failure::Cancelled => TaskError::Cancelled { task },
+            Failure::Panicked(panic) => TaskError::Panicked { task, panic: *panic },
         }
     }
 }
 
 enum Stage<T> {
     Running(Pin<Box<dyn Future<Output = T>>>),
-    Finished(Result<T, TaskError>),
+    Finished(Result<T, Failure>),
     Taken,
 }
 
@@ -153,24 +187,18 @@ impl<T: 'static> TaskCell<T> {
     }
 
     /// Stores the outcome and does everything that follows completion.
-    fn finish(self: &Rc<Self>, lp: &Rc<LoopInner>, outcome: Result<T, TaskError>) {
+    fn finish(self: &Rc<Self>, lp: &Rc<LoopInner>, outcome: Result<T, Failure>) {
         let core = &self.core;
         let state = match &outcome {
             Ok(_) => TaskState::Done,
-            Err(TaskError::Cancelled { .. }) => TaskState::Cancelled,
-            Err(_) => TaskState::Failed,
+            Err(Failure::Cancelled) => TaskState::Cancelled,
+            Err(Failure::Panicked(_)) => TaskState::Failed,
         };
         core.state.set(state);
         lp.trace(|| match &outcome {
             Ok(_) => format!("  {} -> done", core.label()),
-            Err(e) => format!(
-                "  {} -> {}",
-                core.label(),
-                match e {
-                    TaskError::Cancelled { .. } => "cancelled (future dropped)".to_string(),
-                    other => other.to_string(),
-                }
-            ),
+            Err(Failure::Cancelled) => format!("  {} -> cancelled (future dropped)", core.label()),
+            Err(Failure::Panicked(p)) => format!("  {} -> {p}", core.label()),
         });
         let failed_unobserved = state == TaskState::Failed && core.detached.get();
         let keep = !core.detached.get() || failed_unobserved;
@@ -183,10 +211,11 @@ impl<T: 'static> TaskCell<T> {
         // The loop lets go of a finished task; the handle (if any) keeps the cell alive.
         let removed = lp.tasks.borrow_mut().remove(core.key());
         drop(removed);
+        lp.recycle_waker(&core.waker);
         if let Some(w) = core.join_waker.take() {
             w.wake();
         }
-        let callbacks = std::mem::take(&mut *core.callbacks.borrow_mut());
+        let callbacks = core.take_callbacks();
         if !callbacks.is_empty() {
             let me: Rc<dyn Steppable> = self.clone();
             for (_, name, site, cb) in callbacks {
@@ -224,7 +253,7 @@ impl<T: 'static> TaskCell<T> {
         }
         let old = std::mem::replace(&mut *self.stage.borrow_mut(), Stage::Taken);
         let panic = match old {
-            Stage::Finished(Err(e)) => e.into_panic(),
+            Stage::Finished(Err(Failure::Panicked(p))) => Some(*p),
             other => {
                 drop(other);
                 None
@@ -254,17 +283,18 @@ impl<T: 'static> Steppable for TaskCell<T> {
         if core.cancel_requested.get() {
             lp.trace(|| format!("  {} step: cancel requested, dropping its future", core.label()));
             self.drop_future(Some(lp));
-            let task = core.label();
-            self.finish(lp, Err(TaskError::Cancelled { task }));
+            self.finish(lp, Err(Failure::Cancelled));
             return;
         }
         let previous = lp.current_task.replace(Some(core.key()));
         core.state.set(TaskState::Running);
         lp.trace(|| format!("  {} step", core.label()));
         let started = lp.debug().then(Instant::now);
-        let waker = Waker::from(core.waker.clone());
-        let mut cx = Context::from_waker(&waker);
         let polled = {
+            // The waker lives only for the poll, so a task that finishes here leaves no clone
+            // behind and its waker can be recycled.
+            let waker = Waker::from(core.waker.clone());
+            let mut cx = Context::from_waker(&waker);
             let mut stage = self.stage.borrow_mut();
             match &mut *stage {
                 Stage::Running(fut) => catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx))),
@@ -301,8 +331,7 @@ impl<T: 'static> Steppable for TaskCell<T> {
                     // Cancelled during the step that completed it: asyncio's rule is that the
                     // task ends cancelled and the value is discarded.
                     let _ = drop_guarded(value);
-                    let task = core.label();
-                    self.finish(lp, Err(TaskError::Cancelled { task }));
+                    self.finish(lp, Err(Failure::Cancelled));
                 } else {
                     self.finish(lp, Ok(value));
                 }
@@ -310,8 +339,7 @@ impl<T: 'static> Steppable for TaskCell<T> {
             Err(payload) => {
                 self.drop_future(Some(lp));
                 let panic = Panic::from_payload(payload);
-                let task = core.label();
-                self.finish(lp, Err(TaskError::Panicked { task, panic }));
+                self.finish(lp, Err(Failure::Panicked(Box::new(panic))));
             }
         }
     }
@@ -323,11 +351,11 @@ impl<T: 'static> Steppable for TaskCell<T> {
         }
         self.drop_future(None);
         core.state.set(TaskState::Cancelled);
-        *self.stage.borrow_mut() = Stage::Finished(Err(TaskError::Cancelled { task: core.label() }));
+        *self.stage.borrow_mut() = Stage::Finished(Err(Failure::Cancelled));
         if let Some(w) = core.join_waker.take() {
             w.wake();
         }
-        let callbacks = std::mem::take(&mut *core.callbacks.borrow_mut());
+        let callbacks = core.take_callbacks();
         drop(callbacks);
     }
 
@@ -365,7 +393,8 @@ impl TaskRef {
 
     /// Renames the task.
     pub fn set_name(&self, name: impl Into<String>) {
-        *self.core().name.borrow_mut() = Some(name.into().into_boxed_str());
+        let name = name.into().into_boxed_str();
+        self.core().extra.borrow_mut().get_or_insert_with(Default::default).name = Some(name);
     }
 
     /// The task's number in its loop (the N of `Task-N`).
@@ -426,8 +455,12 @@ impl TaskRef {
     #[track_caller]
     pub fn add_done_callback<F: FnOnce(&TaskRef) + 'static>(&self, f: F) -> CallbackId {
         let core = self.core();
-        let id = CallbackId(core.next_callback.get());
-        core.next_callback.set(id.0 + 1);
+        let id = {
+            let mut extra = core.extra.borrow_mut();
+            let extra = extra.get_or_insert_with(Default::default);
+            extra.next_callback += 1;
+            CallbackId(extra.next_callback)
+        };
         if core.state.get().is_finished() {
             if let Some(lp) = core.lp.upgrade() {
                 if !lp.is_closed() {
@@ -437,9 +470,9 @@ impl TaskRef {
                     lp.push_ready(Ready::Callback(cb));
                 }
             }
-        } else {
-            core.callbacks
-                .borrow_mut()
+        } else if let Some(extra) = core.extra.borrow_mut().as_mut() {
+            extra
+                .callbacks
                 .push((id, std::any::type_name::<F>(), Location::caller(), Box::new(f)));
         }
         id
@@ -448,9 +481,12 @@ impl TaskRef {
     /// Removes a done callback that has not been scheduled yet; returns how many were removed.
     pub fn remove_done_callback(&self, id: CallbackId) -> usize {
         let removed: Vec<DoneEntry> = {
-            let mut cbs = self.core().callbacks.borrow_mut();
-            let (gone, kept) = std::mem::take(&mut *cbs).into_iter().partition(|(cid, ..)| *cid == id);
-            *cbs = kept;
+            let mut extra = self.core().extra.borrow_mut();
+            let Some(extra) = extra.as_mut() else { return 0 };
+            let (gone, kept) = std::mem::take(&mut extra.callbacks)
+                .into_iter()
+                .partition(|(cid, ..)| *cid == id);
+            extra.callbacks = kept;
             gone
         };
         // Dropped after the borrow: a closure's destructor may touch this task.
@@ -496,7 +532,7 @@ impl<T: 'static> Task<T> {
             Stage::Finished(_) => match std::mem::replace(&mut *stage, Stage::Taken) {
                 Stage::Finished(r) => {
                     core.observed.set(true);
-                    Some(r)
+                    Some(r.map_err(|f| f.into_error(core.label())))
                 }
                 _ => None,
             },
@@ -541,7 +577,7 @@ impl<T: 'static> Future for Task<T> {
             Stage::Finished(_) => match std::mem::replace(&mut *stage, Stage::Taken) {
                 Stage::Finished(r) => {
                     core.observed.set(true);
-                    Poll::Ready(r)
+                    Poll::Ready(r.map_err(|f| f.into_error(core.label())))
                 }
                 _ => Poll::Pending,
             },
@@ -579,7 +615,7 @@ fn report_failed_on_drop<T>(cell: &Rc<TaskCell<T>>, lp: &Rc<LoopInner>) {
     }
     let old = std::mem::replace(&mut *cell.stage.borrow_mut(), Stage::Taken);
     let panic = match old {
-        Stage::Finished(Err(e)) => e.into_panic(),
+        Stage::Finished(Err(Failure::Panicked(p))) => Some(*p),
         other => {
             drop(other);
             None
@@ -689,16 +725,21 @@ impl LoopHandle {
             let cell = Rc::new(TaskCell {
                 core: TaskCore {
                     lp: Rc::downgrade(lp),
-                    waker: TaskWaker::new(key, lp.shared.clone()),
+                    key,
+                    waker: lp.task_waker(key),
                     number,
-                    name: RefCell::new(name.map(String::into_boxed_str)),
+
                     state: Cell::new(TaskState::Pending),
                     cancel_requested: Cell::new(false),
                     detached: Cell::new(false),
                     observed: Cell::new(false),
                     join_waker: Cell::new(None),
-                    callbacks: RefCell::new(Vec::new()),
-                    next_callback: Cell::new(0),
+                    extra: RefCell::new(name.map(|n| {
+                        Box::new(TaskExtra {
+                            name: Some(n.into_boxed_str()),
+                            ..Default::default()
+                        })
+                    })),
                     awaiting: Cell::new(Awaiting::Unknown),
                     site,
                 },
@@ -855,5 +896,26 @@ fn cancel_leftover_tasks(lp: &LoopHandle) {
         if lp.run_forever().is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-task bookkeeping stays small: every task pays for it, and idle tasks are what
+    /// servers have most of (docs/ explains what safe Rust costs on top of this cell).
+    #[test]
+    fn task_cell_stays_compact() {
+        assert!(
+            std::mem::size_of::<TaskCore>() <= 96,
+            "TaskCore is {} bytes",
+            std::mem::size_of::<TaskCore>()
+        );
+        assert!(
+            std::mem::size_of::<Stage<()>>() <= 24,
+            "Stage<()> is {} bytes",
+            std::mem::size_of::<Stage<()>>()
+        );
     }
 }

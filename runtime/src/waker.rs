@@ -15,7 +15,7 @@
 //!
 //! A wake for a task that has finished is harmless: its key is stale, and the loop drops it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Wake;
 
@@ -24,7 +24,8 @@ use crate::slab::Key;
 
 /// The per-task wake handle (see the module documentation).
 pub(crate) struct TaskWaker {
-    pub(crate) key: Key,
+    /// The task's key; atomic only because a recycled waker is re-keyed for its next task.
+    key: AtomicU64,
     /// Set while the task sits in a ready queue (local or remote) and has not been stepped yet.
     pub(crate) notified: AtomicBool,
     pub(crate) shared: Arc<Shared>,
@@ -35,10 +36,20 @@ impl TaskWaker {
     /// creator queues its first step.
     pub(crate) fn new(key: Key, shared: Arc<Shared>) -> Arc<TaskWaker> {
         Arc::new(TaskWaker {
-            key,
+            key: AtomicU64::new(key.to_u64()),
             notified: AtomicBool::new(true),
             shared,
         })
+    }
+
+    /// Re-keys a recycled waker for a new task (the loop only recycles a waker nobody else holds).
+    pub(crate) fn reset(&self, key: Key) {
+        self.key.store(key.to_u64(), Ordering::Relaxed);
+        self.notified.store(true, Ordering::Release);
+    }
+
+    fn key(&self) -> Key {
+        Key::from_u64(self.key.load(Ordering::Relaxed))
     }
 
     /// Called by the task step right before polling: the wake that queued it is consumed.
@@ -56,9 +67,9 @@ impl TaskWaker {
             }
             match lp.ready.try_borrow_mut() {
                 Ok(mut ready) => {
-                    ready.push_back(Ready::Task(self.key));
+                    ready.push_back(Ready::Task(self.key()));
                     drop(ready);
-                    lp.trace_wake(self.key);
+                    lp.trace_wake(self.key());
                     true
                 }
                 Err(_) => false,
@@ -67,7 +78,7 @@ impl TaskWaker {
         .unwrap_or(false);
         if !queued_locally {
             // A closed loop refuses the wake; the task is gone with it.
-            let _ = self.shared.push(Remote::Wake(self.key));
+            let _ = self.shared.push(Remote::Wake(self.key()));
         }
     }
 }
