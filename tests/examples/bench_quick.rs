@@ -114,7 +114,11 @@ fn rss_bytes() -> u64 {
 /// (`bench_quick --memory N`) so memory freed by earlier cases cannot hide the growth.
 fn bytes_per_idle_task_in_child(n: usize) -> Option<(f64, usize)> {
     let exe = std::env::current_exe().ok()?;
-    let out = std::process::Command::new(exe).arg("--memory").arg(n.to_string()).output().ok()?;
+    let out = std::process::Command::new(exe)
+        .arg("--memory")
+        .arg(n.to_string())
+        .output()
+        .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     let mut parts = text.split_whitespace();
     let per_task = parts.next()?.parse().ok()?;

@@ -107,7 +107,11 @@ fn epoll_wait_fallback_rounds_up_and_never_fires_early() {
             println!("observed (fallback, one 300 us timer): {c}");
         }
         assert_eq!(c[Syscall::EpollPwait2], 0, "round {round}: forced fallback: {c}");
-        assert_eq!(c[Syscall::EpollWait], 1, "round {round}: one rounded-up epoll_wait: {c}");
+        assert_eq!(
+            c[Syscall::EpollWait],
+            1,
+            "round {round}: one rounded-up epoll_wait: {c}"
+        );
         assert_eq!(c.total_syscalls(), 1, "round {round}: {c}");
     }
 

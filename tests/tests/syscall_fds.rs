@@ -74,7 +74,10 @@ fn assert_same_table(before: &BTreeMap<RawFd, String>, what: &str) {
 /// The `flags:` line of `/proc/self/fdinfo/<fd>` (octal open flags).
 fn fd_flags(fd: RawFd) -> i32 {
     let text = fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).expect("reading fdinfo");
-    let line = text.lines().find(|l| l.starts_with("flags:")).expect("fdinfo has flags");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("flags:"))
+        .expect("fdinfo has flags");
     i32::from_str_radix(line.trim_start_matches("flags:").trim(), 8).expect("octal flags")
 }
 
@@ -131,7 +134,8 @@ fn exercise(lp: &EventLoop) {
     let rfd = r.as_raw_fd();
     let fired = Rc::new(Cell::new(0u32));
     let f = fired.clone();
-    lp.call_later(Duration::from_millis(1), move || f.set(f.get() + 1)).unwrap();
+    lp.call_later(Duration::from_millis(1), move || f.set(f.get() + 1))
+        .unwrap();
     let f = fired.clone();
     let h = lp.handle();
     lp.add_reader(rfd, move || {
@@ -194,9 +198,15 @@ fn closing_a_loop_leaves_proc_self_fd_as_it_was() {
     assert!(new.iter().any(|(fd, _)| Some(*fd) == lp.epoll_fd()));
     for (fd, t) in &new {
         let flags = fd_flags(*fd);
-        assert!(flags & libc::O_CLOEXEC != 0, "{t} (fd {fd}) must be O_CLOEXEC: {flags:o}");
+        assert!(
+            flags & libc::O_CLOEXEC != 0,
+            "{t} (fd {fd}) must be O_CLOEXEC: {flags:o}"
+        );
         if t.contains("eventfd") {
-            assert!(flags & libc::O_NONBLOCK != 0, "{t} (fd {fd}) must be O_NONBLOCK: {flags:o}");
+            assert!(
+                flags & libc::O_NONBLOCK != 0,
+                "{t} (fd {fd}) must be O_NONBLOCK: {flags:o}"
+            );
         }
     }
 
@@ -224,9 +234,7 @@ fn dropping_a_loop_without_close_leaves_proc_self_fd_as_it_was() {
             .create_task(async { evloop::sleep(Duration::from_secs(10)).await })
             .unwrap();
         lp.add_reader(r.as_raw_fd(), || {}).unwrap();
-        let _job = lp
-            .run_in_executor(|| thread::sleep(Duration::from_millis(20)))
-            .unwrap();
+        let _job = lp.run_in_executor(|| thread::sleep(Duration::from_millis(20))).unwrap();
         lp.run_once().unwrap();
         assert_eq!(lp.stats().fds, 1);
         // Dropped here without close().
@@ -263,7 +271,11 @@ fn failed_eventfd_in_event_loop_new_closes_the_epoll_fd() {
     fault::fail_nth(Syscall::Eventfd, 1, libc::EMFILE);
     let err = EventLoop::new().expect_err("eventfd failed");
     assert_eq!(err.kind(), LoopErrorKind::Io, "{err}");
-    assert_eq!(err.io_error().and_then(|e| e.raw_os_error()), Some(libc::EMFILE), "{err}");
+    assert_eq!(
+        err.io_error().and_then(|e| e.raw_os_error()),
+        Some(libc::EMFILE),
+        "{err}"
+    );
     assert_eq!(fault::pending(), 0);
     assert_same_table(&before, "after EventLoop::new failed on eventfd");
 }

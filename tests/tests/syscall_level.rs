@@ -210,7 +210,11 @@ fn idle_loop_with_one_far_timer_makes_exactly_one_poll() {
     println!("observed (far timer, stop in its callback): {c}");
     assert_eq!(polls(&c), 1, "expected exactly one poll, got {c}");
     assert_eq!(c[poll_syscall()], 1, "the one poll must be {}: {c}", poll_syscall());
-    assert_eq!(c.total_syscalls(), 1, "an idle loop makes no syscall besides its poll: {c}");
+    assert_eq!(
+        c.total_syscalls(),
+        1,
+        "an idle loop makes no syscall besides its poll: {c}"
+    );
 
     let (loop_t, wall_t) = fired_at.get().expect("the timer never ran");
     assert!(loop_t >= timer.when(), "timer ran early on the loop clock");
@@ -251,14 +255,22 @@ fn far_timer_and_remote_stop_cost_one_eventfd_write_there_and_one_read_here() {
     assert_eq!(remote_c[Syscall::Write], 1, "stopping thread: {remote_c}");
     assert_eq!(remote_c.total_syscalls(), 1, "stopping thread: {remote_c}");
     if blocked != Blocked::Unknown {
-        assert_eq!(blocked, Blocked::InPoll { no_timeout: false }, "the 10 s timer bounds the poll");
+        assert_eq!(
+            blocked,
+            Blocked::InPoll { no_timeout: false },
+            "the 10 s timer bounds the poll"
+        );
         // The loop thread: one poll (blocked, then woken by the eventfd), one eventfd read in
         // phase 3 to reset it, the Stop item ends the loop after this iteration.
         assert_eq!(polls(&c), 1, "loop thread: {c}");
         assert_eq!(c[Syscall::Read], 1, "loop thread: {c}");
         assert_eq!(c.total_syscalls(), 2, "loop thread: {c}");
     }
-    assert_eq!(c[Syscall::Write], 0, "the loop thread never writes its own eventfd: {c}");
+    assert_eq!(
+        c[Syscall::Write],
+        0,
+        "the loop thread never writes its own eventfd: {c}"
+    );
     assert!(!ran.get(), "the 10 s timer cannot have run");
     timer.cancel();
     lp.close().unwrap();
@@ -295,7 +307,11 @@ fn call_soon_threadsafe_wakes_a_loop_blocked_with_no_timeout() {
     let (blocked, sent, remote_c) = caller.join().unwrap();
     assert!(!dog.finish(), "the watchdog had to stop the loop: the wake was lost");
     assert!(sent, "call_soon_threadsafe failed");
-    assert_eq!(*ran_on.lock().unwrap(), Some(tid), "the callback must run on the loop thread");
+    assert_eq!(
+        *ran_on.lock().unwrap(),
+        Some(tid),
+        "the callback must run on the loop thread"
+    );
 
     println!("observed (call_soon_threadsafe wake) loop thread: {c}; caller: {remote_c}; took {took:?}");
     match blocked.unwrap() {
@@ -305,8 +321,16 @@ fn call_soon_threadsafe_wakes_a_loop_blocked_with_no_timeout() {
     assert_eq!(c[Syscall::Read], 1, "exactly one eventfd read for the wake: {c}");
     assert!(polls(&c) <= 2, "at most 2 polls: {c}");
     assert!(polls(&c) >= 1, "{c}");
-    assert_eq!(c.total_syscalls(), polls(&c) + 1, "nothing but polls and the one read: {c}");
-    assert_eq!(remote_c[Syscall::Write], 1, "one eventfd write by the caller: {remote_c}");
+    assert_eq!(
+        c.total_syscalls(),
+        polls(&c) + 1,
+        "nothing but polls and the one read: {c}"
+    );
+    assert_eq!(
+        remote_c[Syscall::Write],
+        1,
+        "one eventfd write by the caller: {remote_c}"
+    );
     assert!(took < Duration::from_secs(9), "woken only by the watchdog");
     lp.close().unwrap();
 }
@@ -377,7 +401,10 @@ fn same_thread_work_makes_no_syscalls() {
     let iterations = lp.stats().iterations - iterations_before;
     assert!(!dog.finish(), "the watchdog had to stop the loop");
 
-    assert_eq!((calls.get(), yields.get(), trips.get()), (CALLBACKS, YIELDS, ROUND_TRIPS));
+    assert_eq!(
+        (calls.get(), yields.get(), trips.get()),
+        (CALLBACKS, YIELDS, ROUND_TRIPS)
+    );
     println!("observed (same-thread work, {iterations} iterations): {c}");
     assert!(polls(&c) > 0, "{c}");
     assert_eq!(polls(&c), iterations, "one poll per iteration: {c}");
@@ -443,8 +470,16 @@ fn timers_never_fire_early_1000_random() {
     assert_eq!(log.len(), total, "every timer runs exactly once");
     let mut late = Vec::with_capacity(total);
     for &(i, loop_t, wall_t) in log.iter() {
-        assert!(loop_t >= whens[i], "timer {i} ran early on the loop clock by {:?}", whens[i] - loop_t);
-        assert!(wall_t >= whens[i], "timer {i} ran early on the wall clock by {:?}", whens[i] - wall_t);
+        assert!(
+            loop_t >= whens[i],
+            "timer {i} ran early on the loop clock by {:?}",
+            whens[i] - loop_t
+        );
+        assert!(
+            wall_t >= whens[i],
+            "timer {i} ran early on the wall clock by {:?}",
+            whens[i] - wall_t
+        );
         late.push(wall_t - whens[i]);
     }
     // Deadline order, FIFO (scheduling order) among equal deadlines.
@@ -506,7 +541,9 @@ fn injected_eintr_on_the_poll_breaks_nothing_and_timers_never_fire_early() {
     for i in 0..50 {
         let (l, h) = (log.clone(), lp.handle());
         let delay = Duration::from_micros(500 + rng.below(20_000));
-        let t = lp.call_later(delay, move || l.borrow_mut().push((i, h.time()))).unwrap();
+        let t = lp
+            .call_later(delay, move || l.borrow_mut().push((i, h.time())))
+            .unwrap();
         whens.push(t.when());
     }
     let dog = Watchdog::start(lp.remote(), Duration::from_secs(10));
@@ -697,7 +734,9 @@ fn strace_sees_epoll_pwait2_and_a_single_epoll_ctl_for_the_eventfd() {
         return;
     }
     let Some(bin) = example_binary() else {
-        println!("skipped: target/debug/examples/seed000_run is not built (cargo build -p evloop --example seed000_run)");
+        println!(
+            "skipped: target/debug/examples/seed000_run is not built (cargo build -p evloop --example seed000_run)"
+        );
         return;
     };
     let out_file = std::env::temp_dir().join(format!("evloop-strace-{}.txt", std::process::id()));
@@ -734,7 +773,11 @@ fn strace_sees_epoll_pwait2_and_a_single_epoll_ctl_for_the_eventfd() {
             println!("skipped: strace cannot trace here: {stderr}");
             return;
         }
-        panic!("strace of {} failed: {}\n{stderr}\n{summary}", bin.display(), output.status);
+        panic!(
+            "strace of {} failed: {}\n{stderr}\n{summary}",
+            bin.display(),
+            output.status
+        );
     }
     assert_eq!(String::from_utf8_lossy(&output.stdout), "10\n", "the example's output");
     let calls = parse_strace_summary(&summary);
@@ -752,7 +795,11 @@ fn strace_sees_epoll_pwait2_and_a_single_epoll_ctl_for_the_eventfd() {
         count("epoll_pwait2").unwrap_or(0) >= 1,
         "the summary must list epoll_pwait2:\n{summary}"
     );
-    assert_eq!(count("epoll_wait"), None, "no epoll_wait fallback on this kernel:\n{summary}");
+    assert_eq!(
+        count("epoll_wait"),
+        None,
+        "no epoll_wait fallback on this kernel:\n{summary}"
+    );
     assert_eq!(
         count("epoll_ctl"),
         Some(1),
