@@ -99,8 +99,6 @@ pub enum ExceptionKind {
     TaskFailureUnobserved,
     /// A task's destructor panicked while it was being cancelled or shut down.
     DestructorPanicked,
-    /// The exception handler itself panicked (reported on stderr only).
-    HandlerPanicked,
 }
 
 /// What the exception handler receives (asyncio's `context` dict).
@@ -333,7 +331,6 @@ impl RunGuard {
 impl Drop for RunGuard {
     fn drop(&mut self) {
         self.lp.running.set(false);
-        self.lp.stopping.set(false);
         RUNNING.with(|r| {
             // Take it out first, drop it after the borrow ends.
             let old = r.borrow_mut().take();
@@ -486,6 +483,8 @@ impl Builder {
             executor: RefCell::new(None),
             executor_threads: self.executor_threads,
             waker_pool: RefCell::new(Vec::new()),
+            deferring: Cell::new(false),
+            deferred: RefCell::new(Vec::new()),
             expiring: Cell::new(false),
             woken_by_timers: RefCell::new(Vec::new()),
         };
@@ -546,6 +545,9 @@ pub(crate) struct LoopInner {
     /// Wakers of finished tasks that nobody else holds, reused by new tasks (saves an
     /// allocation per task); bounded by `WAKER_POOL_MAX`.
     waker_pool: RefCell<Vec<Arc<TaskWaker>>>,
+    /// Trace mode: set during phases 1-4, whose lines wait in `deferred` for the summary line.
+    deferring: Cell<bool>,
+    deferred: RefCell<Vec<String>>,
     /// Set during phase 4 so that trace mode folds the wakes it causes into the iteration line.
     expiring: Cell<bool>,
     woken_by_timers: RefCell<Vec<String>>,
@@ -571,6 +573,8 @@ pub struct LoopStats {
 struct PollStats {
     timeout: Option<Duration>,
     events: usize,
+    /// Time spent blocked in the kernel (measured only in trace and debug modes).
+    waited: Duration,
 }
 
 impl LoopInner {
@@ -585,7 +589,11 @@ impl LoopInner {
     /// Emits a trace line; `line` is only called when trace mode is on.
     pub(crate) fn trace(&self, line: impl FnOnce() -> String) {
         if let Some(t) = &self.tracer {
-            t.line(&line());
+            if self.deferring.get() {
+                self.deferred.borrow_mut().push(line());
+            } else {
+                t.line(&line());
+            }
         }
     }
 
@@ -645,10 +653,24 @@ impl LoopInner {
         let timed = self.debug() || self.tracing();
         let started = timed.then(Instant::now);
 
+        // Trace lines of phases 1-4 (remote wakes, stale events) are held back so that they
+        // print under the iteration's summary line, in the order things happened.
+        self.deferring.set(self.tracing());
         let dropped = self.drop_cancelled_timers();
         let timeout = self.compute_poll_timeout();
-        let polled = self.poll(timeout)?;
-        let (expired, max_late) = self.expire_timers();
+        let polled = self.poll(timeout, timed);
+        let (expired, max_late) = match polled {
+            Ok(_) => self.expire_timers(),
+            Err(_) => (0, 0),
+        };
+        self.deferring.set(false);
+        let polled = match polled {
+            Ok(p) => p,
+            Err(e) => {
+                self.deferred.borrow_mut().clear();
+                return Err(e);
+            }
+        };
 
         self.trace(|| {
             let timeout = match polled.timeout {
@@ -676,15 +698,27 @@ impl LoopInner {
             line += &format!(" | run {ready} handle{}", plural(ready));
             line
         });
+        let deferred = std::mem::take(&mut *self.deferred.borrow_mut());
+        for line in deferred {
+            self.trace(|| line);
+        }
 
         let ran = self.run_ready();
 
         if let Some(started) = started {
-            let took = started.elapsed();
-            if self.debug() && took >= self.slow_callback {
+            // The iteration's busy time: everything but the wait inside the poll.
+            let busy = started.elapsed().saturating_sub(polled.waited);
+            self.trace(|| {
+                format!(
+                    "[iter {iteration}] end: ran {ran} handle{} in {} busy",
+                    plural(ran),
+                    fmt_duration(busy)
+                )
+            });
+            if self.debug() && busy >= self.slow_callback {
                 eprintln!(
-                    "evloop: warning: iteration {iteration} took {} ({ran} handles run; the loop could not serve I/O meanwhile)",
-                    fmt_duration(took)
+                    "evloop: warning: iteration {iteration} was busy for {} ({ran} handles run; the loop could not serve I/O meanwhile)",
+                    fmt_duration(busy)
                 );
             }
         }
@@ -736,7 +770,7 @@ impl LoopInner {
     }
 
     /// Phase 3: wait for I/O, then turn events and remote work into ready work.
-    fn poll(self: &Rc<Self>, timeout: Option<Duration>) -> Result<PollStats, LoopError> {
+    fn poll(self: &Rc<Self>, timeout: Option<Duration>, timed: bool) -> Result<PollStats, LoopError> {
         let mut timeout = timeout;
         let blocking = timeout != Some(Duration::ZERO);
         if blocking {
@@ -745,10 +779,12 @@ impl LoopInner {
                 timeout = Some(Duration::ZERO);
             }
         }
+        let wait_started = timed.then(Instant::now);
         let waited = match self.reactor.borrow_mut().as_mut() {
             Some(r) => r.wait(timeout),
             None => return Err(LoopError::new(LoopErrorKind::Closed, "poll")),
         };
+        let wait_time = wait_started.map_or(Duration::ZERO, |t| t.elapsed());
         if blocking {
             self.shared.sleeping.store(false, SeqCst);
         }
@@ -774,7 +810,11 @@ impl LoopInner {
         if dispatched.stale > 0 {
             self.trace(|| format!("  dropped {} event(s) for closed registrations", dispatched.stale));
         }
-        Ok(PollStats { timeout, events: n })
+        Ok(PollStats {
+            timeout,
+            events: n,
+            waited: wait_time,
+        })
     }
 
     /// Moves remote work into the ready queue; returns how many items there were.
@@ -1044,16 +1084,24 @@ impl LoopHandle {
     /// poll failed (an OS error, which would repeat if the loop went on).
     pub fn run_forever(&self) -> Result<(), LoopError> {
         let _guard = RunGuard::enter(&self.inner, "run_forever")?;
-        loop {
-            self.inner.run_once()?;
-            if self.inner.stopping.get() {
-                break;
+        let result = loop {
+            if let Err(e) = self.inner.run_once() {
+                break Err(e);
             }
-        }
-        Ok(())
+            if self.inner.stopping.get() {
+                break Ok(());
+            }
+        };
+        // The stop request is consumed by the run it stopped (asyncio resets `_stopping` in
+        // run_forever's `finally`).
+        self.inner.stopping.set(false);
+        result
     }
 
-    /// Runs exactly one iteration (for tests and teaching; asyncio's `_run_once`).
+    /// Runs exactly one iteration (for tests and teaching; asyncio's `_run_once`). Like any
+    /// iteration it blocks in the poll when nothing is ready and no timer is pending, until an
+    /// fd event or another thread wakes it. A `stop()` made during it is kept for the next
+    /// `run_forever`.
     pub fn run_once(&self) -> Result<(), LoopError> {
         let _guard = RunGuard::enter(&self.inner, "run_once")?;
         self.inner.run_once()
@@ -1061,6 +1109,7 @@ impl LoopHandle {
 
     /// Makes `run_forever` return after the current iteration. Called while the loop is not
     /// running, the next `run_forever` runs one iteration (polling without blocking) and returns.
+    /// On a closed loop it does nothing (asyncio's `stop()` only sets a flag).
     pub fn stop(&self) {
         self.trace(|| "  stop requested".to_string());
         self.inner.stopping.set(true);
@@ -1130,6 +1179,12 @@ impl LoopHandle {
         if lp.slack_acquired.replace(false) {
             release_timer_slack();
         }
+        // A handler that captured a LoopHandle would otherwise keep the loop alive forever;
+        // problems reported after close go to the default handler (stderr).
+        let handler = lp.exception_handler.borrow_mut().take();
+        drop(handler);
+        let pool = std::mem::take(&mut *lp.waker_pool.borrow_mut());
+        drop(pool);
         result
     }
 
@@ -1161,7 +1216,7 @@ impl LoopHandle {
     pub fn call_later<F: FnOnce() + 'static>(&self, delay: Duration, f: F) -> Result<TimerHandle, LoopError> {
         self.check_open("call_later")?;
         let deadline = self.inner.clock.now().saturating_add(duration_to_ns(delay));
-        Ok(self.schedule_at(deadline, Location::caller(), f))
+        Ok(self.schedule_at(deadline, None, Location::caller(), f))
     }
 
     /// Runs `f` at `when` or later (asyncio's `call_at`); never early. Equal deadlines run in
@@ -1170,15 +1225,23 @@ impl LoopHandle {
     pub fn call_at<F: FnOnce() + 'static>(&self, when: Instant, f: F) -> Result<TimerHandle, LoopError> {
         self.check_open("call_at")?;
         let deadline = self.inner.clock.ns_of(when);
-        Ok(self.schedule_at(deadline, Location::caller(), f))
+        Ok(self.schedule_at(deadline, Some(when), Location::caller(), f))
     }
 
-    fn schedule_at<F: FnOnce() + 'static>(&self, deadline: u64, site: &'static Location<'static>, f: F) -> TimerHandle {
+    /// Inserts the timer; `when` is the caller's own instant for `call_at` (kept as given, even
+    /// if it lies before the loop's epoch and so maps to loop time 0).
+    fn schedule_at<F: FnOnce() + 'static>(
+        &self,
+        deadline: u64,
+        when: Option<Instant>,
+        site: &'static Location<'static>,
+        f: F,
+    ) -> TimerHandle {
         let cb = OnceCallback::new_rc(HandleKind::CallLater, site, f);
         let id = self.inner.add_timer(deadline, TimerEntry::Callback(cb.clone()));
         TimerHandle {
             handle: Handle { inner: cb },
-            when: self.inner.clock.instant_of(deadline),
+            when: when.unwrap_or_else(|| self.inner.clock.instant_of(deadline)),
             id,
             cancels: Rc::downgrade(&self.inner.timer_cancels),
         }

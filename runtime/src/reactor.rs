@@ -30,8 +30,12 @@ use crate::slab::{Key, Slab};
 /// a slot whose generation reaches `u32::MAX` is retired.
 pub(crate) const WAKE_TOKEN: u64 = u64::MAX;
 
+/// The event buffer holds one event per registered fd (plus the wake-up eventfd), so every ready
+/// fd is reported in the same iteration (asyncio sizes its `select` the same way); past
+/// `MAX_EVENTS` ready fds, the rest are reported in the next iteration (epoll rotates its ready
+/// list, so none starves).
 const MIN_EVENTS: usize = 64;
-const MAX_EVENTS: usize = 4096;
+const MAX_EVENTS: usize = 1 << 16;
 
 /// One fd's level-triggered callbacks.
 pub(crate) struct Registration {
@@ -251,6 +255,10 @@ impl Reactor {
     /// Phase 3's syscall: waits for events (`epoll_pwait2`, falling back to `epoll_wait`).
     /// Returns the number of events now in the buffer; EINTR counts as zero events.
     pub(crate) fn wait(&mut self, timeout: Option<Duration>) -> io::Result<usize> {
+        let wanted = (self.regs.len() + 1).clamp(MIN_EVENTS, MAX_EVENTS);
+        if self.events.len() < wanted {
+            self.events.resize(wanted, EpollEvent::zeroed());
+        }
         let n = sys::epoll_wait_timeout(self.epoll.as_fd(), &mut self.events, timeout)?;
         Ok(n)
     }
@@ -290,9 +298,6 @@ impl Reactor {
             if scheduled {
                 out.fd_events += 1;
             }
-        }
-        if n == self.events.len() && n < MAX_EVENTS {
-            self.events.resize(n * 2, EpollEvent::zeroed());
         }
         out
     }

@@ -44,7 +44,7 @@ use crate::event_loop::{
 };
 use crate::handle::{CallbackId, HandleKind, OnceCallback};
 use crate::slab::Key;
-use crate::trace::{fmt_duration, note_awaiting, take_awaiting, Awaiting};
+use crate::trace::{fmt_duration, note_awaiting, note_awaiting_label, take_awaiting, take_awaiting_label, Awaiting};
 use crate::waker::TaskWaker;
 
 /// Where a task is in its life.
@@ -276,13 +276,19 @@ impl<T: 'static> TaskCell<T> {
 impl<T: 'static> Steppable for TaskCell<T> {
     fn step(self: Rc<Self>, lp: &Rc<LoopInner>) {
         let core = &self.core;
-        core.waker.clear();
         if core.state.get().is_finished() {
+            // Unreachable today (finished tasks leave the task table), and checked before the
+            // flag is touched: a finished task's waker may already serve another task.
             return;
         }
+        core.waker.clear();
         if core.cancel_requested.get() {
             lp.trace(|| format!("  {} step: cancel requested, dropping its future", core.label()));
+            // The destructors are the task's cleanup code: they run as the current task, as
+            // asyncio's `finally` blocks run inside their task.
+            let previous = lp.current_task.replace(Some(core.key()));
             self.drop_future(Some(lp));
+            lp.current_task.set(previous);
             self.finish(lp, Err(Failure::Cancelled));
             return;
         }
@@ -303,6 +309,7 @@ impl<T: 'static> Steppable for TaskCell<T> {
         };
         lp.current_task.set(previous);
         let awaiting = take_awaiting();
+        let awaited_label = take_awaiting_label();
         if let Some(started) = started {
             let took = started.elapsed();
             if took >= lp.slow_callback() {
@@ -318,15 +325,17 @@ impl<T: 'static> Steppable for TaskCell<T> {
                 core.state.set(TaskState::Pending);
                 core.awaiting.set(awaiting);
                 lp.trace(|| {
-                    let what = match awaiting {
-                        Awaiting::Task(n) => format!("Task-{n}"),
-                        other => other.to_string(),
+                    let what = match (awaiting, awaited_label) {
+                        (Awaiting::Task(_), Some(name)) => name,
+                        (other, _) => other.to_string(),
                     };
                     format!("  {} -> pending on {what}", core.label())
                 });
             }
             Ok(Poll::Ready(value)) => {
+                let previous = lp.current_task.replace(Some(core.key()));
                 self.drop_future(Some(lp));
+                lp.current_task.set(previous);
                 if core.cancel_requested.get() {
                     // Cancelled during the step that completed it: asyncio's rule is that the
                     // task ends cancelled and the value is discarded.
@@ -337,7 +346,9 @@ impl<T: 'static> Steppable for TaskCell<T> {
                 }
             }
             Err(payload) => {
+                let previous = lp.current_task.replace(Some(core.key()));
                 self.drop_future(Some(lp));
+                lp.current_task.set(previous);
                 let panic = Panic::from_payload(payload);
                 self.finish(lp, Err(Failure::Panicked(Box::new(panic))));
             }
@@ -546,6 +557,15 @@ impl<T: 'static> Task<T> {
 
     /// Drops the handle, leaving the task running (the same as `drop`, said out loud).
     pub fn detach(self) {}
+
+    /// Tells the awaiting task's step what it now waits on.
+    fn note_awaited(&self) {
+        let core = &self.cell.core;
+        note_awaiting(Awaiting::Task(core.number));
+        if core.lp.upgrade().is_some_and(|lp| lp.tracing()) {
+            note_awaiting_label(core.label());
+        }
+    }
 }
 
 impl<T> std::ops::Deref for Task<T> {
@@ -570,7 +590,7 @@ impl<T: 'static> Future for Task<T> {
                 return Poll::Ready(Err(TaskError::AwaitedItself { task: core.label() }));
             }
             core.join_waker.set(Some(cx.waker().clone()));
-            note_awaiting(Awaiting::Task(core.number));
+            this.note_awaited();
             return Poll::Pending;
         };
         match &*stage {
@@ -588,7 +608,7 @@ impl<T: 'static> Future for Task<T> {
                     _ => cx.waker().clone(),
                 };
                 core.join_waker.set(Some(waker));
-                note_awaiting(Awaiting::Task(core.number));
+                this.note_awaited();
                 Poll::Pending
             }
         }
@@ -600,15 +620,14 @@ impl<T> Drop for Task<T> {
         let core = &self.cell.core;
         core.detached.set(true);
         if core.state.get() == TaskState::Failed && !core.observed.get() {
-            if let Some(lp) = core.lp.upgrade() {
-                // Reported through the cell so the report happens once.
-                report_failed_on_drop(&self.cell, &lp);
-            }
+            // Reported through the cell so the report happens once; with the loop gone, the
+            // default handler (stderr) still gets it.
+            report_failed_on_drop(&self.cell, core.lp.upgrade().as_ref());
         }
     }
 }
 
-fn report_failed_on_drop<T>(cell: &Rc<TaskCell<T>>, lp: &Rc<LoopInner>) {
+fn report_failed_on_drop<T>(cell: &Rc<TaskCell<T>>, lp: Option<&Rc<LoopInner>>) {
     let core = &cell.core;
     if core.observed.replace(true) {
         return;
@@ -621,7 +640,7 @@ fn report_failed_on_drop<T>(cell: &Rc<TaskCell<T>>, lp: &Rc<LoopInner>) {
             None
         }
     };
-    lp.report(ExceptionContext {
+    let ctx = ExceptionContext {
         kind: ExceptionKind::TaskFailureUnobserved,
         message: format!(
             "{} failed and its handle was dropped without observing it (created at {})",
@@ -631,7 +650,11 @@ fn report_failed_on_drop<T>(cell: &Rc<TaskCell<T>>, lp: &Rc<LoopInner>) {
         panic,
         task: Some(core.label()),
         handle: None,
-    });
+    };
+    match lp {
+        Some(lp) => lp.report(ctx),
+        None => crate::event_loop::default_exception_handler(&ctx),
+    }
 }
 
 impl<T> fmt::Debug for Task<T> {
@@ -686,7 +709,8 @@ impl TaskBuilder {
         F: Future + 'static,
         F::Output: 'static,
     {
-        let lp = crate::get_running_loop()?;
+        let lp = crate::get_running_loop()
+            .map_err(|_| LoopError::new(LoopErrorKind::NoRunningLoop, "TaskBuilder::spawn"))?;
         lp.spawn_task(fut, self.name, self.eager, Location::caller())
     }
 }
@@ -788,9 +812,24 @@ impl LoopHandle {
 
     /// A multi-line dump of every live task: name, state, what it awaits, where it was created.
     pub fn dump_tasks(&self) -> String {
+        let tasks = self.all_tasks();
+        let names: std::collections::HashMap<u64, String> = tasks.iter().map(|t| (t.number(), t.name())).collect();
         let mut out = String::new();
-        for t in self.all_tasks() {
-            out += &format!("{t:?}\n");
+        for t in &tasks {
+            let core = t.core();
+            let state = core.state.get();
+            out += &format!("{} [{}]", t.name(), state.as_str());
+            if state == TaskState::Pending {
+                let what = match core.awaiting.get() {
+                    Awaiting::Task(n) => names
+                        .get(&n)
+                        .cloned()
+                        .unwrap_or_else(|| format!("a finished task (#{n})")),
+                    other => other.to_string(),
+                };
+                out += &format!(" awaiting {what}");
+            }
+            out += &format!(" (created at {})\n", core.site);
         }
         out
     }

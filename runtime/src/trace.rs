@@ -80,6 +80,8 @@ impl fmt::Display for Awaiting {
 
 thread_local! {
     static AWAITING: Cell<Awaiting> = const { Cell::new(Awaiting::Unknown) };
+    /// The awaited task's name, noted only in trace mode (names are not `Copy`).
+    static AWAITING_LABEL: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
 /// Called by a leaf future that is about to return `Pending`.
@@ -90,6 +92,16 @@ pub(crate) fn note_awaiting(what: Awaiting) {
 /// Reads and clears the note; the task step calls it after each poll.
 pub(crate) fn take_awaiting() -> Awaiting {
     AWAITING.with(|a| a.replace(Awaiting::Unknown))
+}
+
+/// Trace mode: the name of the task being awaited, to print instead of its number.
+pub(crate) fn note_awaiting_label(label: String) {
+    AWAITING_LABEL.with(|l| *l.borrow_mut() = Some(label));
+}
+
+/// Reads and clears the awaited task's name.
+pub(crate) fn take_awaiting_label() -> Option<String> {
+    AWAITING_LABEL.with(|l| l.borrow_mut().take())
 }
 
 /// `1.5ms`, `250us`, `3.000s`: short, fixed-precision, for trace lines.

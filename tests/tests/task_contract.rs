@@ -111,7 +111,11 @@ impl Probe {
     }
 
     fn wake(&self) {
-        self.waker.borrow().as_ref().expect("polled at least once").wake_by_ref();
+        self.waker
+            .borrow()
+            .as_ref()
+            .expect("polled at least once")
+            .wake_by_ref();
     }
 }
 
@@ -222,7 +226,10 @@ fn task_eager_start_runs_the_first_step_inside_create_task() {
         let suspended_value = suspending.await.unwrap();
         (done_at_return, state_at_return, value, suspended_done, suspended_value)
     });
-    assert!(done_at_return, "a task that completes in its eager step is done when create_task returns");
+    assert!(
+        done_at_return,
+        "a task that completes in its eager step is done when create_task returns"
+    );
     assert_eq!(state_at_return, TaskState::Done);
     assert_eq!(value, 5);
     assert!(!suspended_done);
@@ -237,6 +244,35 @@ fn task_eager_start_runs_the_first_step_inside_create_task() {
             "suspending-second"
         ]
     );
+}
+
+#[test]
+fn task_eager_start_restores_the_current_task_of_its_creator() {
+    let lp = EventLoop::new().unwrap();
+    let h = lp.handle();
+    let (outer, inside, after) = run_bounded(&lp, async move {
+        let outer = current_task().map(|t| t.name());
+        let inside = Rc::new(RefCell::new(None));
+        let i = inside.clone();
+        let t = TaskBuilder::new()
+            .name("eager-child")
+            .eager(true)
+            .spawn_on(&h, async move {
+                *i.borrow_mut() = current_task().map(|t| t.name());
+            })
+            .unwrap();
+        assert!(t.done());
+        let after = current_task().map(|t| t.name());
+        let inside = inside.borrow().clone();
+        (outer, inside, after)
+    });
+    assert!(outer.is_some());
+    assert_eq!(
+        inside.as_deref(),
+        Some("eager-child"),
+        "inside the eager step it is the child"
+    );
+    assert_eq!(after, outer, "after create_task returns it is the creator again");
 }
 
 #[test]
@@ -323,8 +359,9 @@ fn task_many_wakes_before_a_poll_give_one_poll() {
     let p = probe.clone();
     lp.call_soon(move || {
         let w = p.waker.borrow().clone().unwrap();
-        for _ in 0..100 {
-            w.clone().wake();
+        let clones: Vec<Waker> = (0..100).map(|_| w.clone()).collect();
+        for c in clones {
+            c.wake();
         }
     })
     .unwrap();
@@ -443,7 +480,10 @@ fn task_wake_from_another_thread_wakes_a_loop_blocked_in_poll() {
     watchdog.join().unwrap();
     ran.expect("the wake from another thread reached the loop (the watchdog did not have to stop it)")
         .unwrap();
-    assert!(took >= Duration::from_millis(50), "woken by the thread, not before: {took:?}");
+    assert!(
+        took >= Duration::from_millis(50),
+        "woken by the thread, not before: {took:?}"
+    );
     assert!(took < Duration::from_secs(15), "woken promptly: {took:?}");
     assert!(
         iterations <= 6,
@@ -547,7 +587,11 @@ fn task_busy_task_does_not_starve_call_soon_callbacks_or_other_tasks() {
     drop(h);
     assert_eq!(busy_steps.get(), 200);
     assert_eq!(other_steps.get(), 200);
-    assert!(callback_runs.get() >= 200, "the callback chain kept running: {}", callback_runs.get());
+    assert!(
+        callback_runs.get() >= 200,
+        "the callback chain kept running: {}",
+        callback_runs.get()
+    );
     assert!(
         max_gap.get() <= 1,
         "the busy task, the other task and the callback chain advance in lockstep (max gap {})",
@@ -581,10 +625,10 @@ fn task_busy_task_does_not_starve_io_or_timers() {
         .unwrap();
 
     let (ra, ta, s) = (read_at.clone(), timer_at.clone(), steps.clone());
+    let mut w = Some(writer.try_clone().unwrap());
     let busy = lp
         .create_task(async move {
             // Data arrives while the task is busy; the reader must get its turn.
-            let mut w = Some(writer.try_clone().unwrap());
             loop {
                 s.set(s.get() + 1);
                 if s.get() == 3 {
@@ -606,7 +650,10 @@ fn task_busy_task_does_not_starve_io_or_timers() {
         read_step <= 4,
         "the reader ran in the iteration after the data arrived (task step {read_step})"
     );
-    assert!(total < 5_000_000, "the busy task stopped because both ran ({total} steps)");
+    assert!(
+        total < 5_000_000,
+        "the busy task stopped because both ran ({total} steps)"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -753,8 +800,14 @@ fn task_cancel_requested_while_the_task_runs_takes_effect_at_its_next_step() {
         })
         .unwrap();
     let result = run_bounded(&lp, t);
-    assert!(after_cancel.get(), "the step that requested the cancel ran to its await");
-    assert!(!after_await.get(), "the next step dropped the future instead of polling it");
+    assert!(
+        after_cancel.get(),
+        "the step that requested the cancel ran to its await"
+    );
+    assert!(
+        !after_await.get(),
+        "the next step dropped the future instead of polling it"
+    );
     assert!(dropped.get());
     assert!(result.unwrap_err().is_cancelled());
 }
@@ -798,7 +851,11 @@ fn task_state_transitions_pending_running_done_cancelled_failed() {
         assert!(!t.state().is_finished());
     }
     run_one(&lp);
-    assert_eq!(seen_inside.get(), Some(TaskState::Running), "running while it is polled");
+    assert_eq!(
+        seen_inside.get(),
+        Some(TaskState::Running),
+        "running while it is polled"
+    );
     assert_eq!(done.state(), TaskState::Pending, "pending again while it waits");
     assert_eq!(failed.state(), TaskState::Failed);
     assert!(failed.done());
@@ -830,6 +887,79 @@ fn task_state_done_after_completion() {
     assert!(r.done() && !r.cancelled());
 }
 
+#[test]
+fn task_cancel_with_a_panicking_destructor_is_reported_and_still_ends_cancelled() {
+    struct PanicOnDrop;
+    impl Drop for PanicOnDrop {
+        fn drop(&mut self) {
+            panic!("destructor boom");
+        }
+    }
+    let lp = EventLoop::new().unwrap();
+    let reports = record_exceptions(&lp);
+    let t = TaskBuilder::new()
+        .name("bad-drop")
+        .spawn_on(&lp, async {
+            let _p = PanicOnDrop;
+            sleep(Duration::from_secs(100)).await;
+        })
+        .unwrap();
+    run_one(&lp);
+    t.cancel();
+    let r = run_bounded(&lp, t);
+    assert!(r.unwrap_err().is_cancelled(), "still cancelled, not failed");
+    assert_eq!(
+        *reports.borrow(),
+        [(
+            ExceptionKind::DestructorPanicked,
+            Some("bad-drop".to_string()),
+            Some("destructor boom".to_string())
+        )]
+    );
+    assert_eq!(run_bounded(&lp, async { 1 }), 1, "the loop keeps running");
+}
+
+#[test]
+fn task_cancelling_an_awaiter_detaches_the_awaited_task() {
+    // Dropping a `Task` handle detaches (never kills), and that includes the drop that happens
+    // when the task awaiting it is cancelled.
+    let lp = EventLoop::new().unwrap();
+    let h = lp.handle();
+    let inner_done = flag();
+    let i = inner_done.clone();
+    let inner_name = run_bounded(&lp, async move {
+        let inner = h
+            .create_task(async move {
+                sleep(Duration::from_millis(5)).await;
+                i.set(true);
+            })
+            .unwrap();
+        let name = inner.name();
+        let outer = h.create_task(inner).unwrap(); // the outer task awaits the inner handle
+        yield_now().await;
+        outer.cancel();
+        assert!(outer.await.unwrap_err().is_cancelled());
+        name
+    });
+    assert!(!inner_name.is_empty());
+    run_bounded(&lp, sleep(Duration::from_millis(20)));
+    assert!(inner_done.get(), "the awaited task was detached, not cancelled");
+}
+
+#[test]
+fn task_result_can_be_taken_once() {
+    let lp = EventLoop::new().unwrap();
+    let t = lp.create_task(async { 9 }).unwrap();
+    let (first, second) = run_bounded(&lp, async move {
+        let mut t = t;
+        let first = (&mut t).await;
+        let second = (&mut t).await;
+        (first, second)
+    });
+    assert_eq!(first.unwrap(), 9);
+    assert!(matches!(second, Err(TaskError::ResultTaken { .. })), "{second:?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Failures.
 
@@ -854,7 +984,11 @@ fn task_panic_gives_panicked_to_its_awaiter_and_the_loop_keeps_running() {
     assert!(panic.take_payload().is_some(), "the payload is kept for resume_unwind");
     // The loop survived and runs more work.
     assert_eq!(run_bounded(&lp, async { 5 }), 5);
-    assert!(reports.borrow().is_empty(), "an awaited failure is not reported: {:?}", reports.borrow());
+    assert!(
+        reports.borrow().is_empty(),
+        "an awaited failure is not reported: {:?}",
+        reports.borrow()
+    );
 }
 
 #[test]
@@ -895,7 +1029,10 @@ fn task_unobserved_failure_with_the_handle_dropped_after_it_failed_is_reported_o
     let name = t.name();
     run_bounded(&lp, yield_now());
     assert_eq!(t.state(), TaskState::Failed);
-    assert!(reports.borrow().is_empty(), "not reported while the handle could still observe it");
+    assert!(
+        reports.borrow().is_empty(),
+        "not reported while the handle could still observe it"
+    );
     drop(t);
     assert_eq!(
         *reports.borrow(),
@@ -1009,7 +1146,11 @@ fn task_current_task_is_the_task_inside_it_and_none_in_a_plain_callback() {
     run_bounded(&lp, t).unwrap();
     let seen = inside.borrow().clone().expect("current_task() inside a task is Some");
     assert!(seen.ptr_eq(&tr), "current_task() is that task");
-    assert_eq!(in_callback.get(), Some(true), "current_task() in a plain callback is None");
+    assert_eq!(
+        in_callback.get(),
+        Some(true),
+        "current_task() in a plain callback is None"
+    );
     assert!(lp.current_task().is_none());
 }
 
@@ -1029,7 +1170,11 @@ fn task_all_tasks_lists_unfinished_tasks_only() {
         .unwrap();
     let mut before: Vec<String> = lp.all_tasks().iter().map(|t| t.name()).collect();
     before.sort();
-    assert_eq!(before, ["quick", "sleeping", "waiting"], "unstarted tasks are unfinished");
+    assert_eq!(
+        before,
+        ["quick", "sleeping", "waiting"],
+        "unstarted tasks are unfinished"
+    );
     run_one(&lp);
     assert!(quick.done());
     let mut names: Vec<String> = lp.all_tasks().iter().map(|t| t.name()).collect();
@@ -1133,7 +1278,7 @@ fn task_awaiting_a_cancelled_task_gives_a_clear_error() {
 fn task_awaiting_its_own_handle_gives_awaited_itself_instead_of_hanging() {
     let lp = EventLoop::new().unwrap();
     let slot: Rc<RefCell<Option<Task<bool>>>> = Rc::default();
-    let seen: Rc<RefCell<Option<String>>> = Rc::default();
+    let seen: Rc<RefCell<Option<(bool, String)>>> = Rc::default();
     let (s, out) = (slot.clone(), seen.clone());
     let t = TaskBuilder::new()
         .name("ouroboros")
@@ -1142,10 +1287,11 @@ fn task_awaiting_its_own_handle_gives_awaited_itself_instead_of_hanging() {
             let mut me = s.borrow_mut().take().expect("the handle was handed over");
             let r = (&mut me).await;
             let is_itself = matches!(&r, Err(TaskError::AwaitedItself { task }) if task == "ouroboros");
-            *out.borrow_mut() = Some(match r {
+            let msg = match r {
                 Ok(_) => "Ok".to_string(),
                 Err(e) => e.to_string(),
-            });
+            };
+            *out.borrow_mut() = Some((is_itself, msg));
             is_itself
         })
         .unwrap();
@@ -1156,7 +1302,8 @@ fn task_awaiting_its_own_handle_gives_awaited_itself_instead_of_hanging() {
             yield_now().await;
         }
     });
-    let msg = seen.borrow().clone().expect("the task finished");
+    let (is_itself, msg) = seen.borrow().clone().expect("the task finished");
+    assert!(is_itself, "Err(TaskError::AwaitedItself) naming the task, got: {msg}");
     assert!(msg.contains("ouroboros") && msg.contains("itself"), "{msg}");
 }
 
@@ -1212,16 +1359,55 @@ fn task_run_inside_a_running_loop_is_an_error() {
 
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
-    let nested = run_bounded(&lp, async move { h.run_until_complete(async { 1 }).err().map(|e| e.to_string()) });
+    let nested = run_bounded(&lp, async move {
+        h.run_until_complete(async { 1 }).err().map(|e| e.to_string())
+    });
     let msg = nested.expect("run_until_complete inside the running loop fails");
     assert!(msg.contains("already running"), "{msg}");
 }
 
 #[test]
-fn task_run_reports_a_panicking_main_as_a_task_error() {
-    let out: Result<(), RunError> = evloop::run(async { panic!("main failed") });
+fn task_run_reports_a_panicking_main_as_a_task_error_and_still_cancels_leftovers() {
+    let dropped = flag();
+    let d = dropped.clone();
+    let out: Result<(), RunError> = evloop::run(async move {
+        spawn(async move {
+            let _guard = DropFlag(d);
+            sleep(Duration::from_secs(100)).await;
+        })
+        .detach();
+        yield_now().await;
+        panic!("main failed")
+    });
     match out {
         Err(RunError::Task(e)) => assert_eq!(e.panic().unwrap().message(), "main failed"),
         other => panic!("expected RunError::Task(Panicked), got {other:?}"),
     }
+    assert!(dropped.get(), "the leftover task was cancelled even though main failed");
+}
+
+#[test]
+fn task_create_task_on_a_closed_loop_or_spawn_without_a_loop_is_an_error() {
+    let err = TaskBuilder::new().spawn(async {}).unwrap_err();
+    assert_eq!(err.kind(), LoopErrorKind::NoRunningLoop);
+    let lp = EventLoop::new().unwrap();
+    lp.close().unwrap();
+    let err = lp.create_task(async {}).unwrap_err();
+    assert_eq!(err.kind(), LoopErrorKind::Closed);
+    assert!(err.to_string().contains("create_task"), "{err}");
+}
+
+#[test]
+fn task_wake_after_the_loop_closed_is_harmless() {
+    let lp = EventLoop::new().unwrap();
+    let probe = Probe::default();
+    let mut t = lp.create_task(probe.future()).unwrap();
+    run_one(&lp);
+    let waker = probe.waker.borrow().clone().unwrap();
+    lp.close().unwrap();
+    waker.wake_by_ref();
+    std::thread::spawn(move || waker.wake()).join().unwrap();
+    assert_eq!(t.state(), TaskState::Cancelled, "close() cancels unfinished tasks");
+    assert!(t.try_result().unwrap().unwrap_err().is_cancelled());
+    assert_eq!(probe.polls.get(), 1);
 }
