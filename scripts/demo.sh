@@ -31,8 +31,9 @@ run_example() {
 }
 
 echo "evloop demo: each program below mirrors one from the source notes (docs/01-the-event-loop.md"
-echo "walks through these traces). '[iter N]' lines are loop iterations (phases 1-4 in one line);"
-echo "indented lines are what phase 5 ran. Unindented lines are the program's own output."
+echo "walks through these traces). '[iter N]' lines are loop iterations: phases 1-4 in one line,"
+echo "then indented lines for what happened and what phase 5 ran, then '[iter N] end' with the time"
+echo "the iteration was busy. Unindented lines are the program's own output."
 
 run_example seed000_run \
     "Seed 000's asyncio.run(f()): f sleeps (500 ms here), then returns 10." \
@@ -46,7 +47,7 @@ run_example seed002_wait \
 
 run_example seed002_await_task \
     "Seed 002 section 6, 'await task': main awaits the task Task-func, which returns 1." \
-    "Look for: 'Task-1 -> pending on Task-2' (Task-func's number), then 'Task-func -> done'" \
+    "Look for: 'Task-1 -> pending on Task-func', then 'Task-func -> done'" \
     "followed at once by 'wake Task-1', and Task-1's next step printing 'Result: 1'."
 
 run_example seed002_await_coro \

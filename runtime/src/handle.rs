@@ -82,13 +82,29 @@ pub(crate) trait Callback {
     /// `call_soon demo::main::{{closure}} (src/main.rs:10:5)`.
     fn describe(&self) -> String {
         let m = self.meta();
-        format!(
-            "{} {} ({})",
-            m.kind.as_str(),
-            m.name.unwrap_or_else(|| self.type_name()),
-            m.site
-        )
+        let name = short_type_name(m.name.unwrap_or_else(|| self.type_name()));
+        format!("{} {name} ({})", m.kind.as_str(), m.site)
     }
+}
+
+/// A closure's type name without generic arguments, for trace lines:
+/// `evloop::task::<impl LoopHandle>::run_until_complete<my::main::{{closure}}>::{{closure}}`
+/// becomes `evloop::task::run_until_complete::{{closure}}`.
+pub(crate) fn short_type_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut depth = 0usize;
+    for c in name.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    while out.contains("::::") {
+        out = out.replace("::::", "::");
+    }
+    out
 }
 
 /// A `FnOnce` callback: `call_soon`, `call_later`, `call_at`, done callbacks.
@@ -268,6 +284,20 @@ mod tests {
         handle.cancel();
         assert!(handle.cancelled());
         assert!(format!("{handle:?}").contains("call_soon"));
+    }
+
+    #[test]
+    fn type_names_lose_their_generic_arguments() {
+        assert_eq!(
+            short_type_name(
+                "evloop::task::<impl evloop::event_loop::LoopHandle>::run_until_complete<a::b<u8>>::{{closure}}"
+            ),
+            "evloop::task::run_until_complete::{{closure}}"
+        );
+        assert_eq!(
+            short_type_name("demo::wait_all<u64>::{{closure}}"),
+            "demo::wait_all::{{closure}}"
+        );
     }
 
     #[test]
