@@ -1,1 +1,292 @@
+//! Shared helpers for evloop's integration and syscall-level tests (`tests/tests/*.rs`).
+//!
+//! Every test binary of this crate links this library, so a helper needed by more than one test
+//! file lives here once instead of as a copy in each file. Helpers that only one file needs stay
+//! in that file.
+//!
+//! - Running the loop without hanging: [`run_bounded`] (under [`HANG`]), [`run_one`] (refuses to
+//!   block forever), [`spin_once`] (one non-blocking iteration), and [`watchdog::Watchdog`]
+//!   (stops a loop from another thread when a test runs too long).
+//! - Recording what happened: [`Log`] with [`log`], [`push`] and [`entries`], and
+//!   [`record_exceptions_with`] for the loop's exception handler.
+//! - Seeing destructors run: [`DropFlag`] and [`flag`].
+//! - Deterministic "random" input: [`Rng`].
+//! - Looking at a thread from outside: [`procfs`] (is it blocked in the loop's poll?).
+//!
+//! The helpers keep the rules the tests follow: nothing depends on the machine being fast (bounds
+//! are generous, and they turn a hang into a failure), and every "random" input is the same on
+//! every run.
 
+#![deny(missing_docs)]
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+use evloop::{timeout, ExceptionContext, LoopHandle};
+
+// ---------------------------------------------------------------------------------------------
+// Running the loop.
+
+/// Generous bound for anything that should finish at once: a hang fails the test instead.
+pub const HANG: Duration = Duration::from_secs(30);
+
+/// `run_until_complete` with a generous bound ([`HANG`]), so a bug is a failure and not a hang.
+///
+/// Panics if the loop fails to run the future or the future does not complete within the bound.
+pub fn run_bounded<F>(lp: &LoopHandle, fut: F) -> F::Output
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    lp.run_until_complete(timeout(HANG, fut))
+        .expect("the loop ran the future")
+        .expect("the future completed within the hang bound")
+}
+
+/// One loop iteration, refusing to block forever when nothing is ready.
+///
+/// Panics (instead of hanging) when the loop has neither a ready callback nor a timer.
+pub fn run_one(lp: &LoopHandle) {
+    let s = lp.stats();
+    assert!(
+        s.ready > 0 || s.timers > 0,
+        "run_one would block forever: nothing ready and no timers ({s:?})"
+    );
+    lp.run_once().unwrap();
+}
+
+/// Runs one iteration without blocking: a no-op callback keeps the poll timeout at zero.
+///
+/// Also the warm-up before counting syscalls: the loop's one-time work (the `epoll_pwait2`
+/// probe, buffer allocation) is done by the first iteration.
+pub fn spin_once(lp: &LoopHandle) {
+    lp.call_soon(|| {}).unwrap();
+    lp.run_once().unwrap();
+}
+
+pub mod watchdog {
+    //! A guard against hanging tests: a thread that stops the loop if the test takes too long.
+
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::{mpsc, Arc};
+    use std::thread::{self, JoinHandle};
+    use std::time::Duration;
+
+    use evloop::RemoteHandle;
+
+    /// How often the watchdog stops the loop again once it has fired.
+    const REPEAT: Duration = Duration::from_millis(500);
+
+    /// Stops the loop from another thread (with [`RemoteHandle::stop`]) if the test takes longer
+    /// than `limit`, and keeps stopping it every 500 ms after that, in case the test runs the
+    /// loop again; [`Watchdog::finish`] reports whether it had to.
+    ///
+    /// Dropping it without `finish` also stops and joins its thread.
+    pub struct Watchdog {
+        cancel: Option<mpsc::Sender<()>>,
+        fired: Arc<AtomicBool>,
+        thread: Option<JoinHandle<()>>,
+    }
+
+    impl Watchdog {
+        /// Starts the watchdog thread for the loop of `remote`, firing after `limit`.
+        pub fn start(remote: RemoteHandle, limit: Duration) -> Watchdog {
+            let (tx, rx) = mpsc::channel::<()>();
+            let fired = Arc::new(AtomicBool::new(false));
+            let f = fired.clone();
+            let thread = thread::spawn(move || {
+                let mut wait = limit;
+                while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(wait) {
+                    f.store(true, SeqCst);
+                    let _ = remote.stop();
+                    wait = REPEAT;
+                }
+            });
+            Watchdog {
+                cancel: Some(tx),
+                fired,
+                thread: Some(thread),
+            }
+        }
+
+        /// Stops the watchdog; `true` if it fired (the test hung).
+        pub fn finish(mut self) -> bool {
+            self.stop_thread();
+            self.fired.load(SeqCst)
+        }
+
+        fn stop_thread(&mut self) {
+            self.cancel.take();
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    impl Drop for Watchdog {
+        fn drop(&mut self) {
+            self.stop_thread();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recording what happened.
+
+/// A shared, growable record of what happened, in order (by default, of strings).
+pub type Log<T = String> = Rc<RefCell<Vec<T>>>;
+
+/// A new, empty [`Log`].
+pub fn log<T>() -> Log<T> {
+    Rc::new(RefCell::new(Vec::new()))
+}
+
+/// Appends `s` to a string log.
+pub fn push(log: &Log, s: impl Into<String>) {
+    log.borrow_mut().push(s.into());
+}
+
+/// A copy of everything recorded in `log` so far.
+pub fn entries<T: Clone>(log: &Log<T>) -> Vec<T> {
+    log.borrow().clone()
+}
+
+/// Installs an exception handler on `lp` that records, for every context it is given, what
+/// `record` makes of it (called with the handler's loop handle and the context).
+pub fn record_exceptions_with<T: 'static>(
+    lp: &LoopHandle,
+    record: impl Fn(&LoopHandle, &ExceptionContext) -> T + 'static,
+) -> Log<T> {
+    let seen = log();
+    let s = seen.clone();
+    lp.set_exception_handler(Some(Box::new(move |h: &LoopHandle, ctx: &ExceptionContext| {
+        s.borrow_mut().push(record(h, ctx));
+    })));
+    seen
+}
+
+// ---------------------------------------------------------------------------------------------
+// Destructors.
+
+/// Sets its flag when dropped: proves a future's destructors ran.
+pub struct DropFlag(pub Rc<Cell<bool>>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.set(true);
+    }
+}
+
+/// A new flag, `false` until something (e.g. a [`DropFlag`]) sets it.
+pub fn flag() -> Rc<Cell<bool>> {
+    Rc::new(Cell::new(false))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic "random" input.
+
+/// A tiny deterministic PRNG, so "random" inputs are the same on every run and the tests need no
+/// dependency. Two classic generators, chosen by the constructor; each gives the same sequence
+/// for the same seed on every run (and the seed must not be 0).
+#[derive(Debug, Clone)]
+pub struct Rng {
+    state: u64,
+    star: bool,
+}
+
+impl Rng {
+    /// Marsaglia's xorshift64 (shifts 13, 7, 17): the output is the state.
+    pub fn xorshift64(seed: u64) -> Rng {
+        Rng {
+            state: seed,
+            star: false,
+        }
+    }
+
+    /// xorshift64* (shifts 12, 25, 27): the output is the state times `0x2545_f491_4f6c_dd1d`.
+    pub fn xorshift64_star(seed: u64) -> Rng {
+        Rng {
+            state: seed,
+            star: true,
+        }
+    }
+
+    /// The next number of the sequence.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.state;
+        if self.star {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            self.state = x;
+            x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        } else {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.state = x;
+            x
+        }
+    }
+
+    /// The next number of the sequence, reduced to `0..n` (`next_u64() % n`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads seen from outside.
+
+pub mod procfs {
+    //! What `/proc/self/task/<tid>/syscall` says about a thread of this process: whether it is
+    //! blocked in the loop's poll, and with which timeout. Reading it needs ptrace access to our
+    //! own threads, which some sandboxes deny; callers decide what to do then.
+
+    /// A thread seen blocked in the loop's poll (`epoll_pwait2`, `epoll_wait`, or `epoll_pwait`,
+    /// which is how glibc issues `epoll_wait` where there is no such system call).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct InPoll {
+        /// The timeout argument means "forever" (a NULL timespec for `epoll_pwait2`, -1 for the
+        /// others).
+        pub no_timeout: bool,
+    }
+
+    /// The path of the `syscall` file of thread `tid` of this process.
+    pub fn syscall_path(tid: libc::pid_t) -> String {
+        format!("/proc/self/task/{tid}/syscall")
+    }
+
+    /// Whether `nr` is one of the system calls the loop polls with.
+    fn is_poll(nr: libc::c_long) -> bool {
+        // aarch64 has no epoll_wait system call: glibc issues epoll_pwait.
+        #[cfg(target_arch = "x86_64")]
+        if nr == libc::SYS_epoll_wait {
+            return true;
+        }
+        nr == libc::SYS_epoll_pwait2 || nr == libc::SYS_epoll_pwait
+    }
+
+    /// Parses the contents of a `syscall` file: `Some` when the thread is blocked in the loop's
+    /// poll, `None` when it runs (`running`) or is in another system call.
+    pub fn parse_poll(text: &str) -> Option<InPoll> {
+        let fields: Vec<&str> = text.split_whitespace().collect();
+        let nr = fields.first()?.parse::<libc::c_long>().ok()?;
+        if !is_poll(nr) {
+            return None;
+        }
+        // Fields 1..=6 are the arguments in hex; the timeout is the fourth.
+        let arg = fields
+            .get(4)
+            .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+            .unwrap_or(1);
+        let no_timeout = if nr == libc::SYS_epoll_pwait2 {
+            arg == 0
+        } else {
+            arg as u32 as i32 == -1
+        };
+        Some(InPoll { no_timeout })
+    }
+}

@@ -14,24 +14,17 @@ use std::time::{Duration, Instant};
 
 use evloop::sys::{counters, Syscall};
 use evloop::*;
+// The shared log helpers under this file's names: `new_log()` for a log of any element type,
+// `taken(&log)` for what it holds so far.
+use evloop_tests::{entries as taken, log as new_log, record_exceptions_with, spin_once, Log};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
-
-type Log<T> = Rc<RefCell<Vec<T>>>;
-
-fn new_log<T>() -> Log<T> {
-    Rc::new(RefCell::new(Vec::new()))
-}
 
 /// A callback that appends `v` to `log`.
 fn push<T: 'static>(log: &Log<T>, v: T) -> impl FnOnce() + 'static {
     let log = log.clone();
     move || log.borrow_mut().push(v)
-}
-
-fn taken<T: Clone>(log: &Log<T>) -> Vec<T> {
-    log.borrow().clone()
 }
 
 /// Counts its drops: put one in a closure or future to see when the loop drops it.
@@ -55,25 +48,14 @@ struct Seen {
 
 /// Installs an exception handler that records every context it is given.
 fn record_exceptions(lp: &LoopHandle) -> Log<Seen> {
-    let seen = new_log();
-    let s = seen.clone();
     let me = lp.clone();
-    lp.set_exception_handler(Some(Box::new(move |h: &LoopHandle, ctx: &ExceptionContext| {
-        s.borrow_mut().push(Seen {
-            kind: ctx.kind,
-            message: ctx.message.clone(),
-            handle: ctx.handle.clone(),
-            panic: ctx.panic.as_ref().map(|p| p.message().to_string()),
-            same_loop: h.same_loop(&me),
-        });
-    })));
-    seen
-}
-
-/// Runs one iteration without blocking: a no-op callback keeps the poll timeout at zero.
-fn spin_once(lp: &LoopHandle) {
-    lp.call_soon(|| {}).unwrap();
-    lp.run_once().unwrap();
+    record_exceptions_with(lp, move |h, ctx| Seen {
+        kind: ctx.kind,
+        message: ctx.message.clone(),
+        handle: ctx.handle.clone(),
+        panic: ctx.panic.as_ref().map(|p| p.message().to_string()),
+        same_loop: h.same_loop(&me),
+    })
 }
 
 fn loop_kind<T: std::fmt::Debug>(r: Result<T, RunError>) -> LoopErrorKind {

@@ -9,6 +9,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 
 use evloop::*;
+use evloop_tests::{record_exceptions_with, spin_once};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
@@ -28,12 +29,6 @@ fn readable_pipe() -> (OwnedFd, OwnedFd) {
     let (r, w) = evloop::sys::pipe2().unwrap();
     assert_eq!(evloop::sys::write(w.as_fd(), b"x").unwrap(), 1);
     (r, w)
-}
-
-/// Runs one iteration without blocking: a no-op callback keeps the poll timeout at zero.
-fn spin_once(lp: &LoopHandle) {
-    lp.call_soon(|| {}).unwrap();
-    lp.run_once().unwrap();
 }
 
 fn raw(fd: &OwnedFd) -> RawFd {
@@ -413,11 +408,7 @@ fn add_reader_on_the_loops_own_fds_is_refused() {
 #[test]
 fn a_panicking_reader_is_reported_naming_add_reader_and_the_loop_keeps_running() {
     let lp = EventLoop::new().unwrap();
-    let seen = Rc::new(RefCell::new(Vec::new()));
-    let s = seen.clone();
-    lp.set_exception_handler(Some(Box::new(move |_: &LoopHandle, ctx: &ExceptionContext| {
-        s.borrow_mut().push((ctx.kind, ctx.message.clone()));
-    })));
+    let seen = record_exceptions_with(&lp, |_, ctx| (ctx.kind, ctx.message.clone()));
     let (r, _w) = readable_pipe();
     lp.add_reader(raw(&r), || panic!("reader boom")).unwrap();
     lp.run_once().unwrap();

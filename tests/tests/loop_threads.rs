@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use evloop::sys::{counters, Syscall};
 use evloop::*;
+use evloop_tests::{procfs, spin_once};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
@@ -67,7 +68,7 @@ impl Watchdog {
 }
 
 /// This thread's kernel id (from `/proc/thread-self`).
-fn current_tid() -> Option<u32> {
+fn current_tid() -> Option<libc::pid_t> {
     let link = std::fs::read_link("/proc/thread-self").ok()?;
     link.file_name()?.to_str()?.parse().ok()
 }
@@ -76,39 +77,20 @@ fn current_tid() -> Option<u32> {
 /// which some sandboxes deny).
 fn proc_syscall_readable() -> bool {
     current_tid()
-        .and_then(|tid| std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")).ok())
+        .and_then(|tid| std::fs::read_to_string(procfs::syscall_path(tid)).ok())
         .is_some()
 }
 
 /// Whether the thread `tid` is blocked in an epoll wait with no timeout right now.
-fn blocked_in_poll_forever(tid: u32) -> bool {
-    let Ok(s) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
+fn blocked_in_poll_forever(tid: libc::pid_t) -> bool {
+    let Ok(s) = std::fs::read_to_string(procfs::syscall_path(tid)) else {
         return false;
     };
-    let mut f = s.split_whitespace();
-    let Some(Ok(nr)) = f.next().map(str::parse::<i64>) else {
-        return false; // "running"
-    };
-    let args: Vec<u64> = f
-        .take(4)
-        .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
-        .collect();
-    let Some(&timeout) = args.get(3) else { return false };
-    if nr == libc::SYS_epoll_pwait2 {
-        return timeout == 0; // a NULL timespec pointer
-    }
-    #[cfg(target_arch = "x86_64")]
-    if nr == libc::SYS_epoll_wait {
-        return timeout as u32 as i32 == -1;
-    }
-    if nr == libc::SYS_epoll_pwait {
-        return timeout as u32 as i32 == -1;
-    }
-    false
+    procfs::parse_poll(&s) == Some(procfs::InPoll { no_timeout: true })
 }
 
 /// Waits (up to `limit`) until thread `tid` blocks in an epoll wait with no timeout.
-fn wait_until_blocked_in_poll_forever(tid: Option<u32>, limit: Duration) -> bool {
+fn wait_until_blocked_in_poll_forever(tid: Option<libc::pid_t>, limit: Duration) -> bool {
     let Some(tid) = tid else { return false };
     let t0 = Instant::now();
     while t0.elapsed() < limit {
@@ -306,8 +288,7 @@ fn idle_loop_blocks_in_one_poll_with_no_timeout_and_makes_no_other_syscalls() {
     let lp = EventLoop::new().unwrap();
     let dog = Watchdog::arm(&lp);
     // Settle: run once so nothing from construction is pending.
-    lp.call_soon(|| {}).unwrap();
-    lp.run_once().unwrap();
+    spin_once(&lp);
 
     let remote = lp.remote();
     let tid = current_tid();

@@ -8,49 +8,12 @@
 //! - `cancel()` returns false if already done. Awaiting gives the result or `Cancelled`; many
 //!   awaiters are allowed.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{sleep, timeout, yield_now, EventLoop, LoopHandle, Promise, PromiseError, Task};
-
-/// Generous bound for anything that should finish at once: a hang fails the test instead.
-const HANG: Duration = Duration::from_secs(30);
-
-type Log = Rc<RefCell<Vec<String>>>;
-
-fn log() -> Log {
-    Rc::new(RefCell::new(Vec::new()))
-}
-
-fn push(log: &Log, s: impl Into<String>) {
-    log.borrow_mut().push(s.into());
-}
-
-fn entries(log: &Log) -> Vec<String> {
-    log.borrow().clone()
-}
-
-/// One loop iteration, refusing to block forever when nothing is ready.
-fn run_one(lp: &LoopHandle) {
-    let s = lp.stats();
-    assert!(
-        s.ready > 0 || s.timers > 0,
-        "run_one would block forever: nothing ready and no timers ({s:?})"
-    );
-    lp.run_once().unwrap();
-}
-
-/// `run_until_complete` with a generous bound, so a bug is a failure and not a hang.
-fn run_bounded<F>(lp: &LoopHandle, fut: F) -> F::Output
-where
-    F: std::future::Future + 'static,
-    F::Output: 'static,
-{
-    lp.run_until_complete(timeout(HANG, fut))
-        .expect("the loop ran the future")
-        .expect("the future completed within the hang bound")
-}
+use evloop::{sleep, timeout, yield_now, EventLoop, Promise, PromiseError, Task};
+use evloop_tests::{entries, log, push, run_bounded, run_one};
 
 // ---------------------------------------------------------------------------------------------
 // States.

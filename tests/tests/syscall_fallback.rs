@@ -6,81 +6,19 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::mpsc;
-use std::sync::Arc;
-use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use evloop::{EventLoop, RemoteHandle};
+use evloop::EventLoop;
 use evloop_syscalls::counters;
 use evloop_syscalls::Syscall;
-
-/// Stops the loop from another thread if the test takes longer than `limit`.
-struct Watchdog {
-    cancel: Option<mpsc::Sender<()>>,
-    fired: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Watchdog {
-    fn start(remote: RemoteHandle, limit: Duration) -> Watchdog {
-        let (tx, rx) = mpsc::channel::<()>();
-        let fired = Arc::new(AtomicBool::new(false));
-        let f = fired.clone();
-        let thread = thread::spawn(move || {
-            let mut wait = limit;
-            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(wait) {
-                f.store(true, SeqCst);
-                let _ = remote.stop();
-                wait = Duration::from_millis(500);
-            }
-        });
-        Watchdog {
-            cancel: Some(tx),
-            fired,
-            thread: Some(thread),
-        }
-    }
-
-    fn finish(mut self) -> bool {
-        self.cancel.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.fired.load(SeqCst)
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.cancel.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// A tiny xorshift64 generator, so "random" inputs are the same on every run.
-struct XorShift(u64);
-
-impl XorShift {
-    fn below(&mut self, n: u64) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x % n
-    }
-}
+use evloop_tests::watchdog::Watchdog;
+use evloop_tests::{spin_once, Rng};
 
 #[test]
 fn epoll_wait_fallback_rounds_up_and_never_fires_early() {
     evloop_syscalls::force_epoll_wait_fallback(true);
     let lp = EventLoop::new().unwrap();
-    lp.call_soon(|| {}).unwrap();
-    lp.run_once().unwrap();
+    spin_once(&lp);
     let dog = Watchdog::start(lp.remote(), Duration::from_secs(10));
 
     // One 300 us timer at a time. Phase 2 computes a timeout below 300 us; the fallback rounds
@@ -116,7 +54,7 @@ fn epoll_wait_fallback_rounds_up_and_never_fires_early() {
     }
 
     // 200 random sub-millisecond timers at once: none early, deadline order.
-    let mut rng = XorShift(7);
+    let mut rng = Rng::xorshift64(7);
     let log: Rc<RefCell<Vec<(usize, Instant, Instant)>>> = Rc::new(RefCell::new(Vec::new()));
     let mut whens = Vec::new();
     for i in 0..200 {

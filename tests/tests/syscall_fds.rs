@@ -9,14 +9,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::Duration;
 
-use evloop::{EventLoop, LoopErrorKind, RemoteHandle};
+use evloop::{EventLoop, LoopErrorKind};
 use evloop_syscalls::{fault, Syscall};
+use evloop_tests::watchdog::Watchdog;
 
 static FD_TABLE: Mutex<()> = Mutex::new(());
 
@@ -79,51 +79,6 @@ fn fd_flags(fd: RawFd) -> i32 {
         .find(|l| l.starts_with("flags:"))
         .expect("fdinfo has flags");
     i32::from_str_radix(line.trim_start_matches("flags:").trim(), 8).expect("octal flags")
-}
-
-/// Stops the loop from another thread if the test takes longer than `limit`.
-struct Watchdog {
-    cancel: Option<mpsc::Sender<()>>,
-    fired: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Watchdog {
-    fn start(remote: RemoteHandle, limit: Duration) -> Watchdog {
-        let (tx, rx) = mpsc::channel::<()>();
-        let fired = Arc::new(AtomicBool::new(false));
-        let f = fired.clone();
-        let thread = thread::spawn(move || {
-            let mut wait = limit;
-            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(wait) {
-                f.store(true, SeqCst);
-                let _ = remote.stop();
-                wait = Duration::from_millis(500);
-            }
-        });
-        Watchdog {
-            cancel: Some(tx),
-            fired,
-            thread: Some(thread),
-        }
-    }
-
-    fn finish(mut self) -> bool {
-        self.cancel.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.fired.load(SeqCst)
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.cancel.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// Uses a loop the way a program would: timers, a task, a reader on a pipe (added, fired,

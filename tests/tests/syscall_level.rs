@@ -14,73 +14,18 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::mpsc;
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use evloop::{EventLoop, LoopErrorKind, LoopHandle, RemoteHandle};
+use evloop::{EventLoop, LoopErrorKind, LoopHandle};
 use evloop_syscalls::counters::{self, Counts};
 use evloop_syscalls::{fault, Syscall};
+use evloop_tests::watchdog::Watchdog;
+use evloop_tests::{procfs, spin_once, Rng};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (local to this binary).
-
-/// Stops the loop from another thread if the test takes longer than `limit` (and keeps stopping
-/// it every 500 ms after that, in case the test runs the loop again); `finish` reports whether
-/// it had to.
-struct Watchdog {
-    cancel: Option<mpsc::Sender<()>>,
-    fired: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Watchdog {
-    fn start(remote: RemoteHandle, limit: Duration) -> Watchdog {
-        let (tx, rx) = mpsc::channel::<()>();
-        let fired = Arc::new(AtomicBool::new(false));
-        let f = fired.clone();
-        let thread = thread::spawn(move || {
-            let mut wait = limit;
-            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(wait) {
-                f.store(true, SeqCst);
-                let _ = remote.stop();
-                wait = Duration::from_millis(500);
-            }
-        });
-        Watchdog {
-            cancel: Some(tx),
-            fired,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops the watchdog; `true` if it fired (the test hung).
-    fn finish(mut self) -> bool {
-        self.cancel.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.fired.load(SeqCst)
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.cancel.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Runs one iteration that polls without blocking, so the loop's one-time work (the
-/// `epoll_pwait2` probe, buffer allocation) is done before a test starts counting.
-fn warm_up(lp: &LoopHandle) {
-    lp.call_soon(|| {}).unwrap();
-    lp.run_once().unwrap();
-}
 
 /// The syscall this process polls with: `epoll_pwait2` unless the probe found it missing.
 fn poll_syscall() -> Syscall {
@@ -95,38 +40,10 @@ fn polls(c: &Counts) -> u64 {
     c[Syscall::EpollPwait2] + c[Syscall::EpollWait]
 }
 
-/// A tiny xorshift64 generator, so "random" inputs are the same on every run.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// The kernel thread id of the calling thread.
 fn gettid() -> libc::pid_t {
     // SAFETY: gettid takes no arguments, touches no memory and cannot fail.
     unsafe { libc::gettid() }
-}
-
-/// The system call numbers the loop's poll shows up as in `/proc/<tid>/syscall`.
-fn poll_syscall_numbers() -> [libc::c_long; 2] {
-    #[cfg(target_arch = "x86_64")]
-    let wait = libc::SYS_epoll_wait;
-    // aarch64 has no epoll_wait system call: glibc issues epoll_pwait.
-    #[cfg(not(target_arch = "x86_64"))]
-    let wait = libc::SYS_epoll_pwait;
-    [libc::SYS_epoll_pwait2, wait]
 }
 
 /// What `/proc/self/task/<tid>/syscall` says about a thread blocked in the loop's poll.
@@ -142,8 +59,7 @@ enum Blocked {
 /// Waits (up to `limit`) until thread `tid` of this process is blocked in `epoll_pwait2` or
 /// `epoll_wait`. `Err` if it never was within `limit` (the loop spins or blocks elsewhere).
 fn wait_until_blocked_in_poll(tid: libc::pid_t, limit: Duration) -> Result<Blocked, String> {
-    let path = format!("/proc/self/task/{tid}/syscall");
-    let numbers = poll_syscall_numbers();
+    let path = procfs::syscall_path(tid);
     let start = Instant::now();
     let mut last = String::new();
     while start.elapsed() < limit {
@@ -154,21 +70,8 @@ fn wait_until_blocked_in_poll(tid: libc::pid_t, limit: Duration) -> Result<Block
                 return Ok(Blocked::Unknown);
             }
         };
-        let fields: Vec<&str> = text.split_whitespace().collect();
-        if let Some(nr) = fields.first().and_then(|f| f.parse::<libc::c_long>().ok()) {
-            if numbers.contains(&nr) {
-                // Fields 1..=6 are the arguments in hex; the timeout is the fourth.
-                let arg = fields
-                    .get(4)
-                    .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
-                    .unwrap_or(1);
-                let no_timeout = if nr == libc::SYS_epoll_pwait2 {
-                    arg == 0
-                } else {
-                    arg as u32 as i32 == -1
-                };
-                return Ok(Blocked::InPoll { no_timeout });
-            }
+        if let Some(procfs::InPoll { no_timeout }) = procfs::parse_poll(&text) {
+            return Ok(Blocked::InPoll { no_timeout });
         }
         last = text;
         thread::sleep(Duration::from_millis(1));
@@ -184,7 +87,7 @@ fn wait_until_blocked_in_poll(tid: libc::pid_t, limit: Duration) -> Result<Block
 #[test]
 fn idle_loop_with_one_far_timer_makes_exactly_one_poll() {
     let lp = EventLoop::new().unwrap();
-    warm_up(&lp);
+    spin_once(&lp);
     let fired_at: Rc<Cell<Option<(Instant, Instant)>>> = Rc::new(Cell::new(None));
     let (f, h) = (fired_at.clone(), lp.handle());
     let timer = lp
@@ -224,7 +127,7 @@ fn idle_loop_with_one_far_timer_makes_exactly_one_poll() {
 #[test]
 fn far_timer_and_remote_stop_cost_one_eventfd_write_there_and_one_read_here() {
     let lp = EventLoop::new().unwrap();
-    warm_up(&lp);
+    spin_once(&lp);
     let ran = Rc::new(Cell::new(false));
     let r = ran.clone();
     let timer = lp.call_later(Duration::from_secs(10), move || r.set(true)).unwrap();
@@ -282,7 +185,7 @@ fn far_timer_and_remote_stop_cost_one_eventfd_write_there_and_one_read_here() {
 #[test]
 fn call_soon_threadsafe_wakes_a_loop_blocked_with_no_timeout() {
     let lp = EventLoop::new().unwrap();
-    warm_up(&lp);
+    spin_once(&lp);
     let remote = lp.remote();
     let tid = gettid();
     let ran_on = Arc::new(std::sync::Mutex::new(None));
@@ -355,7 +258,7 @@ fn chain(h: LoopHandle, count: Rc<Cell<u32>>, done: evloop::Promise<()>) {
 #[test]
 fn same_thread_work_makes_no_syscalls() {
     let lp = EventLoop::new().unwrap();
-    warm_up(&lp);
+    spin_once(&lp);
     let dog = Watchdog::start(lp.remote(), Duration::from_secs(20));
     let h = lp.handle();
     let calls = Rc::new(Cell::new(0u32));
@@ -426,8 +329,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 #[test]
 fn timers_never_fire_early_1000_random() {
     let lp = EventLoop::new().unwrap();
-    warm_up(&lp);
-    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    spin_once(&lp);
+    let mut rng = Rng::xorshift64(0x9E37_79B9_7F4A_7C15);
     // (index, loop time at run, Instant::now() at run)
     let log: Rc<RefCell<Vec<(usize, Instant, Instant)>>> = Rc::new(RefCell::new(Vec::new()));
     let mut whens: Vec<Instant> = Vec::new();
@@ -534,8 +437,8 @@ fn the_poll_uses_epoll_pwait2_where_the_kernel_has_it() {
 fn injected_eintr_on_the_poll_breaks_nothing_and_timers_never_fire_early() {
     fault::clear();
     let lp = EventLoop::new().unwrap();
-    warm_up(&lp);
-    let mut rng = XorShift(42);
+    spin_once(&lp);
+    let mut rng = Rng::xorshift64(42);
     let log: Rc<RefCell<Vec<(usize, Instant)>>> = Rc::new(RefCell::new(Vec::new()));
     let mut whens = Vec::new();
     for i in 0..50 {
@@ -577,7 +480,7 @@ fn injected_ebadf_or_enomem_on_the_poll_makes_run_forever_fail_naming_the_poll()
     fault::clear();
     for errno in [libc::EBADF, libc::ENOMEM] {
         let lp = EventLoop::new().unwrap();
-        warm_up(&lp);
+        spin_once(&lp);
         // A bound in case the error were swallowed: the loop would then stop here.
         let h = lp.handle();
         let bound = lp.call_later(Duration::from_millis(20), move || h.stop()).unwrap();
@@ -615,7 +518,7 @@ fn injected_ebadf_or_enomem_on_the_poll_makes_run_forever_fail_naming_the_poll()
 fn injected_ebadf_on_the_poll_makes_run_until_complete_fail_with_the_loop_error() {
     fault::clear();
     let lp = EventLoop::new().unwrap();
-    warm_up(&lp);
+    spin_once(&lp);
     fault::fail_nth(poll_syscall(), 2, libc::EBADF);
     let dog = Watchdog::start(lp.remote(), Duration::from_secs(10));
     let r = lp.run_until_complete(evloop::sleep(Duration::from_millis(50)));
@@ -654,7 +557,7 @@ fn injected_emfile_on_eventfd_makes_event_loop_new_fail_with_an_io_error() {
 fn injected_ebadf_on_epoll_ctl_makes_add_reader_fail_and_the_loop_keeps_working() {
     fault::clear();
     let lp = EventLoop::new().unwrap();
-    warm_up(&lp);
+    spin_once(&lp);
     let (r, w) = evloop_syscalls::pipe2().unwrap();
     let rfd = evloop_syscalls::AsRawFd::as_raw_fd(&r);
 

@@ -21,80 +21,29 @@ use std::os::unix::net::UnixStream;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use evloop::{
-    all_tasks, current_task, get_running_loop, sleep, spawn, timeout, yield_now, Builder, EventLoop, ExceptionKind,
+    all_tasks, current_task, get_running_loop, sleep, spawn, yield_now, Builder, EventLoop, ExceptionKind,
     LoopErrorKind, LoopHandle, Promise, RunError, Task, TaskBuilder, TaskError, TaskRef, TaskState,
 };
-
-/// Generous bound for anything that should finish at once: a hang fails the test instead.
-const HANG: Duration = Duration::from_secs(30);
-
-type Log = Rc<RefCell<Vec<String>>>;
-
-fn log() -> Log {
-    Rc::new(RefCell::new(Vec::new()))
-}
-
-fn push(log: &Log, s: impl Into<String>) {
-    log.borrow_mut().push(s.into());
-}
-
-fn entries(log: &Log) -> Vec<String> {
-    log.borrow().clone()
-}
-
-/// One loop iteration, refusing to block forever when nothing is ready.
-fn run_one(lp: &LoopHandle) {
-    let s = lp.stats();
-    assert!(
-        s.ready > 0 || s.timers > 0,
-        "run_one would block forever: nothing ready and no timers ({s:?})"
-    );
-    lp.run_once().unwrap();
-}
-
-/// `run_until_complete` with a generous bound, so a bug is a failure and not a hang.
-fn run_bounded<F>(lp: &LoopHandle, fut: F) -> F::Output
-where
-    F: Future + 'static,
-    F::Output: 'static,
-{
-    lp.run_until_complete(timeout(HANG, fut))
-        .expect("the loop ran the future")
-        .expect("the future completed within the hang bound")
-}
-
-/// Sets its flag when dropped: proves a future's destructors ran.
-struct DropFlag(Rc<Cell<bool>>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.set(true);
-    }
-}
-
-fn flag() -> Rc<Cell<bool>> {
-    Rc::new(Cell::new(false))
-}
+use evloop_tests::watchdog::Watchdog;
+use evloop_tests::{entries, flag, log, push, record_exceptions_with, run_bounded, run_one, DropFlag, Log};
 
 /// What the exception handler saw: (kind, task name, panic message).
-type Reports = Rc<RefCell<Vec<(ExceptionKind, Option<String>, Option<String>)>>>;
+type Reports = Log<(ExceptionKind, Option<String>, Option<String>)>;
 
+/// Installs an exception handler that records the kind, task and panic message of each report.
 fn record_exceptions(lp: &LoopHandle) -> Reports {
-    let reports: Reports = Rc::default();
-    let r = reports.clone();
-    lp.set_exception_handler(Some(Box::new(move |_, ctx| {
-        r.borrow_mut().push((
+    record_exceptions_with(lp, |_, ctx| {
+        (
             ctx.kind,
             ctx.task.clone(),
             ctx.panic.as_ref().map(|p| p.message().to_string()),
-        ));
-    })));
-    reports
+        )
+    })
 }
 
 /// A hand-made future: counts its polls, keeps the latest waker, completes when told.
@@ -457,13 +406,7 @@ impl Future for WokenFromThread {
 fn task_wake_from_another_thread_wakes_a_loop_blocked_in_poll() {
     let lp = EventLoop::new().unwrap();
     // Watchdog: if the cross-thread wake never reaches the loop, stop it instead of hanging.
-    let remote = lp.remote();
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if done_rx.recv_timeout(Duration::from_secs(20)) == Err(mpsc::RecvTimeoutError::Timeout) {
-            let _ = remote.stop();
-        }
-    });
+    let watchdog = Watchdog::start(lp.remote(), Duration::from_secs(20));
     let t = lp
         .create_task(WokenFromThread {
             flag: Arc::new(AtomicBool::new(false)),
@@ -476,8 +419,7 @@ fn task_wake_from_another_thread_wakes_a_loop_blocked_in_poll() {
     let ran = lp.run_until_complete(t);
     let took = started.elapsed();
     let iterations = lp.stats().iterations - before;
-    done_tx.send(()).unwrap();
-    watchdog.join().unwrap();
+    watchdog.finish();
     ran.expect("the wake from another thread reached the loop (the watchdog did not have to stop it)")
         .unwrap();
     assert!(

@@ -16,34 +16,8 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use evloop::{get_running_loop, sleep, sleep_until, timeout, yield_now, Builder, Elapsed, EventLoop, LoopHandle};
-
-/// Generous bound for anything that should finish at once: a hang fails the test instead.
-const HANG: Duration = Duration::from_secs(30);
-
-/// `run_until_complete` with a generous bound, so a bug is a failure and not a hang.
-fn run_bounded<F>(lp: &LoopHandle, fut: F) -> F::Output
-where
-    F: Future + 'static,
-    F::Output: 'static,
-{
-    lp.run_until_complete(timeout(HANG, fut))
-        .expect("the loop ran the future")
-        .expect("the future completed within the hang bound")
-}
-
-/// Sets its flag when dropped: proves a future's destructors ran.
-struct DropFlag(Rc<Cell<bool>>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.set(true);
-    }
-}
-
-fn flag() -> Rc<Cell<bool>> {
-    Rc::new(Cell::new(false))
-}
+use evloop::{get_running_loop, sleep, sleep_until, timeout, yield_now, Builder, Elapsed, EventLoop};
+use evloop_tests::{flag, run_bounded, DropFlag, Rng, HANG};
 
 /// Counts its polls; pending forever (until dropped).
 struct CountPolls(Rc<Cell<u32>>);
@@ -73,18 +47,6 @@ async fn timed_sleep(d: Duration) -> Duration {
         "sleep({d:?}) completed early by loop time: after {loop_took:?}"
     );
     took
-}
-
-/// A small deterministic PRNG (xorshift64*), so the test needs no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -143,10 +105,10 @@ fn time_thousand_tasks_sleeping_random_durations_all_complete_none_early() {
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     let (completed, late_max) = run_bounded(&lp, async move {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng::xorshift64_star(0x9e37_79b9_7f4a_7c15);
         let tasks: Vec<_> = (0..1_000)
             .map(|_| {
-                let d = Duration::from_micros(rng.next() % 20_000);
+                let d = Duration::from_micros(rng.below(20_000));
                 h.create_task(async move { timed_sleep(d).await.saturating_sub(d) })
                     .unwrap()
             })
