@@ -50,7 +50,7 @@ use crate::clock::{duration_to_ns, Clock};
 use crate::error::{LoopError, LoopErrorKind, Panic};
 use crate::executor::{ExecutorJob, Pool};
 use crate::handle::{Callback, Handle, HandleKind, OnceCallback, RepeatCallback, TimerCancels, TimerHandle};
-use crate::reactor::{Reactor, Side};
+use crate::reactor::{IoState, Reactor, Side};
 use crate::slab::{Key, Slab};
 use crate::trace::{fmt_duration, TraceSink, Tracer};
 use crate::waker::TaskWaker;
@@ -99,6 +99,8 @@ pub enum ExceptionKind {
     TaskFailureUnobserved,
     /// A task's destructor panicked while it was being cancelled or shut down.
     DestructorPanicked,
+    /// A server could not accept a connection (out of fds, ...); it keeps serving.
+    ServerError,
 }
 
 /// What the exception handler receives (asyncio's `context` dict).
@@ -483,6 +485,7 @@ impl Builder {
             executor: RefCell::new(None),
             executor_threads: self.executor_threads,
             waker_pool: RefCell::new(Vec::new()),
+            io_wakers: RefCell::new(Vec::new()),
             deferring: Cell::new(false),
             deferred: RefCell::new(Vec::new()),
             expiring: Cell::new(false),
@@ -545,6 +548,8 @@ pub(crate) struct LoopInner {
     /// Wakers of finished tasks that nobody else holds, reused by new tasks (saves an
     /// allocation per task); bounded by `WAKER_POOL_MAX`.
     waker_pool: RefCell<Vec<Arc<TaskWaker>>>,
+    /// Reusable buffer for the wakers an I/O event wakes.
+    io_wakers: RefCell<Vec<Waker>>,
     /// Trace mode: set during phases 1-4, whose lines wait in `deferred` for the summary line.
     deferring: Cell<bool>,
     deferred: RefCell<Vec<String>>,
@@ -566,6 +571,8 @@ pub struct LoopStats {
     pub tasks: usize,
     /// Fds with `add_reader`/`add_writer` callbacks.
     pub fds: usize,
+    /// Edge-triggered registrations: sockets and `AsyncFd`s.
+    pub io_registrations: usize,
     /// Threads the executor pool has started (it starts them lazily).
     pub executor_threads: usize,
 }
@@ -790,14 +797,24 @@ impl LoopInner {
         }
         let n = waited.map_err(|e| LoopError::io("poll (epoll_pwait2)", e))?;
 
+        let mut wakers = std::mem::take(&mut *self.io_wakers.borrow_mut());
         let dispatched = {
             let mut reactor = self.reactor.borrow_mut();
             let mut ready = self.ready.borrow_mut();
             match reactor.as_mut() {
-                Some(r) => r.dispatch(n, &mut |cb| ready.push_back(Ready::Callback(cb))),
+                Some(r) => {
+                    let d = r.dispatch(n, &mut |cb| ready.push_back(Ready::Callback(cb)));
+                    r.take_wakers(&mut wakers);
+                    d
+                }
                 None => Default::default(),
             }
         };
+        // Tasks parked on I/O are woken with no loop borrow held: a wake pushes onto `ready`.
+        for w in wakers.drain(..) {
+            w.wake();
+        }
+        *self.io_wakers.borrow_mut() = wakers;
         let mut remote = 0;
         if dispatched.woken || self.shared.has_pending() {
             remote = self.drain_remote(dispatched.woken);
@@ -937,6 +954,32 @@ impl LoopInner {
                     pool.push(waker.clone());
                 }
             }
+        }
+    }
+
+    /// Registers `fd` edge-triggered with the reactor (sockets, `AsyncFd`).
+    pub(crate) fn register_io(&self, fd: RawFd) -> io::Result<Rc<IoState>> {
+        match self.reactor.borrow_mut().as_mut() {
+            Some(r) => r.register_io(fd),
+            None => Err(LoopError::new(LoopErrorKind::Closed, "register (AsyncFd)").into()),
+        }
+    }
+
+    /// Deregisters an edge-triggered registration; parked wakers are woken (after the borrow)
+    /// so no task waits forever on an fd that is going away.
+    pub(crate) fn deregister_io(&self, state: &IoState) {
+        if let Ok(mut r) = self.reactor.try_borrow_mut() {
+            if let Some(r) = r.as_mut() {
+                r.deregister_io(state);
+            }
+        }
+        let (reader, writer) = state.take_wakers();
+        state.set_handler(None);
+        if let Some(w) = reader {
+            w.wake();
+        }
+        if let Some(w) = writer {
+            w.wake();
         }
     }
 
@@ -1383,6 +1426,7 @@ impl LoopHandle {
             timers: lp.timers.borrow().len(),
             tasks: lp.tasks.borrow().len(),
             fds: lp.reactor.borrow().as_ref().map_or(0, |r| r.len()),
+            io_registrations: lp.reactor.borrow().as_ref().map_or(0, |r| r.io_len()),
             executor_threads: lp.executor.borrow().as_ref().map_or(0, |p| p.threads()),
         }
     }

@@ -15,10 +15,12 @@
 //! `add_reader`/`add_writer` keep asyncio's level-triggered semantics: while the fd stays
 //! readable, the reader callback runs once per loop iteration.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
+use std::task::Waker;
 use std::time::Duration;
 
 use evloop_syscalls::{self as sys, EpollEvent, EpollFlags};
@@ -36,6 +38,97 @@ pub(crate) const WAKE_TOKEN: u64 = u64::MAX;
 /// list, so none starves).
 const MIN_EVENTS: usize = 64;
 const MAX_EVENTS: usize = 1 << 16;
+
+/// Marks an epoll `data` value as an edge-triggered registration (a key of `Reactor::io`); keys
+/// of both slabs have indexes below 2^31 (no process has 2^31 fds).
+const IO_TOKEN_BIT: u64 = 1 << 31;
+
+/// Readiness bits of an edge-triggered registration (see [`IoState`]).
+pub(crate) mod ready {
+    /// Data can be read (or a connection accepted).
+    pub(crate) const READABLE: u8 = 1;
+    /// Data can be written (or a connect completed).
+    pub(crate) const WRITABLE: u8 = 2;
+    /// The peer shut its write side (EPOLLRDHUP) or hung up: reads return EOF.
+    pub(crate) const READ_CLOSED: u8 = 4;
+    /// The connection hung up: writes fail.
+    pub(crate) const WRITE_CLOSED: u8 = 8;
+    /// EPOLLERR: the next syscall reports the error.
+    pub(crate) const ERROR: u8 = 16;
+    /// Everything that lets a reader make progress (a read would not block).
+    pub(crate) const READ_ANY: u8 = READABLE | READ_CLOSED | ERROR;
+    /// Everything that lets a writer make progress.
+    pub(crate) const WRITE_ANY: u8 = WRITABLE | WRITE_CLOSED | ERROR;
+}
+
+/// The state of one edge-triggered registration (a socket, a pipe, any `AsyncFd`).
+///
+/// The fd is registered once, for its whole life, with `EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET`,
+/// so steady-state I/O makes no `epoll_ctl` call. Each event ORs its bits into `readiness`;
+/// the I/O layer clears a bit only when a syscall proves the fd is not ready any more (EAGAIN,
+/// or a short read of a stream socket, which drained the kernel's queue). A task that finds the
+/// fd not ready parks its waker in `reader` or `writer`; the event takes it and wakes it. A
+/// callback-driven owner (a transport) installs a `handler`, which the event schedules in the
+/// ready queue instead.
+pub(crate) struct IoState {
+    fd: RawFd,
+    token: Cell<u64>,
+    readiness: Cell<u8>,
+    reader: Cell<Option<Waker>>,
+    writer: Cell<Option<Waker>>,
+    handler: RefCell<Option<Rc<dyn Callback>>>,
+}
+
+impl IoState {
+    /// The registered fd.
+    pub(crate) fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// The current readiness bits (`ready::*`).
+    pub(crate) fn readiness(&self) -> u8 {
+        self.readiness.get()
+    }
+
+    /// Clears readiness bits after a syscall proved them stale.
+    pub(crate) fn clear(&self, bits: u8) {
+        self.readiness.set(self.readiness.get() & !bits);
+    }
+
+    /// Sets readiness bits by hand (a transport that knows its fd is writable after connect).
+    pub(crate) fn set(&self, bits: u8) {
+        self.readiness.set(self.readiness.get() | bits);
+    }
+
+    /// Parks the reading task's waker (replacing a different one).
+    pub(crate) fn set_reader(&self, waker: &Waker) {
+        Self::park(&self.reader, waker);
+    }
+
+    /// Parks the writing task's waker.
+    pub(crate) fn set_writer(&self, waker: &Waker) {
+        Self::park(&self.writer, waker);
+    }
+
+    fn park(slot: &Cell<Option<Waker>>, waker: &Waker) {
+        let w = match slot.take() {
+            Some(w) if w.will_wake(waker) => w,
+            _ => waker.clone(),
+        };
+        slot.set(Some(w));
+    }
+
+    /// Installs (or removes) the callback scheduled on every event.
+    pub(crate) fn set_handler(&self, handler: Option<Rc<dyn Callback>>) {
+        let old = std::mem::replace(&mut *self.handler.borrow_mut(), handler);
+        drop(old);
+    }
+
+    /// Takes both parked wakers (to wake them when the registration goes away).
+    pub(crate) fn take_wakers(&self) -> (Option<Waker>, Option<Waker>) {
+        (self.reader.take(), self.writer.take())
+    }
+}
 
 /// One fd's level-triggered callbacks.
 pub(crate) struct Registration {
@@ -90,6 +183,12 @@ pub(crate) struct Reactor {
     events: Vec<EpollEvent>,
     regs: Slab<Registration>,
     by_fd: HashMap<RawFd, Key>,
+    /// Edge-triggered registrations (`AsyncFd`, sockets, transports), keyed like `regs` but
+    /// with `IO_TOKEN_BIT` set in their epoll data.
+    io: Slab<Rc<IoState>>,
+    io_fds: HashMap<RawFd, Key>,
+    /// Wakers collected by `dispatch`; the loop wakes them after releasing its borrows.
+    wake_buf: Vec<Waker>,
     /// The wake-up eventfd's number, refused by `add_reader`.
     wake_fd: Option<RawFd>,
 }
@@ -106,6 +205,9 @@ impl Reactor {
             events: vec![EpollEvent::zeroed(); MIN_EVENTS],
             regs: Slab::default(),
             by_fd: HashMap::new(),
+            io: Slab::default(),
+            io_fds: HashMap::new(),
+            wake_buf: Vec::new(),
             wake_fd: None,
         })
     }
@@ -122,9 +224,57 @@ impl Reactor {
         Ok(())
     }
 
-    /// Number of fds with callbacks.
+    /// Number of fds with `add_reader`/`add_writer` callbacks.
     pub(crate) fn len(&self) -> usize {
         self.regs.len()
+    }
+
+    /// Number of edge-triggered registrations (sockets, `AsyncFd`s).
+    pub(crate) fn io_len(&self) -> usize {
+        self.io.len()
+    }
+
+    /// Registers `fd` edge-triggered for reading and writing, once for its whole life
+    /// (`epoll_ctl(EPOLL_CTL_ADD, EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET)`).
+    pub(crate) fn register_io(&mut self, fd: RawFd) -> io::Result<Rc<IoState>> {
+        if self.by_fd.contains_key(&fd) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("register(fd {fd}): the fd has add_reader/add_writer callbacks; remove them first"),
+            ));
+        }
+        if self.io_fds.contains_key(&fd) || Some(fd) == self.wake_fd || fd == self.epoll.as_raw_fd() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("register(fd {fd}): the fd is already registered with this loop"),
+            ));
+        }
+        let key = self.io.next_key();
+        let token = key.to_u64() | IO_TOKEN_BIT;
+        let flags = EpollFlags::IN | EpollFlags::OUT | EpollFlags::RDHUP | EpollFlags::ET;
+        sys::epoll_ctl_add(self.epoll.as_fd(), fd, flags, token).map_err(|e| with_fd_context("register", fd, e))?;
+        let state = Rc::new(IoState {
+            fd,
+            token: Cell::new(token),
+            readiness: Cell::new(0),
+            reader: Cell::new(None),
+            writer: Cell::new(None),
+            handler: RefCell::new(None),
+        });
+        let inserted = self.io.insert(state.clone());
+        debug_assert_eq!(inserted, key);
+        self.io_fds.insert(fd, key);
+        Ok(state)
+    }
+
+    /// Deregisters an edge-triggered registration (`EPOLL_CTL_DEL`, before its owner closes the
+    /// fd). Its token goes stale: an event still queued for it is dropped by `dispatch`.
+    pub(crate) fn deregister_io(&mut self, state: &IoState) {
+        let key = Key::from_u64(state.token.get() & !IO_TOKEN_BIT);
+        if self.io.remove(key).is_some() {
+            self.io_fds.remove(&state.fd);
+            let _ = sys::epoll_ctl_del(self.epoll.as_fd(), state.fd);
+        }
     }
 
     /// Installs (or replaces) the reader or writer callback of `fd`. Returns the replaced
@@ -140,6 +290,15 @@ impl Reactor {
                 side.op(),
                 fd,
                 io::Error::from_raw_os_error(sys::errno::EBADF),
+            ));
+        }
+        if self.io_fds.contains_key(&fd) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "{}(fd {fd}): the fd is registered by an evloop socket or AsyncFd",
+                    side.op()
+                ),
             ));
         }
         if Some(fd) == self.wake_fd || fd == self.epoll.as_raw_fd() {
@@ -263,14 +422,53 @@ impl Reactor {
         Ok(n)
     }
 
-    /// Turns the first `n` events of the last wait into ready callbacks (given to `ready`).
-    /// A full buffer grows so the next wait can take more events at once.
+    /// Turns the first `n` events of the last wait into ready callbacks (given to `ready`) and
+    /// wakers to wake (collected in the reactor's buffer; see [`Reactor::take_wakers`]).
     pub(crate) fn dispatch(&mut self, n: usize, ready: &mut dyn FnMut(Rc<dyn Callback>)) -> Dispatched {
         let mut out = Dispatched::default();
         for ev in &self.events[..n] {
             let data = ev.data();
             if data == WAKE_TOKEN {
                 out.woken = true;
+                continue;
+            }
+            if data & IO_TOKEN_BIT != 0 {
+                let Some(state) = self.io.get(Key::from_u64(data & !IO_TOKEN_BIT)) else {
+                    out.stale += 1;
+                    continue;
+                };
+                let flags = ev.flags();
+                let mut bits = 0;
+                if flags.contains(EpollFlags::IN) {
+                    bits |= ready::READABLE;
+                }
+                if flags.contains(EpollFlags::OUT) {
+                    bits |= ready::WRITABLE;
+                }
+                if flags.intersects(EpollFlags::RDHUP | EpollFlags::HUP) {
+                    bits |= ready::READ_CLOSED;
+                }
+                if flags.contains(EpollFlags::HUP) {
+                    bits |= ready::WRITE_CLOSED;
+                }
+                if flags.contains(EpollFlags::ERR) {
+                    bits |= ready::ERROR;
+                }
+                state.set(bits);
+                if bits & ready::READ_ANY != 0 {
+                    if let Some(w) = state.reader.take() {
+                        self.wake_buf.push(w);
+                    }
+                }
+                if bits & ready::WRITE_ANY != 0 {
+                    if let Some(w) = state.writer.take() {
+                        self.wake_buf.push(w);
+                    }
+                }
+                if let Some(h) = &*state.handler.borrow() {
+                    ready(h.clone());
+                }
+                out.fd_events += 1;
                 continue;
             }
             let Some(reg) = self.regs.get(Key::from_u64(data)) else {
@@ -302,10 +500,24 @@ impl Reactor {
         out
     }
 
+    /// Moves the wakers collected by `dispatch` into `out` (the loop wakes them after it has
+    /// released the reactor; waking may push onto the ready queue).
+    pub(crate) fn take_wakers(&mut self, out: &mut Vec<Waker>) {
+        out.append(&mut self.wake_buf);
+    }
+
     /// Takes every callback out (so the caller can drop them outside its borrows), deregisters
-    /// every fd and closes the epoll instance.
+    /// every fd and closes the epoll instance. Edge-triggered registrations are deregistered
+    /// too; their owners still hold the fds and close them when dropped.
     pub(crate) fn close(mut self) -> (Vec<Rc<dyn Callback>>, io::Result<()>) {
         let mut callbacks = Vec::new();
+        for state in self.io.drain() {
+            let _ = sys::epoll_ctl_del(self.epoll.as_fd(), state.fd);
+            if let Some(h) = state.handler.borrow_mut().take() {
+                callbacks.push(h);
+            }
+        }
+        self.io_fds.clear();
         let fds: Vec<RawFd> = self.by_fd.keys().copied().collect();
         for fd in fds {
             if let Some(key) = self.by_fd.remove(&fd) {

@@ -15,7 +15,8 @@
 //!
 //! Linux only, tested on x86_64 and aarch64 with glibc. The layout of the
 //! structures shared with the kernel (`struct epoll_event`, `struct
-//! timespec`) is checked at compile time (see [`EpollEvent`]).
+//! timespec`, the `struct sockaddr_*` family) is checked at compile time
+//! (see [`EpollEvent`] and [`SockAddr`]).
 //!
 //! # File descriptors
 //!
@@ -23,7 +24,19 @@
 //! call's own `*_CLOEXEC` flag), so it never leaks into a child process, and
 //! non-blocking (`O_NONBLOCK`) wherever the flag exists for that kind of file
 //! (an epoll instance has no such flag: it is never read with `read(2)`).
+//! Two exceptions: [`open_readonly`] opens regular files, for which
+//! `O_NONBLOCK` means nothing, without it; and [`dup`] shares the status
+//! flags of the descriptor it copies (close-on-exec is its own).
 //! Created descriptors are returned as [`OwnedFd`], which closes them on drop.
+//!
+//! # Sockets
+//!
+//! Sockets ([`socket`], [`socketpair`], [`accept4`]) are created
+//! `SOCK_CLOEXEC | SOCK_NONBLOCK`. Every send ([`send`], [`send_vectored`],
+//! [`send_to`]) passes `MSG_NOSIGNAL`, so a vanished peer is an `EPIPE` or
+//! `ECONNRESET` error and never a `SIGPIPE`; use these rather than
+//! [`write()`]/[`writev`] on sockets. Addresses are [`SockAddr`]: IPv4, IPv6
+//! or a [`UnixAddr`] (pathname, abstract or unnamed).
 //!
 //! # EINTR policy
 //!
@@ -33,11 +46,19 @@
 //! | call | on `EINTR` | why |
 //! |---|---|---|
 //! | [`read()`], [`write()`], [`readv`], [`writev`], [`eventfd_read`], [`eventfd_write`], [`timerfd_read`] | retried | the call transferred nothing, so issuing it again is exactly right |
+//! | [`send`], [`send_vectored`], [`send_to`], [`recv`], [`recv_peek`], [`recv_from`], [`sendfile`] | retried | as for `read`/`write`: an interrupted call transferred nothing (one that transferred something returns its count instead) |
+//! | [`accept4`] | retried | no connection was taken off the queue |
+//! | [`open_readonly`], [`open_dev_null`] | retried | nothing was opened (only an `open` that blocks, on a FIFO or device, can be interrupted) |
+//! | [`connect`] | **not** retried: reported as `EINPROGRESS` | the connection attempt goes on in the background; a second `connect` would fail with `EALREADY`. The caller waits for writability and reads [`take_socket_error`], as for any non-blocking connect |
 //! | [`epoll_pwait2`], [`epoll_wait`], [`epoll_wait_timeout`] | **not** retried: returns `Ok(0)` (no events) | a retry with the same relative timeout would wait too long; the caller recomputes its timeout from the clock |
 //! | [`close`] | never retried, reported as `Ok(())` | Linux has already released the descriptor when `close` reports `EINTR`; retrying could close a descriptor another thread just opened |
+//! | [`getaddrinfo`], [`getnameinfo`] | not applicable | C library functions that handle interruptions inside; their errors pass through |
 //!
-//! Every other wrapper makes a call that does not block and therefore does not
-//! fail with `EINTR`; it passes any error through unchanged.
+//! Every other wrapper ([`socket`], [`socketpair`], [`bind`], [`listen`],
+//! [`shutdown`], [`local_addr`], [`peer_addr`], the socket options,
+//! [`dup`], the rlimit calls, ...) makes a call that does not block and
+//! therefore does not fail with `EINTR`; it passes any error through
+//! unchanged.
 //!
 //! # Call counters
 //!
@@ -47,8 +68,22 @@
 //! with `const` initialisation); read them with [`counters::snapshot`]. A few
 //! wrappers are counted under the system call they really make:
 //! [`eventfd_read`] and [`timerfd_read`] count as [`Syscall::Read`],
-//! [`eventfd_write`] as [`Syscall::Write`], [`fd_is_open`] and
-//! [`set_nonblocking`] as [`Syscall::Fcntl`].
+//! [`eventfd_write`] as [`Syscall::Write`], [`fd_is_open`],
+//! [`set_nonblocking`] and [`dup`] (`F_DUPFD_CLOEXEC`) as
+//! [`Syscall::Fcntl`], [`recv_peek`] as [`Syscall::Recv`],
+//! [`socketpair_stream`] as [`Syscall::Socketpair`], [`open_dev_null`] as
+//! [`Syscall::Open`], and every socket option as [`Syscall::Getsockopt`] or
+//! [`Syscall::Setsockopt`].
+//!
+//! Two more rules keep [`counters::Counts::total_syscalls`] close to what
+//! `strace` shows:
+//! * an argument rejected before any call (a [`UnixAddr`] too long for
+//!   `sun_path`, a path with a NUL byte, a `sendfile` offset beyond
+//!   `i64::MAX`) is reported without counting anything: no call was made;
+//! * [`getaddrinfo`] and [`getnameinfo`] are C library functions making an
+//!   unknown number of system calls; each counts once under its own
+//!   [`Syscall`], which [`Syscall::is_library_call`] marks so that
+//!   `total_syscalls` leaves it out (like the vDSO's `clock_gettime`).
 //!
 //! # Fault injection
 //!
@@ -73,8 +108,13 @@ mod eventfd;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 mod fd;
+mod file;
 mod io;
 mod pipe;
+mod resolve;
+mod sockaddr;
+mod socket;
+mod sockopt;
 mod syscall;
 mod time;
 mod timer;
@@ -90,8 +130,20 @@ pub use epoll::{
 };
 pub use eventfd::{eventfd, eventfd_read, eventfd_write};
 pub use fd::{close, fd_is_open, set_nonblocking};
+pub use file::{dup, nofile_limit, open_dev_null, open_readonly, set_nofile_limit};
 pub use io::{read, readv, write, writev, IOV_MAX};
 pub use pipe::{pipe2, socketpair_stream};
+pub use resolve::{getaddrinfo, getnameinfo, AddrHints, AddrInfoError};
+pub use sockaddr::{Domain, SockAddr, UnixAddr};
+pub use socket::{
+    accept4, bind, connect, listen, local_addr, peer_addr, recv, recv_from, recv_peek, send, send_to, send_vectored,
+    sendfile, shutdown, socket, socketpair, Shutdown, SockType,
+};
+pub use sockopt::{
+    nodelay, recv_buffer_size, send_buffer_size, set_broadcast, set_keepalive, set_linger_zero, set_nodelay,
+    set_recv_buffer_size, set_reuseaddr, set_reuseport, set_send_buffer_size, set_v6only, socket_type,
+    take_socket_error,
+};
 pub use syscall::Syscall;
 pub use time::{clock_gettime, clock_monotonic, Clock};
 pub use timer::{set_timer_slack, timer_slack, timerfd_create, timerfd_read, timerfd_set_abs};
@@ -99,5 +151,18 @@ pub use timer::{set_timer_slack, timer_slack, timerfd_create, timerfd_read, time
 /// The `errno` values callers compare [`std::io::Error::raw_os_error`] against, so crates above
 /// this one need no `libc` dependency of their own.
 pub mod errno {
-    pub use libc::{EAGAIN, EBADF, EEXIST, EINTR, EINVAL, EMFILE, ENFILE, ENOENT, ENOMEM, ENOSYS, EPERM, EPIPE};
+    pub use libc::{
+        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EALREADY, EBADF, ECONNABORTED, ECONNREFUSED,
+        ECONNRESET, EEXIST, EHOSTUNREACH, EINPROGRESS, EINTR, EINVAL, EISCONN, EMFILE, EMSGSIZE, ENETUNREACH, ENFILE,
+        ENOENT, ENOMEM, ENOPROTOOPT, ENOSYS, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPERM, EPIPE, ETIMEDOUT,
+    };
+}
+
+/// The `EAI_*` codes of [`getaddrinfo`] and [`getnameinfo`] (glibc's
+/// values, negative), to compare [`AddrInfoError::code`] against.
+pub mod eai {
+    pub use libc::{
+        EAI_AGAIN, EAI_BADFLAGS, EAI_FAIL, EAI_FAMILY, EAI_MEMORY, EAI_NODATA, EAI_NONAME, EAI_OVERFLOW, EAI_SERVICE,
+        EAI_SOCKTYPE, EAI_SYSTEM,
+    };
 }

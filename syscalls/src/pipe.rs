@@ -42,25 +42,11 @@ pub fn pipe2() -> io::Result<(OwnedFd, OwnedFd)> {
 /// Man page: <https://man7.org/linux/man-pages/man2/socketpair.2.html>
 ///
 /// Both ends are close-on-exec and non-blocking, and bidirectional (unlike a
-/// pipe). Writing after the peer closed is `EPIPE` plus `SIGPIPE`.
-/// Counted as [`Syscall::Socketpair`].
+/// pipe). Writing after the peer closed is `EPIPE` plus `SIGPIPE` with
+/// [`write()`](crate::write); [`send`](crate::send) never raises `SIGPIPE`.
+/// The same as [`socketpair`](crate::socketpair)`(Domain::Unix,
+/// SockType::Stream)`. Counted as [`Syscall::Socketpair`].
 #[doc(alias = "socketpair")]
 pub fn socketpair_stream() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds: [libc::c_int; 2] = [-1, -1];
-    call(Syscall::Socketpair, || {
-        // SAFETY: socketpair writes exactly two ints to its last argument,
-        // which points to the local two-element array `fds`, live for the
-        // call.
-        unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-                0,
-                fds.as_mut_ptr(),
-            )
-        }
-    })?;
-    // SAFETY: on success both entries are new descriptors that nothing else
-    // in this process owns; each OwnedFd becomes the only owner of one.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    crate::socketpair(crate::Domain::Unix, crate::SockType::Stream)
 }

@@ -5,14 +5,27 @@
 //! `0..Syscall::ALL.len()`, which the counters use to index a plain array;
 //! a compile-time check below keeps [`Syscall::ALL`] in that order.
 
-/// One kind of system call (or vDSO call) made by a wrapper of this crate.
+/// One kind of system call (or vDSO call, or C library call) made by a
+/// wrapper of this crate.
 ///
 /// [`Syscall::name`] gives the name of the C function the wrapper calls.
-/// Two names differ from what `strace` prints: `eventfd` appears as
-/// `eventfd2`, and on aarch64, which has no `epoll_wait` system call, glibc's
-/// `epoll_wait` appears as `epoll_pwait`. [`Syscall::ClockGettime`] never
-/// appears at all: it is served by the vDSO without entering the kernel
-/// (see [`Syscall::is_vdso`]).
+/// Some names differ from what `strace` prints, because glibc implements the
+/// function with another system call:
+///
+/// | name | `strace` shows |
+/// |---|---|
+/// | `eventfd` | `eventfd2` |
+/// | `epoll_wait` (aarch64 only, which has no `epoll_wait` system call) | `epoll_pwait` |
+/// | `send`, `recv` | `sendto`, `recvfrom` (with no address) |
+/// | `open` | `openat(AT_FDCWD, ...)` |
+/// | `getrlimit`, `setrlimit` | `prlimit64(0, ...)` |
+///
+/// [`Syscall::ClockGettime`] never appears at all: it is served by the vDSO
+/// without entering the kernel (see [`Syscall::is_vdso`]).
+/// [`Syscall::Getaddrinfo`] and [`Syscall::Getnameinfo`] are C library
+/// functions that may make any number of system calls of their own (read
+/// `/etc/hosts`, talk to a DNS server, ...), none of them counted here (see
+/// [`Syscall::is_library_call`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Syscall {
@@ -48,8 +61,50 @@ pub enum Syscall {
     TimerfdCreate,
     /// `timerfd_settime(2)`
     TimerfdSettime,
-    /// `fcntl(2)`
+    /// `fcntl(2)` (also [`dup`](crate::dup)'s `F_DUPFD_CLOEXEC`)
     Fcntl,
+    /// `socket(2)`
+    Socket,
+    /// `bind(2)`
+    Bind,
+    /// `listen(2)`
+    Listen,
+    /// `accept4(2)`
+    Accept4,
+    /// `connect(2)`
+    Connect,
+    /// `getsockopt(2)`
+    Getsockopt,
+    /// `setsockopt(2)`
+    Setsockopt,
+    /// `getsockname(2)`
+    Getsockname,
+    /// `getpeername(2)`
+    Getpeername,
+    /// `shutdown(2)`
+    Shutdown,
+    /// `send(2)` (the `sendto` system call with no address: `strace` shows `sendto`)
+    Send,
+    /// `recv(2)` (the `recvfrom` system call with no address: `strace` shows `recvfrom`)
+    Recv,
+    /// `sendmsg(2)`
+    Sendmsg,
+    /// `sendto(2)`
+    Sendto,
+    /// `recvfrom(2)`
+    Recvfrom,
+    /// `sendfile(2)`
+    Sendfile,
+    /// `open(2)` (glibc issues `openat(AT_FDCWD, ...)`, which is what `strace` shows)
+    Open,
+    /// `getrlimit(2)` (glibc issues `prlimit64(0, ...)`, which is what `strace` shows)
+    Getrlimit,
+    /// `setrlimit(2)` (glibc issues `prlimit64(0, ...)`, which is what `strace` shows)
+    Setrlimit,
+    /// `getaddrinfo(3)`: a C library call, not a system call (see [`Syscall::is_library_call`])
+    Getaddrinfo,
+    /// `getnameinfo(3)`: a C library call, not a system call (see [`Syscall::is_library_call`])
+    Getnameinfo,
 }
 
 /// Number of [`Syscall`] variants (the length of [`Syscall::ALL`]).
@@ -75,6 +130,27 @@ impl Syscall {
         Syscall::TimerfdCreate,
         Syscall::TimerfdSettime,
         Syscall::Fcntl,
+        Syscall::Socket,
+        Syscall::Bind,
+        Syscall::Listen,
+        Syscall::Accept4,
+        Syscall::Connect,
+        Syscall::Getsockopt,
+        Syscall::Setsockopt,
+        Syscall::Getsockname,
+        Syscall::Getpeername,
+        Syscall::Shutdown,
+        Syscall::Send,
+        Syscall::Recv,
+        Syscall::Sendmsg,
+        Syscall::Sendto,
+        Syscall::Recvfrom,
+        Syscall::Sendfile,
+        Syscall::Open,
+        Syscall::Getrlimit,
+        Syscall::Setrlimit,
+        Syscall::Getaddrinfo,
+        Syscall::Getnameinfo,
     ];
 
     /// The name of the C function, e.g. `"epoll_ctl"`.
@@ -97,6 +173,27 @@ impl Syscall {
             Syscall::TimerfdCreate => "timerfd_create",
             Syscall::TimerfdSettime => "timerfd_settime",
             Syscall::Fcntl => "fcntl",
+            Syscall::Socket => "socket",
+            Syscall::Bind => "bind",
+            Syscall::Listen => "listen",
+            Syscall::Accept4 => "accept4",
+            Syscall::Connect => "connect",
+            Syscall::Getsockopt => "getsockopt",
+            Syscall::Setsockopt => "setsockopt",
+            Syscall::Getsockname => "getsockname",
+            Syscall::Getpeername => "getpeername",
+            Syscall::Shutdown => "shutdown",
+            Syscall::Send => "send",
+            Syscall::Recv => "recv",
+            Syscall::Sendmsg => "sendmsg",
+            Syscall::Sendto => "sendto",
+            Syscall::Recvfrom => "recvfrom",
+            Syscall::Sendfile => "sendfile",
+            Syscall::Open => "open",
+            Syscall::Getrlimit => "getrlimit",
+            Syscall::Setrlimit => "setrlimit",
+            Syscall::Getaddrinfo => "getaddrinfo",
+            Syscall::Getnameinfo => "getnameinfo",
         }
     }
 
@@ -105,6 +202,25 @@ impl Syscall {
     /// never shows them.
     pub const fn is_vdso(self) -> bool {
         matches!(self, Syscall::ClockGettime)
+    }
+
+    /// `true` for C library functions ([`Syscall::Getaddrinfo`],
+    /// [`Syscall::Getnameinfo`]) that are not one system call but an unknown
+    /// number of them (from none, for a numeric address, to dozens: files,
+    /// sockets to a DNS server, NSS modules). Their wrappers count one call
+    /// each, but the system calls they make inside the C library are not
+    /// counted anywhere, and
+    /// [`Counts::total_syscalls`](crate::counters::Counts::total_syscalls)
+    /// leaves them out rather than pretend they cost exactly one.
+    pub const fn is_library_call(self) -> bool {
+        matches!(self, Syscall::Getaddrinfo | Syscall::Getnameinfo)
+    }
+
+    /// `true` when one call of this kind is exactly one kernel entry that
+    /// `strace` would show: neither a vDSO call ([`Syscall::is_vdso`]) nor a
+    /// library call ([`Syscall::is_library_call`]).
+    pub const fn is_syscall(self) -> bool {
+        !self.is_vdso() && !self.is_library_call()
     }
 
     /// Dense index of this variant, `0..Syscall::ALL.len()`.
@@ -139,7 +255,16 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Syscall::ALL.len());
-        assert_eq!(SYSCALL_COUNT, 17);
+        assert_eq!(SYSCALL_COUNT, 38);
+    }
+
+    #[test]
+    fn only_resolver_calls_are_library_calls() {
+        for &s in Syscall::ALL {
+            let lib = matches!(s, Syscall::Getaddrinfo | Syscall::Getnameinfo);
+            assert_eq!(s.is_library_call(), lib, "{s}");
+            assert_eq!(s.is_syscall(), !lib && !s.is_vdso(), "{s}");
+        }
     }
 
     #[test]

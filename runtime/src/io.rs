@@ -1,0 +1,378 @@
+//! Readiness-based I/O for tasks: [`AsyncFd`] and the [`AsyncRead`] / [`AsyncWrite`] traits.
+//!
+//! # How an await on a socket reaches `epoll_pwait2` and back
+//! An [`AsyncFd`] registers its fd with the loop's reactor once, edge-triggered
+//! (`EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET`), and keeps the registration until it is dropped: no
+//! `epoll_ctl` in steady state. It starts "not ready". A read goes like this:
+//! 1. [`AsyncFd::poll_read_io`] sees no readable bit, parks the task's waker in the registration
+//!    and returns `Pending`; the task's step ends.
+//! 2. Data arrives; phase 3 of the loop (`epoll_pwait2`) reports the edge, the reactor ORs
+//!    `READABLE` into the registration and wakes the parked waker: the task is queued.
+//! 3. The task's next step polls again: the bit is set, so it calls `read(2)`. Data comes back;
+//!    if the call says `EAGAIN` instead, the bit is cleared and we go back to step 1.
+//!
+//! Readiness is cleared only when the kernel proves the fd is not ready: `EAGAIN`, or, for
+//! stream sockets, a short read (the receive queue was drained; any later arrival raises a new
+//! edge). A reader that stops early without either keeps the bit, so no edge is ever lost
+//! (the failure mode of mio #45).
+//!
+//! One task may wait for reading and one for writing at a time (the two halves of a stream);
+//! a second waiter on the same side replaces the first's waker.
+
+use std::future::poll_fn;
+use std::io::{self, IoSlice};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use crate::error::{LoopError, LoopErrorKind};
+use crate::event_loop::{with_running, LoopHandle, LoopInner};
+use crate::reactor::{ready, IoState};
+use crate::trace::{note_awaiting, Awaiting};
+
+/// Which direction an operation needs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Interest {
+    /// Reading (or accepting).
+    Read,
+    /// Writing (or completing a connect).
+    Write,
+}
+
+impl Interest {
+    fn bits(self) -> u8 {
+        match self {
+            Interest::Read => ready::READ_ANY,
+            Interest::Write => ready::WRITE_ANY,
+        }
+    }
+}
+
+/// Any non-blocking fd driven by the loop: a pipe, a tty, a netlink socket, a socket of your own
+/// (asyncio's `add_reader`, but as awaitable readiness with edge-triggered registration).
+///
+/// The fd must be in non-blocking mode ([`AsyncFd::new`] sets it). Dropping the `AsyncFd`
+/// deregisters the fd (`EPOLL_CTL_DEL`) before the inner value, and so the fd, is dropped.
+pub struct AsyncFd<T: AsFd> {
+    state: Rc<IoState>,
+    lp: Rc<LoopInner>,
+    inner: Option<T>,
+}
+
+fn no_loop(op: &'static str) -> io::Error {
+    LoopError::new(LoopErrorKind::NoRunningLoop, op).into()
+}
+
+impl<T: AsFd> AsyncFd<T> {
+    /// Registers `inner` with the loop running on this thread, switching it to non-blocking mode.
+    pub fn new(inner: T) -> io::Result<AsyncFd<T>> {
+        let lp = with_running(Rc::clone).ok_or_else(|| no_loop("AsyncFd::new"))?;
+        Self::register(lp, inner)
+    }
+
+    /// Registers `inner` with `lp` (which need not be running yet).
+    pub fn with_loop(lp: &LoopHandle, inner: T) -> io::Result<AsyncFd<T>> {
+        Self::register(lp.inner.clone(), inner)
+    }
+
+    fn register(lp: Rc<LoopInner>, inner: T) -> io::Result<AsyncFd<T>> {
+        evloop_syscalls::set_nonblocking(inner.as_fd(), true)?;
+        let state = lp.register_io(inner.as_fd().as_raw_fd())?;
+        Ok(AsyncFd {
+            state,
+            lp,
+            inner: Some(inner),
+        })
+    }
+
+    /// The wrapped value.
+    pub fn get_ref(&self) -> &T {
+        match &self.inner {
+            Some(t) => t,
+            None => unreachable!("AsyncFd's inner value is only taken by into_inner and drop"),
+        }
+    }
+
+    /// The wrapped value, mutably (do not replace the fd it holds).
+    pub fn get_mut(&mut self) -> &mut T {
+        match &mut self.inner {
+            Some(t) => t,
+            None => unreachable!("AsyncFd's inner value is only taken by into_inner and drop"),
+        }
+    }
+
+    /// Deregisters the fd and gives the value back (still non-blocking).
+    pub fn into_inner(mut self) -> T {
+        self.lp.deregister_io(&self.state);
+        match self.inner.take() {
+            Some(t) => t,
+            None => unreachable!("AsyncFd's inner value is only taken by into_inner and drop"),
+        }
+    }
+
+    /// The raw fd (for diagnostics and `sock_*`-style code).
+    pub fn as_raw_fd(&self) -> RawFd {
+        self.state.fd()
+    }
+
+    /// Whether the last events said the fd is ready for `interest` (no syscall).
+    pub fn is_ready(&self, interest: Interest) -> bool {
+        self.state.readiness() & interest.bits() != 0
+    }
+
+    /// Whether the peer closed its side (EPOLLRDHUP/EPOLLHUP seen).
+    pub fn is_read_closed(&self) -> bool {
+        self.state.readiness() & ready::READ_CLOSED != 0
+    }
+
+    /// Forgets readiness for `interest` until the next edge. Call it when a syscall returned
+    /// `EAGAIN` (the `*_io` methods do it for you).
+    pub fn clear_ready(&self, interest: Interest) {
+        let bits = match interest {
+            Interest::Read => ready::READABLE,
+            Interest::Write => ready::WRITABLE,
+        };
+        self.state.clear(bits);
+    }
+
+    /// `Ready` once the fd is ready for `interest`; otherwise parks the task's waker.
+    pub fn poll_ready(&self, cx: &mut Context<'_>, interest: Interest) -> Poll<io::Result<()>> {
+        if self.lp.is_closed() {
+            return Poll::Ready(Err(LoopError::new(LoopErrorKind::Closed, "AsyncFd").into()));
+        }
+        if self.is_ready(interest) {
+            return Poll::Ready(Ok(()));
+        }
+        match interest {
+            Interest::Read => self.state.set_reader(cx.waker()),
+            Interest::Write => self.state.set_writer(cx.waker()),
+        }
+        note_awaiting(Awaiting::Fd(self.state.fd()));
+        Poll::Pending
+    }
+
+    /// Waits until the fd is ready for `interest`.
+    pub async fn ready(&self, interest: Interest) -> io::Result<()> {
+        poll_fn(|cx| self.poll_ready(cx, interest)).await
+    }
+
+    /// Waits for readability.
+    pub async fn readable(&self) -> io::Result<()> {
+        self.ready(Interest::Read).await
+    }
+
+    /// Waits for writability.
+    pub async fn writable(&self) -> io::Result<()> {
+        self.ready(Interest::Write).await
+    }
+
+    /// Runs the non-blocking operation `f` when the fd is ready for `interest`; on
+    /// `WouldBlock` clears readiness and waits for the next edge. `f` must perform exactly one
+    /// syscall on the fd (its `WouldBlock` is what proves the fd not ready).
+    pub fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        interest: Interest,
+        mut f: impl FnMut(&T) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        loop {
+            match self.poll_ready(cx, interest) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+            match f(self.get_ref()) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.clear_ready(interest),
+                other => return Poll::Ready(other),
+            }
+        }
+    }
+
+    /// `poll_io` as an async function.
+    pub async fn io<R>(&self, interest: Interest, mut f: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+        poll_fn(|cx| self.poll_io(cx, interest, &mut f)).await
+    }
+
+    /// Runs `f` once if the fd is ready for `interest`, without waiting: `WouldBlock` if it is
+    /// not (readiness is cleared when `f` says `WouldBlock`).
+    pub fn try_io<R>(&self, interest: Interest, f: impl FnOnce(&T) -> io::Result<R>) -> io::Result<R> {
+        if !self.is_ready(interest) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let r = f(self.get_ref());
+        if matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            self.clear_ready(interest);
+        }
+        r
+    }
+}
+
+impl<T: AsFd> AsFd for AsyncFd<T> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.get_ref().as_fd()
+    }
+}
+
+impl<T: AsFd> Drop for AsyncFd<T> {
+    fn drop(&mut self) {
+        if self.inner.is_some() {
+            // Deregister first: epoll tracks the open file description, which a dup'ed fd could
+            // keep alive after the close below.
+            self.lp.deregister_io(&self.state);
+        }
+    }
+}
+
+impl<T: AsFd> std::fmt::Debug for AsyncFd<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "AsyncFd(fd {}, readiness {:#07b})",
+            self.state.fd(),
+            self.state.readiness()
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The byte-stream traits.
+
+/// Reading bytes asynchronously (evloop's own trait: the runtime has no dependencies).
+pub trait AsyncRead {
+    /// Reads into `buf`: `Ready(Ok(0))` means end of stream (or an empty `buf`).
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>>;
+}
+
+/// Writing bytes asynchronously.
+pub trait AsyncWrite {
+    /// Writes some of `buf`; returns how much.
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>>;
+
+    /// Writes from several buffers at once (`writev`/`sendmsg` where the type supports it).
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &**b);
+        self.poll_write(cx, first)
+    }
+
+    /// Flushes buffered data (unbuffered types return `Ready(Ok(()))`).
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Shuts the write side down (TCP FIN), after flushing.
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+}
+
+impl<R: AsyncRead + Unpin + ?Sized> AsyncRead for &mut R {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut **self).poll_read(cx, buf)
+    }
+}
+
+impl<W: AsyncWrite + Unpin + ?Sized> AsyncWrite for &mut W {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut **self).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut **self).poll_write_vectored(cx, bufs)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut **self).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut **self).poll_shutdown(cx)
+    }
+}
+
+/// The async helpers every reader gets: `read`, `read_exact`, `read_to_end`.
+// Single-threaded runtime: the futures of these methods are never required to be `Send`, so
+// the usual caveat about `async fn` in public traits does not apply.
+#[allow(async_fn_in_trait)]
+pub trait AsyncReadExt: AsyncRead + Unpin {
+    /// Reads some bytes into `buf`; 0 means end of stream.
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        poll_fn(|cx| Pin::new(&mut *self).poll_read(cx, buf)).await
+    }
+
+    /// Fills `buf` completely; `UnexpectedEof` if the stream ends first.
+    async fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = self.read(&mut buf[done..]).await?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("read_exact: the stream ended after {done} of {} bytes", buf.len()),
+                ));
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Reads until end of stream, appending to `out`; returns how many bytes were read.
+    async fn read_to_end(&mut self, out: &mut Vec<u8>) -> io::Result<usize> {
+        let start = out.len();
+        let mut chunk = [0u8; 8192];
+        loop {
+            let n = self.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(out.len() - start);
+            }
+            out.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin + ?Sized> AsyncReadExt for R {}
+
+/// The async helpers every writer gets: `write`, `write_all`, `write_vectored`, `flush`,
+/// `shutdown`.
+#[allow(async_fn_in_trait)]
+pub trait AsyncWriteExt: AsyncWrite + Unpin {
+    /// Writes some of `buf`; returns how much.
+    async fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        poll_fn(|cx| Pin::new(&mut *self).poll_write(cx, buf)).await
+    }
+
+    /// Writes all of `buf`; `WriteZero` if the writer stops accepting bytes.
+    async fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.write(buf).await?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "write_all: the writer accepted 0 bytes",
+                ));
+            }
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    /// Writes from several buffers in one call where the writer supports it.
+    async fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        poll_fn(|cx| Pin::new(&mut *self).poll_write_vectored(cx, bufs)).await
+    }
+
+    /// Flushes buffered data.
+    async fn flush(&mut self) -> io::Result<()> {
+        poll_fn(|cx| Pin::new(&mut *self).poll_flush(cx)).await
+    }
+
+    /// Shuts the write side down (half-close).
+    async fn shutdown(&mut self) -> io::Result<()> {
+        poll_fn(|cx| Pin::new(&mut *self).poll_shutdown(cx)).await
+    }
+}
+
+impl<W: AsyncWrite + Unpin + ?Sized> AsyncWriteExt for W {}

@@ -1,0 +1,844 @@
+//! Sockets for tasks: TCP, UDP and Unix-domain sockets on [`AsyncFd`].
+//!
+//! Every socket is created `SOCK_CLOEXEC|SOCK_NONBLOCK` and registered with the loop once,
+//! edge-triggered, for its whole life (see [`crate::io`] for the readiness protocol). Reads use
+//! `recv(2)`, writes `send(2)`/`sendmsg(2)` with `MSG_NOSIGNAL`, so a write to a closed peer is
+//! an `EPIPE` error and never a `SIGPIPE` that kills the process (mio #577).
+//!
+//! A stream socket's read that returns fewer bytes than asked drained the kernel's receive
+//! queue: readiness is cleared then, without a second `recv` that would only say `EAGAIN`, so a
+//! request/response exchange costs one `recv` and one `send` per message. Data that arrives
+//! later raises a new edge, so nothing is lost.
+//!
+//! Connecting is asyncio's `sock_connect`: a non-blocking `connect(2)` answers `EINPROGRESS`,
+//! the task waits for writability, and `getsockopt(SO_ERROR)` says how it went.
+
+use std::fmt;
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use evloop_syscalls as sys;
+pub use evloop_syscalls::{Domain, Shutdown, SockAddr, SockType, UnixAddr};
+
+use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest};
+
+fn addr_context(op: &str, addr: &dyn fmt::Display, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{op}({addr}): {e}"))
+}
+
+fn domain_of(addr: &SocketAddr) -> Domain {
+    match addr {
+        SocketAddr::V4(_) => Domain::Inet,
+        SocketAddr::V6(_) => Domain::Inet6,
+    }
+}
+
+fn inet(addr: SockAddr, op: &str) -> io::Result<SocketAddr> {
+    match addr {
+        SockAddr::Inet(a) => Ok(a),
+        other => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{op}: expected an IP address, got {other}"),
+        )),
+    }
+}
+
+fn unix(addr: SockAddr, op: &str) -> io::Result<UnixAddr> {
+    match addr {
+        SockAddr::Unix(a) => Ok(a),
+        other => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{op}: expected a Unix address, got {other}"),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generic socket: asyncio's socket object for the `sock_*` API.
+
+/// A non-blocking socket of any family and type, registered with the loop: what asyncio's
+/// `sock_*` functions take. The typed sockets below wrap one.
+pub struct Socket {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl Socket {
+    /// `socket(domain, type | SOCK_CLOEXEC | SOCK_NONBLOCK)`, registered with the running loop.
+    pub fn new(domain: Domain, ty: SockType) -> io::Result<Socket> {
+        Socket::from_fd(sys::socket(domain, ty)?)
+    }
+
+    /// Adopts an fd that is already a socket (switched to non-blocking mode).
+    pub fn from_fd(fd: OwnedFd) -> io::Result<Socket> {
+        Ok(Socket { fd: AsyncFd::new(fd)? })
+    }
+
+    /// `bind(2)`.
+    pub fn bind(&self, addr: &SockAddr) -> io::Result<()> {
+        sys::bind(self.as_fd(), addr).map_err(|e| addr_context("bind", addr, e))
+    }
+
+    /// `listen(2)`.
+    pub fn listen(&self, backlog: i32) -> io::Result<()> {
+        sys::listen(self.as_fd(), backlog)
+    }
+
+    /// The bound address (`getsockname`).
+    pub fn local_addr(&self) -> io::Result<SockAddr> {
+        sys::local_addr(self.as_fd())
+    }
+
+    /// The connected peer's address (`getpeername`).
+    pub fn peer_addr(&self) -> io::Result<SockAddr> {
+        sys::peer_addr(self.as_fd())
+    }
+
+    /// `SO_REUSEADDR`.
+    pub fn set_reuseaddr(&self, on: bool) -> io::Result<()> {
+        sys::set_reuseaddr(self.as_fd(), on)
+    }
+
+    /// `TCP_NODELAY`.
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        sys::set_nodelay(self.as_fd(), on)
+    }
+
+    /// `shutdown(2)`: half-close one or both directions.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        sys::shutdown(self.as_fd(), how)
+    }
+
+    /// The pending socket error, if any (`getsockopt(SO_ERROR)`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        sys::take_socket_error(self.as_fd())
+    }
+
+    /// The registration (for readiness waits).
+    pub fn async_fd(&self) -> &AsyncFd<OwnedFd> {
+        &self.fd
+    }
+
+    /// Connects (non-blocking `connect`, then a wait for writability and `SO_ERROR`).
+    pub async fn connect(&self, addr: &SockAddr) -> io::Result<()> {
+        match sys::connect(self.as_fd(), addr) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(sys::errno::EINPROGRESS) => {}
+            Err(e) => return Err(addr_context("connect", addr, e)),
+        }
+        // A fresh registration has no readiness yet: the first edge reports the outcome.
+        self.fd.writable().await?;
+        match self.take_error()? {
+            None => Ok(()),
+            Some(e) => Err(addr_context("connect", addr, e)),
+        }
+    }
+
+    /// Accepts one connection (`accept4`, `SOCK_CLOEXEC|SOCK_NONBLOCK`).
+    pub async fn accept(&self) -> io::Result<(OwnedFd, SockAddr)> {
+        self.fd.io(Interest::Read, |fd| sys::accept4(fd.as_fd())).await
+    }
+
+    /// `poll` form of [`Socket::accept`].
+    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(OwnedFd, SockAddr)>> {
+        self.fd.poll_io(cx, Interest::Read, |fd| sys::accept4(fd.as_fd()))
+    }
+
+    /// Receives into `buf`; 0 is end of stream (or an empty `buf`, which makes no syscall).
+    pub fn poll_recv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let wanted = buf.len();
+        let r = self.fd.poll_io(cx, Interest::Read, |fd| sys::recv(fd.as_fd(), buf));
+        if let Poll::Ready(Ok(n)) = r {
+            if n > 0 && n < wanted {
+                // A short read drained the receive queue: skip the recv that would say EAGAIN.
+                self.fd.clear_ready(Interest::Read);
+            }
+        }
+        r
+    }
+
+    /// Receives into `buf`.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        std::future::poll_fn(|cx| self.poll_recv(cx, buf)).await
+    }
+
+    /// Sends some of `buf` (`MSG_NOSIGNAL`); an empty `buf` makes no syscall.
+    pub fn poll_send(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let r = self.fd.poll_io(cx, Interest::Write, |fd| sys::send(fd.as_fd(), buf));
+        if let Poll::Ready(Ok(n)) = r {
+            if n < buf.len() {
+                // A short write filled the send buffer.
+                self.fd.clear_ready(Interest::Write);
+            }
+        }
+        r
+    }
+
+    /// Sends from several buffers (`sendmsg`, `MSG_NOSIGNAL`).
+    pub fn poll_send_vectored(&self, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if total == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        let r = self
+            .fd
+            .poll_io(cx, Interest::Write, |fd| sys::send_vectored(fd.as_fd(), bufs));
+        if let Poll::Ready(Ok(n)) = r {
+            if n < total {
+                self.fd.clear_ready(Interest::Write);
+            }
+        }
+        r
+    }
+
+    /// Sends some of `buf`.
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        std::future::poll_fn(|cx| self.poll_send(cx, buf)).await
+    }
+
+    /// Sends all of `buf` (asyncio's `sock_sendall`).
+    pub async fn send_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.send(buf).await?;
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    /// Receives one datagram and its sender.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SockAddr)> {
+        self.fd.io(Interest::Read, |fd| sys::recv_from(fd.as_fd(), buf)).await
+    }
+
+    /// `poll` form of [`Socket::recv_from`].
+    pub fn poll_recv_from(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<(usize, SockAddr)>> {
+        self.fd
+            .poll_io(cx, Interest::Read, |fd| sys::recv_from(fd.as_fd(), buf))
+    }
+
+    /// Sends one datagram to `addr`.
+    pub async fn send_to(&self, buf: &[u8], addr: &SockAddr) -> io::Result<usize> {
+        self.fd
+            .io(Interest::Write, |fd| sys::send_to(fd.as_fd(), buf, addr))
+            .await
+            .map_err(|e| addr_context("send_to", addr, e))
+    }
+}
+
+impl AsFd for Socket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.get_ref().as_fd()
+    }
+}
+
+impl AsRawFd for Socket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl fmt::Debug for Socket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Socket(fd {}", self.as_raw_fd())?;
+        if let Ok(a) = self.local_addr() {
+            write!(f, ", local {a}")?;
+        }
+        if let Ok(a) = self.peer_addr() {
+            write!(f, ", peer {a}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// The stream byte traits, shared by TCP and Unix streams and their halves.
+macro_rules! stream_io {
+    ($ty:ty, $sock:ident) => {
+        impl AsyncRead for $ty {
+            fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+                self.$sock.poll_recv(cx, buf)
+            }
+        }
+
+        impl AsyncWrite for $ty {
+            fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+                self.$sock.poll_send(cx, buf)
+            }
+            fn poll_write_vectored(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                bufs: &[IoSlice<'_>],
+            ) -> Poll<io::Result<usize>> {
+                self.$sock.poll_send_vectored(cx, bufs)
+            }
+            fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                Poll::Ready(self.$sock.shutdown(Shutdown::Write))
+            }
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// TCP.
+
+/// A TCP listening socket.
+#[derive(Debug)]
+pub struct TcpListener {
+    sock: Socket,
+}
+
+impl TcpListener {
+    /// Binds and listens (`SO_REUSEADDR`, backlog 1024), on the running loop. Port 0 picks a
+    /// free port: see [`TcpListener::local_addr`].
+    pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+        let sock = Socket::new(domain_of(&addr), SockType::Stream)?;
+        sock.set_reuseaddr(true)?;
+        sock.bind(&SockAddr::Inet(addr))?;
+        sock.listen(1024)?;
+        Ok(TcpListener { sock })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        inet(self.sock.local_addr()?, "TcpListener::local_addr")
+    }
+
+    /// Accepts a connection.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let (fd, addr) = self.sock.accept().await?;
+        Ok((TcpStream::from_accepted(fd)?, inet(addr, "accept")?))
+    }
+
+    /// The underlying socket.
+    pub fn socket(&self) -> &Socket {
+        &self.sock
+    }
+}
+
+/// A TCP connection. Reads and writes through [`AsyncRead`] / [`AsyncWrite`] (and their `Ext`
+/// helpers); [`TcpStream::into_split`] gives independent read and write halves.
+#[derive(Debug)]
+pub struct TcpStream {
+    sock: Socket,
+}
+
+impl TcpStream {
+    /// Connects to `addr`.
+    pub async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+        let sock = Socket::new(domain_of(&addr), SockType::Stream)?;
+        sock.connect(&SockAddr::Inet(addr)).await?;
+        sock.set_nodelay(true)?;
+        Ok(TcpStream { sock })
+    }
+
+    fn from_accepted(fd: OwnedFd) -> io::Result<TcpStream> {
+        let sock = Socket::from_fd(fd)?;
+        sock.set_nodelay(true)?;
+        Ok(TcpStream { sock })
+    }
+
+    /// Adopts a connected std stream (switched to non-blocking mode).
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        Ok(TcpStream {
+            sock: Socket::from_fd(stream.into())?,
+        })
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        inet(self.sock.local_addr()?, "TcpStream::local_addr")
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        inet(self.sock.peer_addr()?, "TcpStream::peer_addr")
+    }
+
+    /// `TCP_NODELAY` (on by default for evloop's TCP streams, as asyncio does).
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        self.sock.set_nodelay(on)
+    }
+
+    /// Whether `TCP_NODELAY` is set.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        sys::nodelay(self.sock.as_fd())
+    }
+
+    /// The underlying socket (for `shutdown(Shutdown::Read)` and socket options; the write
+    /// side's half-close is `AsyncWriteExt::shutdown`).
+    pub fn socket(&self) -> &Socket {
+        &self.sock
+    }
+
+    /// Splits into owned read and write halves that can live in different tasks.
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let shared = Rc::new(self.sock);
+        (OwnedReadHalf { sock: shared.clone() }, OwnedWriteHalf { sock: shared })
+    }
+}
+
+stream_io!(TcpStream, sock);
+
+/// The reading half of a split stream (TCP or Unix).
+#[derive(Debug)]
+pub struct OwnedReadHalf {
+    sock: Rc<Socket>,
+}
+
+/// The writing half of a split stream. Dropping it does not shut the connection down; call
+/// `shutdown()` (from [`crate::AsyncWriteExt`]) to send FIN.
+#[derive(Debug)]
+pub struct OwnedWriteHalf {
+    sock: Rc<Socket>,
+}
+
+impl OwnedReadHalf {
+    /// The shared socket.
+    pub fn socket(&self) -> &Socket {
+        &self.sock
+    }
+}
+
+impl OwnedWriteHalf {
+    /// The shared socket.
+    pub fn socket(&self) -> &Socket {
+        &self.sock
+    }
+}
+
+impl AsyncRead for OwnedReadHalf {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.sock.poll_recv(cx, buf)
+    }
+}
+
+impl AsyncWrite for OwnedWriteHalf {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.sock.poll_send(cx, buf)
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.sock.poll_send_vectored(cx, bufs)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.sock.shutdown(Shutdown::Write))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// UDP.
+
+/// A UDP socket.
+#[derive(Debug)]
+pub struct UdpSocket {
+    sock: Socket,
+}
+
+impl UdpSocket {
+    /// Binds a UDP socket (port 0 picks a free port).
+    pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
+        let sock = Socket::new(domain_of(&addr), SockType::Datagram)?;
+        sock.bind(&SockAddr::Inet(addr))?;
+        Ok(UdpSocket { sock })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        inet(self.sock.local_addr()?, "UdpSocket::local_addr")
+    }
+
+    /// The connected peer, after [`UdpSocket::connect`].
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        inet(self.sock.peer_addr()?, "UdpSocket::peer_addr")
+    }
+
+    /// Sets the default destination (and filters incoming datagrams to it).
+    pub fn connect(&self, addr: SocketAddr) -> io::Result<()> {
+        sys::connect(self.sock.as_fd(), &SockAddr::Inet(addr)).map_err(|e| addr_context("connect", &addr, e))
+    }
+
+    /// `SO_BROADCAST`.
+    pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
+        sys::set_broadcast(self.sock.as_fd(), on)
+    }
+
+    /// Sends one datagram to `addr`.
+    pub async fn send_to(&self, buf: &[u8], addr: SocketAddr) -> io::Result<usize> {
+        self.sock.send_to(buf, &SockAddr::Inet(addr)).await
+    }
+
+    /// Receives one datagram and its sender (a datagram longer than `buf` is truncated).
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        let (n, addr) = self.sock.recv_from(buf).await?;
+        Ok((n, inet(addr, "recv_from")?))
+    }
+
+    /// Sends to the connected peer.
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.fd.io(Interest::Write, |fd| sys::send(fd.as_fd(), buf)).await
+    }
+
+    /// Receives from the connected peer.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.fd.io(Interest::Read, |fd| sys::recv(fd.as_fd(), buf)).await
+    }
+
+    /// The underlying socket.
+    pub fn socket(&self) -> &Socket {
+        &self.sock
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unix domain sockets.
+
+/// A Unix-domain listening socket (pathname or abstract address).
+#[derive(Debug)]
+pub struct UnixListener {
+    sock: Socket,
+}
+
+impl UnixListener {
+    /// Binds and listens. A pathname address creates the socket file; remove it when done.
+    pub fn bind(addr: &UnixAddr) -> io::Result<UnixListener> {
+        let sock = Socket::new(Domain::Unix, SockType::Stream)?;
+        sock.bind(&SockAddr::Unix(addr.clone()))?;
+        sock.listen(1024)?;
+        Ok(UnixListener { sock })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<UnixAddr> {
+        unix(self.sock.local_addr()?, "UnixListener::local_addr")
+    }
+
+    /// Accepts a connection.
+    pub async fn accept(&self) -> io::Result<(UnixStream, UnixAddr)> {
+        let (fd, addr) = self.sock.accept().await?;
+        Ok((
+            UnixStream {
+                sock: Socket::from_fd(fd)?,
+            },
+            unix(addr, "accept")?,
+        ))
+    }
+
+    /// The underlying socket.
+    pub fn socket(&self) -> &Socket {
+        &self.sock
+    }
+}
+
+/// A Unix-domain stream connection.
+#[derive(Debug)]
+pub struct UnixStream {
+    sock: Socket,
+}
+
+impl UnixStream {
+    /// Connects to `addr`.
+    pub async fn connect(addr: &UnixAddr) -> io::Result<UnixStream> {
+        let sock = Socket::new(Domain::Unix, SockType::Stream)?;
+        sock.connect(&SockAddr::Unix(addr.clone())).await?;
+        Ok(UnixStream { sock })
+    }
+
+    /// A connected pair (`socketpair(AF_UNIX, SOCK_STREAM)`).
+    pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
+        let (a, b) = sys::socketpair(Domain::Unix, SockType::Stream)?;
+        Ok((
+            UnixStream {
+                sock: Socket::from_fd(a)?,
+            },
+            UnixStream {
+                sock: Socket::from_fd(b)?,
+            },
+        ))
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<UnixAddr> {
+        unix(self.sock.local_addr()?, "UnixStream::local_addr")
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<UnixAddr> {
+        unix(self.sock.peer_addr()?, "UnixStream::peer_addr")
+    }
+
+    /// The underlying socket.
+    pub fn socket(&self) -> &Socket {
+        &self.sock
+    }
+
+    /// Splits into owned read and write halves.
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let shared = Rc::new(self.sock);
+        (OwnedReadHalf { sock: shared.clone() }, OwnedWriteHalf { sock: shared })
+    }
+}
+
+stream_io!(UnixStream, sock);
+
+/// A Unix-domain datagram socket.
+#[derive(Debug)]
+pub struct UnixDatagram {
+    sock: Socket,
+}
+
+impl UnixDatagram {
+    /// Binds to `addr`.
+    pub fn bind(addr: &UnixAddr) -> io::Result<UnixDatagram> {
+        let sock = Socket::new(Domain::Unix, SockType::Datagram)?;
+        sock.bind(&SockAddr::Unix(addr.clone()))?;
+        Ok(UnixDatagram { sock })
+    }
+
+    /// An unbound socket (it can send; replies need a bound address).
+    pub fn unbound() -> io::Result<UnixDatagram> {
+        Ok(UnixDatagram {
+            sock: Socket::new(Domain::Unix, SockType::Datagram)?,
+        })
+    }
+
+    /// A connected pair.
+    pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
+        let (a, b) = sys::socketpair(Domain::Unix, SockType::Datagram)?;
+        Ok((
+            UnixDatagram {
+                sock: Socket::from_fd(a)?,
+            },
+            UnixDatagram {
+                sock: Socket::from_fd(b)?,
+            },
+        ))
+    }
+
+    /// Sends one datagram to `addr`.
+    pub async fn send_to(&self, buf: &[u8], addr: &UnixAddr) -> io::Result<usize> {
+        self.sock.send_to(buf, &SockAddr::Unix(addr.clone())).await
+    }
+
+    /// Receives one datagram and its sender (`UnixAddr::Unnamed` for unbound senders).
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, UnixAddr)> {
+        let (n, addr) = self.sock.recv_from(buf).await?;
+        Ok((n, unix(addr, "recv_from")?))
+    }
+
+    /// Sends to the connected peer.
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.fd.io(Interest::Write, |fd| sys::send(fd.as_fd(), buf)).await
+    }
+
+    /// Receives from the connected peer.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.fd.io(Interest::Read, |fd| sys::recv(fd.as_fd(), buf)).await
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<UnixAddr> {
+        unix(self.sock.local_addr()?, "UnixDatagram::local_addr")
+    }
+
+    /// The underlying socket.
+    pub fn socket(&self) -> &Socket {
+        &self.sock
+    }
+}
+
+impl Socket {
+    /// Deregisters the socket and gives its fd back (still non-blocking).
+    pub fn into_fd(self) -> OwnedFd {
+        self.fd.into_inner()
+    }
+}
+
+/// Connects to each address in turn until one succeeds (asyncio's `create_connection` over the
+/// resolved list); the last error, naming `host`, when none does.
+pub(crate) async fn connect_any(addrs: &[SocketAddr], host: &str) -> io::Result<OwnedFd> {
+    let mut last = None;
+    for addr in addrs {
+        let attempt = async {
+            let sock = Socket::new(domain_of(addr), SockType::Stream)?;
+            sock.connect(&SockAddr::Inet(*addr)).await?;
+            Ok::<_, io::Error>(sock.into_fd())
+        };
+        match attempt.await {
+            Ok(fd) => return Ok(fd),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) => io::Error::new(
+            e.kind(),
+            format!("connect to {host}: every address failed, the last with: {e}"),
+        ),
+        None => io::Error::new(io::ErrorKind::NotFound, format!("connect to {host}: no address to try")),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Name resolution and asyncio's sock_* API on the loop.
+
+fn numeric(host: &str, port: u16) -> Option<SocketAddr> {
+    let h = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    h.parse::<std::net::IpAddr>().ok().map(|ip| SocketAddr::new(ip, port))
+}
+
+impl crate::LoopHandle {
+    /// Resolves `host:port` (asyncio's `getaddrinfo`): an IP literal directly, a name with
+    /// `getaddrinfo(3)` on the executor's threads (it blocks), as asyncio does.
+    pub async fn getaddrinfo(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+        self.resolve(host, port, false).await
+    }
+
+    /// Resolves an address to listen on: `""` means every local address (IPv4 and IPv6).
+    pub(crate) async fn getaddrinfo_passive(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+        self.resolve(host, port, true).await
+    }
+
+    async fn resolve(&self, host: &str, port: u16, passive: bool) -> io::Result<Vec<SocketAddr>> {
+        if let Some(addr) = numeric(host, port) {
+            return Ok(vec![addr]);
+        }
+        let hints = sys::AddrHints {
+            sock_type: Some(SockType::Stream),
+            passive,
+            ..Default::default()
+        };
+        let owned = host.to_string();
+        let job = self
+            .run_in_executor(move || sys::getaddrinfo(&owned, port, hints))
+            .map_err(io::Error::from)?;
+        let addrs = job.await.map_err(io::Error::from)??;
+        if addrs.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("getaddrinfo({host}): no addresses"),
+            ));
+        }
+        Ok(addrs)
+    }
+
+    /// The host and service names of `addr` (asyncio's `getnameinfo`), on the executor unless
+    /// `numeric`.
+    pub async fn getnameinfo(&self, addr: SocketAddr, numeric: bool) -> io::Result<(String, String)> {
+        if numeric {
+            return sys::getnameinfo(&addr, true);
+        }
+        let job = self
+            .run_in_executor(move || sys::getnameinfo(&addr, false))
+            .map_err(io::Error::from)?;
+        job.await.map_err(io::Error::from)?
+    }
+
+    /// Receives up to `n` bytes (asyncio's `sock_recv`); empty at end of stream.
+    pub async fn sock_recv(&self, sock: &Socket, n: usize) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; n];
+        let got = sock.recv(&mut buf).await?;
+        buf.truncate(got);
+        Ok(buf)
+    }
+
+    /// Receives into `buf` (asyncio's `sock_recv_into`).
+    pub async fn sock_recv_into(&self, sock: &Socket, buf: &mut [u8]) -> io::Result<usize> {
+        sock.recv(buf).await
+    }
+
+    /// Sends all of `data` (asyncio's `sock_sendall`).
+    pub async fn sock_sendall(&self, sock: &Socket, data: &[u8]) -> io::Result<()> {
+        sock.send_all(data).await
+    }
+
+    /// Connects `sock` to `addr` (asyncio's `sock_connect`).
+    pub async fn sock_connect(&self, sock: &Socket, addr: &SockAddr) -> io::Result<()> {
+        sock.connect(addr).await
+    }
+
+    /// Accepts a connection on a listening socket (asyncio's `sock_accept`).
+    pub async fn sock_accept(&self, sock: &Socket) -> io::Result<(Socket, SockAddr)> {
+        let (fd, addr) = sock.accept().await?;
+        Ok((Socket::with_loop(self, fd)?, addr))
+    }
+
+    /// Receives a datagram and its sender (asyncio's `sock_recvfrom`).
+    pub async fn sock_recvfrom(&self, sock: &Socket, n: usize) -> io::Result<(Vec<u8>, SockAddr)> {
+        let mut buf = vec![0u8; n];
+        let (got, addr) = sock.recv_from(&mut buf).await?;
+        buf.truncate(got);
+        Ok((buf, addr))
+    }
+
+    /// Sends a datagram to `addr` (asyncio's `sock_sendto`).
+    pub async fn sock_sendto(&self, sock: &Socket, data: &[u8], addr: &SockAddr) -> io::Result<usize> {
+        sock.send_to(data, addr).await
+    }
+
+    /// Sends `count` bytes (all to the end when `None`) of `file` from `offset` (asyncio's
+    /// `sock_sendfile`): `sendfile(2)` while the kernel supports it for this pair of fds, a
+    /// read/write loop otherwise. Returns the bytes sent.
+    pub async fn sock_sendfile(
+        &self,
+        sock: &Socket,
+        file: &std::fs::File,
+        offset: u64,
+        count: Option<usize>,
+    ) -> io::Result<u64> {
+        let mut pos = offset;
+        let end = count.map(|c| offset + c as u64);
+        let mut sent = 0u64;
+        let mut use_sendfile = true;
+        loop {
+            let want = match end {
+                Some(e) if pos >= e => return Ok(sent),
+                Some(e) => (e - pos).min(1 << 30) as usize,
+                None => 1 << 30,
+            };
+            if use_sendfile {
+                let r = sock
+                    .fd
+                    .io(Interest::Write, |s| {
+                        sys::sendfile(s.as_fd(), file.as_fd(), &mut pos, want)
+                    })
+                    .await;
+                match r {
+                    Ok(0) => return Ok(sent),
+                    Ok(n) => sent += n as u64,
+                    Err(e) if matches!(e.raw_os_error(), Some(sys::errno::EINVAL) | Some(sys::errno::ENOSYS)) => {
+                        use_sendfile = false;
+                    }
+                    Err(e) => return Err(e),
+                }
+            } else {
+                let mut buf = vec![0u8; want.min(64 * 1024)];
+                let n = std::os::unix::fs::FileExt::read_at(file, &mut buf, pos)?;
+                if n == 0 {
+                    return Ok(sent);
+                }
+                sock.send_all(&buf[..n]).await?;
+                pos += n as u64;
+                sent += n as u64;
+            }
+        }
+    }
+}
+
+impl Socket {
+    /// Adopts `fd` on a given loop (which need not be running).
+    pub fn with_loop(lp: &crate::LoopHandle, fd: OwnedFd) -> io::Result<Socket> {
+        Ok(Socket {
+            fd: AsyncFd::with_loop(lp, fd)?,
+        })
+    }
+}

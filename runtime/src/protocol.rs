@@ -1,0 +1,989 @@
+//! Protocols and transports: asyncio's callback API, the fastest path (no task per connection).
+//!
+//! A [`Transport`] owns a connected socket and a [`Protocol`] (the user's callbacks). The socket
+//! is registered with the reactor once, edge-triggered, with the transport's *event handler*
+//! installed in the registration: every epoll event for it schedules the handler on the ready
+//! queue, and phase 5 runs it like any callback (asyncio's `_read_ready` / `_write_ready`).
+//!
+//! Reading: the handler `recv`s into the transport's reusable 64 KiB buffer and hands the bytes
+//! to `data_received` as a borrowed slice (no allocation); a short read means the kernel queue is
+//! empty, so a request costs one `recv`. Writing: `Transport::write` sends at once when nothing
+//! is queued (one `send`), and queues only what the kernel did not take; the handler flushes the
+//! queue on the next writable edge. A queue above the high-water mark calls `pause_writing`,
+//! below the low-water mark `resume_writing` (back-pressure, asyncio's flow control).
+//!
+//! `connection_made` and `connection_lost` are scheduled with `call_soon`, as in asyncio;
+//! `pause_writing` / `resume_writing` run inline when the protocol is free, else are scheduled
+//! (a protocol writing from inside `data_received` is busy).
+//!
+//! The reactor's registration holds the transport's handler, and the handler holds the
+//! transport: an open connection stays alive with no other reference, exactly like asyncio's
+//! selector holding its callbacks. Closing breaks the cycle.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::panic::Location;
+use std::rc::Rc;
+use std::time::Duration;
+
+use evloop_syscalls as sys;
+
+use crate::event_loop::{ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready};
+use crate::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
+use crate::net::{Shutdown, SockAddr, SockType, UnixAddr};
+use crate::promise::Promise;
+use crate::reactor::{ready, IoState};
+
+/// The default write buffer limits (asyncio's: 64 KiB high, a quarter of that low).
+pub const DEFAULT_HIGH_WATER: usize = 64 * 1024;
+const READ_BUFFER: usize = 64 * 1024;
+/// Reads per event before the handler yields the loop to other work (it reschedules itself).
+const READS_PER_EVENT: usize = 16;
+/// Accepts per event, likewise.
+const ACCEPTS_PER_EVENT: usize = 128;
+
+/// A stream protocol (asyncio's `Protocol`): the callbacks a transport calls.
+pub trait Protocol: 'static {
+    /// The connection is up; keep the transport to write with.
+    fn connection_made(&mut self, transport: Transport) {
+        let _ = transport;
+    }
+
+    /// Bytes arrived. `data` is only valid during the call.
+    fn data_received(&mut self, data: &[u8]);
+
+    /// The peer half-closed its side. Return `true` to keep the transport open (and keep
+    /// writing); `false` closes it.
+    fn eof_received(&mut self) -> bool {
+        false
+    }
+
+    /// The connection is gone: `None` for a normal close, the error otherwise. The last call.
+    fn connection_lost(&mut self, error: Option<io::Error>) {
+        let _ = error;
+    }
+
+    /// The transport's write buffer went above the high-water mark: stop producing.
+    fn pause_writing(&mut self) {}
+
+    /// It went back below the low-water mark.
+    fn resume_writing(&mut self) {}
+}
+
+struct WriteState {
+    buf: Vec<u8>,
+    pos: usize,
+    high: usize,
+    low: usize,
+    /// The protocol was told to pause and not yet to resume.
+    protocol_paused: bool,
+    eof_pending: bool,
+    eof_written: bool,
+}
+
+impl WriteState {
+    fn pending(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+}
+
+/// A connected stream transport (asyncio's `Transport`); cheap to clone.
+#[derive(Clone)]
+pub struct Transport {
+    inner: Rc<TransportInner>,
+}
+
+struct TransportInner {
+    lp: Rc<LoopInner>,
+    io: Rc<IoState>,
+    fd: RefCell<Option<OwnedFd>>,
+    protocol: RefCell<Option<Box<dyn Protocol>>>,
+    write: RefCell<WriteState>,
+    read_buf: RefCell<Vec<u8>>,
+    reading_paused: Cell<bool>,
+    /// `close()` was called: no more reads, close once the write buffer is flushed.
+    closing: Cell<bool>,
+    /// The socket is closed and `connection_lost` scheduled.
+    closed: Cell<bool>,
+    /// Writes attempted after the transport closed (asyncio warns about these).
+    writes_after_close: Cell<usize>,
+    peer: Option<SockAddr>,
+    local: Option<SockAddr>,
+    /// Told when the transport closes (servers count their connections).
+    on_close: RefCell<Option<Box<dyn FnOnce()>>>,
+}
+
+/// The registration's handler: schedules the transport's read/write work on each event.
+struct TransportHandler {
+    meta: HandleMeta,
+    transport: Rc<TransportInner>,
+}
+
+impl Drop for TransportHandler {
+    /// The registration lets go of the handler when the transport closes (nothing left to do)
+    /// or when the loop closes under an open transport: then the socket is closed here and the
+    /// protocol dropped, which breaks the protocol <-> transport cycle so nothing leaks.
+    fn drop(&mut self) {
+        let t = &self.transport;
+        if !t.closed.replace(true) {
+            t.closing.set(true);
+            if let Some(fd) = t.fd.borrow_mut().take() {
+                let _ = sys::close(fd);
+            }
+            if let Ok(mut p) = t.protocol.try_borrow_mut() {
+                let protocol = p.take();
+                drop(p);
+                drop(protocol);
+            }
+        }
+    }
+}
+
+impl Callback for TransportHandler {
+    fn run(&self) {
+        Transport {
+            inner: self.transport.clone(),
+        }
+        .on_ready();
+    }
+    fn meta(&self) -> &HandleMeta {
+        &self.meta
+    }
+    fn type_name(&self) -> &'static str {
+        "transport I/O"
+    }
+}
+
+impl Transport {
+    /// Wraps a connected, registered socket. `connection_made` is scheduled.
+    fn start(
+        lp: &Rc<LoopInner>,
+        fd: OwnedFd,
+        protocol: Box<dyn Protocol>,
+        site: &'static Location<'static>,
+        on_close: Option<Box<dyn FnOnce()>>,
+    ) -> io::Result<Transport> {
+        sys::set_nonblocking(fd.as_fd(), true)?;
+        let io = lp.register_io(fd.as_raw_fd())?;
+        let peer = sys::peer_addr(fd.as_fd()).ok();
+        let local = sys::local_addr(fd.as_fd()).ok();
+        let inner = Rc::new(TransportInner {
+            lp: lp.clone(),
+            io,
+            fd: RefCell::new(Some(fd)),
+            protocol: RefCell::new(Some(protocol)),
+            write: RefCell::new(WriteState {
+                buf: Vec::new(),
+                pos: 0,
+                high: DEFAULT_HIGH_WATER,
+                low: DEFAULT_HIGH_WATER / 4,
+                protocol_paused: false,
+                eof_pending: false,
+                eof_written: false,
+            }),
+            read_buf: RefCell::new(Vec::new()),
+            reading_paused: Cell::new(false),
+            closing: Cell::new(false),
+            closed: Cell::new(false),
+            writes_after_close: Cell::new(0),
+            peer,
+            local,
+            on_close: RefCell::new(on_close),
+        });
+        let handler: Rc<dyn Callback> = Rc::new(TransportHandler {
+            meta: HandleMeta::new(HandleKind::Reader, site),
+            transport: inner.clone(),
+        });
+        inner.io.set_handler(Some(handler));
+        let t = Transport { inner };
+        let made = t.clone();
+        lp.push_ready(Ready::Callback(OnceCallback::new_rc(
+            HandleKind::CallSoon,
+            site,
+            move || {
+                made.with_protocol(|p| p.connection_made(made.clone()));
+            },
+        )));
+        Ok(t)
+    }
+
+    /// Runs `f` on the protocol; skipped once the protocol is gone (after `connection_lost`).
+    fn with_protocol(&self, f: impl FnOnce(&mut dyn Protocol)) {
+        if let Ok(mut p) = self.inner.protocol.try_borrow_mut() {
+            if let Some(p) = p.as_mut() {
+                f(&mut **p);
+            }
+        }
+    }
+
+    /// Runs `f` on the protocol now if it is free, else schedules it (re-entrant call from
+    /// inside one of its own callbacks).
+    fn call_protocol(&self, f: impl FnOnce(&mut dyn Protocol) + 'static) {
+        match self.inner.protocol.try_borrow_mut() {
+            Ok(mut p) => {
+                if let Some(p) = p.as_mut() {
+                    f(&mut **p);
+                }
+            }
+            Err(_) => {
+                let me = self.clone();
+                let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || me.with_protocol(f));
+                self.inner.lp.push_ready(Ready::Callback(cb));
+            }
+        }
+    }
+
+    /// The event handler: read what is there, flush what is queued.
+    fn on_ready(&self) {
+        let t = &self.inner;
+        if t.closed.get() {
+            return;
+        }
+        let bits = t.io.readiness();
+        if bits & ready::WRITE_ANY != 0 && t.write.borrow().pending() > 0 {
+            self.flush();
+        }
+        if bits & ready::READ_ANY != 0 && !t.reading_paused.get() && !t.closing.get() {
+            self.read_ready();
+        }
+    }
+
+    fn read_ready(&self) {
+        let t = &self.inner;
+        for _ in 0..READS_PER_EVENT {
+            if t.closed.get() || t.closing.get() || t.reading_paused.get() {
+                return;
+            }
+            let result = {
+                let fd = t.fd.borrow();
+                let Some(fd) = fd.as_ref() else { return };
+                let mut buf = t.read_buf.borrow_mut();
+                if buf.len() < READ_BUFFER {
+                    buf.resize(READ_BUFFER, 0);
+                }
+                sys::recv(fd.as_fd(), &mut buf)
+            };
+            match result {
+                Ok(0) => {
+                    t.io.clear(ready::READABLE);
+                    self.eof();
+                    return;
+                }
+                Ok(n) => {
+                    // The buffer is borrowed only immutably during the callback; the protocol
+                    // cannot reach it.
+                    {
+                        let buf = t.read_buf.borrow();
+                        self.with_protocol(|p| p.data_received(&buf[..n]));
+                    }
+                    if n < READ_BUFFER {
+                        // Short read: the receive queue is empty until the next edge.
+                        t.io.clear(ready::READABLE);
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    t.io.clear(ready::READABLE);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.fatal(e);
+                    return;
+                }
+            }
+        }
+        // Budget spent with data still there: let other work run, then continue (an edge will
+        // not come again for data already queued).
+        self.reschedule();
+    }
+
+    fn reschedule(&self) {
+        let me = self.clone();
+        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || me.on_ready());
+        self.inner.lp.push_ready(Ready::Callback(cb));
+    }
+
+    fn eof(&self) {
+        let keep_open = {
+            let mut keep = false;
+            self.with_protocol(|p| keep = p.eof_received());
+            keep
+        };
+        if keep_open {
+            // Half-closed: stop reading, keep writing.
+            self.inner.reading_paused.set(true);
+        } else {
+            self.close();
+        }
+    }
+
+    /// Writes `data`: sent at once if nothing is queued, the rest queued and flushed when the
+    /// socket is writable. After `close()`/`abort()` the data is dropped (asyncio does the same
+    /// and warns; the debug mode warns here too).
+    pub fn write(&self, data: &[u8]) {
+        let t = &self.inner;
+        if data.is_empty() {
+            return;
+        }
+        if t.closed.get() || t.closing.get() || t.write.borrow().eof_pending {
+            let n = t.writes_after_close.get() + 1;
+            t.writes_after_close.set(n);
+            if n == 1 && t.lp.debug() {
+                eprintln!(
+                    "evloop: warning: write() on a closing transport ({} bytes dropped)",
+                    data.len()
+                );
+            }
+            return;
+        }
+        let mut w = t.write.borrow_mut();
+        let mut rest = data;
+        if w.pending() == 0 {
+            let sent = {
+                let fd = t.fd.borrow();
+                match fd.as_ref() {
+                    Some(fd) => sys::send(fd.as_fd(), data),
+                    None => return,
+                }
+            };
+            match sent {
+                Ok(n) => rest = &data[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    drop(w);
+                    self.fatal(e);
+                    return;
+                }
+            }
+            if rest.is_empty() {
+                return;
+            }
+            t.io.clear(ready::WRITABLE);
+            w.buf.clear();
+            w.pos = 0;
+        }
+        w.buf.extend_from_slice(rest);
+        let pause = !w.protocol_paused && w.pending() > w.high;
+        if pause {
+            w.protocol_paused = true;
+        }
+        drop(w);
+        if pause {
+            self.call_protocol(|p| p.pause_writing());
+        }
+    }
+
+    /// Writes each buffer in turn (asyncio's `writelines`).
+    pub fn writelines<'a>(&self, data: impl IntoIterator<Item = &'a [u8]>) {
+        for d in data {
+            self.write(d);
+        }
+    }
+
+    fn flush(&self) {
+        let t = &self.inner;
+        let result = {
+            let w = t.write.borrow();
+            let fd = t.fd.borrow();
+            let Some(fd) = fd.as_ref() else { return };
+            sys::send(fd.as_fd(), &w.buf[w.pos..])
+        };
+        match result {
+            Ok(n) => {
+                let (drained, resume, eof) = {
+                    let mut w = t.write.borrow_mut();
+                    w.pos += n;
+                    if w.pending() > 0 {
+                        t.io.clear(ready::WRITABLE);
+                        // Keep the buffer from growing without bound behind a moving start.
+                        if w.pos > w.buf.len() / 2 {
+                            let pos = w.pos;
+                            w.buf.drain(..pos);
+                            w.pos = 0;
+                        }
+                    } else {
+                        w.buf.clear();
+                        w.pos = 0;
+                    }
+                    let resume = w.protocol_paused && w.pending() <= w.low;
+                    if resume {
+                        w.protocol_paused = false;
+                    }
+                    let eof = w.pending() == 0 && w.eof_pending && !w.eof_written;
+                    (w.pending() == 0, resume, eof)
+                };
+                if resume {
+                    self.call_protocol(|p| p.resume_writing());
+                }
+                if eof {
+                    self.shutdown_write();
+                }
+                if drained && t.closing.get() {
+                    self.finish_close(None);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => t.io.clear(ready::WRITABLE),
+            Err(e) => self.fatal(e),
+        }
+    }
+
+    fn shutdown_write(&self) {
+        let t = &self.inner;
+        t.write.borrow_mut().eof_written = true;
+        if let Some(fd) = t.fd.borrow().as_ref() {
+            let _ = sys::shutdown(fd.as_fd(), Shutdown::Write);
+        }
+    }
+
+    /// Half-closes: sends FIN once the queued data is out (asyncio's `write_eof`). Further
+    /// writes are dropped.
+    pub fn write_eof(&self) {
+        let t = &self.inner;
+        if t.closed.get() || t.closing.get() {
+            return;
+        }
+        let now = {
+            let mut w = t.write.borrow_mut();
+            if w.eof_pending {
+                return;
+            }
+            w.eof_pending = true;
+            w.pending() == 0
+        };
+        if now {
+            self.shutdown_write();
+        }
+    }
+
+    /// Whether `write_eof` is supported (always, for sockets).
+    pub fn can_write_eof(&self) -> bool {
+        true
+    }
+
+    /// Closes after the queued data is sent; `connection_lost(None)` follows. Idempotent.
+    pub fn close(&self) {
+        let t = &self.inner;
+        if t.closing.get() || t.closed.get() {
+            return;
+        }
+        t.closing.set(true);
+        if t.write.borrow().pending() == 0 {
+            self.finish_close(None);
+        }
+    }
+
+    /// Closes at once, dropping queued data; `connection_lost(None)` follows.
+    pub fn abort(&self) {
+        self.finish_close(None);
+    }
+
+    fn fatal(&self, e: io::Error) {
+        self.finish_close(Some(e));
+    }
+
+    fn finish_close(&self, error: Option<io::Error>) {
+        let t = &self.inner;
+        if t.closed.replace(true) {
+            return;
+        }
+        t.closing.set(true);
+        t.lp.deregister_io(&t.io);
+        if let Some(fd) = t.fd.borrow_mut().take() {
+            let _ = sys::close(fd);
+        }
+        {
+            let mut w = t.write.borrow_mut();
+            w.buf = Vec::new();
+            w.pos = 0;
+        }
+        let me = self.clone();
+        let lost = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || {
+            me.with_protocol(|p| p.connection_lost(error));
+            // The protocol is done: dropping it breaks the protocol <-> transport cycle.
+            let protocol = me.inner.protocol.borrow_mut().take();
+            drop(protocol);
+            let on_close = me.inner.on_close.borrow_mut().take();
+            if let Some(f) = on_close {
+                f();
+            }
+        });
+        if t.lp.is_closed() {
+            // No loop to run it: deliver now rather than never.
+            lost.run();
+        } else {
+            t.lp.push_ready(Ready::Callback(lost));
+        }
+    }
+
+    /// Whether `close()` or `abort()` was called (or the connection failed).
+    pub fn is_closing(&self) -> bool {
+        self.inner.closing.get() || self.inner.closed.get()
+    }
+
+    /// Stops calling `data_received` until [`Transport::resume_reading`].
+    pub fn pause_reading(&self) {
+        self.inner.reading_paused.set(true);
+    }
+
+    /// Resumes reading; data that arrived meanwhile is delivered in the next iteration.
+    pub fn resume_reading(&self) {
+        let t = &self.inner;
+        if !t.reading_paused.replace(false) || t.closed.get() {
+            return;
+        }
+        if t.io.readiness() & ready::READ_ANY != 0 {
+            // The edge for that data is gone; schedule the read ourselves.
+            self.reschedule();
+        }
+    }
+
+    /// Whether reading is paused.
+    pub fn is_reading(&self) -> bool {
+        !self.inner.reading_paused.get() && !self.is_closing()
+    }
+
+    /// Sets the write buffer's high- and low-water marks (`None`: 64 KiB, and a quarter of high).
+    pub fn set_write_buffer_limits(&self, high: Option<usize>, low: Option<usize>) {
+        let high = high.unwrap_or(DEFAULT_HIGH_WATER);
+        let low = low.unwrap_or(high / 4).min(high);
+        let (pause, resume) = {
+            let mut w = self.inner.write.borrow_mut();
+            w.high = high;
+            w.low = low;
+            let pause = !w.protocol_paused && w.pending() > high;
+            let resume = w.protocol_paused && w.pending() <= low;
+            if pause || resume {
+                w.protocol_paused = pause;
+            }
+            (pause, resume)
+        };
+        if pause {
+            self.call_protocol(|p| p.pause_writing());
+        } else if resume {
+            self.call_protocol(|p| p.resume_writing());
+        }
+    }
+
+    /// The high- and low-water marks.
+    pub fn get_write_buffer_limits(&self) -> (usize, usize) {
+        let w = self.inner.write.borrow();
+        (w.high, w.low)
+    }
+
+    /// Bytes queued and not yet accepted by the kernel.
+    pub fn get_write_buffer_size(&self) -> usize {
+        self.inner.write.borrow().pending()
+    }
+
+    /// The peer's address (asyncio's `get_extra_info('peername')`).
+    pub fn peername(&self) -> Option<&SockAddr> {
+        self.inner.peer.as_ref()
+    }
+
+    /// The local address (`get_extra_info('sockname')`).
+    pub fn sockname(&self) -> Option<&SockAddr> {
+        self.inner.local.as_ref()
+    }
+
+    /// The socket's fd while the transport is open.
+    pub fn fd(&self) -> Option<i32> {
+        self.inner.fd.borrow().as_ref().map(|f| f.as_raw_fd())
+    }
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = if self.inner.closed.get() {
+            "closed"
+        } else if self.inner.closing.get() {
+            "closing"
+        } else {
+            "open"
+        };
+        write!(f, "<Transport {state}")?;
+        if let Some(p) = &self.inner.peer {
+            write!(f, " peer={p}")?;
+        }
+        write!(f, " buffered={}>", self.get_write_buffer_size())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers.
+
+/// Listening sockets serving a protocol factory (asyncio's `Server`).
+#[derive(Clone)]
+pub struct Server {
+    inner: Rc<ServerInner>,
+}
+
+type Factory = dyn Fn() -> Box<dyn Protocol>;
+
+struct Listener {
+    fd: RefCell<Option<OwnedFd>>,
+    io: Rc<IoState>,
+    addr: SockAddr,
+}
+
+struct ServerInner {
+    lp: Rc<LoopInner>,
+    factory: Box<Factory>,
+    listeners: RefCell<Vec<Rc<Listener>>>,
+    serving: Cell<bool>,
+    active: Cell<usize>,
+    /// One spare fd, closed to make room to accept-and-drop a connection when the process is
+    /// out of fds (libuv's `uv__emfile_trick`): the server sheds load instead of spinning.
+    reserve: RefCell<Option<OwnedFd>>,
+    /// Connections shed because the process was out of fds.
+    shed: Cell<u64>,
+    closed_waiters: RefCell<Vec<Promise<()>>>,
+}
+
+struct AcceptHandler {
+    meta: HandleMeta,
+    server: Rc<ServerInner>,
+    listener: Rc<Listener>,
+}
+
+impl Drop for AcceptHandler {
+    /// Dropped when the server closes (the listener is already closed) or when the loop closes
+    /// under a serving server: then its listening socket is closed here.
+    fn drop(&mut self) {
+        if let Ok(mut fd) = self.listener.fd.try_borrow_mut() {
+            if let Some(fd) = fd.take() {
+                let _ = sys::close(fd);
+            }
+        }
+    }
+}
+
+impl Callback for AcceptHandler {
+    fn run(&self) {
+        accept_ready(&self.server, &self.listener);
+    }
+    fn meta(&self) -> &HandleMeta {
+        &self.meta
+    }
+    fn type_name(&self) -> &'static str {
+        "server accept"
+    }
+}
+
+fn is_out_of_fds(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(sys::errno::EMFILE) | Some(sys::errno::ENFILE))
+}
+
+fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
+    if !server.serving.get() {
+        return;
+    }
+    for _ in 0..ACCEPTS_PER_EVENT {
+        let accepted = {
+            let fd = listener.fd.borrow();
+            let Some(fd) = fd.as_ref() else { return };
+            sys::accept4(fd.as_fd())
+        };
+        match accepted {
+            Ok((fd, _peer)) => {
+                if listener.addr.as_inet().is_some() {
+                    let _ = sys::set_nodelay(fd.as_fd(), true);
+                }
+                let protocol = (server.factory)();
+                server.active.set(server.active.get() + 1);
+                let s = server.clone();
+                let on_close: Box<dyn FnOnce()> = Box::new(move || connection_closed(&s));
+                if let Err(e) = Transport::start(&server.lp, fd, protocol, Location::caller(), Some(on_close)) {
+                    server.active.set(server.active.get() - 1);
+                    report(
+                        server,
+                        format!("accept on {}: could not start the transport: {e}", listener.addr),
+                    );
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                listener.io.clear(ready::READABLE);
+                return;
+            }
+            Err(e) if e.raw_os_error() == Some(sys::errno::ECONNABORTED) => continue,
+            Err(e) if is_out_of_fds(&e) => {
+                shed_connections(server, listener, &e);
+                return;
+            }
+            Err(e) => {
+                report(server, format!("accept on {}: {e}", listener.addr));
+                listener.io.clear(ready::READABLE);
+                return;
+            }
+        }
+    }
+    // More connections may be waiting: continue after other work.
+    let (s, l) = (server.clone(), listener.clone());
+    let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || accept_ready(&s, &l));
+    server.lp.push_ready(Ready::Callback(cb));
+}
+
+/// Out of fds: close the spare fd, accept and drop pending connections until the queue is
+/// empty, reopen the spare. Without a spare, stop accepting for a moment (asyncio's way).
+fn shed_connections(server: &Rc<ServerInner>, listener: &Rc<Listener>, err: &io::Error) {
+    let spare = server.reserve.borrow_mut().take();
+    let mut shed = 0u64;
+    if let Some(spare) = spare {
+        drop(spare);
+        loop {
+            let accepted = {
+                let fd = listener.fd.borrow();
+                let Some(fd) = fd.as_ref() else { break };
+                sys::accept4(fd.as_fd())
+            };
+            match accepted {
+                Ok((fd, _)) => {
+                    drop(fd);
+                    shed += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    listener.io.clear(ready::READABLE);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        *server.reserve.borrow_mut() = sys::open_dev_null().ok();
+        server.shed.set(server.shed.get() + shed);
+    }
+    report(
+        server,
+        format!(
+            "accept on {}: {err}; shed {shed} pending connection(s), still serving",
+            listener.addr
+        ),
+    );
+    if listener.io.readiness() & ready::READABLE != 0 {
+        // Could not drain the queue: retry after a pause instead of spinning.
+        let (s, l) = (server.clone(), listener.clone());
+        let lp = LoopHandle {
+            inner: server.lp.clone(),
+        };
+        let _ = lp.call_later(Duration::from_millis(100), move || accept_ready(&s, &l));
+    }
+}
+
+fn report(server: &Rc<ServerInner>, message: String) {
+    server.lp.report(ExceptionContext {
+        kind: ExceptionKind::ServerError,
+        message,
+        panic: None,
+        task: None,
+        handle: None,
+    });
+}
+
+fn connection_closed(server: &Rc<ServerInner>) {
+    server.active.set(server.active.get().saturating_sub(1));
+    maybe_wake_closed(server);
+}
+
+fn maybe_wake_closed(server: &Rc<ServerInner>) {
+    if !server.serving.get() && server.active.get() == 0 && server.listeners.borrow().is_empty() {
+        for p in std::mem::take(&mut *server.closed_waiters.borrow_mut()) {
+            let _ = p.set_result(());
+        }
+    }
+}
+
+impl Server {
+    fn start(lp: &Rc<LoopInner>, factory: Box<Factory>, sockets: Vec<(OwnedFd, SockAddr)>) -> io::Result<Server> {
+        let inner = Rc::new(ServerInner {
+            lp: lp.clone(),
+            factory,
+            listeners: RefCell::new(Vec::new()),
+            serving: Cell::new(true),
+            active: Cell::new(0),
+            reserve: RefCell::new(sys::open_dev_null().ok()),
+            shed: Cell::new(0),
+            closed_waiters: RefCell::new(Vec::new()),
+        });
+        for (fd, addr) in sockets {
+            let io = lp.register_io(fd.as_raw_fd())?;
+            let listener = Rc::new(Listener {
+                fd: RefCell::new(Some(fd)),
+                io,
+                addr,
+            });
+            let handler: Rc<dyn Callback> = Rc::new(AcceptHandler {
+                meta: HandleMeta::new(HandleKind::Reader, Location::caller()),
+                server: inner.clone(),
+                listener: listener.clone(),
+            });
+            listener.io.set_handler(Some(handler));
+            inner.listeners.borrow_mut().push(listener);
+        }
+        Ok(Server { inner })
+    }
+
+    /// The addresses the server listens on.
+    pub fn addresses(&self) -> Vec<SockAddr> {
+        self.inner.listeners.borrow().iter().map(|l| l.addr.clone()).collect()
+    }
+
+    /// The first TCP address (handy with port 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.addresses().into_iter().find_map(|a| match a {
+            SockAddr::Inet(a) => Some(a),
+            _ => None,
+        })
+    }
+
+    /// Whether it accepts connections.
+    pub fn is_serving(&self) -> bool {
+        self.inner.serving.get()
+    }
+
+    /// Connections currently open.
+    pub fn active_connections(&self) -> usize {
+        self.inner.active.get()
+    }
+
+    /// Connections accepted and dropped because the process was out of fds.
+    pub fn shed_connections(&self) -> u64 {
+        self.inner.shed.get()
+    }
+
+    /// Stops listening (closes the listening sockets); open connections are left alone.
+    pub fn close(&self) {
+        let s = &self.inner;
+        if !s.serving.replace(false) {
+            return;
+        }
+        let listeners = std::mem::take(&mut *s.listeners.borrow_mut());
+        for l in listeners {
+            s.lp.deregister_io(&l.io);
+            if let Some(fd) = l.fd.borrow_mut().take() {
+                let _ = sys::close(fd);
+            }
+            if let SockAddr::Unix(UnixAddr::Pathname(p)) = &l.addr {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        let spare = s.reserve.borrow_mut().take();
+        drop(spare);
+        maybe_wake_closed(s);
+    }
+
+    /// Waits until the server is closed and every connection it accepted has closed.
+    pub async fn wait_closed(&self) {
+        let s = &self.inner;
+        if !s.serving.get() && s.active.get() == 0 {
+            return;
+        }
+        let p: Promise<()> = LoopHandle { inner: s.lp.clone() }.create_future();
+        s.closed_waiters.borrow_mut().push(p.clone());
+        let _ = p.await;
+    }
+
+    /// Serves until the server is closed (asyncio's `serve_forever`; here it simply waits).
+    pub async fn serve_forever(&self) {
+        self.wait_closed().await
+    }
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let addrs: Vec<String> = self.addresses().iter().map(|a| a.to_string()).collect();
+        write!(f, "<Server serving={} {}>", self.is_serving(), addrs.join(", "))
+    }
+}
+
+fn listen_socket(addr: &SockAddr, backlog: i32) -> io::Result<OwnedFd> {
+    let domain = match addr {
+        SockAddr::Inet(SocketAddr::V4(_)) => sys::Domain::Inet,
+        SockAddr::Inet(SocketAddr::V6(_)) => sys::Domain::Inet6,
+        SockAddr::Unix(_) => sys::Domain::Unix,
+    };
+    let fd = sys::socket(domain, SockType::Stream)?;
+    if addr.as_inet().is_some() {
+        sys::set_reuseaddr(fd.as_fd(), true)?;
+        if domain == sys::Domain::Inet6 {
+            // Like asyncio: an IPv6 listener does not also take IPv4 (bind both explicitly).
+            sys::set_v6only(fd.as_fd(), true)?;
+        }
+    }
+    sys::bind(fd.as_fd(), addr).map_err(|e| io::Error::new(e.kind(), format!("bind({addr}): {e}")))?;
+    sys::listen(fd.as_fd(), backlog)?;
+    Ok(fd)
+}
+
+impl LoopHandle {
+    /// Serves `factory`'s protocols on every address `host` resolves to (asyncio's
+    /// `create_server`). `host` may be a name (resolved with `getaddrinfo` on the executor) or
+    /// an IP literal; port 0 picks a free port.
+    pub async fn create_server<P, F>(&self, factory: F, host: &str, port: u16) -> io::Result<Server>
+    where
+        P: Protocol,
+        F: Fn() -> P + 'static,
+    {
+        let addrs = self.getaddrinfo_passive(host, port).await?;
+        let mut sockets = Vec::new();
+        for a in addrs {
+            let addr = SockAddr::Inet(a);
+            let fd = listen_socket(&addr, 1024)?;
+            let bound = sys::local_addr(fd.as_fd())?;
+            sockets.push((fd, bound));
+        }
+        let factory: Box<Factory> = Box::new(move || Box::new(factory()));
+        Server::start(&self.inner, factory, sockets)
+    }
+
+    /// Serves `factory`'s protocols on a Unix socket (asyncio's `create_unix_server`).
+    pub fn create_unix_server<P, F>(&self, factory: F, addr: &UnixAddr) -> io::Result<Server>
+    where
+        P: Protocol,
+        F: Fn() -> P + 'static,
+    {
+        let addr = SockAddr::Unix(addr.clone());
+        let fd = listen_socket(&addr, 1024)?;
+        let factory: Box<Factory> = Box::new(move || Box::new(factory()));
+        Server::start(&self.inner, factory, vec![(fd, addr)])
+    }
+
+    /// Connects to `host:port`, trying each resolved address in turn, and runs `protocol` on
+    /// the connection (asyncio's `create_connection`). The error of the last attempt is
+    /// returned if none succeeds.
+    #[track_caller]
+    pub fn create_connection<P: Protocol>(
+        &self,
+        protocol: P,
+        host: &str,
+        port: u16,
+    ) -> impl std::future::Future<Output = io::Result<Transport>> + 'static {
+        let site = Location::caller();
+        let lp = self.clone();
+        let host = host.to_string();
+        async move {
+            let addrs = lp.getaddrinfo(&host, port).await?;
+            let sock = crate::net::connect_any(&addrs, &host).await?;
+            Transport::start(&lp.inner, sock, Box::new(protocol), site, None)
+        }
+    }
+
+    /// Connects to a Unix socket and runs `protocol` on it.
+    #[track_caller]
+    pub fn create_unix_connection<P: Protocol>(
+        &self,
+        protocol: P,
+        addr: &UnixAddr,
+    ) -> impl std::future::Future<Output = io::Result<Transport>> + 'static {
+        let site = Location::caller();
+        let lp = self.clone();
+        let addr = addr.clone();
+        async move {
+            let sock = crate::net::Socket::new(sys::Domain::Unix, SockType::Stream)?;
+            sock.connect(&SockAddr::Unix(addr)).await?;
+            let fd = sock.into_fd();
+            Transport::start(&lp.inner, fd, Box::new(protocol), site, None)
+        }
+    }
+}
