@@ -382,3 +382,69 @@ impl From<PromiseError> for io::Error {
         io::Error::new(kind, e)
     }
 }
+
+/// An OS error together with the operation and object it concerns, e.g.
+/// `connect(127.0.0.1:9): Connection refused (os error 111)`.
+///
+/// evloop returns it inside an `io::Error` of the same [`io::ErrorKind`], so `?` and `kind()`
+/// work as usual; [`os_error`] digs the errno back out.
+#[derive(Debug)]
+pub struct OpError {
+    context: String,
+    source: io::Error,
+}
+
+impl OpError {
+    /// The operation and object, e.g. `connect(127.0.0.1:9)`.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+
+    /// The underlying error.
+    pub fn io_error(&self) -> &io::Error {
+        &self.source
+    }
+}
+
+impl fmt::Display for OpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.context, self.source)
+    }
+}
+
+impl std::error::Error for OpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Wraps `e` with `context` (the operation and what it was applied to), keeping its kind.
+pub(crate) fn with_context(context: String, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), OpError { context, source: e })
+}
+
+/// The errno behind `e`, looking through evloop's [`OpError`] context (which `raw_os_error()`
+/// alone cannot see).
+pub fn os_error(e: &io::Error) -> Option<i32> {
+    if let Some(code) = e.raw_os_error() {
+        return Some(code);
+    }
+    let inner = e.get_ref()?.downcast_ref::<OpError>()?;
+    os_error(&inner.source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_keeps_kind_and_errno_and_names_the_operation() {
+        let e = with_context("connect(127.0.0.1:9)".into(), io::Error::from_raw_os_error(111));
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+        assert_eq!(os_error(&e), Some(111));
+        assert!(e.to_string().starts_with("connect(127.0.0.1:9): "), "{e}");
+        let twice = with_context("open_connection(localhost)".into(), e);
+        assert_eq!(os_error(&twice), Some(111));
+        assert_eq!(os_error(&io::Error::other("no errno")), None);
+    }
+}

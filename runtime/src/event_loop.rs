@@ -485,6 +485,7 @@ impl Builder {
             executor: RefCell::new(None),
             executor_threads: self.executor_threads,
             waker_pool: RefCell::new(Vec::new()),
+            read_buf: RefCell::new(Vec::new()),
             io_wakers: RefCell::new(Vec::new()),
             deferring: Cell::new(false),
             deferred: RefCell::new(Vec::new()),
@@ -548,6 +549,8 @@ pub(crate) struct LoopInner {
     /// Wakers of finished tasks that nobody else holds, reused by new tasks (saves an
     /// allocation per task); bounded by `WAKER_POOL_MAX`.
     waker_pool: RefCell<Vec<Arc<TaskWaker>>>,
+    /// The receive buffer every transport reads into (one per loop, 64 KiB once used).
+    pub(crate) read_buf: RefCell<Vec<u8>>,
     /// Reusable buffer for the wakers an I/O event wakes.
     io_wakers: RefCell<Vec<Waker>>,
     /// Trace mode: set during phases 1-4, whose lines wait in `deferred` for the summary line.
@@ -1328,14 +1331,21 @@ impl LoopHandle {
             Side::Write => "add_writer",
         };
         self.check_open(op)?;
-        let replaced = {
+        let (replaced, dead) = {
             let mut reactor = self.inner.reactor.borrow_mut();
             match reactor.as_mut() {
-                Some(r) => r.set_callback(fd, side, cb)?,
+                Some(r) => {
+                    let replaced = r.set_callback(fd, side, cb);
+                    (replaced, r.take_graveyard())
+                }
                 None => return Err(LoopError::new(LoopErrorKind::Closed, op).into()),
             }
         };
-        if let Some(old) = replaced {
+        for cb in &dead {
+            cb.cancel();
+        }
+        drop(dead);
+        if let Some(old) = replaced? {
             old.cancel();
         }
         Ok(())
@@ -1352,10 +1362,14 @@ impl LoopHandle {
     }
 
     fn remove_fd_callback(&self, fd: RawFd, side: Side) -> bool {
-        let removed = match self.inner.reactor.borrow_mut().as_mut() {
-            Some(r) => r.remove_callback(fd, side),
-            None => None,
+        let (removed, dead) = match self.inner.reactor.borrow_mut().as_mut() {
+            Some(r) => (r.remove_callback(fd, side), r.take_graveyard()),
+            None => (None, Vec::new()),
         };
+        for cb in &dead {
+            cb.cancel();
+        }
+        drop(dead);
         match removed {
             Some(cb) => {
                 // A run already queued for this iteration must not happen any more.

@@ -111,6 +111,15 @@ impl<T: AsFd> AsyncFd<T> {
         }
     }
 
+    /// Hands the value and its live registration to another owner (a transport) without the
+    /// `EPOLL_CTL_DEL` + `EPOLL_CTL_ADD` a deregister/register pair would cost.
+    pub(crate) fn into_parts(mut self) -> (T, Rc<IoState>) {
+        match self.inner.take() {
+            Some(t) => (t, self.state.clone()),
+            None => unreachable!("AsyncFd's inner value is only taken by into_inner and drop"),
+        }
+    }
+
     /// The raw fd (for diagnostics and `sock_*`-style code).
     pub fn as_raw_fd(&self) -> RawFd {
         self.state.fd()

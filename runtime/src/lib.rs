@@ -43,6 +43,7 @@
 #![deny(missing_docs)]
 
 mod clock;
+mod datagram;
 mod error;
 mod event_loop;
 mod executor;
@@ -53,12 +54,18 @@ mod promise;
 mod protocol;
 mod reactor;
 mod slab;
+pub mod stream;
 mod task;
 mod time;
 mod trace;
 mod waker;
 
-pub use error::{InvalidStateError, LoopError, LoopErrorKind, Panic, PromiseError, RunError, TaskError};
+pub use datagram::{
+    DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, DEFAULT_DATAGRAM_QUEUE_LIMIT,
+};
+pub use error::{
+    os_error, InvalidStateError, LoopError, LoopErrorKind, OpError, Panic, PromiseError, RunError, TaskError,
+};
 pub use event_loop::{
     default_exception_handler, get_running_loop, BoxedExceptionHandler, Builder, EventLoop, ExceptionContext,
     ExceptionKind, LoopHandle, LoopStats, RemoteHandle,
@@ -68,6 +75,11 @@ pub use handle::{CallbackId, Handle, TimerHandle};
 pub use io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 pub use promise::{Promise, PromiseFuture};
 pub use protocol::{Protocol, Server, Transport, DEFAULT_HIGH_WATER};
+pub use stream::{
+    open_connection, open_connection_with, open_unix_connection, open_unix_connection_with, start_server,
+    start_server_with, start_unix_server, start_unix_server_with, StreamConfig, StreamError, StreamReader,
+    StreamWriter,
+};
 pub use task::{all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState};
 pub use time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
 pub use trace::Awaiting;

@@ -1,7 +1,7 @@
 //! Sockets for tasks: TCP, UDP and Unix-domain sockets on [`AsyncFd`].
 //!
 //! Every socket is created `SOCK_CLOEXEC|SOCK_NONBLOCK` and registered with the loop once,
-//! edge-triggered, for its whole life (see [`crate::io`] for the readiness protocol). Reads use
+//! edge-triggered, for its whole life (see [`AsyncFd`] for the readiness protocol). Reads use
 //! `recv(2)`, writes `send(2)`/`sendmsg(2)` with `MSG_NOSIGNAL`, so a write to a closed peer is
 //! an `EPIPE` error and never a `SIGPIPE` that kills the process (mio #577).
 //!
@@ -24,10 +24,11 @@ use std::task::{Context, Poll};
 use evloop_syscalls as sys;
 pub use evloop_syscalls::{Domain, Shutdown, SockAddr, SockType, UnixAddr};
 
+use crate::error::with_context;
 use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest};
 
 fn addr_context(op: &str, addr: &dyn fmt::Display, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("{op}({addr}): {e}"))
+    with_context(format!("{op}({addr})"), e)
 }
 
 fn domain_of(addr: &SocketAddr) -> Domain {
@@ -662,28 +663,33 @@ impl Socket {
     pub fn into_fd(self) -> OwnedFd {
         self.fd.into_inner()
     }
+
+    /// The fd with its registration still in place (for a transport taking the socket over).
+    pub(crate) fn into_registered(self) -> (OwnedFd, Rc<crate::reactor::IoState>) {
+        self.fd.into_parts()
+    }
 }
 
 /// Connects to each address in turn until one succeeds (asyncio's `create_connection` over the
 /// resolved list); the last error, naming `host`, when none does.
-pub(crate) async fn connect_any(addrs: &[SocketAddr], host: &str) -> io::Result<OwnedFd> {
+pub(crate) async fn connect_any(addrs: &[SocketAddr], host: &str) -> io::Result<Socket> {
     let mut last = None;
     for addr in addrs {
         let attempt = async {
             let sock = Socket::new(domain_of(addr), SockType::Stream)?;
             sock.connect(&SockAddr::Inet(*addr)).await?;
-            Ok::<_, io::Error>(sock.into_fd())
+            // asyncio sets TCP_NODELAY on every TCP transport: request/response traffic must
+            // not wait for Nagle's delayed ACK dance.
+            sock.set_nodelay(true)?;
+            Ok::<_, io::Error>(sock)
         };
         match attempt.await {
-            Ok(fd) => return Ok(fd),
+            Ok(sock) => return Ok(sock),
             Err(e) => last = Some(e),
         }
     }
     Err(match last {
-        Some(e) => io::Error::new(
-            e.kind(),
-            format!("connect to {host}: every address failed, the last with: {e}"),
-        ),
+        Some(e) => with_context(format!("connect to {host}: every address failed, the last"), e),
         None => io::Error::new(io::ErrorKind::NotFound, format!("connect to {host}: no address to try")),
     })
 }

@@ -102,8 +102,9 @@ struct TransportInner {
     fd: RefCell<Option<OwnedFd>>,
     protocol: RefCell<Option<Box<dyn Protocol>>>,
     write: RefCell<WriteState>,
-    read_buf: RefCell<Vec<u8>>,
     reading_paused: Cell<bool>,
+    /// The peer's EOF was delivered (`eof_received` kept the transport open).
+    eof: Cell<bool>,
     /// `close()` was called: no more reads, close once the write buffer is flushed.
     closing: Cell<bool>,
     /// The socket is closed and `connection_lost` scheduled.
@@ -114,6 +115,20 @@ struct TransportInner {
     local: Option<SockAddr>,
     /// Told when the transport closes (servers count their connections).
     on_close: RefCell<Option<Box<dyn FnOnce()>>>,
+}
+
+/// Drops the protocol when the `connection_lost` callback has run or has been dropped unrun (a
+/// loop closing with it still queued): either way the protocol <-> transport cycle is broken.
+struct ReleaseProtocol(Transport);
+
+impl Drop for ReleaseProtocol {
+    fn drop(&mut self) {
+        if let Ok(mut p) = self.0.inner.protocol.try_borrow_mut() {
+            let protocol = p.take();
+            drop(p);
+            drop(protocol);
+        }
+    }
 }
 
 /// The registration's handler: schedules the transport's read/write work on each event.
@@ -168,6 +183,18 @@ impl Transport {
     ) -> io::Result<Transport> {
         sys::set_nonblocking(fd.as_fd(), true)?;
         let io = lp.register_io(fd.as_raw_fd())?;
+        Self::start_registered(lp, fd, io, protocol, site, on_close)
+    }
+
+    /// Like `start`, for a socket whose registration already exists (a connected `Socket`).
+    fn start_registered(
+        lp: &Rc<LoopInner>,
+        fd: OwnedFd,
+        io: Rc<IoState>,
+        protocol: Box<dyn Protocol>,
+        site: &'static Location<'static>,
+        on_close: Option<Box<dyn FnOnce()>>,
+    ) -> io::Result<Transport> {
         let peer = sys::peer_addr(fd.as_fd()).ok();
         let local = sys::local_addr(fd.as_fd()).ok();
         let inner = Rc::new(TransportInner {
@@ -184,8 +211,8 @@ impl Transport {
                 eof_pending: false,
                 eof_written: false,
             }),
-            read_buf: RefCell::new(Vec::new()),
             reading_paused: Cell::new(false),
+            eof: Cell::new(false),
             closing: Cell::new(false),
             closed: Cell::new(false),
             writes_after_close: Cell::new(0),
@@ -246,7 +273,7 @@ impl Transport {
         if bits & ready::WRITE_ANY != 0 && t.write.borrow().pending() > 0 {
             self.flush();
         }
-        if bits & ready::READ_ANY != 0 && !t.reading_paused.get() && !t.closing.get() {
+        if bits & ready::READ_ANY != 0 && !t.reading_paused.get() && !t.eof.get() && !t.closing.get() {
             self.read_ready();
         }
     }
@@ -254,17 +281,26 @@ impl Transport {
     fn read_ready(&self) {
         let t = &self.inner;
         for _ in 0..READS_PER_EVENT {
-            if t.closed.get() || t.closing.get() || t.reading_paused.get() {
+            if t.closed.get() || t.closing.get() || t.reading_paused.get() || t.eof.get() {
                 return;
+            }
+            // One receive buffer per loop, not per connection (64 KiB per idle connection would
+            // dominate a server's memory); a transport only reads from phase 5, never from
+            // inside another transport's callback, so the buffer is free here. The fallback
+            // covers the impossible case without a panic.
+            let mut shared = t.lp.read_buf.try_borrow_mut();
+            let mut own = Vec::new();
+            let buf: &mut Vec<u8> = match shared.as_mut() {
+                Ok(b) => b,
+                Err(_) => &mut own,
+            };
+            if buf.len() < READ_BUFFER {
+                buf.resize(READ_BUFFER, 0);
             }
             let result = {
                 let fd = t.fd.borrow();
                 let Some(fd) = fd.as_ref() else { return };
-                let mut buf = t.read_buf.borrow_mut();
-                if buf.len() < READ_BUFFER {
-                    buf.resize(READ_BUFFER, 0);
-                }
-                sys::recv(fd.as_fd(), &mut buf)
+                sys::recv(fd.as_fd(), buf)
             };
             match result {
                 Ok(0) => {
@@ -273,16 +309,15 @@ impl Transport {
                     return;
                 }
                 Ok(n) => {
-                    // The buffer is borrowed only immutably during the callback; the protocol
-                    // cannot reach it.
-                    {
-                        let buf = t.read_buf.borrow();
-                        self.with_protocol(|p| p.data_received(&buf[..n]));
-                    }
+                    self.with_protocol(|p| p.data_received(&buf[..n]));
                     if n < READ_BUFFER {
-                        // Short read: the receive queue is empty until the next edge.
+                        // Short read: the receive queue is empty until the next edge. But a FIN
+                        // (or an error) that came with these bytes raises no further edge: read
+                        // on to see it.
                         t.io.clear(ready::READABLE);
-                        return;
+                        if t.io.readiness() & ready::READ_ANY == 0 {
+                            return;
+                        }
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -314,8 +349,8 @@ impl Transport {
             keep
         };
         if keep_open {
-            // Half-closed: stop reading, keep writing.
-            self.inner.reading_paused.set(true);
+            // Half-closed: no more reading (there is nothing left to read), keep writing.
+            self.inner.eof.set(true);
         } else {
             self.close();
         }
@@ -500,16 +535,14 @@ impl Transport {
             w.buf = Vec::new();
             w.pos = 0;
         }
-        let me = self.clone();
+        let guard = ReleaseProtocol(self.clone());
         let lost = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || {
-            me.with_protocol(|p| p.connection_lost(error));
-            // The protocol is done: dropping it breaks the protocol <-> transport cycle.
-            let protocol = me.inner.protocol.borrow_mut().take();
-            drop(protocol);
-            let on_close = me.inner.on_close.borrow_mut().take();
+            guard.0.with_protocol(|p| p.connection_lost(error));
+            let on_close = guard.0.inner.on_close.borrow_mut().take();
             if let Some(f) = on_close {
                 f();
             }
+            drop(guard);
         });
         if t.lp.is_closed() {
             // No loop to run it: deliver now rather than never.
@@ -532,7 +565,7 @@ impl Transport {
     /// Resumes reading; data that arrived meanwhile is delivered in the next iteration.
     pub fn resume_reading(&self) {
         let t = &self.inner;
-        if !t.reading_paused.replace(false) || t.closed.get() {
+        if !t.reading_paused.replace(false) || t.closed.get() || t.eof.get() {
             return;
         }
         if t.io.readiness() & ready::READ_ANY != 0 {
@@ -543,7 +576,7 @@ impl Transport {
 
     /// Whether reading is paused.
     pub fn is_reading(&self) -> bool {
-        !self.inner.reading_paused.get() && !self.is_closing()
+        !self.inner.reading_paused.get() && !self.inner.eof.get() && !self.is_closing()
     }
 
     /// Sets the write buffer's high- and low-water marks (`None`: 64 KiB, and a quarter of high).
@@ -751,17 +784,23 @@ fn shed_connections(server: &Rc<ServerInner>, listener: &Rc<Listener>, err: &io:
                 Err(_) => break,
             }
         }
-        *server.reserve.borrow_mut() = sys::open_dev_null().ok();
         server.shed.set(server.shed.get() + shed);
     }
-    report(
-        server,
-        format!(
-            "accept on {}: {err}; shed {shed} pending connection(s), still serving",
-            listener.addr
-        ),
-    );
-    if listener.io.readiness() & ready::READABLE != 0 {
+    // Reopen the spare now, or at the next EMFILE if the process is still out of fds.
+    if server.reserve.borrow().is_none() {
+        *server.reserve.borrow_mut() = sys::open_dev_null().ok();
+    }
+    let draining = listener.io.readiness() & ready::READABLE != 0;
+    if shed > 0 || draining {
+        report(
+            server,
+            format!(
+                "accept on {}: {err}; shed {shed} pending connection(s), still serving",
+                listener.addr
+            ),
+        );
+    }
+    if draining {
         // Could not drain the queue: retry after a pause instead of spinning.
         let (s, l) = (server.clone(), listener.clone());
         let lp = LoopHandle {
@@ -911,7 +950,7 @@ fn listen_socket(addr: &SockAddr, backlog: i32) -> io::Result<OwnedFd> {
             sys::set_v6only(fd.as_fd(), true)?;
         }
     }
-    sys::bind(fd.as_fd(), addr).map_err(|e| io::Error::new(e.kind(), format!("bind({addr}): {e}")))?;
+    sys::bind(fd.as_fd(), addr).map_err(|e| crate::error::with_context(format!("bind({addr})"), e))?;
     sys::listen(fd.as_fd(), backlog)?;
     Ok(fd)
 }
@@ -965,7 +1004,8 @@ impl LoopHandle {
         async move {
             let addrs = lp.getaddrinfo(&host, port).await?;
             let sock = crate::net::connect_any(&addrs, &host).await?;
-            Transport::start(&lp.inner, sock, Box::new(protocol), site, None)
+            let (fd, io) = sock.into_registered();
+            Transport::start_registered(&lp.inner, fd, io, Box::new(protocol), site, None)
         }
     }
 
@@ -982,8 +1022,8 @@ impl LoopHandle {
         async move {
             let sock = crate::net::Socket::new(sys::Domain::Unix, SockType::Stream)?;
             sock.connect(&SockAddr::Unix(addr)).await?;
-            let fd = sock.into_fd();
-            Transport::start(&lp.inner, fd, Box::new(protocol), site, None)
+            let (fd, io) = sock.into_registered();
+            Transport::start_registered(&lp.inner, fd, io, Box::new(protocol), site, None)
         }
     }
 }

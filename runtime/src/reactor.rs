@@ -189,12 +189,14 @@ pub(crate) struct Reactor {
     io_fds: HashMap<RawFd, Key>,
     /// Wakers collected by `dispatch`; the loop wakes them after releasing its borrows.
     wake_buf: Vec<Waker>,
+    /// Callbacks of registrations dropped inside the reactor (see `take_graveyard`).
+    graveyard: Vec<Rc<dyn Callback>>,
     /// The wake-up eventfd's number, refused by `add_reader`.
     wake_fd: Option<RawFd>,
 }
 
 fn with_fd_context(op: &str, fd: RawFd, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("{op}(fd {fd}): {e}"))
+    crate::error::with_context(format!("{op}(fd {fd})"), e)
 }
 
 impl Reactor {
@@ -208,6 +210,7 @@ impl Reactor {
             io: Slab::default(),
             io_fds: HashMap::new(),
             wake_buf: Vec::new(),
+            graveyard: Vec::new(),
             wake_fd: None,
         })
     }
@@ -321,7 +324,7 @@ impl Reactor {
                     let old = slot.replace(cb);
                     (old, reg.interest())
                 };
-                if let Err(e) = self.ctl_mod_or_add(fd, interest, key) {
+                if let Err(e) = self.ctl_update(fd, interest, key) {
                     // Undo: leave the registration as it was before this call.
                     if let Some(reg) = self.regs.get_mut(key) {
                         let slot = match side {
@@ -369,15 +372,44 @@ impl Reactor {
         }
     }
 
-    fn ctl_mod_or_add(&self, fd: RawFd, interest: EpollFlags, key: Key) -> io::Result<()> {
+    /// Applies a new interest set to `fd`'s registration; returns the key it is now under.
+    ///
+    /// `ENOENT` from `EPOLL_CTL_MOD` means the fd number names another open file than the one
+    /// registered (its owner closed it without `remove_reader`, and the number was reused). The
+    /// old file may still be registered under `key`, kept alive by a dup, and keep producing
+    /// events: so `key` is retired (its generation goes stale, those events are dropped) and the
+    /// new file is registered under a fresh key.
+    fn ctl_update(&mut self, fd: RawFd, interest: EpollFlags, key: Key) -> io::Result<Key> {
         match sys::epoll_ctl_mod(self.epoll.as_fd(), fd, interest, key.to_u64()) {
-            // ENOENT: the fd was closed and its number reused, so the kernel dropped the old
-            // registration; register the new file description.
+            Ok(()) => Ok(key),
             Err(e) if e.raw_os_error() == Some(sys::errno::ENOENT) => {
-                sys::epoll_ctl_add(self.epoll.as_fd(), fd, interest, key.to_u64())
+                let Some(reg) = self.regs.remove(key) else {
+                    return Err(e);
+                };
+                let fresh = self.regs.next_key();
+                match sys::epoll_ctl_add(self.epoll.as_fd(), fd, interest, fresh.to_u64()) {
+                    Ok(()) => {
+                        let inserted = self.regs.insert(reg);
+                        debug_assert_eq!(inserted, fresh);
+                        self.by_fd.insert(fd, fresh);
+                        Ok(fresh)
+                    }
+                    Err(add) => {
+                        self.by_fd.remove(&fd);
+                        self.graveyard.extend(reg.reader);
+                        self.graveyard.extend(reg.writer);
+                        Err(add)
+                    }
+                }
             }
-            other => other,
+            Err(e) => Err(e),
         }
+    }
+
+    /// Callbacks dropped by the reactor, handed to the loop to drop once no borrow is held (a
+    /// closure's destructor may call back into the loop).
+    pub(crate) fn take_graveyard(&mut self) -> Vec<Rc<dyn Callback>> {
+        std::mem::take(&mut self.graveyard)
     }
 
     /// Removes the reader or writer callback of `fd`. Returns the removed callback, or `None`
@@ -395,7 +427,7 @@ impl Reactor {
         old.as_ref()?;
         if interest.bits() == 0 {
             self.forget(fd);
-        } else if self.ctl_mod_or_add(fd, interest, key).is_err() {
+        } else if self.ctl_update(fd, interest, key).is_err() {
             // The fd is gone (closed by its owner): nothing left to watch.
             self.forget(fd);
         }
@@ -407,14 +439,17 @@ impl Reactor {
     fn forget(&mut self, fd: RawFd) {
         if let Some(key) = self.by_fd.remove(&fd) {
             let _ = sys::epoll_ctl_del(self.epoll.as_fd(), fd);
-            self.regs.remove(key);
+            if let Some(reg) = self.regs.remove(key) {
+                self.graveyard.extend(reg.reader);
+                self.graveyard.extend(reg.writer);
+            }
         }
     }
 
     /// Phase 3's syscall: waits for events (`epoll_pwait2`, falling back to `epoll_wait`).
     /// Returns the number of events now in the buffer; EINTR counts as zero events.
     pub(crate) fn wait(&mut self, timeout: Option<Duration>) -> io::Result<usize> {
-        let wanted = (self.regs.len() + 1).clamp(MIN_EVENTS, MAX_EVENTS);
+        let wanted = (self.regs.len() + self.io.len() + 1).clamp(MIN_EVENTS, MAX_EVENTS);
         if self.events.len() < wanted {
             self.events.resize(wanted, EpollEvent::zeroed());
         }

@@ -19,7 +19,7 @@
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use crate::call::{call, call_retry_eintr, is_eintr};
+use crate::call::{call, call_retry_eintr, enter, is_eintr};
 use crate::io::IOV_MAX;
 use crate::sockaddr::{Domain, RawSockAddr, SockAddr};
 use crate::Syscall;
@@ -524,9 +524,18 @@ pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, SockA
 /// * `Ok(0)` means `*offset` is at or past the end of the file. Short counts
 ///   are normal (at most 0x7ffff000 bytes per call, and a non-blocking
 ///   `out_fd` takes what fits); a full socket is `EAGAIN`.
-/// * Writing to a socket whose peer is gone is `EPIPE` **with `SIGPIPE`**
-///   (there is no `MSG_NOSIGNAL` for `sendfile`); Rust programs ignore
-///   `SIGPIPE` by default, which makes that harmless.
+/// * Writing to a socket whose peer is gone is `EPIPE`, and the kernel also
+///   raises `SIGPIPE` (there is no `MSG_NOSIGNAL` for `sendfile`), even when
+///   it copied part of the data first and returns that count. This wrapper
+///   never lets the signal reach the process: it blocks `SIGPIPE` on the
+///   calling thread around the call and then consumes a `SIGPIPE` the call
+///   raised with a zero-timeout `sigtimedwait` (unless one was already pending
+///   before, which stays pending). That costs four more system calls per call
+///   (`pthread_sigmask` twice, `sigpending`, `sigtimedwait`), counted under
+///   their own [`Syscall`]s; `sendfile` moves large chunks, so they are cheap
+///   next to it.
+///   If the thread already blocks `SIGPIPE`, the wrapper leaves the mask and
+///   any pending signal alone.
 /// * `*offset` beyond `i64::MAX` (not a valid `off_t`) is `EINVAL` before
 ///   any call (not counted).
 ///
@@ -537,13 +546,101 @@ pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, SockA
 #[doc(alias = "sendfile64")]
 pub fn sendfile(out_fd: BorrowedFd<'_>, in_fd: BorrowedFd<'_>, offset: &mut u64, count: usize) -> io::Result<usize> {
     let mut off = libc::off_t::try_from(*offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    let n = call_retry_eintr(Syscall::Sendfile, || {
+    let guard = SigpipeGuard::block()?;
+    let result = call_retry_eintr(Syscall::Sendfile, || {
         // SAFETY: the kernel reads and updates one `off_t` through `&mut off`,
         // a live local; no other user memory is touched (the data moves
         // between the two files inside the kernel).
         unsafe { libc::sendfile(out_fd.as_raw_fd(), in_fd.as_raw_fd(), &mut off, count) }
-    })?;
+    });
+    // Not only after an EPIPE: a call that copied part of the data and then found the peer
+    // gone returns the partial count *and* raises SIGPIPE.
+    guard.consume();
+    drop(guard);
+    let n = result?;
     // The kernel stored the offset after the copied bytes (>= 0).
     *offset = u64::try_from(off).unwrap_or(*offset);
     Ok(to_usize(n))
+}
+
+/// The signal set holding only `SIGPIPE`.
+fn sigpipe_set() -> libc::sigset_t {
+    // SAFETY: `sigset_t` is a plain bit array for which all-zero bytes are a valid (empty)
+    // value; `sigemptyset`/`sigaddset` only write inside the set we pass, which lives on
+    // this stack frame, and cannot fail for a valid signal number.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        set
+    }
+}
+
+/// Blocks `SIGPIPE` on this thread while it lives, so a call with no `MSG_NOSIGNAL` option
+/// (`sendfile`) cannot kill the process; [`SigpipeGuard::consume`] discards the `SIGPIPE` such
+/// a call raised, and dropping the guard restores the thread's mask.
+struct SigpipeGuard {
+    old: libc::sigset_t,
+    /// The thread blocked `SIGPIPE` already: leave mask and pending signals alone.
+    was_blocked: bool,
+    /// A `SIGPIPE` was pending before the call: it is not ours to consume.
+    pending_before: bool,
+}
+
+impl SigpipeGuard {
+    fn block() -> io::Result<SigpipeGuard> {
+        let set = sigpipe_set();
+        enter(Syscall::Sigprocmask)?;
+        // SAFETY: `zeroed` is a valid empty `sigset_t` (plain bit array).
+        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: the kernel reads `set` and writes the previous mask into `old`, both live
+        // locals of the right type.
+        let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        // SAFETY: `old` is an initialized signal set; `sigismember` only reads it.
+        let was_blocked = unsafe { libc::sigismember(&old, libc::SIGPIPE) } == 1;
+        let mut guard = SigpipeGuard {
+            old,
+            was_blocked,
+            pending_before: true,
+        };
+        if !was_blocked {
+            enter(Syscall::Sigpending)?;
+            // SAFETY: `zeroed` is a valid empty `sigset_t`.
+            let mut pending: libc::sigset_t = unsafe { std::mem::zeroed() };
+            // SAFETY: the kernel writes the pending set into `pending`, a live local.
+            let rc = unsafe { libc::sigpending(&mut pending) };
+            // SAFETY: `pending` is an initialized signal set; `sigismember` only reads it.
+            guard.pending_before = rc != 0 || unsafe { libc::sigismember(&pending, libc::SIGPIPE) } == 1;
+        }
+        Ok(guard)
+    }
+
+    /// Discards one pending `SIGPIPE` raised while the guard was blocking it.
+    fn consume(&self) {
+        if self.pending_before || enter(Syscall::Sigtimedwait).is_err() {
+            return;
+        }
+        let set = sigpipe_set();
+        let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: the kernel reads `set` and `zero` (live locals) and writes no siginfo (NULL
+        // is allowed); with a zero timeout it returns at once, EAGAIN if nothing is pending.
+        unsafe {
+            libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
+        }
+    }
+}
+
+impl Drop for SigpipeGuard {
+    fn drop(&mut self) {
+        if !self.was_blocked && enter(Syscall::Sigprocmask).is_ok() {
+            // SAFETY: the kernel reads the saved mask `self.old` (a live field); the old-mask
+            // output is NULL, which is allowed.
+            unsafe {
+                libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+            }
+        }
+    }
 }

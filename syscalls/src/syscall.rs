@@ -105,6 +105,12 @@ pub enum Syscall {
     Getaddrinfo,
     /// `getnameinfo(3)`: a C library call, not a system call (see [`Syscall::is_library_call`])
     Getnameinfo,
+    /// `pthread_sigmask(3)` (`rt_sigprocmask` in `strace`)
+    Sigprocmask,
+    /// `sigpending(2)` (`rt_sigpending` in `strace`)
+    Sigpending,
+    /// `sigtimedwait(2)` (`rt_sigtimedwait` in `strace`)
+    Sigtimedwait,
 }
 
 /// Number of [`Syscall`] variants (the length of [`Syscall::ALL`]).
@@ -151,6 +157,9 @@ impl Syscall {
         Syscall::Setrlimit,
         Syscall::Getaddrinfo,
         Syscall::Getnameinfo,
+        Syscall::Sigprocmask,
+        Syscall::Sigpending,
+        Syscall::Sigtimedwait,
     ];
 
     /// The name of the C function, e.g. `"epoll_ctl"`.
@@ -194,6 +203,9 @@ impl Syscall {
             Syscall::Setrlimit => "setrlimit",
             Syscall::Getaddrinfo => "getaddrinfo",
             Syscall::Getnameinfo => "getnameinfo",
+            Syscall::Sigprocmask => "pthread_sigmask",
+            Syscall::Sigpending => "sigpending",
+            Syscall::Sigtimedwait => "sigtimedwait",
         }
     }
 
@@ -255,7 +267,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Syscall::ALL.len());
-        assert_eq!(SYSCALL_COUNT, 38);
+        assert_eq!(SYSCALL_COUNT, 41);
     }
 
     #[test]

@@ -799,3 +799,28 @@ fn odd_inputs_are_errors_or_edge_results_never_panics() {
     let u = socket(Domain::Unix, SockType::Datagram).unwrap();
     assert!(bind(u.as_fd(), &v4_any_port()).is_err());
 }
+
+/// `sendfile(2)` has no `MSG_NOSIGNAL`: the wrapper blocks SIGPIPE around the call, consumes the
+/// one an `EPIPE` raised, and restores the thread's mask. (That no SIGPIPE is *delivered* is
+/// checked from outside with strace by the runtime's network fault tests.)
+#[test]
+fn sendfile_to_a_closed_peer_is_epipe_leaves_no_sigpipe_pending_and_restores_the_mask() {
+    let exe = std::env::current_exe().unwrap();
+    let file = open_readonly(&exe).unwrap();
+    let (a, b) = socketpair_stream().unwrap();
+    drop(b);
+    let mut off = 0;
+    let err = sendfile(a.as_fd(), file.as_fd(), &mut off, 4096).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EPIPE), "{err}");
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let field = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| u64::from_str_radix(l.split_whitespace().nth(1).unwrap_or("0"), 16).ok())
+            .unwrap_or(0)
+    };
+    let sigpipe_bit = 1u64 << (libc::SIGPIPE - 1);
+    assert_eq!(field("SigPnd:") & sigpipe_bit, 0, "a SIGPIPE is pending on the thread");
+    assert_eq!(field("SigBlk:") & sigpipe_bit, 0, "the wrapper left SIGPIPE blocked");
+}

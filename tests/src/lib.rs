@@ -12,6 +12,9 @@
 //! - Seeing destructors run: [`DropFlag`] and [`flag`].
 //! - Deterministic "random" input: [`Rng`].
 //! - Looking at a thread from outside: [`procfs`] (is it blocked in the loop's poll?).
+//! - Networking tests: [`net`] (an echo [`Protocol`](evloop::Protocol), an echo loop for
+//!   streams, the process's open fd count) and [`child`] (re-running one test of the current
+//!   binary in a child process, for tests that change process-wide state).
 //!
 //! The helpers keep the rules the tests follow: nothing depends on the machine being fast (bounds
 //! are generous, and they turn a hang into a failure), and every "random" input is the same on
@@ -288,5 +291,129 @@ pub mod procfs {
             arg as u32 as i32 == -1
         };
         Some(InPoll { no_timeout })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Networking.
+
+pub mod net {
+    //! Helpers shared by the networking tests (`net_*.rs`): echo servers of both kinds and the
+    //! process's fd table.
+
+    use std::io;
+
+    use evloop::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Protocol, Transport};
+
+    /// An echo protocol: writes back what it receives, closes on the peer's EOF.
+    #[derive(Default)]
+    pub struct Echo {
+        transport: Option<Transport>,
+    }
+
+    impl Echo {
+        /// A new echo protocol (for `create_server(Echo::new, ...)`).
+        pub fn new() -> Echo {
+            Echo::default()
+        }
+    }
+
+    impl Protocol for Echo {
+        fn connection_made(&mut self, transport: Transport) {
+            self.transport = Some(transport);
+        }
+        fn data_received(&mut self, data: &[u8]) {
+            if let Some(t) = &self.transport {
+                t.write(data);
+            }
+        }
+        fn connection_lost(&mut self, _error: Option<io::Error>) {
+            self.transport = None;
+        }
+    }
+
+    /// Echoes `stream` back to itself until end of stream (task-based servers). Returns the
+    /// number of bytes echoed.
+    pub async fn echo_stream<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> io::Result<u64> {
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut total = 0u64;
+        loop {
+            let n = stream.read(&mut buf).await?;
+            if n == 0 {
+                return Ok(total);
+            }
+            stream.write_all(&buf[..n]).await?;
+            total += n as u64;
+        }
+    }
+
+    /// The fds open in this process right now (the entries of `/proc/self/fd`, without the
+    /// one used to list them), sorted.
+    pub fn open_fds() -> Vec<i32> {
+        let mut fds: Vec<i32> = match std::fs::read_dir("/proc/self/fd") {
+            Ok(dir) => dir
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+                .collect(),
+            Err(e) => panic!("cannot list /proc/self/fd: {e}"),
+        };
+        fds.sort_unstable();
+        // The directory's own fd was the highest-numbered or a reused low number; it is closed
+        // again now, so drop whichever entry no longer exists.
+        fds.retain(|&fd| std::fs::symlink_metadata(format!("/proc/self/fd/{fd}")).is_ok());
+        fds
+    }
+
+    /// How many fds are open in this process right now (see [`open_fds`]).
+    pub fn open_fd_count() -> usize {
+        open_fds().len()
+    }
+}
+
+pub mod child {
+    //! Re-running one test of the current test binary in a child process: for tests that change
+    //! process-wide state (the fd limit) or must watch the whole process (signals).
+    //!
+    //! The test function checks [`is_child`] first: in the child it runs the scenario, in the
+    //! parent it starts the child with [`command`] (or [`run`]) and judges its exit status.
+
+    use std::process::{Command, Output};
+
+    /// Whether this process is the child started for the environment variable `key`.
+    pub fn is_child(key: &str) -> bool {
+        std::env::var(key).is_ok_and(|v| v == "1")
+    }
+
+    /// The command that re-runs exactly the test `test` (its full name, e.g. `my_test` or
+    /// `module::my_test`) of the current binary with `key=1` in its environment, output not
+    /// captured, one test thread (ignored tests included, so an ignored test can re-run itself).
+    pub fn command(test: &str, key: &str) -> Command {
+        let exe = std::env::current_exe().expect("the path of the running test binary");
+        let mut cmd = Command::new(exe);
+        cmd.args(["--exact", test, "--nocapture", "--test-threads=1", "--include-ignored"])
+            .env(key, "1");
+        cmd
+    }
+
+    /// Runs [`command`] to completion and returns its output.
+    pub fn run(test: &str, key: &str) -> Output {
+        command(test, key)
+            .output()
+            .expect("could not start the child test process")
+    }
+
+    /// Panics (printing the child's output) unless it exited with status 0 after running
+    /// exactly one test; prints the child's output otherwise too, for the record.
+    pub fn assert_success(what: &str, out: &Output) {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let ran_one = stdout.contains("1 passed") || stdout.contains("test result: ok. 1 passed");
+        if !out.status.success() || !ran_one {
+            panic!(
+                "{what}: the child test process failed ({}), or did not run exactly one test\n--- child stdout ---\n{stdout}\n--- child stderr ---\n{stderr}",
+                out.status
+            );
+        }
+        println!("--- {what}: child stdout ---\n{stdout}");
     }
 }

@@ -1,0 +1,188 @@
+//! A load client for the seed 001 echo servers (`seed001_echo_*`), running on evloop itself.
+//!
+//! `--addr HOST:PORT` (required), `--conns C` (50), `--size M` (64), `--seconds D` (3): C
+//! connections, each a task that sends a request of M bytes (lower-case letters and a final
+//! newline, so the line servers answer it) and waits for the M-byte reply, over and over for D
+//! seconds. Every reply must be the request upper-cased. Prints the round trips per second and
+//! the p50 / p99 round-trip latency, and exits with status 1 if any connection failed.
+//!
+//! `--lines N` instead sends N short lines on one connection and prints each reply.
+//!
+//! ```text
+//! cargo run --release -p evloop --example echo_load -- --addr 127.0.0.1:8888 --conns 50
+//! ```
+
+use std::error::Error;
+use std::io;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use evloop::net::TcpStream;
+use evloop::{AsyncReadExt, AsyncWriteExt};
+
+struct Args {
+    addr: SocketAddr,
+    conns: usize,
+    size: usize,
+    seconds: Duration,
+    lines: Option<usize>,
+}
+
+/// `size` bytes: `abc...` and a newline at the end.
+fn request(size: usize) -> Vec<u8> {
+    (0..size)
+        .map(|i| if i + 1 == size { b'\n' } else { b'a' + (i % 26) as u8 })
+        .collect()
+}
+
+fn bad_reply(sent: &[u8], got: &[u8]) -> io::Error {
+    let (sent, got) = (String::from_utf8_lossy(sent), String::from_utf8_lossy(got));
+    io::Error::new(io::ErrorKind::InvalidData, format!("sent {sent:?}, got {got:?}"))
+}
+
+/// One connection's ping-pong until `until`; returns each round trip's duration in ns.
+async fn ping_pong(mut conn: TcpStream, size: usize, until: Instant) -> io::Result<Vec<u32>> {
+    let req = request(size);
+    let want = req.to_ascii_uppercase();
+    let mut reply = vec![0; size];
+    let mut rtts = Vec::with_capacity(1 << 16);
+    let mut started = Instant::now();
+    loop {
+        conn.write_all(&req).await?; // one send(2) for a small request
+        conn.read_exact(&mut reply).await?; // recv(2), parking on EAGAIN until the reply's edge
+        if reply != want {
+            return Err(bad_reply(&req, &reply));
+        }
+        let now = Instant::now(); // one clock read per round trip: this end is the next start
+        rtts.push(u32::try_from((now - started).as_nanos()).unwrap_or(u32::MAX));
+        started = now;
+        if now >= until {
+            return Ok(rtts);
+        }
+    }
+}
+
+async fn load(a: &Args) -> Result<(), Box<dyn Error>> {
+    // Connect everyone first, so the clock measures echoing, not connecting.
+    let mut conns = Vec::with_capacity(a.conns);
+    for i in 0..a.conns {
+        let conn = TcpStream::connect(a.addr).await;
+        conns.push(conn.map_err(|e| format!("connection {i}: {e}"))?);
+    }
+    let start = Instant::now();
+    let until = start + a.seconds;
+    let limit = a.seconds + Duration::from_secs(5); // a server that stops answering fails the run
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .map(|c| evloop::spawn(evloop::timeout(limit, ping_pong(c, a.size, until))))
+        .collect();
+    let (mut rtts, mut failed) = (Vec::new(), 0);
+    for (i, task) in tasks.into_iter().enumerate() {
+        let error = match task.await {
+            Ok(Ok(Ok(mine))) => {
+                rtts.extend(mine);
+                continue;
+            }
+            Ok(Ok(Err(e))) => e.to_string(),
+            Ok(Err(e)) => format!("the server stopped answering: {e}"),
+            Err(e) => e.to_string(),
+        };
+        eprintln!("connection {i}: {error}");
+        failed += 1;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    rtts.sort_unstable();
+    let pct = |p: usize| {
+        rtts.get((rtts.len() * p / 100).min(rtts.len().saturating_sub(1)))
+            .copied()
+    };
+    let us = |ns: Option<u32>| ns.map_or("-".to_string(), |ns| format!("{:.1}", f64::from(ns) / 1e3));
+    println!(
+        "{}: {} connections x {} B for {elapsed:.2} s: {} round trips, {:.0} round trips/s, latency p50 {} us, p99 {} us",
+        a.addr,
+        a.conns,
+        a.size,
+        rtts.len(),
+        rtts.len() as f64 / elapsed,
+        us(pct(50)),
+        us(pct(99)),
+    );
+    if failed > 0 {
+        return Err(format!("{failed} of {} connections failed", a.conns).into());
+    }
+    Ok(())
+}
+
+async fn lines(a: &Args, n: usize) -> Result<(), Box<dyn Error>> {
+    let mut conn = TcpStream::connect(a.addr).await?;
+    for i in 1..=n {
+        let line = format!("hello from evloop, line {i} of {n}\n");
+        conn.write_all(line.as_bytes()).await?;
+        let mut reply = vec![0; line.len()];
+        conn.read_exact(&mut reply).await?;
+        print!("sent {line}got  {}", String::from_utf8_lossy(&reply));
+        if reply != line.to_ascii_uppercase().as_bytes() {
+            return Err(bad_reply(line.as_bytes(), &reply).into());
+        }
+    }
+    Ok(())
+}
+
+fn args() -> Result<Args, String> {
+    let mut a = Args {
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        conns: 50,
+        size: 64,
+        seconds: Duration::from_secs(3),
+        lines: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(name) = it.next() {
+        let value = it.next().ok_or(format!("{name} needs a value"))?;
+        let bad = |e: &dyn std::fmt::Display| format!("{name} {value}: {e}");
+        match name.as_str() {
+            "--addr" => a.addr = value.parse().map_err(|e| bad(&e))?,
+            "--conns" => a.conns = value.parse().map_err(|e| bad(&e))?,
+            "--size" => a.size = value.parse().map_err(|e| bad(&e))?,
+            "--seconds" => {
+                let s: f64 = value.parse().map_err(|e| bad(&e))?;
+                a.seconds = Duration::try_from_secs_f64(s).map_err(|e| bad(&e))?;
+            }
+            "--lines" => a.lines = Some(value.parse().map_err(|e| bad(&e))?),
+            _ => return Err(format!("unknown argument {name}")),
+        }
+    }
+    if a.addr.port() == 0 || a.conns == 0 || a.size == 0 {
+        return Err("need --addr HOST:PORT, and --conns and --size of at least 1".into());
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    let usage = "usage: echo_load --addr HOST:PORT [--conns C] [--size M] [--seconds D] [--lines N]";
+    let a = match args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("echo_load: {e}\n{usage}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = evloop::run(async move {
+        match a.lines {
+            Some(n) => lines(&a, n).await,
+            None => load(&a).await,
+        }
+    });
+    match outcome {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("echo_load: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("echo_load: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

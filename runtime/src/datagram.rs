@@ -1,0 +1,926 @@
+//! Datagram endpoints: asyncio's `create_datagram_endpoint`, callbacks over UDP and Unix
+//! datagram sockets (no task per endpoint).
+//!
+//! A [`DatagramTransport`] owns a datagram socket and a [`DatagramProtocol`] (the user's
+//! callbacks). As for the stream [`Transport`](crate::Transport), the socket is registered with
+//! the reactor once, edge-triggered, with the transport's *event handler* installed in the
+//! registration: every epoll event for it schedules the handler on the ready queue, and phase 5
+//! runs it like any callback (asyncio's `_read_ready` / `_sendto_ready`).
+//!
+//! Reading: the handler calls `recvfrom` into the transport's reusable 64 KiB buffer and hands
+//! each datagram to `datagram_received` as a borrowed slice with its sender's address (no
+//! allocation for the data). A datagram socket gives one datagram per call, and a short one says
+//! nothing about the queue behind it, so the handler reads until `EAGAIN`, which clears the
+//! readable bit. After 32 datagrams in one event it reschedules itself with `call_soon` instead,
+//! so a flood cannot starve the rest of the loop (the edge for datagrams already queued will not
+//! come again, so the handler must come back by itself). A datagram longer than the buffer is
+//! truncated to it, as `recvfrom` does; 64 KiB holds any UDP datagram over IPv4 or IPv6 without
+//! jumbograms.
+//!
+//! Writing: [`DatagramTransport::sendto`] sends at once (`sendto`, or `send` on a connected
+//! socket, with `MSG_NOSIGNAL`) when nothing is queued. On `EAGAIN` the datagram is copied into
+//! the transport's queue, and the handler sends the queue in order on the next writable edge. The
+//! queue is bounded (256 KiB by default, see [`DatagramTransport::set_write_queue_limit`]): a
+//! datagram that does not fit is dropped and reported to `error_received` as a
+//! [`DatagramDropped`] error, exactly as if the network had lost it. asyncio's queue is
+//! unbounded; a sender faster than the kernel would grow it without limit. (One kernel caveat:
+//! an *unconnected* Unix datagram socket that gets `EAGAIN` because the receiver's queue is full
+//! is not woken when that queue drains, only when its own sent datagrams are consumed; a
+//! connected one is.)
+//!
+//! Errors: a datagram socket reports problems one datagram at a time, and none of them ends the
+//! endpoint. An ICMP "port unreachable" answering a datagram on a connected UDP socket, for
+//! example, makes the next `recvfrom` or `send` fail with `ECONNREFUSED`: it goes to
+//! `error_received` and the transport keeps working. A send that fails that way did not send
+//! its own datagram (the kernel only reported the earlier one's fate), so it is retried once.
+//! Only an error that says the socket itself is unusable (`EBADF`, `ENOTSOCK`) closes the
+//! transport, with `connection_lost(Some(error))`.
+//!
+//! `connection_made` and `connection_lost` are scheduled with `call_soon`, as in asyncio, and so
+//! are the `error_received` calls caused by `sendto`: `sendto` never calls back into the
+//! protocol, so a protocol may call it from any of its callbacks. Errors found by the handler
+//! are delivered directly, like `datagram_received`.
+//!
+//! The reactor's registration holds the handler, and the handler holds the transport: an open
+//! endpoint stays alive with no other reference. Closing breaks the cycle; so does closing the
+//! loop under an open endpoint, which drops the handler, whose destructor closes the socket and
+//! drops the protocol.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::error::Error;
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::panic::Location;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use evloop_syscalls as sys;
+
+use crate::event_loop::{LoopHandle, LoopInner, Ready};
+use crate::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
+use crate::net::{Domain, SockAddr, SockType, UnixAddr};
+use crate::reactor::{ready, IoState};
+
+/// The default bound of a datagram transport's write queue, in bytes (see
+/// [`DatagramTransport::set_write_queue_limit`]).
+pub const DEFAULT_DATAGRAM_QUEUE_LIMIT: usize = 256 * 1024;
+/// What a queued datagram costs against the limit beyond its bytes (so that a flood of empty
+/// datagrams is bounded too).
+const QUEUE_OVERHEAD: usize = 64;
+/// The receive buffer: the largest datagram delivered whole.
+const READ_BUFFER: usize = 64 * 1024;
+/// Datagrams read per event before the handler yields the loop to other work.
+const READS_PER_EVENT: usize = 32;
+
+/// A datagram protocol (asyncio's `DatagramProtocol`): the callbacks a [`DatagramTransport`]
+/// calls.
+pub trait DatagramProtocol: 'static {
+    /// The endpoint is ready; keep the transport to send with.
+    fn connection_made(&mut self, transport: DatagramTransport) {
+        let _ = transport;
+    }
+
+    /// A datagram arrived from `addr`. `data` is only valid during the call; a datagram longer
+    /// than the transport's 64 KiB receive buffer arrives truncated to it.
+    fn datagram_received(&mut self, data: &[u8], addr: SockAddr);
+
+    /// A send or receive failed (an ICMP error such as `ECONNREFUSED` for an earlier datagram,
+    /// `EMSGSIZE`, a datagram dropped because the write queue was full: [`DatagramDropped`]).
+    /// The transport stays open.
+    fn error_received(&mut self, error: io::Error) {
+        let _ = error;
+    }
+
+    /// The endpoint is closed: `None` after `close()` or `abort()`, the error if the socket
+    /// failed. The last call.
+    fn connection_lost(&mut self, error: Option<io::Error>) {
+        let _ = error;
+    }
+}
+
+/// Socket options for [`LoopHandle::create_datagram_endpoint_with`] (a small builder).
+///
+/// ```
+/// let opts = evloop::DatagramOptions::new().reuse_port(true).allow_broadcast(true);
+/// assert!(opts.get_reuse_port() && opts.get_allow_broadcast());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DatagramOptions {
+    reuse_port: bool,
+    allow_broadcast: bool,
+}
+
+impl DatagramOptions {
+    /// No options set (the defaults of [`LoopHandle::create_datagram_endpoint`]).
+    pub fn new() -> DatagramOptions {
+        DatagramOptions::default()
+    }
+
+    /// `SO_REUSEPORT` before `bind`: several sockets may bind the same address and port, and
+    /// the kernel spreads incoming datagrams over them.
+    pub fn reuse_port(mut self, on: bool) -> Self {
+        self.reuse_port = on;
+        self
+    }
+
+    /// `SO_BROADCAST`: allows sending to broadcast addresses.
+    pub fn allow_broadcast(mut self, on: bool) -> Self {
+        self.allow_broadcast = on;
+        self
+    }
+
+    /// Whether `SO_REUSEPORT` is set.
+    pub fn get_reuse_port(&self) -> bool {
+        self.reuse_port
+    }
+
+    /// Whether `SO_BROADCAST` is set.
+    pub fn get_allow_broadcast(&self) -> bool {
+        self.allow_broadcast
+    }
+}
+
+/// The error `error_received` gets when a datagram was dropped because the transport's write
+/// queue was full (the payload of an `io::Error` of kind `Other`; find it with
+/// `error.get_ref().and_then(|e| e.downcast_ref::<DatagramDropped>())`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatagramDropped {
+    fd: i32,
+    size: usize,
+    addr: Option<SockAddr>,
+    queued: usize,
+    queued_bytes: usize,
+    limit: usize,
+}
+
+impl DatagramDropped {
+    /// The dropped datagram's size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Where it was going (`None`: the connected peer).
+    pub fn addr(&self) -> Option<&SockAddr> {
+        self.addr.as_ref()
+    }
+
+    /// Datagrams in the queue when it was dropped.
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+}
+
+impl fmt::Display for DatagramDropped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sendto(fd {}", self.fd)?;
+        if let Some(a) = &self.addr {
+            write!(f, ", {a}")?;
+        }
+        write!(
+            f,
+            "): write queue full ({} datagrams, {} bytes queued, limit {} bytes); datagram of {} bytes dropped",
+            self.queued, self.queued_bytes, self.limit, self.size
+        )
+    }
+}
+
+impl Error for DatagramDropped {}
+
+struct Queued {
+    data: Box<[u8]>,
+    addr: Option<SockAddr>,
+}
+
+struct WriteQueue {
+    items: VecDeque<Queued>,
+    /// Data bytes queued (`get_write_buffer_size`).
+    bytes: usize,
+    /// What the queue holds against `limit`: bytes plus `QUEUE_OVERHEAD` per datagram.
+    charged: usize,
+    limit: usize,
+}
+
+impl WriteQueue {
+    fn pop(&mut self) {
+        if let Some(q) = self.items.pop_front() {
+            self.bytes -= q.data.len();
+            self.charged -= q.data.len() + QUEUE_OVERHEAD;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.items = VecDeque::new();
+        self.bytes = 0;
+        self.charged = 0;
+    }
+}
+
+/// A datagram endpoint (asyncio's `DatagramTransport`); cheap to clone.
+#[derive(Clone)]
+pub struct DatagramTransport {
+    inner: Rc<Inner>,
+}
+
+struct Inner {
+    lp: Rc<LoopInner>,
+    io: Rc<IoState>,
+    /// The fd number, kept for messages after the socket is closed.
+    fd_num: i32,
+    fd: RefCell<Option<OwnedFd>>,
+    protocol: RefCell<Option<Box<dyn DatagramProtocol>>>,
+    queue: RefCell<WriteQueue>,
+    read_buf: RefCell<Vec<u8>>,
+    /// `close()` was called: no more reads, close once the queue is sent.
+    closing: Cell<bool>,
+    /// The socket is closed and `connection_lost` scheduled (or the loop closed under it).
+    closed: Cell<bool>,
+    /// Datagrams passed to `sendto` after the transport closed (dropped, as asyncio does).
+    sends_after_close: Cell<u64>,
+    /// Datagrams dropped because the queue was full.
+    dropped: Cell<u64>,
+    local: Option<SockAddr>,
+    peer: Option<SockAddr>,
+    /// A Unix pathname this endpoint bound: removed when it closes.
+    unlink: Option<PathBuf>,
+}
+
+impl Inner {
+    /// Closes the socket now (removing the file of a pathname it bound).
+    fn close_fd(&self) {
+        let fd = self.fd.borrow_mut().take();
+        if let Some(fd) = fd {
+            let _ = sys::close(fd);
+            if let Some(p) = &self.unlink {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+
+    /// Drops the protocol unless it is running (then whoever runs it finishes first).
+    fn drop_protocol(&self) {
+        if let Ok(mut p) = self.protocol.try_borrow_mut() {
+            let protocol = p.take();
+            drop(p);
+            drop(protocol);
+        }
+    }
+}
+
+/// The registration's handler: runs the transport's read/write work on each event.
+struct DatagramHandler {
+    meta: HandleMeta,
+    transport: Rc<Inner>,
+}
+
+impl Drop for DatagramHandler {
+    /// The registration lets go of the handler when the transport closes (nothing left to do)
+    /// or when the loop closes under an open endpoint: then the socket is closed here and the
+    /// protocol dropped, which breaks the protocol <-> transport cycle so nothing leaks.
+    fn drop(&mut self) {
+        let t = &self.transport;
+        if !t.closed.replace(true) {
+            t.closing.set(true);
+            t.close_fd();
+            if let Ok(mut q) = t.queue.try_borrow_mut() {
+                q.clear();
+            }
+            t.drop_protocol();
+        }
+    }
+}
+
+impl Callback for DatagramHandler {
+    fn run(&self) {
+        DatagramTransport {
+            inner: self.transport.clone(),
+        }
+        .on_ready();
+    }
+    fn meta(&self) -> &HandleMeta {
+        &self.meta
+    }
+    fn type_name(&self) -> &'static str {
+        "datagram transport I/O"
+    }
+}
+
+/// Dropped with the `connection_lost` callback, run or not: drops the protocol, so a callback
+/// discarded by a closing loop still breaks the protocol <-> transport cycle.
+struct ReleaseProtocol(Rc<Inner>);
+
+impl Drop for ReleaseProtocol {
+    fn drop(&mut self) {
+        self.0.drop_protocol();
+    }
+}
+
+/// Errors that say the socket itself is unusable: the transport closes. Every other error is
+/// about one datagram and goes to `error_received`.
+fn is_fatal(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(sys::errno::EBADF) | Some(sys::errno::ENOTSOCK))
+}
+
+/// Errors the kernel left pending on the socket for an earlier datagram (ICMP errors): a send
+/// failing with one of these did not send its own datagram.
+fn is_pending_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+            | io::ErrorKind::ConnectionReset
+    )
+}
+
+fn send_raw(fd: BorrowedFd<'_>, data: &[u8], addr: Option<&SockAddr>) -> io::Result<usize> {
+    match addr {
+        Some(a) => sys::send_to(fd, data, a),
+        None => sys::send(fd, data),
+    }
+}
+
+/// Sends one datagram. A pending error for an earlier datagram is pushed to `reported` and the
+/// send retried once; `Err` is this datagram's own outcome (`WouldBlock`: queue it).
+fn send_datagram(
+    fd: BorrowedFd<'_>,
+    data: &[u8],
+    addr: Option<&SockAddr>,
+    reported: &mut Vec<io::Error>,
+) -> io::Result<()> {
+    match send_raw(fd, data, addr) {
+        Ok(_) => Ok(()),
+        Err(e) if is_pending_error(&e) => {
+            reported.push(e);
+            send_raw(fd, data, addr).map(drop)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+impl DatagramTransport {
+    /// Wraps a bound and/or connected datagram socket and registers it; `connection_made` is
+    /// scheduled.
+    fn start(
+        lp: &Rc<LoopInner>,
+        fd: OwnedFd,
+        protocol: Box<dyn DatagramProtocol>,
+        site: &'static Location<'static>,
+        unlink: Option<PathBuf>,
+    ) -> io::Result<DatagramTransport> {
+        let io = match lp.register_io(fd.as_raw_fd()) {
+            Ok(io) => io,
+            Err(e) => {
+                drop(fd);
+                if let Some(p) = &unlink {
+                    let _ = std::fs::remove_file(p);
+                }
+                return Err(e);
+            }
+        };
+        let local = sys::local_addr(fd.as_fd()).ok();
+        let peer = sys::peer_addr(fd.as_fd()).ok();
+        let inner = Rc::new(Inner {
+            lp: lp.clone(),
+            io,
+            fd_num: fd.as_raw_fd(),
+            fd: RefCell::new(Some(fd)),
+            protocol: RefCell::new(Some(protocol)),
+            queue: RefCell::new(WriteQueue {
+                items: VecDeque::new(),
+                bytes: 0,
+                charged: 0,
+                limit: DEFAULT_DATAGRAM_QUEUE_LIMIT,
+            }),
+            read_buf: RefCell::new(Vec::new()),
+            closing: Cell::new(false),
+            closed: Cell::new(false),
+            sends_after_close: Cell::new(0),
+            dropped: Cell::new(0),
+            local,
+            peer,
+            unlink,
+        });
+        let handler: Rc<dyn Callback> = Rc::new(DatagramHandler {
+            meta: HandleMeta::new(HandleKind::Reader, site),
+            transport: inner.clone(),
+        });
+        inner.io.set_handler(Some(handler));
+        let t = DatagramTransport { inner };
+        let made = t.clone();
+        lp.push_ready(Ready::Callback(OnceCallback::new_rc(
+            HandleKind::CallSoon,
+            site,
+            move || {
+                made.with_protocol(|p| p.connection_made(made.clone()));
+            },
+        )));
+        Ok(t)
+    }
+
+    /// Runs `f` on the protocol; skipped once the protocol is gone (after `connection_lost`).
+    fn with_protocol(&self, f: impl FnOnce(&mut dyn DatagramProtocol)) {
+        if let Ok(mut p) = self.inner.protocol.try_borrow_mut() {
+            if let Some(p) = p.as_mut() {
+                f(&mut **p);
+            }
+        }
+    }
+
+    /// Delivers an error to `error_received` in the next iteration.
+    fn schedule_error(&self, e: io::Error) {
+        let me = self.clone();
+        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || {
+            me.with_protocol(|p| p.error_received(e))
+        });
+        self.inner.lp.push_ready(Ready::Callback(cb));
+    }
+
+    /// Delivers an error now if the protocol is free, else in the next iteration.
+    fn report_error(&self, e: io::Error) {
+        match self.inner.protocol.try_borrow_mut() {
+            Ok(mut p) => {
+                if let Some(p) = p.as_mut() {
+                    p.error_received(e);
+                }
+            }
+            Err(_) => self.schedule_error(e),
+        }
+    }
+
+    /// `op(fd 7, 127.0.0.1:53): <error>`, keeping the error's kind.
+    fn context(&self, op: &str, addr: Option<&SockAddr>, e: io::Error) -> io::Error {
+        let fd = self.inner.fd_num;
+        let context = match (addr, &self.inner.peer) {
+            (Some(a), _) => format!("{op}(fd {fd}, {a})"),
+            (None, Some(p)) => format!("{op}(fd {fd}, connected to {p})"),
+            (None, None) => format!("{op}(fd {fd})"),
+        };
+        crate::error::with_context(context, e)
+    }
+
+    /// The event handler: send what is queued, read what is there.
+    fn on_ready(&self) {
+        let t = &self.inner;
+        if t.closed.get() {
+            return;
+        }
+        let bits = t.io.readiness();
+        if bits & ready::WRITE_ANY != 0 && !t.queue.borrow().items.is_empty() {
+            self.flush();
+        }
+        if bits & ready::READ_ANY != 0 && !t.closing.get() {
+            self.read_ready();
+        }
+    }
+
+    fn read_ready(&self) {
+        let t = &self.inner;
+        for _ in 0..READS_PER_EVENT {
+            if t.closed.get() || t.closing.get() {
+                return;
+            }
+            let result = {
+                let fd = t.fd.borrow();
+                let Some(fd) = fd.as_ref() else { return };
+                let mut buf = t.read_buf.borrow_mut();
+                if buf.len() < READ_BUFFER {
+                    buf.resize(READ_BUFFER, 0);
+                }
+                sys::recv_from(fd.as_fd(), &mut buf)
+            };
+            match result {
+                Ok((n, addr)) => {
+                    // Borrowed immutably during the callback; the protocol cannot reach it.
+                    let buf = t.read_buf.borrow();
+                    self.with_protocol(|p| p.datagram_received(&buf[..n], addr));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Empty, and any error pending was taken by an earlier call: both come
+                    // back as a new edge.
+                    t.io.clear(ready::READABLE | ready::ERROR);
+                    return;
+                }
+                Err(e) if is_fatal(&e) => {
+                    let e = self.context("recvfrom", None, e);
+                    self.finish_close(Some(e));
+                    return;
+                }
+                Err(e) => {
+                    // recvfrom returned the socket's pending error (and cleared it); datagrams
+                    // queued behind it are read next.
+                    t.io.clear(ready::ERROR);
+                    let e = self.context("recvfrom", None, e);
+                    self.report_error(e);
+                }
+            }
+        }
+        // Budget spent with datagrams perhaps still queued: continue after other work.
+        let me = self.clone();
+        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || me.on_ready());
+        t.lp.push_ready(Ready::Callback(cb));
+    }
+
+    /// Sends the queue in order until it is empty or the kernel says `EAGAIN`.
+    fn flush(&self) {
+        let t = &self.inner;
+        let mut errors = Vec::new();
+        let mut pending = Vec::new();
+        loop {
+            if t.closed.get() {
+                break;
+            }
+            let (result, addr) = {
+                let q = t.queue.borrow();
+                let Some(item) = q.items.front() else { break };
+                let fd = t.fd.borrow();
+                let Some(fd) = fd.as_ref() else { break };
+                let result = send_datagram(fd.as_fd(), &item.data, item.addr.as_ref(), &mut pending);
+                for e in pending.drain(..) {
+                    errors.push(self.context("sendto", item.addr.as_ref(), e));
+                }
+                (result, item.addr.clone())
+            };
+            match result {
+                Ok(()) => t.queue.borrow_mut().pop(),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    t.io.clear(ready::WRITABLE);
+                    break;
+                }
+                Err(e) if is_fatal(&e) => {
+                    self.finish_close(Some(self.context("sendto", addr.as_ref(), e)));
+                    break;
+                }
+                Err(e) => {
+                    // This datagram's own failure (EMSGSIZE, EACCES, ...): it is dropped.
+                    t.queue.borrow_mut().pop();
+                    errors.push(self.context("sendto", addr.as_ref(), e));
+                }
+            }
+        }
+        for e in errors {
+            self.report_error(e);
+        }
+        if t.closing.get() && !t.closed.get() && t.queue.borrow().items.is_empty() {
+            self.finish_close(None);
+        }
+    }
+
+    /// Sends one datagram to `addr`, or to the connected peer when `addr` is `None` (asyncio's
+    /// `sendto`).
+    ///
+    /// The datagram is sent at once when nothing is queued (`MSG_NOSIGNAL`); if the kernel
+    /// cannot take it now it is queued and sent on the next writable edge, or dropped and
+    /// reported as a [`DatagramDropped`] error when the queue is full. A failure of the send
+    /// (`EMSGSIZE`, an ICMP error for an earlier datagram, ...) is reported to `error_received`
+    /// in the next iteration, never here: `sendto` does not call the protocol. After `close()`
+    /// or `abort()` the datagram is silently dropped (as asyncio does; debug mode warns once).
+    /// Empty datagrams are sent: they are valid datagrams.
+    ///
+    /// Errors (nothing sent): `InvalidInput` when `addr` is `None` and the transport is not
+    /// connected, or when it is connected and `addr` is another address than the peer's.
+    pub fn sendto(&self, data: &[u8], addr: Option<&SockAddr>) -> io::Result<()> {
+        let t = &self.inner;
+        let target = match (addr, &t.peer) {
+            (None, Some(_)) => None,
+            (Some(a), Some(p)) if a == p => None,
+            (Some(a), None) => Some(a),
+            (None, None) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "sendto(fd {}): no address given and the transport is not connected",
+                        t.fd_num
+                    ),
+                ))
+            }
+            (Some(a), Some(p)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "sendto(fd {}, {a}): the transport is connected to {p}; pass None or that address",
+                        t.fd_num
+                    ),
+                ))
+            }
+        };
+        if t.closed.get() || t.closing.get() {
+            let n = t.sends_after_close.get() + 1;
+            t.sends_after_close.set(n);
+            if n == 1 && t.lp.debug() {
+                eprintln!(
+                    "evloop: warning: sendto() on a closing datagram transport (fd {}, {} bytes dropped)",
+                    t.fd_num,
+                    data.len()
+                );
+            }
+            return Ok(());
+        }
+        if t.queue.borrow().items.is_empty() {
+            let mut errors = Vec::new();
+            let sent = {
+                let fd = t.fd.borrow();
+                let Some(fd) = fd.as_ref() else { return Ok(()) };
+                send_datagram(fd.as_fd(), data, target, &mut errors)
+            };
+            for e in errors {
+                self.schedule_error(self.context("sendto", target, e));
+            }
+            match sent {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => t.io.clear(ready::WRITABLE),
+                Err(e) => {
+                    let fatal = is_fatal(&e);
+                    let e = self.context("sendto", target, e);
+                    if fatal {
+                        self.finish_close(Some(e));
+                    } else {
+                        self.schedule_error(e);
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        self.enqueue(data, target);
+        Ok(())
+    }
+
+    fn enqueue(&self, data: &[u8], addr: Option<&SockAddr>) {
+        let t = &self.inner;
+        let mut q = t.queue.borrow_mut();
+        let charge = data.len() + QUEUE_OVERHEAD;
+        if q.charged + charge > q.limit {
+            let dropped = DatagramDropped {
+                fd: t.fd_num,
+                size: data.len(),
+                addr: addr.cloned(),
+                queued: q.items.len(),
+                queued_bytes: q.bytes,
+                limit: q.limit,
+            };
+            drop(q);
+            t.dropped.set(t.dropped.get() + 1);
+            self.schedule_error(io::Error::other(dropped));
+            return;
+        }
+        q.items.push_back(Queued {
+            data: data.into(),
+            addr: addr.cloned(),
+        });
+        q.bytes += data.len();
+        q.charged += charge;
+    }
+
+    /// Closes after the queued datagrams are sent; `connection_lost(None)` follows. Idempotent.
+    pub fn close(&self) {
+        let t = &self.inner;
+        if t.closing.get() || t.closed.get() {
+            return;
+        }
+        t.closing.set(true);
+        if t.queue.borrow().items.is_empty() {
+            self.finish_close(None);
+        }
+    }
+
+    /// Closes at once, dropping queued datagrams; `connection_lost(None)` follows.
+    pub fn abort(&self) {
+        self.finish_close(None);
+    }
+
+    fn finish_close(&self, error: Option<io::Error>) {
+        let t = &self.inner;
+        if t.closed.replace(true) {
+            return;
+        }
+        t.closing.set(true);
+        t.lp.deregister_io(&t.io);
+        t.close_fd();
+        t.queue.borrow_mut().clear();
+        let me = self.clone();
+        let release = ReleaseProtocol(t.clone());
+        let lost = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || {
+            me.with_protocol(|p| p.connection_lost(error));
+            // The protocol is done: dropping it breaks the protocol <-> transport cycle.
+            drop(release);
+        });
+        if t.lp.is_closed() {
+            // No loop to run it: deliver now rather than never.
+            lost.run();
+        } else {
+            t.lp.push_ready(Ready::Callback(lost));
+        }
+    }
+
+    /// Whether `close()` or `abort()` was called (or the socket failed).
+    pub fn is_closing(&self) -> bool {
+        self.inner.closing.get() || self.inner.closed.get()
+    }
+
+    /// Bytes of datagrams queued and not yet accepted by the kernel.
+    pub fn get_write_buffer_size(&self) -> usize {
+        self.inner.queue.borrow().bytes
+    }
+
+    /// Bounds the write queue: a datagram that would take it over `bytes` is dropped (and
+    /// reported). Each queued datagram counts its size plus 64 bytes, so empty datagrams are
+    /// bounded too. `0` never queues: a datagram the kernel cannot take at once is dropped.
+    /// Datagrams already queued stay.
+    pub fn set_write_queue_limit(&self, bytes: usize) {
+        self.inner.queue.borrow_mut().limit = bytes;
+    }
+
+    /// The write queue's bound in bytes (default [`DEFAULT_DATAGRAM_QUEUE_LIMIT`]).
+    pub fn get_write_queue_limit(&self) -> usize {
+        self.inner.queue.borrow().limit
+    }
+
+    /// Datagrams dropped so far because the write queue was full.
+    pub fn dropped_datagrams(&self) -> u64 {
+        self.inner.dropped.get()
+    }
+
+    /// The local address (asyncio's `get_extra_info('sockname')`).
+    pub fn sockname(&self) -> Option<&SockAddr> {
+        self.inner.local.as_ref()
+    }
+
+    /// The connected peer's address, for an endpoint created with a remote address
+    /// (`get_extra_info('peername')`).
+    pub fn peername(&self) -> Option<&SockAddr> {
+        self.inner.peer.as_ref()
+    }
+
+    /// The socket's fd while the transport is open.
+    pub fn fd(&self) -> Option<i32> {
+        self.inner.fd.borrow().as_ref().map(|f| f.as_raw_fd())
+    }
+}
+
+impl fmt::Debug for DatagramTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.inner;
+        let state = if t.closed.get() {
+            "closed"
+        } else if t.closing.get() {
+            "closing"
+        } else {
+            "open"
+        };
+        write!(f, "<DatagramTransport fd={} {state}", t.fd_num)?;
+        if let Some(a) = &t.local {
+            write!(f, " local={a}")?;
+        }
+        if let Some(p) = &t.peer {
+            write!(f, " peer={p}")?;
+        }
+        let q = t.queue.borrow();
+        write!(f, " queued={}/{}B>", q.items.len(), q.bytes)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Creating endpoints.
+
+fn domain_of(addr: &SocketAddr) -> Domain {
+    match addr {
+        SocketAddr::V4(_) => Domain::Inet,
+        SocketAddr::V6(_) => Domain::Inet6,
+    }
+}
+
+fn with_addr(op: &str, addr: &SockAddr, e: io::Error) -> io::Error {
+    crate::error::with_context(format!("create_datagram_endpoint: {op}({addr})"), e)
+}
+
+/// Binds and/or connects a fresh datagram socket.
+fn open_socket(
+    domain: Domain,
+    local: Option<&SockAddr>,
+    remote: Option<&SockAddr>,
+    opts: &DatagramOptions,
+) -> io::Result<OwnedFd> {
+    let fd = sys::socket(domain, SockType::Datagram)?;
+    if opts.reuse_port {
+        sys::set_reuseport(fd.as_fd(), true).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("create_datagram_endpoint: SO_REUSEPORT(fd {}): {e}", fd.as_raw_fd()),
+            )
+        })?;
+    }
+    if opts.allow_broadcast {
+        sys::set_broadcast(fd.as_fd(), true).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("create_datagram_endpoint: SO_BROADCAST(fd {}): {e}", fd.as_raw_fd()),
+            )
+        })?;
+    }
+    if let Some(l) = local {
+        sys::bind(fd.as_fd(), l).map_err(|e| with_addr("bind", l, e))?;
+    }
+    if let Some(r) = remote {
+        if let Err(e) = sys::connect(fd.as_fd(), r) {
+            if let Some(SockAddr::Unix(UnixAddr::Pathname(p))) = local {
+                // The bind above created the socket file: do not leave it behind.
+                drop(fd);
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(with_addr("connect", r, e));
+        }
+    }
+    Ok(fd)
+}
+
+impl LoopHandle {
+    /// Creates a UDP endpoint running `protocol` (asyncio's `create_datagram_endpoint`): binds
+    /// to `local` if given (port 0 picks a free port), connects to `remote` if given (then
+    /// `sendto(data, None)` sends there and only its datagrams are received). The address
+    /// family is that of the addresses; at least one is required.
+    ///
+    /// `connection_made` runs in the next iteration. Errors: neither address given, or the two
+    /// of different families (`InvalidInput`); the loop is closed; `socket`, `bind` or
+    /// `connect` failed (the message names the call and the address).
+    #[track_caller]
+    pub fn create_datagram_endpoint<P: DatagramProtocol>(
+        &self,
+        protocol: P,
+        local: Option<SocketAddr>,
+        remote: Option<SocketAddr>,
+    ) -> io::Result<DatagramTransport> {
+        self.create_datagram_endpoint_with(protocol, local, remote, &DatagramOptions::default())
+    }
+
+    /// [`create_datagram_endpoint`](LoopHandle::create_datagram_endpoint) with socket options
+    /// (`SO_REUSEPORT`, `SO_BROADCAST`).
+    #[track_caller]
+    pub fn create_datagram_endpoint_with<P: DatagramProtocol>(
+        &self,
+        protocol: P,
+        local: Option<SocketAddr>,
+        remote: Option<SocketAddr>,
+        options: &DatagramOptions,
+    ) -> io::Result<DatagramTransport> {
+        let site = Location::caller();
+        let domain = match (&local, &remote) {
+            (Some(l), Some(r)) if domain_of(l) != domain_of(r) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "create_datagram_endpoint: local address {l} and remote address {r} are of different families"
+                    ),
+                ))
+            }
+            (Some(a), _) | (None, Some(a)) => domain_of(a),
+            (None, None) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "create_datagram_endpoint: give a local address, a remote address or both (the socket's family comes from them)",
+                ))
+            }
+        };
+        if self.is_closed() {
+            return Err(crate::LoopError::new(crate::LoopErrorKind::Closed, "create_datagram_endpoint").into());
+        }
+        let local = local.map(SockAddr::Inet);
+        let remote = remote.map(SockAddr::Inet);
+        let fd = open_socket(domain, local.as_ref(), remote.as_ref(), options)?;
+        DatagramTransport::start(&self.inner, fd, Box::new(protocol), site, None)
+    }
+
+    /// Creates a Unix datagram endpoint running `protocol`: binds to `local` if given, connects
+    /// to `remote` if given. Both may be omitted: the endpoint can then only send, to explicit
+    /// addresses (receivers cannot answer an unnamed socket). A pathname `local` creates the
+    /// socket file; the transport removes it when it closes.
+    ///
+    /// Errors: the loop is closed; `socket`, `bind` or `connect` failed (the message names the
+    /// call and the address; `connect` to a name nobody bound is `ECONNREFUSED`).
+    #[track_caller]
+    pub fn create_unix_datagram_endpoint<P: DatagramProtocol>(
+        &self,
+        protocol: P,
+        local: Option<&UnixAddr>,
+        remote: Option<&UnixAddr>,
+    ) -> io::Result<DatagramTransport> {
+        let site = Location::caller();
+        if self.is_closed() {
+            return Err(crate::LoopError::new(crate::LoopErrorKind::Closed, "create_unix_datagram_endpoint").into());
+        }
+        let local = local.cloned().map(SockAddr::Unix);
+        let remote = remote.cloned().map(SockAddr::Unix);
+        let fd = open_socket(
+            Domain::Unix,
+            local.as_ref(),
+            remote.as_ref(),
+            &DatagramOptions::default(),
+        )?;
+        let unlink = match &local {
+            Some(SockAddr::Unix(UnixAddr::Pathname(p))) => Some(p.clone()),
+            _ => None,
+        };
+        DatagramTransport::start(&self.inner, fd, Box::new(protocol), site, unlink)
+    }
+}

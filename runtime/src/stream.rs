@@ -1,0 +1,1323 @@
+//! Streams: asyncio's high-level `StreamReader` / `StreamWriter` API, built on a [`Transport`]
+//! and a protocol exactly as asyncio builds it (`asyncio.streams`): [`open_connection`],
+//! [`start_server`] and their Unix-socket twins give a ([`StreamReader`], [`StreamWriter`])
+//! pair per connection.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! let (reader, writer) = evloop::open_connection("127.0.0.1", 8888).await?;
+//! writer.write(b"hello\n");
+//! writer.drain().await?;
+//! let line = reader.readline().await?;
+//! writer.close();
+//! writer.wait_closed().await?;
+//! # let _ = line; Ok(()) }
+//! ```
+//!
+//! # How received bytes reach a waiting task (reading)
+//! Each connection has a private protocol (asyncio's `StreamReaderProtocol`) installed in its
+//! transport. When the transport's event handler `recv`s bytes it calls the protocol's
+//! `data_received`, which appends them to the reader's buffer (asyncio's
+//! `StreamReader.feed_data`) and wakes the one task waiting for data, if any (`_wakeup_waiter`).
+//! A read method first tries to answer from the buffer; only when it cannot does it park its
+//! task's waker in the reader and return `Pending` (`_wait_for_data`). The next `feed_data`,
+//! the end of the stream (`eof_received` -> `feed_eof`) or the loss of the connection
+//! (`connection_lost` -> `set_exception`) takes that waker and wakes it, and the read looks at
+//! the buffer again. The path from the kernel to the task is: `epoll_pwait2` reports the socket
+//! readable, phase 5 runs the transport's handler, `recv(2)` copies the bytes into the
+//! transport's 64 KiB scratch buffer, `data_received` copies them into the reader's buffer and
+//! queues the task, and the task's next step returns them.
+//!
+//! Only one read may wait at a time (asyncio raises `RuntimeError` for a second one; here it is
+//! [`StreamError::ReadInProgress`]).
+//!
+//! **Bounded memory** (asyncio's `limit`): when the buffer holds more than twice the limit
+//! ([`StreamConfig::limit`], 64 KiB by default), the protocol calls
+//! [`Transport::pause_reading`]: the kernel's receive queue fills, TCP's window closes and the
+//! peer's sends block. Once reads have drained the buffer to the limit or below,
+//! `resume_reading` restarts it (`_maybe_resume_transport`). The buffer therefore never holds
+//! more than twice the limit plus one `recv` (64 KiB), unless a read asks for more: a read that
+//! must wait for data resumes the transport first, as asyncio's `_wait_for_data` does, so
+//! [`StreamReader::readexactly`]`(n)` can buffer `n` bytes. [`StreamReader::readuntil`] and
+//! [`StreamReader::readline`] fail with [`StreamError::LimitOverrun`] instead of buffering past
+//! the limit.
+//!
+//! # Back-pressure on writes (`drain`)
+//! [`StreamWriter::write`] is synchronous: the transport sends at once what the kernel takes and
+//! queues the rest. When its queue grows above the high-water mark (64 KiB by default, see
+//! [`StreamWriter::set_write_buffer_limits`]) the transport calls the protocol's
+//! `pause_writing`; when it has flushed down to the low-water mark, `resume_writing` (asyncio's
+//! `FlowControlMixin`). [`StreamWriter::drain`] returns at once unless writing is paused; then
+//! it parks the task until `resume_writing` (or `connection_lost`) wakes it (`_drain_helper`).
+//! A producer that calls `drain` after each `write` therefore never queues much more than the
+//! high-water mark. [`AsyncWrite`] for [`StreamWriter`] applies the same rule before each write.
+//!
+//! # Where evloop differs from asyncio (deliberately)
+//! - **Lifetimes instead of `close()` to avoid leaks**: the connection is closed
+//!   ([`Transport::close`], after flushing) when both its reader and its writer are dropped.
+//!   When only the reader is dropped, later incoming bytes are discarded instead of buffered.
+//!   A server's handler that returns (or panics) therefore closes its connection.
+//! - **An error never destroys data**: asyncio raises a connection error even when bytes are
+//!   still buffered, and `readline` throws away the buffered data on a limit overrun (so the tail
+//!   of an over-long line can look like a line). Here, buffered bytes are returned before a
+//!   connection error, an error leaves the buffer as it was (except the incomplete-read error at
+//!   the end of the stream, which carries the bytes), and `readline`'s overrun leaves the data in
+//!   the buffer like `readuntil`'s does.
+//! - Misuse is an error value, never a panic.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use crate::event_loop::{get_running_loop, LoopHandle};
+use crate::io::{AsyncRead, AsyncWrite};
+use crate::net::{SockAddr, UnixAddr};
+use crate::protocol::{Protocol, Transport};
+use crate::trace::{note_awaiting, Awaiting};
+
+/// The default buffer limit of a [`StreamReader`] (asyncio's `_DEFAULT_LIMIT`, 64 KiB).
+pub const DEFAULT_LIMIT: usize = 64 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Configuration.
+
+/// Options for the streams of a connection or a server (asyncio's `limit=` argument).
+///
+/// ```
+/// let config = evloop::StreamConfig::new().limit(1024);
+/// assert_eq!(config.get_limit(), 1024);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamConfig {
+    limit: usize,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        StreamConfig::new()
+    }
+}
+
+impl StreamConfig {
+    /// The defaults: a 64 KiB limit.
+    pub const fn new() -> StreamConfig {
+        StreamConfig { limit: DEFAULT_LIMIT }
+    }
+
+    /// The reader's buffer limit: the longest line or `readuntil` chunk accepted, and the
+    /// back-pressure threshold (reading pauses above twice the limit, resumes at the limit).
+    /// 0 is taken as 1.
+    pub const fn limit(mut self, limit: usize) -> StreamConfig {
+        self.limit = if limit == 0 { 1 } else { limit };
+        self
+    }
+
+    /// The configured limit.
+    pub const fn get_limit(&self) -> usize {
+        self.limit
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors.
+
+/// A failed stream operation; its `Display` names the operation. Converts into `io::Error`.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StreamError {
+    /// The stream ended before the read could complete (asyncio's `IncompleteReadError`). The
+    /// bytes that were there are consumed and returned here.
+    Incomplete {
+        /// The operation (`readexactly`, `readuntil`).
+        op: &'static str,
+        /// The bytes read before the end of the stream.
+        partial: Vec<u8>,
+        /// How many bytes were wanted (`None` for `readuntil`: a separator was wanted).
+        expected: Option<usize>,
+    },
+    /// The separator was not found within the limit (asyncio's `LimitOverrunError`). The data
+    /// stays in the buffer: read it with [`StreamReader::read`] or skip it.
+    LimitOverrun {
+        /// The operation (`readuntil`, `readline`).
+        op: &'static str,
+        /// How many buffered bytes were examined: the separator, if present, starts here or
+        /// later.
+        consumed: usize,
+        /// The reader's limit.
+        limit: usize,
+    },
+    /// Another read on this reader is still waiting for data (asyncio's `RuntimeError`).
+    ReadInProgress {
+        /// The operation that was refused.
+        op: &'static str,
+    },
+    /// The connection failed, or the arguments were invalid.
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// What went wrong (its message already names the operation).
+        error: io::Error,
+    },
+}
+
+impl StreamError {
+    /// The operation that failed.
+    pub fn operation(&self) -> &'static str {
+        match self {
+            StreamError::Incomplete { op, .. }
+            | StreamError::LimitOverrun { op, .. }
+            | StreamError::ReadInProgress { op }
+            | StreamError::Io { op, .. } => op,
+        }
+    }
+
+    /// The bytes an [`StreamError::Incomplete`] carries (empty for the other kinds).
+    pub fn partial(&self) -> &[u8] {
+        match self {
+            StreamError::Incomplete { partial, .. } => partial,
+            _ => &[],
+        }
+    }
+
+    /// The `io::ErrorKind` this error converts to.
+    pub fn kind(&self) -> io::ErrorKind {
+        match self {
+            StreamError::Incomplete { .. } => io::ErrorKind::UnexpectedEof,
+            StreamError::LimitOverrun { .. } => io::ErrorKind::InvalidData,
+            StreamError::ReadInProgress { .. } => io::ErrorKind::Other,
+            StreamError::Io { error, .. } => error.kind(),
+        }
+    }
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamError::Incomplete {
+                op,
+                partial,
+                expected: Some(n),
+            } => write!(f, "{op}: the stream ended after {} of {n} bytes", partial.len()),
+            StreamError::Incomplete {
+                op,
+                partial,
+                expected: None,
+            } => write!(
+                f,
+                "{op}: the stream ended before the separator ({} bytes read)",
+                partial.len()
+            ),
+            StreamError::LimitOverrun { op, consumed, limit } => write!(
+                f,
+                "{op}: no separator within the limit of {limit} bytes ({consumed} bytes examined; \
+                 the data stays buffered)"
+            ),
+            StreamError::ReadInProgress { op } => {
+                write!(f, "{op}: another read on this stream is already waiting for data")
+            }
+            // The io::Error's message starts with the operation already.
+            StreamError::Io { error, .. } => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for StreamError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StreamError::Io { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<StreamError> for io::Error {
+    fn from(e: StreamError) -> io::Error {
+        match e {
+            StreamError::Io { error, .. } => error,
+            other => io::Error::new(other.kind(), other),
+        }
+    }
+}
+
+/// A connection error, kept so that every later operation can report it (`io::Error` is not
+/// `Clone`).
+#[derive(Clone)]
+struct SavedError {
+    kind: io::ErrorKind,
+    message: String,
+}
+
+impl SavedError {
+    fn new(e: &io::Error, peer: Option<&SockAddr>) -> SavedError {
+        let message = match peer {
+            Some(peer) => format!("the connection to {peer} failed: {e}"),
+            None => format!("the connection failed: {e}"),
+        };
+        SavedError {
+            kind: e.kind(),
+            message,
+        }
+    }
+
+    fn to_io(&self, op: &str) -> io::Error {
+        io::Error::new(self.kind, format!("{op}: {}", self.message))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shared state of one connection.
+
+/// The reader's buffer and wait state (asyncio's `StreamReader` internals).
+///
+/// Invariants: `waiter` is `Some` only while a read that holds `busy` is parked; `paused` is
+/// true exactly when this module paused the transport's reading (a half-closed transport also
+/// stops reading, but that is not ours to resume).
+struct ReadState {
+    /// Received bytes not yet consumed: `data[start..]`.
+    data: Vec<u8>,
+    start: usize,
+    limit: usize,
+    /// The peer sent FIN, or the connection is gone.
+    eof: bool,
+    /// The connection failed with this error.
+    error: Option<SavedError>,
+    /// Bumped by every feed (bytes, end of stream, error): a parked read compares it to see
+    /// whether anything happened.
+    fed: u64,
+    /// The parked read's waker.
+    waiter: Option<Waker>,
+    /// A read operation is in progress.
+    busy: bool,
+    /// Reading is paused because the buffer went above twice the limit.
+    paused: bool,
+}
+
+impl ReadState {
+    fn len(&self) -> usize {
+        self.data.len() - self.start
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.data[self.start..]
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        if self.start > 0 && self.data.len() + bytes.len() > self.data.capacity() {
+            // Reuse the consumed prefix instead of growing the allocation.
+            self.data.drain(..self.start);
+            self.start = 0;
+        }
+        self.data.extend_from_slice(bytes);
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.data.len() {
+            self.data.clear();
+            self.start = 0;
+            // A large read (readexactly of many MiB) may have grown the allocation: give it back.
+            if self.data.capacity() > self.limit.max(DEFAULT_LIMIT).saturating_mul(4) {
+                self.data = Vec::new();
+            }
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Vec<u8> {
+        let out = self.data[self.start..self.start + n].to_vec();
+        self.consume(n);
+        out
+    }
+
+    fn take_all(&mut self) -> Vec<u8> {
+        // Hand over the allocation itself when it is not mostly empty (no copy); a few bytes in
+        // a large buffer are copied instead, so the caller does not keep the large allocation.
+        if self.start == 0 && self.data.capacity() <= self.data.len().max(4096).saturating_mul(2) {
+            std::mem::take(&mut self.data)
+        } else {
+            let n = self.len();
+            self.take(n)
+        }
+    }
+
+    fn wake(&mut self) -> Option<Waker> {
+        self.fed = self.fed.wrapping_add(1);
+        self.waiter.take()
+    }
+}
+
+/// What the protocol, the reader and the writer of one connection share.
+struct Conn {
+    transport: RefCell<Option<Transport>>,
+    read: RefCell<ReadState>,
+    reader_alive: Cell<bool>,
+    writer_alive: Cell<bool>,
+    /// The transport said `pause_writing` and not yet `resume_writing`.
+    write_paused: Cell<bool>,
+    /// `write_eof` was called through the writer.
+    eof_written: Cell<bool>,
+    /// `connection_lost` ran, with this error if it failed.
+    lost: Cell<bool>,
+    lost_error: RefCell<Option<SavedError>>,
+    /// Tasks in `drain`, a blocked `AsyncWrite::poll_write` or `wait_closed`: woken by
+    /// `resume_writing` and `connection_lost`; each re-checks its own condition.
+    writer_waiters: RefCell<Vec<Waker>>,
+}
+
+impl Conn {
+    fn new(config: StreamConfig) -> Rc<Conn> {
+        Rc::new(Conn {
+            transport: RefCell::new(None),
+            read: RefCell::new(ReadState {
+                data: Vec::new(),
+                start: 0,
+                limit: config.limit,
+                eof: false,
+                error: None,
+                fed: 0,
+                waiter: None,
+                busy: false,
+                paused: false,
+            }),
+            reader_alive: Cell::new(true),
+            writer_alive: Cell::new(true),
+            write_paused: Cell::new(false),
+            eof_written: Cell::new(false),
+            lost: Cell::new(false),
+            lost_error: RefCell::new(None),
+            writer_waiters: RefCell::new(Vec::new()),
+        })
+    }
+
+    fn transport(&self) -> Option<Transport> {
+        self.transport.borrow().clone()
+    }
+
+    /// asyncio's `feed_data`: buffer, wake the reader, pause the transport above 2 x limit.
+    fn feed_data(&self, data: &[u8]) {
+        if !self.reader_alive.get() {
+            // Nobody can ever read these bytes.
+            return;
+        }
+        let (waker, pause) = {
+            let mut st = self.read.borrow_mut();
+            st.push(data);
+            let pause = !st.paused && st.len() > st.limit.saturating_mul(2);
+            if pause {
+                st.paused = true;
+            }
+            (st.wake(), pause)
+        };
+        if pause {
+            if let Some(t) = self.transport() {
+                t.pause_reading();
+            }
+        }
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// asyncio's `feed_eof` (and `set_exception` when `error` is given).
+    fn feed_eof(&self, error: Option<SavedError>) {
+        let waker = {
+            let mut st = self.read.borrow_mut();
+            st.eof = true;
+            if error.is_some() {
+                st.error = error;
+            }
+            st.wake()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// asyncio's `_maybe_resume_transport`: called after a read consumed bytes.
+    fn maybe_resume(&self) {
+        let resume = {
+            let mut st = self.read.borrow_mut();
+            let resume = st.paused && st.len() <= st.limit;
+            if resume {
+                st.paused = false;
+            }
+            resume
+        };
+        if resume {
+            if let Some(t) = self.transport() {
+                t.resume_reading();
+            }
+        }
+    }
+
+    /// A read must wait: make sure the transport is reading (asyncio's `_wait_for_data`).
+    fn ensure_reading(&self) {
+        let resume = std::mem::replace(&mut self.read.borrow_mut().paused, false);
+        if resume {
+            if let Some(t) = self.transport() {
+                t.resume_reading();
+            }
+        }
+    }
+
+    fn wake_writers(&self) {
+        let waiters = std::mem::take(&mut *self.writer_waiters.borrow_mut());
+        for w in waiters {
+            w.wake();
+        }
+    }
+
+    fn park_writer(&self, cx: &mut Context<'_>) {
+        let mut waiters = self.writer_waiters.borrow_mut();
+        if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            waiters.push(cx.waker().clone());
+        }
+        drop(waiters);
+        self.note_fd();
+    }
+
+    fn note_fd(&self) {
+        if let Some(fd) = self.transport.borrow().as_ref().and_then(Transport::fd) {
+            note_awaiting(Awaiting::Fd(fd));
+        }
+    }
+
+    /// The error for an operation on a connection that is gone.
+    fn lost_io(&self, op: &str, kind: io::ErrorKind) -> io::Error {
+        match &*self.lost_error.borrow() {
+            Some(e) => e.to_io(op),
+            None => io::Error::new(kind, format!("{op}: the connection is closed")),
+        }
+    }
+
+    /// One of the two handles went away: close the connection when neither is left.
+    fn handle_dropped(&self) {
+        if !self.reader_alive.get() && !self.writer_alive.get() {
+            if let Some(t) = self.transport() {
+                t.close();
+            }
+        }
+    }
+}
+
+/// The protocol between the transport and the streams (asyncio's `StreamReaderProtocol`).
+struct StreamProtocol {
+    conn: Rc<Conn>,
+    /// A server's per-connection hook: starts the handler's task (asyncio's
+    /// `client_connected_cb`).
+    on_connect: Option<Rc<ConnectHook>>,
+}
+
+type ConnectHook = dyn Fn(StreamReader, StreamWriter);
+
+impl Protocol for StreamProtocol {
+    fn connection_made(&mut self, transport: Transport) {
+        {
+            let mut slot = self.conn.transport.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(transport.clone());
+            }
+        }
+        if let Some(hook) = self.on_connect.take() {
+            let (r, w) = pair(self.conn.clone(), transport);
+            hook(r, w);
+        }
+    }
+
+    fn data_received(&mut self, data: &[u8]) {
+        self.conn.feed_data(data);
+    }
+
+    fn eof_received(&mut self) -> bool {
+        self.conn.feed_eof(None);
+        // Keep the transport open for writing (a half-closed connection), as asyncio does,
+        // unless nobody can write any more.
+        self.conn.writer_alive.get()
+    }
+
+    fn connection_lost(&mut self, error: Option<io::Error>) {
+        let peer = self.conn.transport().and_then(|t| t.peername().cloned());
+        let saved = error.as_ref().map(|e| SavedError::new(e, peer.as_ref()));
+        self.conn.lost.set(true);
+        *self.conn.lost_error.borrow_mut() = saved.clone();
+        self.conn.feed_eof(saved);
+        self.conn.wake_writers();
+    }
+
+    fn pause_writing(&mut self) {
+        self.conn.write_paused.set(true);
+    }
+
+    fn resume_writing(&mut self) {
+        self.conn.write_paused.set(false);
+        self.conn.wake_writers();
+    }
+}
+
+fn pair(conn: Rc<Conn>, transport: Transport) -> (StreamReader, StreamWriter) {
+    conn.reader_alive.set(true);
+    conn.writer_alive.set(true);
+    (StreamReader { conn: conn.clone() }, StreamWriter { conn, transport })
+}
+
+// ---------------------------------------------------------------------------------------------
+// StreamReader.
+
+/// The reading side of a stream connection (asyncio's `StreamReader`).
+///
+/// Methods take `&self`; only one read may wait for data at a time (a second one gets
+/// [`StreamError::ReadInProgress`]). Dropping the reader discards bytes that arrive later;
+/// dropping both the reader and the writer closes the connection.
+///
+/// It also implements [`AsyncRead`]. Its asyncio-named `read` and `read_to_end` take
+/// precedence over [`AsyncReadExt`](crate::AsyncReadExt)'s methods of the same names: call
+/// those as `AsyncReadExt::read(&mut reader, &mut buf)`. Likewise [`StreamWriter::write`]
+/// (asyncio's, synchronous) over `AsyncWriteExt::write`; `write_all`, `flush` and `shutdown`
+/// need no qualification.
+pub struct StreamReader {
+    conn: Rc<Conn>,
+}
+
+/// Holds a reader's `busy` flag for the duration of one read operation.
+struct ReadGuard<'a> {
+    conn: &'a Conn,
+}
+
+impl Drop for ReadGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut st) = self.conn.read.try_borrow_mut() {
+            st.busy = false;
+            st.waiter = None;
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    match needle {
+        [b] => hay.iter().position(|c| c == b),
+        _ => hay.windows(needle.len()).position(|w| w == needle),
+    }
+}
+
+impl StreamReader {
+    fn begin(&self, op: &'static str) -> Result<ReadGuard<'_>, StreamError> {
+        let mut st = self.conn.read.borrow_mut();
+        if st.busy {
+            return Err(StreamError::ReadInProgress { op });
+        }
+        st.busy = true;
+        Ok(ReadGuard { conn: &self.conn })
+    }
+
+    /// Parks the task until something is fed (bytes, end of stream, error).
+    async fn wait_for_data(&self) {
+        let seen = self.conn.read.borrow().fed;
+        self.conn.ensure_reading();
+        poll_fn(|cx| {
+            let mut st = self.conn.read.borrow_mut();
+            if st.fed != seen || st.eof {
+                return Poll::Ready(());
+            }
+            match &st.waiter {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => st.waiter = Some(cx.waker().clone()),
+            }
+            drop(st);
+            self.conn.note_fd();
+            Poll::Pending
+        })
+        .await
+    }
+
+    fn error(&self, op: &'static str) -> Option<StreamError> {
+        self.conn
+            .read
+            .borrow()
+            .error
+            .as_ref()
+            .map(|e| StreamError::Io { op, error: e.to_io(op) })
+    }
+
+    /// Reads up to `n` bytes: waits until at least one byte is there, returns at once with
+    /// what is buffered. Empty at the end of the stream (or when `n` is 0).
+    pub async fn read(&self, n: usize) -> Result<Vec<u8>, StreamError> {
+        let op = "read";
+        let _guard = self.begin(op)?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        loop {
+            {
+                let mut st = self.conn.read.borrow_mut();
+                let have = st.len();
+                if have > 0 {
+                    let out = if n >= have { st.take_all() } else { st.take(n) };
+                    drop(st);
+                    self.conn.maybe_resume();
+                    return Ok(out);
+                }
+                if st.eof {
+                    drop(st);
+                    return match self.error(op) {
+                        Some(e) => Err(e),
+                        None => Ok(Vec::new()),
+                    };
+                }
+            }
+            self.wait_for_data().await;
+        }
+    }
+
+    /// Reads until the end of the stream (asyncio's `read(-1)`). Unbounded by design: the
+    /// caller asked for everything. On a connection error the bytes collected so far are put
+    /// back in the buffer, so nothing is lost.
+    pub async fn read_to_end(&self) -> Result<Vec<u8>, StreamError> {
+        let op = "read_to_end";
+        let _guard = self.begin(op)?;
+        let mut out = Vec::new();
+        loop {
+            {
+                let mut st = self.conn.read.borrow_mut();
+                if out.is_empty() {
+                    out = st.take_all();
+                } else {
+                    let n = st.len();
+                    out.extend_from_slice(&st.data[st.start..]);
+                    st.consume(n);
+                }
+                if st.eof {
+                    if let Some(e) = st.error.clone() {
+                        // The buffer is empty here: give the bytes back instead of losing them.
+                        st.data = std::mem::take(&mut out);
+                        st.start = 0;
+                        return Err(StreamError::Io { op, error: e.to_io(op) });
+                    }
+                    return Ok(out);
+                }
+            }
+            self.wait_for_data().await;
+        }
+    }
+
+    /// Reads one line, including its `b'\n'`. At the end of the stream it returns the partial
+    /// last line (empty once everything is read). A line longer than the limit is a
+    /// [`StreamError::LimitOverrun`] and stays buffered (asyncio would discard it).
+    pub async fn readline(&self) -> Result<Vec<u8>, StreamError> {
+        self.until("readline", b"\n", true).await
+    }
+
+    /// Reads up to and including `sep`. At the end of the stream without the separator:
+    /// [`StreamError::Incomplete`] with the bytes that were there. When the separator does not
+    /// start within the limit: [`StreamError::LimitOverrun`], and the data stays in the buffer.
+    pub async fn readuntil(&self, sep: &[u8]) -> Result<Vec<u8>, StreamError> {
+        self.until("readuntil", sep, false).await
+    }
+
+    async fn until(&self, op: &'static str, sep: &[u8], partial_ok: bool) -> Result<Vec<u8>, StreamError> {
+        let _guard = self.begin(op)?;
+        if sep.is_empty() {
+            return Err(StreamError::Io {
+                op,
+                error: io::Error::new(io::ErrorKind::InvalidInput, format!("{op}: the separator is empty")),
+            });
+        }
+        // Bytes before `offset` are known not to begin the separator: each wake searches only
+        // the new bytes (plus the separator's length minus one).
+        let mut offset = 0;
+        loop {
+            {
+                let mut st = self.conn.read.borrow_mut();
+                let limit = st.limit;
+                let have = st.len();
+                if have >= sep.len() {
+                    if let Some(i) = find(&st.bytes()[offset..], sep) {
+                        let at = offset + i;
+                        if at > limit {
+                            return Err(StreamError::LimitOverrun {
+                                op,
+                                consumed: at,
+                                limit,
+                            });
+                        }
+                        let out = st.take(at + sep.len());
+                        drop(st);
+                        self.conn.maybe_resume();
+                        return Ok(out);
+                    }
+                    offset = have + 1 - sep.len();
+                    if offset > limit {
+                        return Err(StreamError::LimitOverrun {
+                            op,
+                            consumed: offset,
+                            limit,
+                        });
+                    }
+                }
+                if st.eof {
+                    drop(st);
+                    if let Some(e) = self.error(op) {
+                        return Err(e);
+                    }
+                    let partial = self.conn.read.borrow_mut().take_all();
+                    return if partial_ok {
+                        Ok(partial)
+                    } else {
+                        Err(StreamError::Incomplete {
+                            op,
+                            partial,
+                            expected: None,
+                        })
+                    };
+                }
+            }
+            self.wait_for_data().await;
+        }
+    }
+
+    /// Reads exactly `n` bytes. If the stream ends first: [`StreamError::Incomplete`] carrying
+    /// the bytes that were there and `n`. Buffers up to `n` bytes (beyond the limit if `n` is
+    /// larger).
+    pub async fn readexactly(&self, n: usize) -> Result<Vec<u8>, StreamError> {
+        let op = "readexactly";
+        let _guard = self.begin(op)?;
+        loop {
+            {
+                let mut st = self.conn.read.borrow_mut();
+                if st.len() >= n {
+                    let out = st.take(n);
+                    drop(st);
+                    self.conn.maybe_resume();
+                    return Ok(out);
+                }
+                if st.eof {
+                    drop(st);
+                    if let Some(e) = self.error(op) {
+                        return Err(e);
+                    }
+                    let partial = self.conn.read.borrow_mut().take_all();
+                    return Err(StreamError::Incomplete {
+                        op,
+                        partial,
+                        expected: Some(n),
+                    });
+                }
+            }
+            self.wait_for_data().await;
+        }
+    }
+
+    /// Whether the stream ended and everything was read (asyncio's `at_eof`).
+    pub fn at_eof(&self) -> bool {
+        let st = self.conn.read.borrow();
+        st.eof && st.len() == 0
+    }
+
+    /// Bytes received and not yet read.
+    pub fn buffered(&self) -> usize {
+        self.conn.read.borrow().len()
+    }
+
+    /// The buffer limit.
+    pub fn limit(&self) -> usize {
+        self.conn.read.borrow().limit
+    }
+
+    /// The connection's error, if it failed (asyncio's `exception()`).
+    pub fn exception(&self) -> Option<io::Error> {
+        self.conn
+            .read
+            .borrow()
+            .error
+            .as_ref()
+            .map(|e| io::Error::new(e.kind, e.message.clone()))
+    }
+
+    /// The transport (shared with the writer).
+    pub fn transport(&self) -> Option<Transport> {
+        self.conn.transport()
+    }
+}
+
+impl Drop for StreamReader {
+    fn drop(&mut self) {
+        let c = &self.conn;
+        c.reader_alive.set(false);
+        if let Ok(mut st) = c.read.try_borrow_mut() {
+            st.data = Vec::new();
+            st.start = 0;
+        }
+        // Incoming bytes are discarded from now on: let them flow.
+        c.ensure_reading();
+        c.handle_dropped();
+    }
+}
+
+impl AsyncRead for StreamReader {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        let op = "poll_read";
+        let mut st = self.conn.read.borrow_mut();
+        if st.busy {
+            drop(st);
+            return Poll::Ready(Err(StreamError::ReadInProgress { op }.into()));
+        }
+        let have = st.len();
+        if have > 0 && !buf.is_empty() {
+            let n = have.min(buf.len());
+            let start = st.start;
+            buf[..n].copy_from_slice(&st.data[start..start + n]);
+            st.consume(n);
+            drop(st);
+            self.conn.maybe_resume();
+            return Poll::Ready(Ok(n));
+        }
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        if st.eof {
+            drop(st);
+            return Poll::Ready(match self.error(op) {
+                Some(e) => Err(e.into()),
+                None => Ok(0),
+            });
+        }
+        st.waiter = Some(cx.waker().clone());
+        drop(st);
+        self.conn.ensure_reading();
+        self.conn.note_fd();
+        Poll::Pending
+    }
+}
+
+impl fmt::Debug for StreamReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.conn.read.borrow();
+        write!(f, "<StreamReader buffered={} limit={}", st.len(), st.limit)?;
+        if st.eof {
+            f.write_str(" eof")?;
+        }
+        if st.paused {
+            f.write_str(" paused")?;
+        }
+        if let Some(e) = &st.error {
+            write!(f, " error={:?}", e.message)?;
+        }
+        f.write_str(">")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// StreamWriter.
+
+/// The writing side of a stream connection (asyncio's `StreamWriter`).
+///
+/// `write` is synchronous (the transport buffers); `drain` is the back-pressure point. Dropping
+/// both the reader and the writer closes the connection (after flushing).
+pub struct StreamWriter {
+    conn: Rc<Conn>,
+    transport: Transport,
+}
+
+impl StreamWriter {
+    /// Writes `data` (sent at once if the socket takes it, otherwise buffered by the
+    /// transport). After `close()` or `write_eof()` the data is dropped, as asyncio does.
+    pub fn write(&self, data: &[u8]) {
+        self.transport.write(data);
+    }
+
+    /// Writes each buffer in turn (asyncio's `writelines`).
+    pub fn writelines<'a>(&self, data: impl IntoIterator<Item = &'a [u8]>) {
+        self.transport.writelines(data);
+    }
+
+    /// Waits until the transport's write buffer is back under the high-water mark, if it went
+    /// above it (asyncio's `drain`). Returns at once when writing is not paused. An error if the
+    /// connection is lost: its error if it failed, `ConnectionReset` if it closed.
+    pub async fn drain(&self) -> io::Result<()> {
+        poll_fn(|cx| self.poll_drain(cx, "drain")).await
+    }
+
+    fn poll_drain(&self, cx: &mut Context<'_>, op: &str) -> Poll<io::Result<()>> {
+        let c = &self.conn;
+        if c.lost.get() {
+            return Poll::Ready(Err(c.lost_io(op, io::ErrorKind::ConnectionReset)));
+        }
+        if !c.write_paused.get() {
+            return Poll::Ready(Ok(()));
+        }
+        c.park_writer(cx);
+        Poll::Pending
+    }
+
+    /// Half-closes: the transport sends FIN once its buffer is flushed (asyncio's
+    /// `write_eof`). Reading goes on.
+    pub fn write_eof(&self) {
+        self.conn.eof_written.set(true);
+        self.transport.write_eof();
+    }
+
+    /// Whether `write_eof` is supported (always, for TCP and Unix sockets).
+    pub fn can_write_eof(&self) -> bool {
+        self.transport.can_write_eof()
+    }
+
+    /// Closes the connection once the write buffer is flushed; see
+    /// [`StreamWriter::wait_closed`]. Idempotent.
+    pub fn close(&self) {
+        self.transport.close();
+    }
+
+    /// Whether the connection is closing or closed.
+    pub fn is_closing(&self) -> bool {
+        self.transport.is_closing()
+    }
+
+    /// Waits until the connection is closed (its `connection_lost` ran). `Err` with the
+    /// connection's error if it failed.
+    pub async fn wait_closed(&self) -> io::Result<()> {
+        poll_fn(|cx| {
+            let c = &self.conn;
+            if c.lost.get() {
+                return Poll::Ready(match &*c.lost_error.borrow() {
+                    Some(e) => Err(e.to_io("wait_closed")),
+                    None => Ok(()),
+                });
+            }
+            c.park_writer(cx);
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// The peer's address (`get_extra_info('peername')`).
+    pub fn peername(&self) -> Option<&SockAddr> {
+        self.transport.peername()
+    }
+
+    /// The local address (`get_extra_info('sockname')`).
+    pub fn sockname(&self) -> Option<&SockAddr> {
+        self.transport.sockname()
+    }
+
+    /// The transport underneath.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Sets the transport's high- and low-water marks (`None`: 64 KiB and a quarter of high).
+    pub fn set_write_buffer_limits(&self, high: Option<usize>, low: Option<usize>) {
+        self.transport.set_write_buffer_limits(high, low);
+    }
+
+    /// Bytes the transport holds that the kernel has not taken yet.
+    pub fn get_write_buffer_size(&self) -> usize {
+        self.transport.get_write_buffer_size()
+    }
+
+    fn write_refused(&self, op: &str) -> Option<io::Error> {
+        let c = &self.conn;
+        if c.lost.get() {
+            return Some(c.lost_io(op, io::ErrorKind::BrokenPipe));
+        }
+        if c.eof_written.get() {
+            return Some(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                format!("{op}: write_eof was called"),
+            ));
+        }
+        if self.transport.is_closing() {
+            return Some(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                format!("{op}: the stream is closing"),
+            ));
+        }
+        None
+    }
+}
+
+impl Drop for StreamWriter {
+    fn drop(&mut self) {
+        self.conn.writer_alive.set(false);
+        self.conn.handle_dropped();
+    }
+}
+
+/// Writes wait while the transport's buffer is above the high-water mark (like `drain`), then
+/// hand everything to the transport. `poll_flush` is `drain`; `poll_shutdown` is `write_eof`.
+impl AsyncWrite for StreamWriter {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        if let Some(e) = self.write_refused("poll_write") {
+            return Poll::Ready(Err(e));
+        }
+        if self.conn.write_paused.get() {
+            self.conn.park_writer(cx);
+            return Poll::Pending;
+        }
+        self.transport.write(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if total == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        if let Some(e) = self.write_refused("poll_write_vectored") {
+            return Poll::Ready(Err(e));
+        }
+        if self.conn.write_paused.get() {
+            self.conn.park_writer(cx);
+            return Poll::Pending;
+        }
+        self.transport.writelines(bufs.iter().map(|b| &**b));
+        Poll::Ready(Ok(total))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_drain(cx, "flush")
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.conn.lost.get() {
+            return Poll::Ready(Err(self.conn.lost_io("shutdown", io::ErrorKind::NotConnected)));
+        }
+        if !self.conn.eof_written.get() {
+            self.write_eof();
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl fmt::Debug for StreamWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<StreamWriter transport={:?}", self.transport)?;
+        if self.conn.write_paused.get() {
+            f.write_str(" paused")?;
+        }
+        f.write_str(">")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opening connections and serving.
+
+fn client_pair(conn: Rc<Conn>, transport: Transport) -> (StreamReader, StreamWriter) {
+    *conn.transport.borrow_mut() = Some(transport.clone());
+    pair(conn, transport)
+}
+
+/// The hook a server's protocols call on each connection: spawns `handler(reader, writer)` as a
+/// detached task (a panic in it reaches the loop's exception handler).
+fn connect_hook<H, Fut>(lp: &LoopHandle, handler: H) -> Rc<ConnectHook>
+where
+    H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let lp = lp.clone();
+    let handler = Rc::new(handler);
+    Rc::new(move |reader: StreamReader, writer: StreamWriter| {
+        let h = handler.clone();
+        // The handler is called inside the task, so that even its synchronous part fails as
+        // the task (reported as an unobserved task failure), not as the protocol callback.
+        // If the loop is closed the future is dropped with the streams, which closes the
+        // connection.
+        if let Ok(task) = lp.create_task(async move { h(reader, writer).await }) {
+            task.detach();
+        }
+    })
+}
+
+impl LoopHandle {
+    /// Connects to `host:port` and returns its streams (asyncio's `open_connection`): the name
+    /// is resolved like [`LoopHandle::create_connection`] does (on the executor unless it is an
+    /// IP literal) and each address is tried in turn; the error names the address.
+    pub async fn open_connection(&self, host: &str, port: u16) -> io::Result<(StreamReader, StreamWriter)> {
+        self.open_connection_with(host, port, StreamConfig::new()).await
+    }
+
+    /// [`LoopHandle::open_connection`] with options (the reader's limit).
+    pub async fn open_connection_with(
+        &self,
+        host: &str,
+        port: u16,
+        config: StreamConfig,
+    ) -> io::Result<(StreamReader, StreamWriter)> {
+        let conn = Conn::new(config);
+        let protocol = StreamProtocol {
+            conn: conn.clone(),
+            on_connect: None,
+        };
+        let transport = self.create_connection(protocol, host, port).await?;
+        Ok(client_pair(conn, transport))
+    }
+
+    /// Connects to a Unix socket and returns its streams (asyncio's `open_unix_connection`).
+    pub async fn open_unix_connection(&self, addr: &UnixAddr) -> io::Result<(StreamReader, StreamWriter)> {
+        self.open_unix_connection_with(addr, StreamConfig::new()).await
+    }
+
+    /// [`LoopHandle::open_unix_connection`] with options.
+    pub async fn open_unix_connection_with(
+        &self,
+        addr: &UnixAddr,
+        config: StreamConfig,
+    ) -> io::Result<(StreamReader, StreamWriter)> {
+        let conn = Conn::new(config);
+        let protocol = StreamProtocol {
+            conn: conn.clone(),
+            on_connect: None,
+        };
+        let transport = self.create_unix_connection(protocol, addr).await?;
+        Ok(client_pair(conn, transport))
+    }
+
+    /// Serves on every address `host` resolves to (port 0 picks a free port): each connection
+    /// runs `handler(reader, writer)` in its own task (asyncio's `start_server` with its
+    /// `client_connected_cb`). A handler that panics is reported to the exception handler; the
+    /// server keeps serving. The connection closes when the handler drops its streams.
+    pub async fn start_server<H, Fut>(&self, handler: H, host: &str, port: u16) -> io::Result<crate::Server>
+    where
+        H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        self.start_server_with(handler, host, port, StreamConfig::new()).await
+    }
+
+    /// [`LoopHandle::start_server`] with options (each connection's reader limit).
+    pub async fn start_server_with<H, Fut>(
+        &self,
+        handler: H,
+        host: &str,
+        port: u16,
+        config: StreamConfig,
+    ) -> io::Result<crate::Server>
+    where
+        H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let hook = connect_hook(self, handler);
+        let factory = move || StreamProtocol {
+            conn: Conn::new(config),
+            on_connect: Some(hook.clone()),
+        };
+        self.create_server(factory, host, port).await
+    }
+
+    /// Serves on a Unix socket (asyncio's `start_unix_server`); see
+    /// [`LoopHandle::start_server`]. A pathname socket's file is removed by `Server::close`.
+    pub fn start_unix_server<H, Fut>(&self, handler: H, addr: &UnixAddr) -> io::Result<crate::Server>
+    where
+        H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        self.start_unix_server_with(handler, addr, StreamConfig::new())
+    }
+
+    /// [`LoopHandle::start_unix_server`] with options.
+    pub fn start_unix_server_with<H, Fut>(
+        &self,
+        handler: H,
+        addr: &UnixAddr,
+        config: StreamConfig,
+    ) -> io::Result<crate::Server>
+    where
+        H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let hook = connect_hook(self, handler);
+        let factory = move || StreamProtocol {
+            conn: Conn::new(config),
+            on_connect: Some(hook.clone()),
+        };
+        self.create_unix_server(factory, addr)
+    }
+}
+
+fn running(op: &'static str) -> io::Result<LoopHandle> {
+    get_running_loop().map_err(|e| io::Error::other(format!("{op}: {e}")))
+}
+
+/// Connects to `host:port` on the running loop and returns the streams (asyncio's
+/// `open_connection`). See [`LoopHandle::open_connection`].
+pub async fn open_connection(host: &str, port: u16) -> io::Result<(StreamReader, StreamWriter)> {
+    running("open_connection")?.open_connection(host, port).await
+}
+
+/// [`open_connection`] with options (asyncio's `limit=`).
+pub async fn open_connection_with(
+    host: &str,
+    port: u16,
+    config: StreamConfig,
+) -> io::Result<(StreamReader, StreamWriter)> {
+    running("open_connection")?
+        .open_connection_with(host, port, config)
+        .await
+}
+
+/// Connects to a Unix socket on the running loop (asyncio's `open_unix_connection`).
+pub async fn open_unix_connection(addr: &UnixAddr) -> io::Result<(StreamReader, StreamWriter)> {
+    running("open_unix_connection")?.open_unix_connection(addr).await
+}
+
+/// [`open_unix_connection`] with options.
+pub async fn open_unix_connection_with(
+    addr: &UnixAddr,
+    config: StreamConfig,
+) -> io::Result<(StreamReader, StreamWriter)> {
+    running("open_unix_connection")?
+        .open_unix_connection_with(addr, config)
+        .await
+}
+
+/// Serves `handler` on the running loop (asyncio's `start_server`). See
+/// [`LoopHandle::start_server`].
+pub async fn start_server<H, Fut>(handler: H, host: &str, port: u16) -> io::Result<crate::Server>
+where
+    H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    running("start_server")?.start_server(handler, host, port).await
+}
+
+/// [`start_server`] with options.
+pub async fn start_server_with<H, Fut>(
+    handler: H,
+    host: &str,
+    port: u16,
+    config: StreamConfig,
+) -> io::Result<crate::Server>
+where
+    H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    running("start_server")?
+        .start_server_with(handler, host, port, config)
+        .await
+}
+
+/// Serves `handler` on a Unix socket on the running loop (asyncio's `start_unix_server`).
+pub fn start_unix_server<H, Fut>(handler: H, addr: &UnixAddr) -> io::Result<crate::Server>
+where
+    H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    running("start_unix_server")?.start_unix_server(handler, addr)
+}
+
+/// [`start_unix_server`] with options.
+pub fn start_unix_server_with<H, Fut>(handler: H, addr: &UnixAddr, config: StreamConfig) -> io::Result<crate::Server>
+where
+    H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    running("start_unix_server")?.start_unix_server_with(handler, addr, config)
+}
