@@ -22,9 +22,10 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | user API | [`time`](crate::sleep) (sleep, timeout, yield_now), `task` (spawn, run), `promise` |
+//! | user API | [`stream`] (open_connection, start_server), `protocol` (Protocol, Transport, Server), `datagram`, [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), `io` (AsyncFd, AsyncRead/AsyncWrite), `time` ([`sleep`], [`timeout`], [`yield_now`]) |
+//! | tasks and promises | `task` ([`spawn`], [`run`]), `promise` |
 //! | the loop | `event_loop` (the five phases, handles to the loop), `waker` |
-//! | mechanisms | `reactor` (epoll), `handle` (callbacks), `clock`, `executor` (thread pool), `trace` |
+//! | mechanisms | `reactor` (epoll: level-triggered fd callbacks, edge-triggered socket registrations), `handle` (callbacks), `clock`, `executor` (thread pool), `trace` |
 //! | kernel | the `evloop-syscalls` crate; the timer heap is the `evloop-timers` crate |
 //!
 //! The loop knows tasks only through a small trait (`Steppable`) that the task module
