@@ -11,7 +11,7 @@ test:
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 
-## demo: the source documents' programs in trace mode (EVLOOP_TRACE=1)
+## demo: the source documents' programs in trace mode (EVLOOP_TRACE=1), then the echo server under load
 demo:
 	$(CARGO) build --release -p evloop --examples
 	@./scripts/demo.sh

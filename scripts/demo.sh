@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The body of `make demo`: the source documents' programs, run in trace mode.
+# The body of `make demo`: the source documents' programs run in trace mode, then seed 001's echo
+# server driven by a client and put under a few seconds of load (without trace).
 #
 # The Makefile builds the examples first (`cargo build --release -p evloop --examples`); this script
 # only runs them. Each run merges the trace (stderr) with the program's own prints (stdout) in the

@@ -404,7 +404,7 @@ impl DatagramTransport {
             unlink,
         });
         let handler: Rc<dyn Callback> = Rc::new(DatagramHandler {
-            meta: HandleMeta::new(HandleKind::Reader, site),
+            meta: HandleMeta::new(HandleKind::Io, site),
             transport: inner.clone(),
         });
         inner.io.set_handler(Some(handler));

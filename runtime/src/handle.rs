@@ -27,6 +27,8 @@ pub(crate) enum HandleKind {
     Reader,
     Writer,
     DoneCallback,
+    /// The event handler of a socket owned by a transport or server.
+    Io,
 }
 
 impl HandleKind {
@@ -38,6 +40,7 @@ impl HandleKind {
             HandleKind::Reader => "add_reader",
             HandleKind::Writer => "add_writer",
             HandleKind::DoneCallback => "done callback",
+            HandleKind::Io => "I/O event:",
         }
     }
 }

@@ -138,9 +138,12 @@ impl<T: AsFd> AsyncFd<T> {
     /// Forgets readiness for `interest` until the next edge. Call it when a syscall returned
     /// `EAGAIN` (the `*_io` methods do it for you).
     pub fn clear_ready(&self, interest: Interest) {
+        // EAGAIN also proves no error is pending (the syscall would have returned it), so the
+        // ERROR bit goes too; otherwise a datagram socket that once reported an ICMP error
+        // would look ready forever and `poll_io` would spin on EAGAIN.
         let bits = match interest {
-            Interest::Read => ready::READABLE,
-            Interest::Write => ready::WRITABLE,
+            Interest::Read => ready::READABLE | ready::ERROR,
+            Interest::Write => ready::WRITABLE | ready::ERROR,
         };
         self.state.clear(bits);
     }

@@ -221,7 +221,7 @@ impl Transport {
             on_close: RefCell::new(on_close),
         });
         let handler: Rc<dyn Callback> = Rc::new(TransportHandler {
-            meta: HandleMeta::new(HandleKind::Reader, site),
+            meta: HandleMeta::new(HandleKind::Io, site),
             transport: inner.clone(),
         });
         inner.io.set_handler(Some(handler));
@@ -853,7 +853,7 @@ impl Server {
                 addr,
             });
             let handler: Rc<dyn Callback> = Rc::new(AcceptHandler {
-                meta: HandleMeta::new(HandleKind::Reader, Location::caller()),
+                meta: HandleMeta::new(HandleKind::Io, Location::caller()),
                 server: inner.clone(),
                 listener: listener.clone(),
             });

@@ -806,3 +806,32 @@ fn injected_failures_while_creating_a_socket_leave_no_fd_behind() {
         drop(listener);
     });
 }
+
+/// Regression: EPOLLERR (an ICMP "port unreachable" on a connected UDP socket) set a readiness
+/// bit that EAGAIN never cleared, so the receive after the error spun on EAGAIN forever and
+/// hung the loop. Now the error is returned once and the next receive waits.
+#[test]
+fn a_udp_receive_after_an_icmp_error_waits_instead_of_spinning() {
+    let _serial = serial();
+    let lp = new_loop();
+    run_bounded(&lp, async move {
+        // A port nobody listens on: bind it, note it, close it.
+        let closed_port = {
+            let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.local_addr().unwrap()
+        };
+        let udp = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        udp.connect(closed_port).unwrap();
+        udp.send(b"anyone?").await.unwrap();
+        let mut buf = [0u8; 16];
+        let first = evloop::timeout(Duration::from_secs(5), udp.recv(&mut buf)).await;
+        let err = first.expect("the ICMP error arrives").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused, "{err}");
+        // Nothing more is coming: the next receive must park (and time out), not spin.
+        let before = counters::snapshot();
+        let second = evloop::timeout(Duration::from_millis(50), udp.recv(&mut buf)).await;
+        assert!(second.is_err(), "nothing to receive: {second:?}");
+        let recvs = counters::snapshot().since(&before)[Syscall::Recv];
+        assert!(recvs <= 2, "the receive spun: {recvs} recv calls in 50 ms");
+    });
+}
