@@ -18,7 +18,7 @@ demo:
 
 ## bench-quick: the micro-benchmarks of spawn / wake / call_soon / memory per task (about a minute)
 bench-quick:
-	$(CARGO) run --release -p evloop-tests --example bench_quick
+	$(CARGO) run --release -p evloop-tests --no-default-features --example bench_quick
 
 ## bench: everything bench-quick does (the side-by-side suite grows here)
 bench: bench-quick
