@@ -82,6 +82,10 @@ pub(crate) trait Steppable {
     fn step(self: Rc<Self>, lp: &Rc<LoopInner>);
     /// Drops the future without scheduling anything (the loop is closing).
     fn shutdown(&self);
+    /// Cancels now rather than at the next step: drops the future and finishes the task
+    /// (a `TaskGroup` tearing down its children). A task that is running right now only gets
+    /// the cancel request.
+    fn abort_now(self: Rc<Self>, lp: &Rc<LoopInner>);
     /// `Task-3` or the task's own name, for trace lines.
     fn label(&self) -> String;
     /// The task module's non-generic state, as `Any` so it can downcast it.

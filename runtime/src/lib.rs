@@ -44,10 +44,12 @@
 #![deny(missing_docs)]
 
 mod clock;
+mod combinator;
 mod datagram;
 mod error;
 mod event_loop;
 mod executor;
+mod group;
 mod handle;
 mod io;
 pub mod net;
@@ -61,6 +63,10 @@ mod time;
 mod trace;
 mod waker;
 
+pub use combinator::{
+    as_completed, gather, race, select, shield, shield_future, timeout_at, try_gather, wait, AsCompleted, Either, Gather,
+    ReturnWhen, Shield, TryGather,
+};
 pub use datagram::{
     DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, DEFAULT_DATAGRAM_QUEUE_LIMIT,
 };
@@ -72,6 +78,7 @@ pub use event_loop::{
     ExceptionKind, LoopHandle, LoopStats, RemoteHandle,
 };
 pub use executor::{ExecutorError, ExecutorJob};
+pub use group::{ChildError, GroupError, TaskGroup};
 pub use handle::{CallbackId, Handle, TimerHandle};
 pub use io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 pub use promise::{Promise, PromiseFuture};

@@ -355,6 +355,25 @@ impl<T: 'static> Steppable for TaskCell<T> {
         }
     }
 
+    fn abort_now(self: Rc<Self>, lp: &Rc<LoopInner>) {
+        let core = &self.core;
+        if core.state.get().is_finished() {
+            return;
+        }
+        core.cancel_requested.set(true);
+        if self.stage.try_borrow_mut().is_err() {
+            // It is being polled (we are inside it, or inside a task it started eagerly): the
+            // request takes effect at its next step.
+            Waker::from(core.waker.clone()).wake();
+            return;
+        }
+        lp.trace(|| format!("  {} aborted: dropping its future now", core.label()));
+        let previous = lp.current_task.replace(Some(core.key()));
+        self.drop_future(Some(lp));
+        lp.current_task.set(previous);
+        self.finish(lp, Err(Failure::Cancelled));
+    }
+
     fn shutdown(&self) {
         let core = &self.core;
         if core.state.get().is_finished() {
@@ -555,6 +574,35 @@ impl<T: 'static> Task<T> {
         self.r.clone()
     }
 
+    /// `Ready` once the task has finished in any way, without taking its result (for `wait`,
+    /// `as_completed` and task groups, which own the handles they watch).
+    pub fn poll_done(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.r.done() {
+            return Poll::Ready(());
+        }
+        let core = &self.cell.core;
+        let waker = match core.join_waker.take() {
+            Some(w) if w.will_wake(cx.waker()) => w,
+            _ => cx.waker().clone(),
+        };
+        core.join_waker.set(Some(waker));
+        self.note_awaited();
+        Poll::Pending
+    }
+
+    /// Cancels the task now: its future is dropped before this returns (unless the task is
+    /// running right now, when it happens at its next step). Returns false if it had finished.
+    pub fn abort(&self) -> bool {
+        if self.r.done() {
+            return false;
+        }
+        if let Some(lp) = self.cell.core.lp.upgrade() {
+            let me: Rc<dyn Steppable> = self.cell.clone();
+            me.abort_now(&lp);
+        }
+        true
+    }
+
     /// Drops the handle, leaving the task running (the same as `drop`, said out loud).
     pub fn detach(self) {}
 
@@ -700,6 +748,20 @@ impl TaskBuilder {
         F::Output: 'static,
     {
         lp.spawn_task(fut, self.name, self.eager, Location::caller())
+    }
+
+    /// `spawn_on` with the creation site given (for wrappers such as `TaskGroup::spawn`).
+    pub(crate) fn spawn_on_at<F>(
+        self,
+        lp: &LoopHandle,
+        fut: F,
+        site: &'static Location<'static>,
+    ) -> Result<Task<F::Output>, LoopError>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        lp.spawn_task(fut, self.name, self.eager, site)
     }
 
     /// Creates the task on the loop running on this thread.

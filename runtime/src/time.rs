@@ -175,6 +175,10 @@ pub struct Elapsed {
 }
 
 impl Elapsed {
+    pub(crate) fn new(after: Duration) -> Elapsed {
+        Elapsed { after }
+    }
+
     /// The timeout that elapsed.
     pub fn after(&self) -> Duration {
         self.after

@@ -1,0 +1,228 @@
+//! Structured concurrency: [`TaskGroup`] (asyncio 3.11's `TaskGroup`).
+//!
+//! A group owns the tasks spawned into it. [`TaskGroup::join`] waits for all of them and gives
+//! their values in spawn order. The first child to fail (return `Err`, or panic) makes the
+//! group cancel every other child, and `join` then returns every failure at once in a
+//! [`GroupError`] (asyncio's `ExceptionGroup`). Cancelling the task that awaits `join` drops the
+//! group, which cancels every child that has not finished: no child outlives its group.
+//!
+//! Cancellation here is immediate ([`Task::abort`]): each child's future is dropped before the
+//! group's own code goes on, so a child's destructors (its cleanup) have run by the time
+//! `join` returns or the group is dropped. asyncio needs `try/finally` inside every child for
+//! the same guarantee; Rust's drop gives it for free.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::panic::Location;
+use std::task::Poll;
+
+use crate::error::{LoopError, Panic, TaskError};
+use crate::event_loop::{get_running_loop, LoopHandle};
+use crate::task::{Task, TaskBuilder, TaskRef};
+
+/// Why one child of a group did not give a value.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ChildError<E> {
+    /// It returned `Err`.
+    Failed {
+        /// The child task's name.
+        task: String,
+        /// Its error.
+        error: E,
+    },
+    /// It panicked.
+    Panicked {
+        /// The child task's name.
+        task: String,
+        /// The caught panic.
+        panic: Panic,
+    },
+    /// It was cancelled from outside the group (not by the group tearing down).
+    Cancelled {
+        /// The child task's name.
+        task: String,
+    },
+}
+
+impl<E: fmt::Display> fmt::Display for ChildError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChildError::Failed { task, error } => write!(f, "{task} failed: {error}"),
+            ChildError::Panicked { task, panic } => write!(f, "{task} {panic}"),
+            ChildError::Cancelled { task } => write!(f, "{task} was cancelled"),
+        }
+    }
+}
+
+/// Every failure of a group's children (asyncio's `ExceptionGroup`), plus how many children
+/// the group cancelled because of them.
+#[derive(Debug)]
+pub struct GroupError<E> {
+    /// The failures, in the order the children finished.
+    pub errors: Vec<ChildError<E>>,
+    /// Children cancelled by the group after the first failure.
+    pub cancelled: usize,
+}
+
+impl<E: fmt::Display> fmt::Display for GroupError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task group: {} child failure(s)", self.errors.len())?;
+        if self.cancelled > 0 {
+            write!(f, " ({} sibling(s) cancelled)", self.cancelled)?;
+        }
+        for (i, e) in self.errors.iter().enumerate() {
+            write!(f, "{}{e}", if i == 0 { ": " } else { "; " })?;
+        }
+        Ok(())
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> std::error::Error for GroupError<E> {}
+
+/// A set of child tasks that finish together; see the module documentation.
+///
+/// ```
+/// # evloop::run(async {
+/// let mut group = evloop::TaskGroup::<u32, String>::new()?;
+/// group.spawn(async { Ok(1) })?;
+/// group.spawn(async { Ok(2) })?;
+/// assert_eq!(group.join().await.unwrap(), vec![1, 2]);
+/// # Ok::<(), evloop::LoopError>(())
+/// # }).unwrap().unwrap();
+/// ```
+pub struct TaskGroup<T: 'static, E: 'static = Infallible> {
+    lp: LoopHandle,
+    children: Vec<Option<Task<Result<T, E>>>>,
+}
+
+impl<T: 'static, E: 'static> TaskGroup<T, E> {
+    /// An empty group on the loop running on this thread.
+    pub fn new() -> Result<Self, LoopError> {
+        Ok(TaskGroup { lp: get_running_loop()?, children: Vec::new() })
+    }
+
+    /// An empty group on `lp`.
+    pub fn with_loop(lp: &LoopHandle) -> Self {
+        TaskGroup { lp: lp.clone(), children: Vec::new() }
+    }
+
+    /// Spawns a child; its first step is scheduled like any task's. Returns a reference to it
+    /// (its name, state, cancel).
+    #[track_caller]
+    pub fn spawn<F>(&mut self, fut: F) -> Result<TaskRef, LoopError>
+    where
+        F: Future<Output = Result<T, E>> + 'static,
+    {
+        let task = TaskBuilder::new().spawn_on_at(&self.lp, fut, Location::caller())?;
+        let r = task.task_ref();
+        self.children.push(Some(task));
+        Ok(r)
+    }
+
+    /// Spawns a named child.
+    #[track_caller]
+    pub fn spawn_named<F>(&mut self, name: impl Into<String>, fut: F) -> Result<TaskRef, LoopError>
+    where
+        F: Future<Output = Result<T, E>> + 'static,
+    {
+        let task = TaskBuilder::new().name(name).spawn_on_at(&self.lp, fut, Location::caller())?;
+        let r = task.task_ref();
+        self.children.push(Some(task));
+        Ok(r)
+    }
+
+    /// Children spawned so far.
+    pub fn len(&self) -> usize {
+        self.children.len()
+    }
+
+    /// Whether no child was spawned.
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    /// Cancels every child that has not finished, now (their futures are dropped before this
+    /// returns). Returns how many were cancelled.
+    pub fn cancel(&mut self) -> usize {
+        self.children.iter().flatten().filter(|t| t.abort()).count()
+    }
+
+    /// Waits for every child; their values in spawn order, or every failure.
+    pub async fn join(mut self) -> Result<Vec<T>, GroupError<E>> {
+        let n = self.children.len();
+        let mut values: Vec<Option<T>> = (0..n).map(|_| None).collect();
+        let mut errors = Vec::new();
+        let mut cancelled = 0;
+        let mut failing = false;
+        poll_fn(|cx| {
+            loop {
+                let mut progressed = false;
+                let mut pending = 0;
+                for (i, slot) in self.children.iter_mut().enumerate() {
+                    let Some(task) = slot.as_mut() else { continue };
+                    if task.poll_done(cx).is_pending() {
+                        pending += 1;
+                        continue;
+                    }
+                    let name = task.name();
+                    let outcome = match slot.take().map(|mut t| t.try_result()) {
+                        Some(Some(r)) => r,
+                        _ => continue,
+                    };
+                    progressed = true;
+                    match outcome {
+                        Ok(Ok(v)) => values[i] = Some(v),
+                        Ok(Err(error)) => {
+                            errors.push(ChildError::Failed { task: name, error });
+                            failing = true;
+                        }
+                        Err(TaskError::Panicked { panic, .. }) => {
+                            errors.push(ChildError::Panicked { task: name, panic });
+                            failing = true;
+                        }
+                        Err(_) if failing => cancelled += 1,
+                        Err(_) => errors.push(ChildError::Cancelled { task: name }),
+                    }
+                }
+                if failing && pending > 0 {
+                    // Tear the rest down now; their outcomes are collected on the next pass.
+                    for task in self.children.iter().flatten() {
+                        task.abort();
+                    }
+                    continue;
+                }
+                if pending == 0 {
+                    return Poll::Ready(());
+                }
+                if !progressed {
+                    return Poll::Pending;
+                }
+            }
+        })
+        .await;
+        if errors.is_empty() {
+            Ok(values.into_iter().flatten().collect())
+        } else {
+            Err(GroupError { errors, cancelled })
+        }
+    }
+}
+
+impl<T: 'static, E: 'static> Drop for TaskGroup<T, E> {
+    /// Dropping a group (its owner was cancelled, or `join` was never awaited) cancels every
+    /// child that has not finished: no child outlives its group.
+    fn drop(&mut self) {
+        for task in self.children.iter().flatten() {
+            task.abort();
+        }
+    }
+}
+
+impl<T: 'static, E: 'static> fmt::Debug for TaskGroup<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let live = self.children.iter().flatten().filter(|t| !t.done()).count();
+        write!(f, "<TaskGroup {} children, {live} running>", self.children.len())
+    }
+}
