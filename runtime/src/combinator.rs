@@ -38,7 +38,10 @@ impl<F: Future> Unpin for Slot<F> {}
 
 impl<F: Future> Slot<F> {
     fn new(fut: F) -> Self {
-        Slot { fut: Some(Box::pin(fut)), out: None }
+        Slot {
+            fut: Some(Box::pin(fut)),
+            out: None,
+        }
     }
 
     /// Polls the child if it is still running; true once it has an output.
@@ -108,7 +111,9 @@ impl<F: Future> Gather for Vec<F> {
     type Output = Vec<F::Output>;
     type Future = GatherVec<F>;
     fn into_gather(self) -> GatherVec<F> {
-        GatherVec { slots: self.into_iter().map(Slot::new).collect() }
+        GatherVec {
+            slots: self.into_iter().map(Slot::new).collect(),
+        }
     }
 }
 
@@ -252,7 +257,9 @@ impl<T, E, F: Future<Output = Result<T, E>>> TryGather for Vec<F> {
     type Output = Result<Vec<T>, E>;
     type Future = TryGatherVec<F>;
     fn into_try_gather(self) -> TryGatherVec<F> {
-        TryGatherVec { slots: self.into_iter().map(Slot::new).collect() }
+        TryGatherVec {
+            slots: self.into_iter().map(Slot::new).collect(),
+        }
     }
 }
 
@@ -451,7 +458,8 @@ impl<T: 'static> fmt::Debug for Shield<T> {
 /// [`crate::timeout`] with a deadline instead of a duration (asyncio's `timeout_at`): the
 /// inner future is dropped once loop time reaches `deadline`; it is always polled at least once.
 pub async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
-    let started = Instant::now();
+    // Loop time: under a virtual clock it differs from `Instant::now()`.
+    let started = crate::get_running_loop().map_or_else(|_| Instant::now(), |lp| lp.time());
     let mut fut = pin!(fut);
     let mut timer = sleep_until(deadline);
     poll_fn(|cx| {

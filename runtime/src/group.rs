@@ -6,15 +6,20 @@
 //! [`GroupError`] (asyncio's `ExceptionGroup`). Cancelling the task that awaits `join` drops the
 //! group, which cancels every child that has not finished: no child outlives its group.
 //!
-//! Cancellation here is immediate ([`Task::abort`]): each child's future is dropped before the
-//! group's own code goes on, so a child's destructors (its cleanup) have run by the time
-//! `join` returns or the group is dropped. asyncio needs `try/finally` inside every child for
-//! the same guarantee; Rust's drop gives it for free.
+//! Tearing down is prompt and complete. When a child fails, a callback scheduled with
+//! `call_soon` (asyncio's done callback) aborts its siblings in the next iteration, so siblings
+//! already woken in the same iteration still take their step and report their own failures;
+//! when the group is dropped, or `join` sees the failure first, the children are aborted on the
+//! spot. Aborting ([`Task::abort`]) drops a child's future immediately, so its destructors (its
+//! cleanup) have run by the time `join` returns or the group is gone. asyncio needs
+//! `try/finally` inside every child for the same guarantee; Rust's drop gives it for free.
 
+use std::cell::{Cell, RefCell};
 use std::convert::Infallible;
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::panic::Location;
+use std::rc::Rc;
 use std::task::Poll;
 
 use crate::error::{LoopError, Panic, TaskError};
@@ -39,7 +44,14 @@ pub enum ChildError<E> {
         /// The caught panic.
         panic: Panic,
     },
-    /// It was cancelled from outside the group (not by the group tearing down).
+    /// It awaited its own group's `join` (the join cannot wait for the task running it); the
+    /// group reports it and waits for the other children.
+    JoinedOwnGroup {
+        /// The child task's name.
+        task: String,
+    },
+    /// It was cancelled from outside the group, or by [`TaskGroup::cancel`] (children the
+    /// group tears down because a sibling failed are counted in [`GroupError::cancelled`]).
     Cancelled {
         /// The child task's name.
         task: String,
@@ -52,6 +64,7 @@ impl<E: fmt::Display> fmt::Display for ChildError<E> {
             ChildError::Failed { task, error } => write!(f, "{task} failed: {error}"),
             ChildError::Panicked { task, panic } => write!(f, "{task} {panic}"),
             ChildError::Cancelled { task } => write!(f, "{task} was cancelled"),
+            ChildError::JoinedOwnGroup { task } => write!(f, "{task} awaited its own group's join"),
         }
     }
 }
@@ -60,7 +73,8 @@ impl<E: fmt::Display> fmt::Display for ChildError<E> {
 /// the group cancelled because of them.
 #[derive(Debug)]
 pub struct GroupError<E> {
-    /// The failures, in the order the children finished.
+    /// The failures, in the order `join` collected them (children that finished in the same
+    /// iteration appear in spawn order).
     pub errors: Vec<ChildError<E>>,
     /// Children cancelled by the group after the first failure.
     pub cancelled: usize,
@@ -95,17 +109,72 @@ impl<E: fmt::Debug + fmt::Display> std::error::Error for GroupError<E> {}
 pub struct TaskGroup<T: 'static, E: 'static = Infallible> {
     lp: LoopHandle,
     children: Vec<Option<Task<Result<T, E>>>>,
+    shared: Rc<GroupShared>,
+}
+
+/// What the children reach: the siblings to tear down when one of them fails, without waiting
+/// for the owner to poll `join`.
+struct GroupShared {
+    lp: LoopHandle,
+    children: RefCell<Vec<TaskRef>>,
+    failing: Cell<bool>,
+}
+
+impl GroupShared {
+    fn new(lp: &LoopHandle) -> Rc<GroupShared> {
+        Rc::new(GroupShared {
+            lp: lp.clone(),
+            children: RefCell::new(Vec::new()),
+            failing: Cell::new(false),
+        })
+    }
+
+    /// A child failed: tear the others down, in a callback scheduled with `call_soon` (as
+    /// asyncio's `TaskGroup` does from its done callback), so siblings already woken in this
+    /// iteration still take their step: two children failing in the same iteration both report.
+    fn fail(self: &Rc<Self>) {
+        if self.failing.replace(true) {
+            return;
+        }
+        let me = self.clone();
+        if self.lp.call_soon(move || me.abort_all()).is_err() {
+            self.abort_all();
+        }
+    }
+
+    /// Cancels every unfinished child now.
+    fn abort_all(&self) {
+        let children = self.children.borrow().clone();
+        // Skip a child that is running right now (one that joins its own group, when `join`
+        // itself tears down): aborting it would only set a cancel request it never reaches.
+        let running = crate::task::current_task();
+        for child in children {
+            if running.as_ref().is_some_and(|r| r.ptr_eq(&child)) {
+                continue;
+            }
+            child.abort();
+        }
+    }
 }
 
 impl<T: 'static, E: 'static> TaskGroup<T, E> {
     /// An empty group on the loop running on this thread.
     pub fn new() -> Result<Self, LoopError> {
-        Ok(TaskGroup { lp: get_running_loop()?, children: Vec::new() })
+        let lp = get_running_loop()?;
+        Ok(TaskGroup {
+            shared: GroupShared::new(&lp),
+            lp,
+            children: Vec::new(),
+        })
     }
 
     /// An empty group on `lp`.
     pub fn with_loop(lp: &LoopHandle) -> Self {
-        TaskGroup { lp: lp.clone(), children: Vec::new() }
+        TaskGroup {
+            lp: lp.clone(),
+            children: Vec::new(),
+            shared: GroupShared::new(lp),
+        }
     }
 
     /// Spawns a child; its first step is scheduled like any task's. Returns a reference to it
@@ -115,8 +184,39 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     where
         F: Future<Output = Result<T, E>> + 'static,
     {
-        let task = TaskBuilder::new().spawn_on_at(&self.lp, fut, Location::caller())?;
+        self.spawn_child(TaskBuilder::new(), fut, Location::caller())
+    }
+
+    fn spawn_child<F>(
+        &mut self,
+        builder: TaskBuilder,
+        fut: F,
+        site: &'static Location<'static>,
+    ) -> Result<TaskRef, LoopError>
+    where
+        F: Future<Output = Result<T, E>> + 'static,
+    {
+        let shared = self.shared.clone();
+        let watched = async move {
+            let out = fut.await;
+            if out.is_err() {
+                shared.fail();
+            }
+            out
+        };
+        let task = builder.spawn_on_at(&self.lp, watched, site)?;
         let r = task.task_ref();
+        let shared = self.shared.clone();
+        // A panicking child never reaches the check above: its done callback reports it.
+        r.add_done_callback(move |t| {
+            if t.state() == crate::task::TaskState::Failed {
+                shared.fail();
+            }
+        });
+        self.shared.children.borrow_mut().push(r.clone());
+        if self.shared.failing.get() {
+            task.abort();
+        }
         self.children.push(Some(task));
         Ok(r)
     }
@@ -127,10 +227,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     where
         F: Future<Output = Result<T, E>> + 'static,
     {
-        let task = TaskBuilder::new().name(name).spawn_on_at(&self.lp, fut, Location::caller())?;
-        let r = task.task_ref();
-        self.children.push(Some(task));
-        Ok(r)
+        self.spawn_child(TaskBuilder::new().name(name), fut, Location::caller())
     }
 
     /// Children spawned so far.
@@ -156,6 +253,18 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
         let mut errors = Vec::new();
         let mut cancelled = 0;
         let mut failing = false;
+        let mut aborted = false;
+        let shared = self.shared.clone();
+        // A child joining its own group would wait for itself forever: leave it out.
+        if let Some(me) = crate::task::current_task() {
+            for slot in self.children.iter_mut() {
+                if slot.as_ref().is_some_and(|t| t.task_ref().ptr_eq(&me)) {
+                    if let Some(t) = slot.take() {
+                        errors.push(ChildError::JoinedOwnGroup { task: t.name() });
+                    }
+                }
+            }
+        }
         poll_fn(|cx| {
             loop {
                 let mut progressed = false;
@@ -182,15 +291,18 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
                             errors.push(ChildError::Panicked { task: name, panic });
                             failing = true;
                         }
-                        Err(_) if failing => cancelled += 1,
+                        Err(_) if failing || shared.failing.get() => cancelled += 1,
                         Err(_) => errors.push(ChildError::Cancelled { task: name }),
                     }
                 }
-                if failing && pending > 0 {
-                    // Tear the rest down now; their outcomes are collected on the next pass.
-                    for task in self.children.iter().flatten() {
-                        task.abort();
-                    }
+                if failing && pending > 0 && !aborted {
+                    // Tear the rest down now (the children's own watch usually did already);
+                    // their outcomes are collected on the next pass. Once only: a child that
+                    // is running right now (one awaiting this join) only gets a cancel request
+                    // and finishes later.
+                    aborted = true;
+                    shared.failing.set(true);
+                    shared.abort_all();
                     continue;
                 }
                 if pending == 0 {
@@ -214,8 +326,12 @@ impl<T: 'static, E: 'static> Drop for TaskGroup<T, E> {
     /// Dropping a group (its owner was cancelled, or `join` was never awaited) cancels every
     /// child that has not finished: no child outlives its group.
     fn drop(&mut self) {
-        for task in self.children.iter().flatten() {
-            task.abort();
+        for task in self.children.drain(..).flatten() {
+            // Drop the handle first: it forgets the owner's waker, so the aborted children do
+            // not wake an owner that is going away.
+            let child = task.task_ref();
+            drop(task);
+            child.abort();
         }
     }
 }

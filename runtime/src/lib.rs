@@ -23,6 +23,7 @@
 //! | layer | modules |
 //! |---|---|
 //! | user API | [`stream`] (open_connection, start_server), `protocol` (Protocol, Transport, Server), `datagram`, [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), `io` (AsyncFd, AsyncRead/AsyncWrite), `time` ([`sleep`], [`timeout`], [`yield_now`]) |
+//! | coordination | [`sync`] (Event, Lock, Mutex, Semaphore, Condition, Barrier), [`queue`], [`channel`] (oneshot, mpsc, threadsafe), `combinator` ([`gather`], [`wait`], [`as_completed`], [`select`], [`shield`]), `group` ([`TaskGroup`]) |
 //! | tasks and promises | `task` ([`spawn`], [`run`]), `promise` |
 //! | the loop | `event_loop` (the five phases, handles to the loop), `waker` |
 //! | mechanisms | `reactor` (epoll: level-triggered fd callbacks, edge-triggered socket registrations), `handle` (callbacks), `clock`, `executor` (thread pool), `trace` |
@@ -43,6 +44,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod channel;
 mod clock;
 mod combinator;
 mod datagram;
@@ -55,17 +57,19 @@ mod io;
 pub mod net;
 mod promise;
 mod protocol;
+pub mod queue;
 mod reactor;
 mod slab;
 pub mod stream;
+pub mod sync;
 mod task;
 mod time;
 mod trace;
 mod waker;
 
 pub use combinator::{
-    as_completed, gather, race, select, shield, shield_future, timeout_at, try_gather, wait, AsCompleted, Either, Gather,
-    ReturnWhen, Shield, TryGather,
+    as_completed, gather, race, select, shield, shield_future, timeout_at, try_gather, wait, AsCompleted, Either,
+    Gather, ReturnWhen, Shield, TryGather,
 };
 pub use datagram::{
     DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, DEFAULT_DATAGRAM_QUEUE_LIMIT,
@@ -83,14 +87,19 @@ pub use handle::{CallbackId, Handle, TimerHandle};
 pub use io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 pub use promise::{Promise, PromiseFuture};
 pub use protocol::{Protocol, Server, Transport, DEFAULT_HIGH_WATER};
+pub use queue::{Queue, QueueShutDown, TaskDoneError, TryGetError, TryPutError};
 pub use stream::{
     open_connection, open_connection_with, open_unix_connection, open_unix_connection_with, start_server,
     start_server_with, start_unix_server, start_unix_server_with, StreamConfig, StreamError, StreamReader,
     StreamWriter,
 };
+pub use sync::{
+    Barrier, BoundedSemaphore, Condition, Event, Lock, LockGuard, Mutex, MutexGuard, Semaphore, SemaphorePermit,
+    SyncError, SyncOp,
+};
 pub use task::{all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState};
 pub use time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
-pub use trace::Awaiting;
+pub use trace::{Awaiting, QueueOp};
 
 /// The syscall layer, re-exported so users can read the per-thread call counters
 /// (`evloop::sys::counters::snapshot()`) without another dependency.

@@ -189,6 +189,12 @@ impl<T: 'static> TaskCell<T> {
     /// Stores the outcome and does everything that follows completion.
     fn finish(self: &Rc<Self>, lp: &Rc<LoopInner>, outcome: Result<T, Failure>) {
         let core = &self.core;
+        if core.state.get().is_finished() {
+            // Finished already, by an abort made from one of its own destructors while its
+            // future was being dropped: once is enough.
+            drop(outcome);
+            return;
+        }
         let state = match &outcome {
             Ok(_) => TaskState::Done,
             Err(Failure::Cancelled) => TaskState::Cancelled,
@@ -361,11 +367,17 @@ impl<T: 'static> Steppable for TaskCell<T> {
             return;
         }
         core.cancel_requested.set(true);
-        if self.stage.try_borrow_mut().is_err() {
-            // It is being polled (we are inside it, or inside a task it started eagerly): the
-            // request takes effect at its next step.
-            Waker::from(core.waker.clone()).wake();
-            return;
+        match self.stage.try_borrow_mut() {
+            Err(_) => {
+                // It is being polled (we are inside it, or inside a task it started eagerly):
+                // the request takes effect at its next step.
+                Waker::from(core.waker.clone()).wake();
+                return;
+            }
+            // Its future is already gone: this abort comes from one of its own destructors,
+            // run by whoever is finishing it.
+            Ok(stage) if matches!(*stage, Stage::Taken) => return,
+            Ok(_) => {}
         }
         lp.trace(|| format!("  {} aborted: dropping its future now", core.label()));
         let previous = lp.current_task.replace(Some(core.key()));
@@ -471,6 +483,18 @@ impl TaskRef {
             }
         }
         Waker::from(core.waker.clone()).wake();
+        true
+    }
+
+    /// Cancels the task now: its future is dropped before this returns (unless the task is
+    /// running right now, when it happens at its next step). Returns false if it had finished.
+    pub fn abort(&self) -> bool {
+        if self.done() {
+            return false;
+        }
+        if let Some(lp) = self.core().lp.upgrade() {
+            self.task.clone().abort_now(&lp);
+        }
         true
     }
 
@@ -593,14 +617,7 @@ impl<T: 'static> Task<T> {
     /// Cancels the task now: its future is dropped before this returns (unless the task is
     /// running right now, when it happens at its next step). Returns false if it had finished.
     pub fn abort(&self) -> bool {
-        if self.r.done() {
-            return false;
-        }
-        if let Some(lp) = self.cell.core.lp.upgrade() {
-            let me: Rc<dyn Steppable> = self.cell.clone();
-            me.abort_now(&lp);
-        }
-        true
+        self.r.abort()
     }
 
     /// Drops the handle, leaving the task running (the same as `drop`, said out loud).
@@ -667,6 +684,9 @@ impl<T> Drop for Task<T> {
     fn drop(&mut self) {
         let core = &self.cell.core;
         core.detached.set(true);
+        // Nobody awaits the handle any more: forget the awaiter's waker, or the task's
+        // completion would wake a task that has moved on.
+        drop(core.join_waker.take());
         if core.state.get() == TaskState::Failed && !core.observed.get() {
             // Reported through the cell so the report happens once; with the loop gone, the
             // default handler (stderr) still gets it.

@@ -62,6 +62,11 @@ pub enum Awaiting {
     Fd(i32),
     /// A job in the executor's thread pool.
     Executor,
+    /// An item or a free slot of a [`Queue`](crate::Queue) or a channel
+    /// ([`channel`](crate::channel)), or `Queue::join`: which operation.
+    Queue(QueueOp),
+    /// A synchronisation primitive of [`sync`](crate::sync): which operation.
+    Sync(SyncOp),
 }
 
 impl fmt::Display for Awaiting {
@@ -74,7 +79,82 @@ impl fmt::Display for Awaiting {
             Awaiting::Yield => f.write_str("yield (runs again next iteration)"),
             Awaiting::Fd(fd) => write!(f, "fd {fd}"),
             Awaiting::Executor => f.write_str("an executor job"),
+            Awaiting::Sync(op) => fmt::Display::fmt(op, f),
+            Awaiting::Queue(op) => fmt::Display::fmt(op, f),
         }
+    }
+}
+
+/// The queue or channel operation a task waits in ([`Awaiting::Queue`]). One byte, so that
+/// [`Awaiting`] (stored in every task) stays two words.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum QueueOp {
+    /// `Queue::get`: an item.
+    QueueGet,
+    /// `Queue::put`: a free slot.
+    QueuePut,
+    /// `Queue::join`: every item marked done.
+    QueueJoin,
+    /// A `oneshot::Receiver`: the value.
+    OneshotRecv,
+    /// `mpsc::Sender::send`: a free slot.
+    MpscSend,
+    /// `mpsc::Receiver::recv`: a value.
+    MpscRecv,
+    /// `threadsafe::Receiver::recv`: a value from another thread.
+    ThreadsafeRecv,
+}
+
+impl fmt::Display for QueueOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            QueueOp::QueueGet => "Queue::get",
+            QueueOp::QueuePut => "Queue::put",
+            QueueOp::QueueJoin => "Queue::join",
+            QueueOp::OneshotRecv => "oneshot::Receiver",
+            QueueOp::MpscSend => "mpsc::Sender::send",
+            QueueOp::MpscRecv => "mpsc::Receiver::recv",
+            QueueOp::ThreadsafeRecv => "threadsafe::Receiver::recv",
+        })
+    }
+}
+
+/// The synchronisation operation a task waits in ([`Awaiting::Sync`]). One byte, so that
+/// [`Awaiting`] (stored in every task) stays two words.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SyncOp {
+    /// `Lock::acquire` (also `Condition::acquire`).
+    LockAcquire,
+    /// `Mutex::lock`.
+    MutexLock,
+    /// `Semaphore::acquire`.
+    SemaphoreAcquire,
+    /// `BoundedSemaphore::acquire`.
+    BoundedSemaphoreAcquire,
+    /// `Event::wait`.
+    EventWait,
+    /// `Condition::wait`, waiting for a notification.
+    ConditionWait,
+    /// `Condition::wait`, notified and re-acquiring the lock.
+    ConditionReacquire,
+    /// `Barrier::wait`.
+    BarrierWait,
+}
+
+impl fmt::Display for SyncOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SyncOp::LockAcquire => "Lock.acquire()",
+            SyncOp::MutexLock => "Mutex.lock()",
+            SyncOp::SemaphoreAcquire => "Semaphore.acquire()",
+            SyncOp::BoundedSemaphoreAcquire => "BoundedSemaphore.acquire()",
+            SyncOp::EventWait => "Event.wait()",
+            SyncOp::ConditionWait => "Condition.wait()",
+            SyncOp::ConditionReacquire => "Condition.wait(): re-acquiring the lock",
+            SyncOp::BarrierWait => "Barrier.wait()",
+        })
     }
 }
 
