@@ -1,8 +1,11 @@
 # evloop: how to work on it. `make demo` and `make test` are the two set-up commands.
 CARGO ?= cargo
 EXAMPLES_DIR := runtime/examples
+BENCH_VENV := .bench-venv
+BENCH_PY := $(BENCH_VENV)/bin/python
+BENCH := $(or $(CARGO_TARGET_DIR),target)/release/examples/bench
 
-.PHONY: all test demo bench bench-quick lint doc fmt clean
+.PHONY: all test demo bench bench-quick bench-build bench-venv lint doc fmt clean
 
 all: test
 
@@ -16,12 +19,31 @@ demo:
 	$(CARGO) build --release -p evloop --examples
 	@./scripts/demo.sh
 
-## bench-quick: the micro-benchmarks of spawn / wake / call_soon / memory per task (about a minute)
-bench-quick:
-	$(CARGO) run --release -p evloop-tests --no-default-features --example bench_quick
+## bench-quick: a two-minute subset of `make bench` (the CI smoke test), written to target/bench-quick.md
+bench-quick: bench-build bench-venv
+	$(BENCH) --quick
 
-## bench: everything bench-quick does (the side-by-side suite grows here)
-bench: bench-quick
+## bench: evloop side by side with tokio, smol, a raw epoll loop, asyncio and uvloop (about 12 minutes);
+## writes docs/benchmarks.md and docs/bench/*.svg
+bench: bench-build bench-venv
+	$(BENCH)
+
+## bench-build: the peers, the load client and the harness in release mode; the tests crate WITHOUT
+## its default fault-injection feature, so the measured runtime carries no injection checks
+bench-build:
+	$(CARGO) build --release -p evloop --examples
+	$(CARGO) build --release -p evloop-tests --no-default-features --examples
+
+## bench-venv: a virtual environment with uvloop for the Python peers ($(BENCH_VENV)/, gitignored).
+## Never fails: without venv or pip (offline), asyncio runs on python3 and uvloop shows as n/a.
+bench-venv:
+	@if [ ! -x $(BENCH_PY) ]; then \
+		python3 -m venv $(BENCH_VENV) || echo "bench-venv: cannot create $(BENCH_VENV): uvloop will show as n/a"; \
+	fi
+	@if [ -x $(BENCH_PY) ] && ! $(BENCH_PY) -c 'import uvloop' 2>/dev/null; then \
+		$(BENCH_PY) -m pip install --quiet --disable-pip-version-check --timeout 20 --retries 1 uvloop \
+			|| echo "bench-venv: pip could not install uvloop (offline?): uvloop will show as n/a"; \
+	fi
 
 ## lint: formatting and clippy, warnings are errors
 lint:

@@ -3,10 +3,16 @@
 //! `--addr HOST:PORT` (required), `--conns C` (50), `--size M` (64), `--seconds D` (3): C
 //! connections, each a task that sends a request of M bytes (lower-case letters and a final
 //! newline, so the line servers answer it) and waits for the M-byte reply, over and over for D
-//! seconds. Every reply must be the request upper-cased. Prints the round trips per second and
-//! the p50 / p99 round-trip latency, and exits with status 1 if any connection failed.
+//! seconds. Every reply must be the request upper-cased (the seed 001 servers), or with `--plain`
+//! equal to the request (plain echo servers: the benchmark peers). Prints the round trips per
+//! second and the p50 / p99 round-trip latency, and exits with status 1 if any connection failed.
+//! `--json` prints instead one JSON line,
+//! `{"round_trips":N,"per_sec":R,"p50_us":A,"p99_us":B}`, for `make bench` to read.
 //!
 //! `--lines N` instead sends N short lines on one connection and prints each reply.
+//!
+//! Before connecting, the client raises its own `RLIMIT_NOFILE` soft limit toward the hard limit
+//! when `--conns` needs more descriptors than the soft limit allows.
 //!
 //! ```text
 //! cargo run --release -p evloop --example echo_load -- --addr 127.0.0.1:8888 --conns 50
@@ -27,6 +33,10 @@ struct Args {
     size: usize,
     seconds: Duration,
     lines: Option<usize>,
+    /// The reply must equal the request (a plain echo server), not its upper-cased form.
+    plain: bool,
+    /// Print one JSON line instead of the sentence.
+    json: bool,
 }
 
 /// `size` bytes: `abc...` and a newline at the end.
@@ -42,9 +52,9 @@ fn bad_reply(sent: &[u8], got: &[u8]) -> io::Error {
 }
 
 /// One connection's ping-pong until `until`; returns each round trip's duration in ns.
-async fn ping_pong(mut conn: TcpStream, size: usize, until: Instant) -> io::Result<Vec<u32>> {
+async fn ping_pong(mut conn: TcpStream, size: usize, until: Instant, plain: bool) -> io::Result<Vec<u32>> {
     let req = request(size);
-    let want = req.to_ascii_uppercase();
+    let want = if plain { req.clone() } else { req.to_ascii_uppercase() };
     let mut reply = vec![0; size];
     let mut rtts = Vec::with_capacity(1 << 16);
     let mut started = Instant::now();
@@ -63,6 +73,18 @@ async fn ping_pong(mut conn: TcpStream, size: usize, until: Instant) -> io::Resu
     }
 }
 
+/// Raises the soft `RLIMIT_NOFILE` toward the hard limit when `conns` connections (plus a few
+/// descriptors for the loop itself) do not fit under it. Best effort: a limit that cannot be raised
+/// shows up as the connect error that follows.
+fn raise_nofile_limit(conns: usize) {
+    let need = conns as u64 + 64;
+    if let Ok((soft, hard)) = evloop::sys::nofile_limit() {
+        if soft < need {
+            let _ = evloop::sys::set_nofile_limit(need.min(hard), hard);
+        }
+    }
+}
+
 async fn load(a: &Args) -> Result<(), Box<dyn Error>> {
     // Connect everyone first, so the clock measures echoing, not connecting.
     let mut conns = Vec::with_capacity(a.conns);
@@ -75,7 +97,7 @@ async fn load(a: &Args) -> Result<(), Box<dyn Error>> {
     let limit = a.seconds + Duration::from_secs(5); // a server that stops answering fails the run
     let tasks: Vec<_> = conns
         .into_iter()
-        .map(|c| evloop::spawn(evloop::timeout(limit, ping_pong(c, a.size, until))))
+        .map(|c| evloop::spawn(evloop::timeout(limit, ping_pong(c, a.size, until, a.plain))))
         .collect();
     let (mut rtts, mut failed) = (Vec::new(), 0);
     for (i, task) in tasks.into_iter().enumerate() {
@@ -98,16 +120,27 @@ async fn load(a: &Args) -> Result<(), Box<dyn Error>> {
             .copied()
     };
     let us = |ns: Option<u32>| ns.map_or("-".to_string(), |ns| format!("{:.1}", f64::from(ns) / 1e3));
-    println!(
-        "{}: {} connections x {} B for {elapsed:.2} s: {} round trips, {:.0} round trips/s, latency p50 {} us, p99 {} us",
-        a.addr,
-        a.conns,
-        a.size,
-        rtts.len(),
-        rtts.len() as f64 / elapsed,
-        us(pct(50)),
-        us(pct(99)),
-    );
+    if a.json {
+        let json_us = |ns: Option<u32>| ns.map_or("null".to_string(), |ns| format!("{:.3}", f64::from(ns) / 1e3));
+        println!(
+            "{{\"round_trips\":{},\"per_sec\":{:.1},\"p50_us\":{},\"p99_us\":{}}}",
+            rtts.len(),
+            rtts.len() as f64 / elapsed,
+            json_us(pct(50)),
+            json_us(pct(99)),
+        );
+    } else {
+        println!(
+            "{}: {} connections x {} B for {elapsed:.2} s: {} round trips, {:.0} round trips/s, latency p50 {} us, p99 {} us",
+            a.addr,
+            a.conns,
+            a.size,
+            rtts.len(),
+            rtts.len() as f64 / elapsed,
+            us(pct(50)),
+            us(pct(99)),
+        );
+    }
     if failed > 0 {
         return Err(format!("{failed} of {} connections failed", a.conns).into());
     }
@@ -122,7 +155,12 @@ async fn lines(a: &Args, n: usize) -> Result<(), Box<dyn Error>> {
         let mut reply = vec![0; line.len()];
         conn.read_exact(&mut reply).await?;
         print!("sent {line}got  {}", String::from_utf8_lossy(&reply));
-        if reply != line.to_ascii_uppercase().as_bytes() {
+        let want = if a.plain {
+            line.clone()
+        } else {
+            line.to_ascii_uppercase()
+        };
+        if reply != want.as_bytes() {
             return Err(bad_reply(line.as_bytes(), &reply).into());
         }
     }
@@ -136,9 +174,22 @@ fn args() -> Result<Args, String> {
         size: 64,
         seconds: Duration::from_secs(3),
         lines: None,
+        plain: false,
+        json: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(name) = it.next() {
+        match name.as_str() {
+            "--plain" => {
+                a.plain = true;
+                continue;
+            }
+            "--json" => {
+                a.json = true;
+                continue;
+            }
+            _ => {}
+        }
         let value = it.next().ok_or(format!("{name} needs a value"))?;
         let bad = |e: &dyn std::fmt::Display| format!("{name} {value}: {e}");
         match name.as_str() {
@@ -160,7 +211,7 @@ fn args() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    let usage = "usage: echo_load --addr HOST:PORT [--conns C] [--size M] [--seconds D] [--lines N]";
+    let usage = "usage: echo_load --addr HOST:PORT [--conns C] [--size M] [--seconds D] [--lines N] [--plain] [--json]";
     let a = match args() {
         Ok(a) => a,
         Err(e) => {
@@ -168,6 +219,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if a.lines.is_none() {
+        raise_nofile_limit(a.conns);
+    }
     let outcome = evloop::run(async move {
         match a.lines {
             Some(n) => lines(&a, n).await,

@@ -490,6 +490,7 @@ impl Builder {
             executor_threads: self.executor_threads,
             waker_pool: RefCell::new(Vec::new()),
             read_buf: RefCell::new(Vec::new()),
+            expired_through: Cell::new(0),
             io_wakers: RefCell::new(Vec::new()),
             deferring: Cell::new(false),
             deferred: RefCell::new(Vec::new()),
@@ -555,6 +556,9 @@ pub(crate) struct LoopInner {
     waker_pool: RefCell<Vec<Arc<TaskWaker>>>,
     /// The receive buffer every transport reads into (one per loop, 64 KiB once used).
     pub(crate) read_buf: RefCell<Vec<u8>>,
+    /// The `now` of the last phase 4: every timer with a deadline at or before it has left the
+    /// heap (a `Sleep` that completes need not cancel its timer then).
+    pub(crate) expired_through: Cell<u64>,
     /// Reusable buffer for the wakers an I/O event wakes.
     io_wakers: RefCell<Vec<Waker>>,
     /// Trace mode: set during phases 1-4, whose lines wait in `deferred` for the summary line.
@@ -868,6 +872,7 @@ impl LoopInner {
     pub(crate) fn expire_timers(&self) -> (usize, u64) {
         let now = self.clock.now();
         self.expiring.set(true);
+        self.expired_through.set(now);
         let mut count = 0;
         let mut max_late = 0;
         loop {

@@ -98,7 +98,11 @@ impl Future for Sleep {
         let deadline = this.resolve(&lp);
         if lp.now() >= deadline {
             if let Some((lp, id)) = this.registered.take() {
-                lp.cancel_timer(id); // a no-op if it already fired (stale id)
+                // Phase 4 already popped every timer due by `expired_through`, so this one is
+                // gone (the usual case: it woke us); otherwise it is still in the heap.
+                if deadline > lp.expired_through.get() {
+                    lp.cancel_timer(id);
+                }
             }
             return Poll::Ready(());
         }
