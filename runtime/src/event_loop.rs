@@ -586,6 +586,9 @@ pub struct LoopStats {
     pub io_registrations: usize,
     /// Threads the executor pool has started (it starts them lazily).
     pub executor_threads: usize,
+    /// Work other threads (or wakes made while the loop was not running) left in the remote
+    /// queue: the next iteration will not block.
+    pub remote_pending: bool,
 }
 
 struct PollStats {
@@ -1451,6 +1454,7 @@ impl LoopHandle {
             fds: lp.reactor.borrow().as_ref().map_or(0, |r| r.len()),
             io_registrations: lp.reactor.borrow().as_ref().map_or(0, |r| r.io_len()),
             executor_threads: lp.executor.borrow().as_ref().map_or(0, |p| p.threads()),
+            remote_pending: lp.shared.has_pending(),
         }
     }
 

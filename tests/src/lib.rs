@@ -50,12 +50,13 @@ where
 
 /// One loop iteration, refusing to block forever when nothing is ready.
 ///
-/// Panics (instead of hanging) when the loop has neither a ready callback nor a timer.
+/// Panics (instead of hanging) when the loop has neither a ready callback, nor a timer, nor
+/// work waiting in its remote queue.
 pub fn run_one(lp: &LoopHandle) {
     let s = lp.stats();
     assert!(
-        s.ready > 0 || s.timers > 0,
-        "run_one would block forever: nothing ready and no timers ({s:?})"
+        s.ready > 0 || s.timers > 0 || s.remote_pending,
+        "run_one would block forever: nothing ready, no timers, no remote work ({s:?})"
     );
     lp.run_once().unwrap();
 }
