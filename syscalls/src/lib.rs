@@ -24,9 +24,12 @@
 //! call's own `*_CLOEXEC` flag), so it never leaks into a child process, and
 //! non-blocking (`O_NONBLOCK`) wherever the flag exists for that kind of file
 //! (an epoll instance has no such flag: it is never read with `read(2)`).
-//! Two exceptions: [`open_readonly`] opens regular files, for which
-//! `O_NONBLOCK` means nothing, without it; and [`dup`] shares the status
-//! flags of the descriptor it copies (close-on-exec is its own).
+//! Three exceptions: [`open_readonly`] opens regular files, for which
+//! `O_NONBLOCK` means nothing, without it; [`dup`] shares the status
+//! flags of the descriptor it copies (close-on-exec is its own); and
+//! [`pidfd_open`] leaves out `PIDFD_NONBLOCK` (a pidfd is never read; the
+//! flag would only change `waitid`, and [`waitid_pidfd`] takes `nohang`
+//! instead).
 //! Created descriptors are returned as [`OwnedFd`], which closes them on drop.
 //!
 //! # Sockets
@@ -38,6 +41,25 @@
 //! [`write()`]/[`writev`] on sockets. Addresses are [`SockAddr`]: IPv4, IPv6
 //! or a [`UnixAddr`] (pathname, abstract or unnamed).
 //!
+//! Pipes have no `MSG_NOSIGNAL`: [`write_nosigpipe`] and
+//! [`writev_nosigpipe`] block `SIGPIPE` around the write and take back the
+//! signal an `EPIPE` raised, or, on a thread that holds
+//! [`block_sigpipe_on_this_thread`]'s guard, only the latter.
+//!
+//! # Signals and child processes
+//!
+//! [`register_signal`] delivers a signal to event loops: a process-wide
+//! `sigaction` handler writes to each registered eventfd (the design of
+//! Python's `set_wakeup_fd` and libuv's signal pipe). Not `signalfd`: it
+//! only sees signals blocked in *every* thread (any thread that does not
+//! block one takes it with the default action, often fatal), two loops'
+//! signalfds would steal each other's signals, and children inherit the
+//! blocked mask. A handler broadcasts to every registered loop and leaves
+//! masks alone. Children are
+//! watched through pidfds: [`pidfd_open`] gives a descriptor that becomes
+//! readable when the child exits, [`waitid_pidfd`] reaps it, and
+//! [`pidfd_send_signal`] signals it without the pid-reuse race of [`kill`].
+//!
 //! # EINTR policy
 //!
 //! A signal delivered to the thread while it sits in a blocking system call
@@ -45,18 +67,23 @@
 //!
 //! | call | on `EINTR` | why |
 //! |---|---|---|
-//! | [`read()`], [`write()`], [`readv`], [`writev`], [`eventfd_read`], [`eventfd_write`], [`timerfd_read`] | retried | the call transferred nothing, so issuing it again is exactly right |
+//! | [`read()`], [`write()`], [`readv`], [`writev`], [`write_nosigpipe`], [`writev_nosigpipe`], [`eventfd_read`], [`eventfd_write`], [`timerfd_read`] | retried | the call transferred nothing, so issuing it again is exactly right |
 //! | [`send`], [`send_vectored`], [`send_to`], [`recv`], [`recv_peek`], [`recv_from`], [`sendfile`] | retried | as for `read`/`write`: an interrupted call transferred nothing (one that transferred something returns its count instead) |
 //! | [`accept4`] | retried | no connection was taken off the queue |
 //! | [`open_readonly`], [`open_dev_null`] | retried | nothing was opened (only an `open` that blocks, on a FIFO or device, can be interrupted) |
+//! | [`waitid_pidfd`] | retried | nothing was reaped; the child is still there to wait for (with `SA_RESTART` handlers, such as [`register_signal`]'s, the kernel restarts it by itself) |
 //! | [`connect`] | **not** retried: reported as `EINPROGRESS` | the connection attempt goes on in the background; a second `connect` would fail with `EALREADY`. The caller waits for writability and reads [`take_socket_error`], as for any non-blocking connect |
 //! | [`epoll_pwait2`], [`epoll_wait`], [`epoll_wait_timeout`] | **not** retried: returns `Ok(0)` (no events) | a retry with the same relative timeout would wait too long; the caller recomputes its timeout from the clock |
 //! | [`close`] | never retried, reported as `Ok(())` | Linux has already released the descriptor when `close` reports `EINTR`; retrying could close a descriptor another thread just opened |
 //! | [`getaddrinfo`], [`getnameinfo`] | not applicable | C library functions that handle interruptions inside; their errors pass through |
+//! | the signal handler installed by [`register_signal`] | not applicable | its `write` to a non-blocking eventfd cannot block, so cannot be interrupted; it saves and restores `errno` so the interrupted code never sees a changed one |
 //!
 //! Every other wrapper ([`socket`], [`socketpair`], [`bind`], [`listen`],
 //! [`shutdown`], [`local_addr`], [`peer_addr`], the socket options,
-//! [`dup`], the rlimit calls, ...) makes a call that does not block and
+//! [`dup`], the rlimit calls, [`register_signal`], [`signal_disposition`],
+//! [`kill`], [`getpid`], [`raise_in_process`], [`pidfd_open`],
+//! [`pidfd_send_signal`], [`block_sigpipe_on_this_thread`], ...) makes a
+//! call that does not block and
 //! therefore does not fail with `EINTR`; it passes any error through
 //! unchanged.
 //!
@@ -73,7 +100,15 @@
 //! [`Syscall::Fcntl`], [`recv_peek`] as [`Syscall::Recv`],
 //! [`socketpair_stream`] as [`Syscall::Socketpair`], [`open_dev_null`] as
 //! [`Syscall::Open`], and every socket option as [`Syscall::Getsockopt`] or
-//! [`Syscall::Setsockopt`].
+//! [`Syscall::Setsockopt`]. [`write_nosigpipe`] and [`writev_nosigpipe`]
+//! count their [`Syscall::Write`]/[`Syscall::Writev`] and each signal-mask
+//! call they make ([`Syscall::Sigprocmask`], [`Syscall::Sigpending`],
+//! [`Syscall::Sigtimedwait`]); [`register_signal`] counts its two
+//! [`Syscall::Fcntl`]s and, for a signal's first registration, a
+//! [`Syscall::Sigaction`]; [`signal_disposition`] counts as
+//! [`Syscall::Sigaction`]; [`raise_in_process`] as [`Syscall::Getpid`] and
+//! [`Syscall::Kill`]. The writes made by the signal handler are **not**
+//! counted: a handler must not touch thread-locals.
 //!
 //! Two more rules keep [`counters::Counts::total_syscalls`] close to what
 //! `strace` shows:
@@ -111,7 +146,10 @@ mod fd;
 mod file;
 mod io;
 mod pipe;
+mod process;
 mod resolve;
+mod signal;
+mod sigpipe;
 mod sockaddr;
 mod socket;
 mod sockopt;
@@ -133,7 +171,13 @@ pub use fd::{close, fd_is_open, set_nonblocking};
 pub use file::{dup, nofile_limit, open_dev_null, open_readonly, set_nofile_limit};
 pub use io::{read, readv, write, writev, IOV_MAX};
 pub use pipe::{pipe2, socketpair_stream};
+pub use process::{pidfd_open, pidfd_send_signal, waitid_pidfd, ExitStatus};
 pub use resolve::{getaddrinfo, getnameinfo, AddrHints, AddrInfoError};
+pub use signal::{
+    getpid, kill, raise_in_process, register_signal, signal_disposition, Disposition, Signal, SignalRegistration,
+    SLOTS_PER_SIGNAL,
+};
+pub use sigpipe::{block_sigpipe_on_this_thread, write_nosigpipe, writev_nosigpipe, SigpipeBlock};
 pub use sockaddr::{Domain, SockAddr, UnixAddr};
 pub use socket::{
     accept4, bind, connect, listen, local_addr, peer_addr, recv, recv_from, recv_peek, send, send_to, send_vectored,
@@ -152,9 +196,9 @@ pub use timer::{set_timer_slack, timer_slack, timerfd_create, timerfd_read, time
 /// this one need no `libc` dependency of their own.
 pub mod errno {
     pub use libc::{
-        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EALREADY, EBADF, ECONNABORTED, ECONNREFUSED,
+        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EALREADY, EBADF, ECHILD, ECONNABORTED, ECONNREFUSED,
         ECONNRESET, EEXIST, EHOSTUNREACH, EINPROGRESS, EINTR, EINVAL, EISCONN, EMFILE, EMSGSIZE, ENETUNREACH, ENFILE,
-        ENOENT, ENOMEM, ENOPROTOOPT, ENOSYS, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPERM, EPIPE, ETIMEDOUT,
+        ENOENT, ENOMEM, ENOPROTOOPT, ENOSYS, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPERM, EPIPE, ESRCH, ETIMEDOUT,
     };
 }
 

@@ -19,8 +19,9 @@
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use crate::call::{call, call_retry_eintr, enter, is_eintr};
+use crate::call::{call, call_retry_eintr, is_eintr};
 use crate::io::IOV_MAX;
+use crate::sigpipe::SigpipeGuard;
 use crate::sockaddr::{Domain, RawSockAddr, SockAddr};
 use crate::Syscall;
 
@@ -561,86 +562,4 @@ pub fn sendfile(out_fd: BorrowedFd<'_>, in_fd: BorrowedFd<'_>, offset: &mut u64,
     // The kernel stored the offset after the copied bytes (>= 0).
     *offset = u64::try_from(off).unwrap_or(*offset);
     Ok(to_usize(n))
-}
-
-/// The signal set holding only `SIGPIPE`.
-fn sigpipe_set() -> libc::sigset_t {
-    // SAFETY: `sigset_t` is a plain bit array for which all-zero bytes are a valid (empty)
-    // value; `sigemptyset`/`sigaddset` only write inside the set we pass, which lives on
-    // this stack frame, and cannot fail for a valid signal number.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGPIPE);
-        set
-    }
-}
-
-/// Blocks `SIGPIPE` on this thread while it lives, so a call with no `MSG_NOSIGNAL` option
-/// (`sendfile`) cannot kill the process; [`SigpipeGuard::consume`] discards the `SIGPIPE` such
-/// a call raised, and dropping the guard restores the thread's mask.
-struct SigpipeGuard {
-    old: libc::sigset_t,
-    /// The thread blocked `SIGPIPE` already: leave mask and pending signals alone.
-    was_blocked: bool,
-    /// A `SIGPIPE` was pending before the call: it is not ours to consume.
-    pending_before: bool,
-}
-
-impl SigpipeGuard {
-    fn block() -> io::Result<SigpipeGuard> {
-        let set = sigpipe_set();
-        enter(Syscall::Sigprocmask)?;
-        // SAFETY: `zeroed` is a valid empty `sigset_t` (plain bit array).
-        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-        // SAFETY: the kernel reads `set` and writes the previous mask into `old`, both live
-        // locals of the right type.
-        let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
-        if rc != 0 {
-            return Err(io::Error::from_raw_os_error(rc));
-        }
-        // SAFETY: `old` is an initialized signal set; `sigismember` only reads it.
-        let was_blocked = unsafe { libc::sigismember(&old, libc::SIGPIPE) } == 1;
-        let mut guard = SigpipeGuard {
-            old,
-            was_blocked,
-            pending_before: true,
-        };
-        if !was_blocked {
-            enter(Syscall::Sigpending)?;
-            // SAFETY: `zeroed` is a valid empty `sigset_t`.
-            let mut pending: libc::sigset_t = unsafe { std::mem::zeroed() };
-            // SAFETY: the kernel writes the pending set into `pending`, a live local.
-            let rc = unsafe { libc::sigpending(&mut pending) };
-            // SAFETY: `pending` is an initialized signal set; `sigismember` only reads it.
-            guard.pending_before = rc != 0 || unsafe { libc::sigismember(&pending, libc::SIGPIPE) } == 1;
-        }
-        Ok(guard)
-    }
-
-    /// Discards one pending `SIGPIPE` raised while the guard was blocking it.
-    fn consume(&self) {
-        if self.pending_before || enter(Syscall::Sigtimedwait).is_err() {
-            return;
-        }
-        let set = sigpipe_set();
-        let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: the kernel reads `set` and `zero` (live locals) and writes no siginfo (NULL
-        // is allowed); with a zero timeout it returns at once, EAGAIN if nothing is pending.
-        unsafe {
-            libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
-        }
-    }
-}
-
-impl Drop for SigpipeGuard {
-    fn drop(&mut self) {
-        if !self.was_blocked && enter(Syscall::Sigprocmask).is_ok() {
-            // SAFETY: the kernel reads the saved mask `self.old` (a live field); the old-mask
-            // output is NULL, which is allowed.
-            unsafe {
-                libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
-            }
-        }
-    }
 }

@@ -19,6 +19,7 @@
 /// | `send`, `recv` | `sendto`, `recvfrom` (with no address) |
 /// | `open` | `openat(AT_FDCWD, ...)` |
 /// | `getrlimit`, `setrlimit` | `prlimit64(0, ...)` |
+/// | `pthread_sigmask`, `sigpending`, `sigtimedwait`, `sigaction` | `rt_sigprocmask`, `rt_sigpending`, `rt_sigtimedwait`, `rt_sigaction` |
 ///
 /// [`Syscall::ClockGettime`] never appears at all: it is served by the vDSO
 /// without entering the kernel (see [`Syscall::is_vdso`]).
@@ -111,6 +112,18 @@ pub enum Syscall {
     Sigpending,
     /// `sigtimedwait(2)` (`rt_sigtimedwait` in `strace`)
     Sigtimedwait,
+    /// `sigaction(2)` (`rt_sigaction` in `strace`)
+    Sigaction,
+    /// `kill(2)`
+    Kill,
+    /// `getpid(2)`
+    Getpid,
+    /// `pidfd_open(2)`
+    PidfdOpen,
+    /// `pidfd_send_signal(2)`
+    PidfdSendSignal,
+    /// `waitid(2)`
+    Waitid,
 }
 
 /// Number of [`Syscall`] variants (the length of [`Syscall::ALL`]).
@@ -160,6 +173,12 @@ impl Syscall {
         Syscall::Sigprocmask,
         Syscall::Sigpending,
         Syscall::Sigtimedwait,
+        Syscall::Sigaction,
+        Syscall::Kill,
+        Syscall::Getpid,
+        Syscall::PidfdOpen,
+        Syscall::PidfdSendSignal,
+        Syscall::Waitid,
     ];
 
     /// The name of the C function, e.g. `"epoll_ctl"`.
@@ -206,6 +225,12 @@ impl Syscall {
             Syscall::Sigprocmask => "pthread_sigmask",
             Syscall::Sigpending => "sigpending",
             Syscall::Sigtimedwait => "sigtimedwait",
+            Syscall::Sigaction => "sigaction",
+            Syscall::Kill => "kill",
+            Syscall::Getpid => "getpid",
+            Syscall::PidfdOpen => "pidfd_open",
+            Syscall::PidfdSendSignal => "pidfd_send_signal",
+            Syscall::Waitid => "waitid",
         }
     }
 
@@ -267,7 +292,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Syscall::ALL.len());
-        assert_eq!(SYSCALL_COUNT, 41);
+        assert_eq!(SYSCALL_COUNT, 47);
     }
 
     #[test]

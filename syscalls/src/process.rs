@@ -1,0 +1,179 @@
+//! Child processes through pidfds.
+//!
+//! A pidfd is a descriptor that refers to one process, not to a number: it
+//! cannot be fooled by pid reuse. The loop opens one for each child it
+//! spawns ([`pidfd_open`]), waits for it to become readable in epoll (which
+//! happens when the child exits), then reaps the child with
+//! [`waitid_pidfd`]; [`pidfd_send_signal`] signals the child without the
+//! race of `kill(pid, ...)` against a reaped-and-reused pid. No `SIGCHLD`
+//! handler is needed, and children spawned by other code are left alone.
+//!
+//! Needs Linux 5.3 (`pidfd_open`), 5.1 (`pidfd_send_signal`) and 5.4
+//! (`waitid(P_PIDFD)`); on older kernels the calls fail with an error of
+//! kind [`io::ErrorKind::Unsupported`] that says so.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use crate::call::{call, call_retry_eintr};
+use crate::Syscall;
+
+/// Turns `ENOSYS` (the kernel lacks the call) into an error that says so.
+fn explain_enosys(e: io::Error, what: &str, since: &str) -> io::Error {
+    if e.raw_os_error() == Some(libc::ENOSYS) {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{what} is not supported by this kernel (ENOSYS: pidfds need Linux {since} or later)"),
+        )
+    } else {
+        e
+    }
+}
+
+/// `syscall(SYS_pidfd_open, pid, 0)`: a descriptor referring to the process
+/// `pid`.
+///
+/// Man page: <https://man7.org/linux/man-pages/man2/pidfd_open.2.html>
+///
+/// * The descriptor is close-on-exec (always, for pidfds). It is *not*
+///   non-blocking: `O_NONBLOCK` (`PIDFD_NONBLOCK`) would only make
+///   `waitid` fail with `EAGAIN` instead of waiting, and
+///   [`waitid_pidfd`] has its own `nohang` for that.
+/// * It becomes readable (`EPOLLIN`) once the process has exited: for a
+///   child, when it is a zombie waiting to be reaped. It is never read.
+/// * To be race-free, open it while the child cannot have been reaped yet:
+///   right after spawning it, before anything waits for it.
+/// * `ESRCH`: no such process; `EINVAL`: `pid <= 0`, or `pid` is a thread
+///   that is not a thread-group leader. `ENOSYS` (Linux older than 5.3) is
+///   an [`io::ErrorKind::Unsupported`] error that says so.
+///
+/// Counted as [`Syscall::PidfdOpen`].
+#[doc(alias = "pidfd_open(2)")]
+pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    let ret = call(Syscall::PidfdOpen, || {
+        // SAFETY: pidfd_open takes a pid and a flags word and touches no user memory; both
+        // are passed as `long`, the width the variadic `syscall(2)` reads.
+        unsafe { libc::syscall(libc::SYS_pidfd_open, libc::c_long::from(pid), 0 as libc::c_long) }
+    })
+    .map_err(|e| explain_enosys(e, "pidfd_open", "5.3"))?;
+    // A descriptor always fits in an int.
+    let fd = libc::c_int::try_from(ret).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: on success the kernel returned a new descriptor that nothing else in this
+    // process owns; the OwnedFd becomes its only owner.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `syscall(SYS_pidfd_send_signal, pidfd, signal, NULL, 0)`: sends `signal`
+/// to the process `pidfd` refers to.
+///
+/// Man page: <https://man7.org/linux/man-pages/man2/pidfd_send_signal.2.html>
+///
+/// Race-free against pid reuse: the pidfd names the process itself, so a
+/// child that was reaped gives `ESRCH` instead of hitting whatever process
+/// got its number. A child that exited but is not reaped yet (a zombie)
+/// accepts the signal and ignores it. Signal 0 only checks that the process
+/// exists. `EINVAL` for an invalid signal number, `EBADF` if `pidfd` is not
+/// a pidfd, `EPERM` without permission. `ENOSYS` (Linux older than 5.1) is
+/// an [`io::ErrorKind::Unsupported`] error that says so.
+///
+/// Counted as [`Syscall::PidfdSendSignal`].
+#[doc(alias = "pidfd_send_signal(2)")]
+pub fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: i32) -> io::Result<()> {
+    call(Syscall::PidfdSendSignal, || {
+        // SAFETY: the info pointer is NULL (the kernel then fills in the same siginfo kill(2)
+        // would) and the flags are 0, so no user memory is read or written. Arguments are
+        // passed as `long`, the width the variadic `syscall(2)` reads.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                libc::c_long::from(pidfd.as_raw_fd()),
+                libc::c_long::from(signal),
+                std::ptr::null::<libc::siginfo_t>(),
+                0 as libc::c_long,
+            )
+        }
+    })
+    .map_err(|e| explain_enosys(e, "pidfd_send_signal", "5.1"))?;
+    Ok(())
+}
+
+/// How a child ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// It called `exit(code)` (or returned `code` from `main`); `code` is
+    /// the low 8 bits, 0..=255.
+    Exited(i32),
+    /// A signal killed it.
+    Signaled {
+        /// The signal number.
+        signal: i32,
+        /// It dumped core (`WCOREDUMP`).
+        core_dumped: bool,
+    },
+}
+
+/// `waitid(P_PIDFD, pidfd, &info, WEXITED | (nohang ? WNOHANG : 0))`: reaps
+/// the child `pidfd` refers to and reports how it ended.
+///
+/// Man page: <https://man7.org/linux/man-pages/man2/waitid.2.html>
+///
+/// * `nohang == false` blocks until the child exits; call it once the pidfd
+///   is readable and it returns at once. With `nohang == true` a child
+///   still running gives `Ok(None)` and is left alone.
+/// * Reaping frees the child's process-table entry: no zombie remains, and
+///   a second call is `ECHILD`, as is a process that is not a child of the
+///   caller (another thread's `waitpid(-1, ...)`, or a `SIGCHLD` set to
+///   `SIG_IGN`, may have reaped it first).
+/// * Only exits are waited for (`WEXITED`), not stops or continues.
+/// * `EINVAL` here can only mean the kernel does not know `P_PIDFD` (Linux
+///   older than 5.4); it is reported, like `ENOSYS`, as an
+///   [`io::ErrorKind::Unsupported`] error that says so.
+///
+/// Retried on `EINTR` (nothing was reaped). A report the call cannot
+/// produce with these flags (a stopped child) is
+/// [`io::ErrorKind::InvalidData`].
+/// Counted as [`Syscall::Waitid`], once per attempt.
+#[doc(alias = "waitid(2)")]
+#[doc(alias = "waitpid")]
+#[doc(alias = "P_PIDFD")]
+pub fn waitid_pidfd(pidfd: BorrowedFd<'_>, nohang: bool) -> io::Result<Option<ExitStatus>> {
+    // A borrowed descriptor is never negative.
+    let id = libc::id_t::try_from(pidfd.as_raw_fd()).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    let options = libc::WEXITED | if nohang { libc::WNOHANG } else { 0 };
+    // SAFETY: `siginfo_t` is plain data; all-zero bytes are a valid value (and the one
+    // WNOHANG relies on: si_pid stays 0 when no child has changed state).
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    call_retry_eintr(Syscall::Waitid, || {
+        // SAFETY: the kernel writes one `siginfo_t` into `info`, a live local of that type.
+        unsafe { libc::waitid(libc::P_PIDFD, id, &mut info, options) }
+    })
+    .map_err(|e| match e.raw_os_error() {
+        Some(libc::EINVAL) => io::Error::new(
+            io::ErrorKind::Unsupported,
+            "waitid(P_PIDFD) is not supported by this kernel (EINVAL: needs Linux 5.4 or later)",
+        ),
+        _ => explain_enosys(e, "waitid(P_PIDFD)", "5.4"),
+    })?;
+    // SAFETY: `info` was zeroed and then filled in by the kernel for a SIGCHLD-style report,
+    // so the `_sigchld` member of the union (pid, uid, status) is the one to read.
+    let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if pid == 0 {
+        // Only possible with WNOHANG: the child has not exited yet.
+        return Ok(None);
+    }
+    match info.si_code {
+        libc::CLD_EXITED => Ok(Some(ExitStatus::Exited(status))),
+        libc::CLD_KILLED => Ok(Some(ExitStatus::Signaled {
+            signal: status,
+            core_dumped: false,
+        })),
+        libc::CLD_DUMPED => Ok(Some(ExitStatus::Signaled {
+            signal: status,
+            core_dumped: true,
+        })),
+        code => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("waitid(P_PIDFD) reported si_code {code}, not an exit"),
+        )),
+    }
+}
