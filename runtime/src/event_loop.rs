@@ -487,9 +487,11 @@ impl Builder {
             eager_tasks: self.eager_tasks,
             slack_acquired: Cell::new(self.timer_slack.is_some()),
             executor: RefCell::new(None),
-            executor_threads: self.executor_threads,
+            executor_threads: Cell::new(self.executor_threads),
+            sigpipe_block: RefCell::new(None),
             waker_pool: RefCell::new(Vec::new()),
             read_buf: RefCell::new(Vec::new()),
+            signals: RefCell::new(None),
             expired_through: Cell::new(0),
             io_wakers: RefCell::new(Vec::new()),
             deferring: Cell::new(false),
@@ -550,10 +552,16 @@ pub(crate) struct LoopInner {
     pub(crate) eager_tasks: bool,
     slack_acquired: Cell<bool>,
     executor: RefCell<Option<Pool>>,
-    executor_threads: usize,
+    /// The bound of the next pool (`Builder::executor_threads`, `set_default_executor`).
+    executor_threads: Cell<usize>,
+    /// Keeps `SIGPIPE` blocked on the loop's thread from the first pipe writer on (taken by the
+    /// `pipe` module) until the loop closes, so a pipe write costs no signal-mask calls.
+    pub(crate) sigpipe_block: RefCell<Option<sys::SigpipeBlock>>,
     /// Wakers of finished tasks that nobody else holds, reused by new tasks (saves an
     /// allocation per task); bounded by `WAKER_POOL_MAX`.
     waker_pool: RefCell<Vec<Arc<TaskWaker>>>,
+    /// Signal handling, created by the first `add_signal_handler` / `signal::recv`.
+    pub(crate) signals: RefCell<Option<Rc<crate::signal::SignalState>>>,
     /// The receive buffer every transport reads into (one per loop, 64 KiB once used).
     pub(crate) read_buf: RefCell<Vec<u8>>,
     /// The `now` of the last phase 4: every timer with a deadline at or before it has left the
@@ -1216,6 +1224,12 @@ impl LoopHandle {
         drop(timers);
         let cancels = std::mem::take(&mut *lp.timer_cancels.ids.borrow_mut());
         drop(cancels);
+        // Signals before the reactor: stop watching (dispositions restored), close the eventfd.
+        let signals = lp.signals.borrow_mut().take();
+        if let Some(signals) = signals {
+            lp.deregister_io(signals.io());
+            drop(signals);
+        }
         let reactor = lp.reactor.borrow_mut().take();
         let mut result = Ok(());
         if let Some(reactor) = reactor {
@@ -1234,6 +1248,8 @@ impl LoopHandle {
         if let Some(mut pool) = pool {
             pool.shutdown(false);
         }
+        let sigpipe = lp.sigpipe_block.borrow_mut().take();
+        drop(sigpipe);
         if lp.slack_acquired.replace(false) {
             release_timer_slack();
         }
@@ -1403,7 +1419,7 @@ impl LoopHandle {
         let mut slot = self.inner.executor.borrow_mut();
         let pool = slot.get_or_insert_with(|| {
             Pool::new(
-                self.inner.executor_threads,
+                self.inner.executor_threads.get(),
                 format!("evloop-{}-executor", self.inner.id),
             )
         });
@@ -1419,6 +1435,28 @@ impl LoopHandle {
         if let Some(mut pool) = pool {
             pool.shutdown(true);
         }
+    }
+
+    /// Replaces the default executor with a pool of at most `threads` threads (asyncio's
+    /// `set_default_executor`, which takes an executor object; here the pool's size). The new
+    /// pool starts lazily with the next `run_in_executor`. The old pool is retired without
+    /// blocking: every job already given to it still runs (queued ones included) and its
+    /// threads exit once its queue is empty. Errors: `threads == 0` (`InvalidInput`), or the
+    /// loop is closed.
+    pub fn set_default_executor(&self, threads: usize) -> io::Result<()> {
+        self.check_open("set_default_executor")?;
+        if threads == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "set_default_executor(0): the pool needs at least one thread",
+            ));
+        }
+        self.inner.executor_threads.set(threads);
+        let old = self.inner.executor.borrow_mut().take();
+        if let Some(old) = old {
+            old.retire();
+        }
+        Ok(())
     }
 
     /// Replaces the exception handler (`None` restores the default, which prints to stderr).

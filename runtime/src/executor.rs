@@ -7,7 +7,9 @@
 //! its result into a shared slot and wakes the waker the awaiting task left there; that wake
 //! crosses threads, so it reaches the loop through the loop's eventfd. A job that panics delivers
 //! the panic to its awaiter as an error. A job dropped before it ran (the pool shut down) resolves
-//! its awaiter with [`ExecutorError::Shutdown`], so no awaiter hangs.
+//! its awaiter with [`ExecutorError::Shutdown`], so no awaiter hangs. `set_default_executor`
+//! retires a pool instead of shutting it down: its threads finish every job already given to
+//! it, queued ones included, then exit.
 //!
 //! The pool knows nothing about the loop: it only moves closures to threads and results back
 //! through wakers, which is why it sits below the loop in the module graph.
@@ -77,6 +79,8 @@ pub(crate) struct Pool {
     max_threads: usize,
     handles: Vec<JoinHandle<()>>,
     name: String,
+    /// Retired by [`Pool::retire`]: its threads finish the queue, so dropping it drains nothing.
+    retired: bool,
 }
 
 impl Pool {
@@ -94,6 +98,7 @@ impl Pool {
             max_threads: max_threads.max(1),
             handles: Vec::new(),
             name,
+            retired: false,
         }
     }
 
@@ -178,11 +183,24 @@ impl Pool {
             }
         }
     }
+
+    /// Retires the pool without blocking (`set_default_executor` replacing it): every job it
+    /// was given still runs, queued ones included, and each thread exits once the queue is
+    /// empty. Nothing is joined and no awaiter is resolved with `Shutdown`.
+    pub(crate) fn retire(mut self) {
+        lock(&self.shared.queue).shutdown = true;
+        self.shared.available.notify_all();
+        self.retired = true;
+        // Dropping a JoinHandle detaches its thread.
+        self.handles.clear();
+    }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        self.shutdown(false);
+        if !self.retired {
+            self.shutdown(false);
+        }
     }
 }
 

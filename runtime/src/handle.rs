@@ -29,6 +29,8 @@ pub(crate) enum HandleKind {
     DoneCallback,
     /// The event handler of a socket owned by a transport or server.
     Io,
+    /// A handler installed with `add_signal_handler`.
+    Signal,
 }
 
 impl HandleKind {
@@ -41,6 +43,7 @@ impl HandleKind {
             HandleKind::Writer => "add_writer",
             HandleKind::DoneCallback => "done callback",
             HandleKind::Io => "I/O event:",
+            HandleKind::Signal => "signal handler",
         }
     }
 }

@@ -22,7 +22,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | user API | [`stream`] (open_connection, start_server), `protocol` (Protocol, Transport, Server), `datagram`, [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), `io` (AsyncFd, AsyncRead/AsyncWrite), `time` ([`sleep`], [`timeout`], [`yield_now`]) |
+//! | user API | [`stream`] (open_connection, start_server), `protocol` (Protocol, Transport, Server), `datagram`, [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), `io` (AsyncFd, AsyncRead/AsyncWrite), [`process`] (subprocesses through pidfds), [`pipe`] (async pipe ends, pipe transports), `time` ([`sleep`], [`timeout`], [`yield_now`]) |
 //! | coordination | [`sync`] (Event, Lock, Mutex, Semaphore, Condition, Barrier), [`queue`], [`channel`] (oneshot, mpsc, threadsafe), `combinator` ([`gather`], [`wait`], [`as_completed`], [`select`], [`shield`]), `group` ([`TaskGroup`]) |
 //! | tasks and promises | `task` ([`spawn`], [`run`]), `promise` |
 //! | the loop | `event_loop` (the five phases, handles to the loop), `waker` |
@@ -55,10 +55,13 @@ mod group;
 mod handle;
 mod io;
 pub mod net;
+pub mod pipe;
+pub mod process;
 mod promise;
 mod protocol;
 pub mod queue;
 mod reactor;
+pub mod signal;
 mod slab;
 pub mod stream;
 pub mod sync;

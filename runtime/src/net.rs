@@ -802,13 +802,16 @@ impl crate::LoopHandle {
         count: Option<usize>,
     ) -> io::Result<u64> {
         let mut pos = offset;
-        let end = count.map(|c| offset + c as u64);
         let mut sent = 0u64;
         let mut use_sendfile = true;
+        // Whether `file` can be read at an offset (a regular file) or only in sequence (a pipe).
+        let mut seekable = true;
         loop {
-            let want = match end {
-                Some(e) if pos >= e => return Ok(sent),
-                Some(e) => (e - pos).min(1 << 30) as usize,
+            // Bounded by the bytes sent, not by the offset: some files (`/dev/zero`) report
+            // counts without moving the offset.
+            let want = match count {
+                Some(c) if sent >= c as u64 => return Ok(sent),
+                Some(c) => (c as u64 - sent).min(1 << 30) as usize,
                 None => 1 << 30,
             };
             if use_sendfile {
@@ -824,11 +827,26 @@ impl crate::LoopHandle {
                     Err(e) if matches!(e.raw_os_error(), Some(sys::errno::EINVAL) | Some(sys::errno::ENOSYS)) => {
                         use_sendfile = false;
                     }
+                    // A source without offsets (a pipe): read it in sequence instead.
+                    Err(e) if e.raw_os_error() == Some(sys::errno::ESPIPE) => {
+                        use_sendfile = false;
+                        seekable = false;
+                    }
                     Err(e) => return Err(e),
                 }
             } else {
                 let mut buf = vec![0u8; want.min(64 * 1024)];
-                let n = std::os::unix::fs::FileExt::read_at(file, &mut buf, pos)?;
+                let n = if seekable {
+                    match std::os::unix::fs::FileExt::read_at(file, &mut buf, pos) {
+                        Err(e) if e.raw_os_error() == Some(sys::errno::ESPIPE) => {
+                            seekable = false;
+                            std::io::Read::read(&mut &*file, &mut buf)?
+                        }
+                        other => other?,
+                    }
+                } else {
+                    std::io::Read::read(&mut &*file, &mut buf)?
+                };
                 if n == 0 {
                     return Ok(sent);
                 }

@@ -24,7 +24,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::panic::Location;
 use std::rc::Rc;
 use std::time::Duration;
@@ -90,6 +90,19 @@ impl WriteState {
     }
 }
 
+/// What a transport's fd is: a socket, or one end of a pipe (asyncio's pipe transports; see
+/// `LoopHandle::connect_read_pipe`). A pipe is read with `read` and written with
+/// `write_nosigpipe` (pipes have no `MSG_NOSIGNAL`), has no addresses, and `write_eof` on its
+/// write end closes it once the buffer is flushed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TransportKind {
+    Socket,
+    /// The read end of a pipe, FIFO or tty: `write` is refused, end of file closes it.
+    ReadPipe,
+    /// The write end: nothing is read; the reader going away closes it.
+    WritePipe,
+}
+
 /// A connected stream transport (asyncio's `Transport`); cheap to clone.
 #[derive(Clone)]
 pub struct Transport {
@@ -99,6 +112,7 @@ pub struct Transport {
 struct TransportInner {
     lp: Rc<LoopInner>,
     io: Rc<IoState>,
+    kind: TransportKind,
     fd: RefCell<Option<OwnedFd>>,
     protocol: RefCell<Option<Box<dyn Protocol>>>,
     write: RefCell<WriteState>,
@@ -115,6 +129,16 @@ struct TransportInner {
     local: Option<SockAddr>,
     /// Told when the transport closes (servers count their connections).
     on_close: RefCell<Option<Box<dyn FnOnce()>>>,
+}
+
+impl TransportInner {
+    /// One write syscall: `send` (with `MSG_NOSIGNAL`) on a socket, `write_nosigpipe` on a pipe.
+    fn send(&self, fd: BorrowedFd<'_>, data: &[u8]) -> io::Result<usize> {
+        match self.kind {
+            TransportKind::Socket => sys::send(fd, data),
+            TransportKind::ReadPipe | TransportKind::WritePipe => sys::write_nosigpipe(fd, data),
+        }
+    }
 }
 
 /// Drops the protocol when the `connection_lost` callback has run or has been dropped unrun (a
@@ -195,11 +219,38 @@ impl Transport {
         site: &'static Location<'static>,
         on_close: Option<Box<dyn FnOnce()>>,
     ) -> io::Result<Transport> {
-        let peer = sys::peer_addr(fd.as_fd()).ok();
-        let local = sys::local_addr(fd.as_fd()).ok();
+        Self::start_kind(lp, fd, io, protocol, site, on_close, TransportKind::Socket)
+    }
+
+    /// A transport over one end of a pipe whose registration already exists (the `pipe` module).
+    pub(crate) fn start_pipe(
+        lp: &Rc<LoopInner>,
+        fd: OwnedFd,
+        io: Rc<IoState>,
+        protocol: Box<dyn Protocol>,
+        site: &'static Location<'static>,
+        kind: TransportKind,
+    ) -> io::Result<Transport> {
+        Self::start_kind(lp, fd, io, protocol, site, None, kind)
+    }
+
+    fn start_kind(
+        lp: &Rc<LoopInner>,
+        fd: OwnedFd,
+        io: Rc<IoState>,
+        protocol: Box<dyn Protocol>,
+        site: &'static Location<'static>,
+        on_close: Option<Box<dyn FnOnce()>>,
+        kind: TransportKind,
+    ) -> io::Result<Transport> {
+        let (peer, local) = match kind {
+            TransportKind::Socket => (sys::peer_addr(fd.as_fd()).ok(), sys::local_addr(fd.as_fd()).ok()),
+            TransportKind::ReadPipe | TransportKind::WritePipe => (None, None),
+        };
         let inner = Rc::new(TransportInner {
             lp: lp.clone(),
             io,
+            kind,
             fd: RefCell::new(Some(fd)),
             protocol: RefCell::new(Some(protocol)),
             write: RefCell::new(WriteState {
@@ -273,6 +324,15 @@ impl Transport {
         if bits & ready::WRITE_ANY != 0 && t.write.borrow().pending() > 0 {
             self.flush();
         }
+        if t.kind == TransportKind::WritePipe {
+            // Nothing to read on a write end: EPOLLERR there means the reader is gone (asyncio
+            // watches the write end for readability for the same reason). Queued data would have
+            // failed with EPIPE in the flush above.
+            if bits & (ready::ERROR | ready::READ_CLOSED) != 0 && !t.closed.get() {
+                self.finish_close(None);
+            }
+            return;
+        }
         if bits & ready::READ_ANY != 0 && !t.reading_paused.get() && !t.eof.get() && !t.closing.get() {
             self.read_ready();
         }
@@ -300,7 +360,10 @@ impl Transport {
             let result = {
                 let fd = t.fd.borrow();
                 let Some(fd) = fd.as_ref() else { return };
-                sys::recv(fd.as_fd(), buf)
+                match t.kind {
+                    TransportKind::Socket => sys::recv(fd.as_fd(), buf),
+                    TransportKind::ReadPipe | TransportKind::WritePipe => sys::read(fd.as_fd(), buf),
+                }
             };
             match result {
                 Ok(0) => {
@@ -310,7 +373,9 @@ impl Transport {
                 }
                 Ok(n) => {
                     self.with_protocol(|p| p.data_received(&buf[..n]));
-                    if n < READ_BUFFER {
+                    // (Only for sockets: a short read from a tty is one line, not a drained queue,
+                    // so a pipe's readiness is cleared by EAGAIN alone.)
+                    if n < READ_BUFFER && t.kind == TransportKind::Socket {
                         // Short read: the receive queue is empty until the next edge. But a FIN
                         // (or an error) that came with these bytes raises no further edge: read
                         // on to see it.
@@ -343,6 +408,14 @@ impl Transport {
     }
 
     fn eof(&self) {
+        if self.inner.kind != TransportKind::Socket {
+            // A pipe has no half-close: asyncio calls eof_received, then connection_lost.
+            self.with_protocol(|p| {
+                p.eof_received();
+            });
+            self.close();
+            return;
+        }
         let keep_open = {
             let mut keep = false;
             self.with_protocol(|p| keep = p.eof_received());
@@ -364,7 +437,7 @@ impl Transport {
         if data.is_empty() {
             return;
         }
-        if t.closed.get() || t.closing.get() || t.write.borrow().eof_pending {
+        if t.closed.get() || t.closing.get() || t.write.borrow().eof_pending || t.kind == TransportKind::ReadPipe {
             let n = t.writes_after_close.get() + 1;
             t.writes_after_close.set(n);
             if n == 1 && t.lp.debug() {
@@ -381,7 +454,7 @@ impl Transport {
             let sent = {
                 let fd = t.fd.borrow();
                 match fd.as_ref() {
-                    Some(fd) => sys::send(fd.as_fd(), data),
+                    Some(fd) => t.send(fd.as_fd(), data),
                     None => return,
                 }
             };
@@ -425,7 +498,7 @@ impl Transport {
             let w = t.write.borrow();
             let fd = t.fd.borrow();
             let Some(fd) = fd.as_ref() else { return };
-            sys::send(fd.as_fd(), &w.buf[w.pos..])
+            t.send(fd.as_fd(), &w.buf[w.pos..])
         };
         match result {
             Ok(n) => {
@@ -475,11 +548,17 @@ impl Transport {
     }
 
     /// Half-closes: sends FIN once the queued data is out (asyncio's `write_eof`). Further
-    /// writes are dropped.
+    /// writes are dropped. On the write end of a pipe (which has no half-close) it closes the
+    /// pipe once the queued data is out, as `close()` does; on a read end it does nothing.
     pub fn write_eof(&self) {
         let t = &self.inner;
         if t.closed.get() || t.closing.get() {
             return;
+        }
+        match t.kind {
+            TransportKind::Socket => {}
+            TransportKind::WritePipe => return self.close(),
+            TransportKind::ReadPipe => return,
         }
         let now = {
             let mut w = t.write.borrow_mut();
@@ -494,9 +573,9 @@ impl Transport {
         }
     }
 
-    /// Whether `write_eof` is supported (always, for sockets).
+    /// Whether `write_eof` is supported (sockets and pipe write ends; not pipe read ends).
     pub fn can_write_eof(&self) -> bool {
-        true
+        self.inner.kind != TransportKind::ReadPipe
     }
 
     /// Closes after the queued data is sent; `connection_lost(None)` follows. Idempotent.
@@ -612,12 +691,12 @@ impl Transport {
         self.inner.write.borrow().pending()
     }
 
-    /// The peer's address (asyncio's `get_extra_info('peername')`).
+    /// The peer's address (asyncio's `get_extra_info('peername')`); `None` for a pipe.
     pub fn peername(&self) -> Option<&SockAddr> {
         self.inner.peer.as_ref()
     }
 
-    /// The local address (`get_extra_info('sockname')`).
+    /// The local address (`get_extra_info('sockname')`); `None` for a pipe.
     pub fn sockname(&self) -> Option<&SockAddr> {
         self.inner.local.as_ref()
     }

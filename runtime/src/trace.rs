@@ -62,6 +62,8 @@ pub enum Awaiting {
     Fd(i32),
     /// A job in the executor's thread pool.
     Executor,
+    /// A Unix signal (`signal::recv`), by number.
+    Signal(i32),
     /// An item or a free slot of a [`Queue`](crate::Queue) or a channel
     /// ([`channel`](crate::channel)), or `Queue::join`: which operation.
     Queue(QueueOp),
@@ -79,6 +81,7 @@ impl fmt::Display for Awaiting {
             Awaiting::Yield => f.write_str("yield (runs again next iteration)"),
             Awaiting::Fd(fd) => write!(f, "fd {fd}"),
             Awaiting::Executor => f.write_str("an executor job"),
+            Awaiting::Signal(n) => write!(f, "signal {n}"),
             Awaiting::Sync(op) => fmt::Display::fmt(op, f),
             Awaiting::Queue(op) => fmt::Display::fmt(op, f),
         }

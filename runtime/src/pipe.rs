@@ -1,0 +1,337 @@
+//! Pipes: [`pipe()`], the async pipe ends [`PipeReader`] / [`PipeWriter`], and asyncio's pipe
+//! transports ([`LoopHandle::connect_read_pipe`], [`LoopHandle::connect_write_pipe`]).
+//!
+//! A pipe end is an [`AsyncFd`] over the descriptor: registered once, edge-triggered, read with
+//! `read(2)` and written with `write(2)`/`writev(2)` when the loop says it is ready, exactly like
+//! a socket. The ends of a child process's stdio ([`crate::process::Process`]) are these types.
+//!
+//! # SIGPIPE
+//! Writing to a pipe whose reading end is closed fails with `EPIPE` *and* raises `SIGPIPE`,
+//! which kills the process where it is not ignored (Rust programs ignore it, but a library
+//! embedded in a C or Python host cannot count on that); pipes have no `MSG_NOSIGNAL`. So every
+//! pipe write goes through `write_nosigpipe` / `writev_nosigpipe`, and a writer gets an `EPIPE`
+//! error ([`io::ErrorKind::BrokenPipe`]), never a signal.
+//!
+//! Done per write, that costs three to four signal-mask system calls around each `write`. So the
+//! first pipe writer (or write-pipe transport) of a loop blocks `SIGPIPE` on the loop's thread
+//! for the rest of the loop's life (`block_sigpipe_on_this_thread`, released when the loop
+//! closes): a write is then one `write`, plus one `sigtimedwait` only after an `EPIPE`, to take
+//! back the signal it raised. Child processes are unaffected (`std::process::Command` resets the
+//! signal mask before `exec`); threads started from the loop's thread while the block is held
+//! (the executor's) inherit the blocked mask, which only means a `SIGPIPE` raised there stays
+//! pending on that thread instead of being delivered.
+//!
+//! # Readiness
+//! Only `EAGAIN` clears a pipe end's readiness (never a short read: on a tty a short read is one
+//! line, not an empty queue). The write end of a pipe whose reader is gone reports `EPOLLERR`,
+//! so a writer waiting for room wakes up and gets its `EPIPE`.
+
+use std::fmt;
+use std::io::{self, IoSlice};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::panic::Location;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use evloop_syscalls as sys;
+
+use crate::error::{with_context, LoopError, LoopErrorKind};
+use crate::event_loop::{get_running_loop, LoopHandle, LoopInner};
+use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest};
+use crate::protocol::{Protocol, Transport, TransportKind};
+
+/// Creates a pipe (`pipe2(O_NONBLOCK | O_CLOEXEC)`) registered with the loop running on this
+/// thread: `(read end, write end)`.
+pub fn pipe() -> io::Result<(PipeReader, PipeWriter)> {
+    pipe_with_loop(&running("pipe")?)
+}
+
+/// Like [`pipe()`], on a given loop (which need not be running).
+pub fn pipe_with_loop(lp: &LoopHandle) -> io::Result<(PipeReader, PipeWriter)> {
+    if lp.is_closed() {
+        return Err(LoopError::new(LoopErrorKind::Closed, "pipe").into());
+    }
+    let (r, w) = sys::pipe2().map_err(|e| with_context("pipe".into(), e))?;
+    Ok((PipeReader::with_loop(lp, r)?, PipeWriter::with_loop(lp, w)?))
+}
+
+/// The loop running on this thread, or an error naming `op`.
+fn running(op: &'static str) -> io::Result<LoopHandle> {
+    get_running_loop().map_err(|_| LoopError::new(LoopErrorKind::NoRunningLoop, op).into())
+}
+
+/// Blocks `SIGPIPE` on the loop's thread until the loop closes (see the module docs). A failure
+/// only means writes take the per-call path, which is just as safe.
+fn hold_sigpipe_block(lp: &LoopInner) {
+    if lp.is_closed() {
+        return;
+    }
+    let mut slot = lp.sigpipe_block.borrow_mut();
+    if slot.is_none() {
+        *slot = sys::block_sigpipe_on_this_thread().ok();
+    }
+}
+
+fn register(lp: &LoopHandle, fd: OwnedFd, op: &str) -> io::Result<AsyncFd<OwnedFd>> {
+    let raw = fd.as_raw_fd();
+    AsyncFd::with_loop(lp, fd).map_err(|e| with_context(format!("{op}(fd {raw})"), e))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The async ends.
+
+/// The read end of a pipe (or any FIFO, tty or other pollable fd read with `read(2)`), driven by
+/// the loop: [`AsyncRead`]. Reading gives 0 (end of file) once every write end is closed.
+pub struct PipeReader {
+    fd: AsyncFd<OwnedFd>,
+    lp: LoopHandle,
+}
+
+impl PipeReader {
+    /// Adopts `fd` on the loop running on this thread, switching it to non-blocking mode (which
+    /// is shared with every other holder of the same open file, e.g. a terminal).
+    pub fn from_fd(fd: OwnedFd) -> io::Result<PipeReader> {
+        PipeReader::with_loop(&running("PipeReader::from_fd")?, fd)
+    }
+
+    /// Adopts `fd` on a given loop (which need not be running).
+    pub fn with_loop(lp: &LoopHandle, fd: OwnedFd) -> io::Result<PipeReader> {
+        Ok(PipeReader {
+            fd: register(lp, fd, "PipeReader")?,
+            lp: lp.clone(),
+        })
+    }
+
+    /// Deregisters the fd and gives it back (still non-blocking).
+    pub fn into_fd(self) -> OwnedFd {
+        self.fd.into_inner()
+    }
+
+    /// The raw fd.
+    pub fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// The fd and its live registration, for a transport on `lp` (re-registered if the reader
+    /// belongs to another loop).
+    fn into_registered(self, lp: &LoopHandle) -> io::Result<(OwnedFd, Rc<crate::reactor::IoState>)> {
+        if self.lp.same_loop(lp) {
+            Ok(self.fd.into_parts())
+        } else {
+            let fd = self.fd.into_inner();
+            Ok(register(lp, fd, "connect_read_pipe")?.into_parts())
+        }
+    }
+}
+
+impl AsyncRead for PipeReader {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        self.fd.poll_io(cx, Interest::Read, |fd| sys::read(fd.as_fd(), buf))
+    }
+}
+
+impl AsFd for PipeReader {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl fmt::Debug for PipeReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PipeReader(fd {})", self.fd.as_raw_fd())
+    }
+}
+
+/// The write end of a pipe (or any FIFO, tty or other pollable fd written with `write(2)`),
+/// driven by the loop: [`AsyncWrite`]. Writing after the reader is gone is an `EPIPE` error
+/// ([`io::ErrorKind::BrokenPipe`]), never a `SIGPIPE`. `shutdown` (and dropping it) closes the
+/// write end, so the reader sees end of file once every write end is closed.
+pub struct PipeWriter {
+    /// `None` once shut down.
+    fd: Option<AsyncFd<OwnedFd>>,
+    lp: LoopHandle,
+}
+
+impl PipeWriter {
+    /// Adopts `fd` on the loop running on this thread, switching it to non-blocking mode.
+    pub fn from_fd(fd: OwnedFd) -> io::Result<PipeWriter> {
+        PipeWriter::with_loop(&running("PipeWriter::from_fd")?, fd)
+    }
+
+    /// Adopts `fd` on a given loop (which need not be running).
+    pub fn with_loop(lp: &LoopHandle, fd: OwnedFd) -> io::Result<PipeWriter> {
+        let fd = register(lp, fd, "PipeWriter")?;
+        hold_sigpipe_block(&lp.inner);
+        Ok(PipeWriter {
+            fd: Some(fd),
+            lp: lp.clone(),
+        })
+    }
+
+    /// Deregisters the fd and gives it back (still non-blocking); `None` after `shutdown`.
+    pub fn into_fd(mut self) -> Option<OwnedFd> {
+        self.fd.take().map(AsyncFd::into_inner)
+    }
+
+    /// The raw fd; `None` after `shutdown`.
+    pub fn as_raw_fd(&self) -> Option<RawFd> {
+        self.fd.as_ref().map(AsyncFd::as_raw_fd)
+    }
+
+    fn closed_error() -> io::Error {
+        io::Error::new(io::ErrorKind::BrokenPipe, "PipeWriter: write after shutdown")
+    }
+
+    fn into_registered(mut self, lp: &LoopHandle) -> io::Result<(OwnedFd, Rc<crate::reactor::IoState>)> {
+        let fd = self.fd.take().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "connect_write_pipe: the PipeWriter was shut down",
+            )
+        })?;
+        if self.lp.same_loop(lp) {
+            Ok(fd.into_parts())
+        } else {
+            let fd = fd.into_inner();
+            Ok(register(lp, fd, "connect_write_pipe")?.into_parts())
+        }
+    }
+}
+
+impl AsyncWrite for PipeWriter {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let Some(fd) = self.fd.as_ref() else {
+            return Poll::Ready(Err(Self::closed_error()));
+        };
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        fd.poll_io(cx, Interest::Write, |fd| sys::write_nosigpipe(fd.as_fd(), buf))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let Some(fd) = self.fd.as_ref() else {
+            return Poll::Ready(Err(Self::closed_error()));
+        };
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Poll::Ready(Ok(0));
+        }
+        fd.poll_io(cx, Interest::Write, |fd| sys::writev_nosigpipe(fd.as_fd(), bufs))
+    }
+
+    /// Closes the write end (deregistered first). Idempotent.
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Some(fd) = this.fd.take() {
+            sys::close(fd.into_inner())?;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl fmt::Debug for PipeWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.fd {
+            Some(fd) => write!(f, "PipeWriter(fd {})", fd.as_raw_fd()),
+            None => f.write_str("PipeWriter(shut down)"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipe transports.
+
+/// What [`LoopHandle::connect_read_pipe`] accepts: a [`PipeReader`] (its registration is reused)
+/// or any readable pipe, FIFO or tty fd.
+#[derive(Debug)]
+pub enum ReadPipe {
+    /// An async read end.
+    Reader(PipeReader),
+    /// A descriptor, registered by the transport.
+    Fd(OwnedFd),
+}
+
+impl From<PipeReader> for ReadPipe {
+    fn from(r: PipeReader) -> ReadPipe {
+        ReadPipe::Reader(r)
+    }
+}
+
+impl From<OwnedFd> for ReadPipe {
+    fn from(fd: OwnedFd) -> ReadPipe {
+        ReadPipe::Fd(fd)
+    }
+}
+
+/// What [`LoopHandle::connect_write_pipe`] accepts: a [`PipeWriter`] or any writable pipe, FIFO
+/// or tty fd.
+#[derive(Debug)]
+pub enum WritePipe {
+    /// An async write end.
+    Writer(PipeWriter),
+    /// A descriptor, registered by the transport.
+    Fd(OwnedFd),
+}
+
+impl From<PipeWriter> for WritePipe {
+    fn from(w: PipeWriter) -> WritePipe {
+        WritePipe::Writer(w)
+    }
+}
+
+impl From<OwnedFd> for WritePipe {
+    fn from(fd: OwnedFd) -> WritePipe {
+        WritePipe::Fd(fd)
+    }
+}
+
+impl LoopHandle {
+    /// Runs `protocol` on the read end of a pipe (asyncio's `connect_read_pipe`): its
+    /// `data_received` gets what arrives, then at end of file `eof_received` and
+    /// `connection_lost(None)` (a pipe has no half-close: the transport closes whatever
+    /// `eof_received` returns). `connection_made` is scheduled first, as for sockets. The
+    /// transport's `write` does nothing; `pause_reading` / `resume_reading` work as usual.
+    #[track_caller]
+    pub fn connect_read_pipe<P: Protocol>(&self, protocol: P, pipe: impl Into<ReadPipe>) -> io::Result<Transport> {
+        let site = Location::caller();
+        self.check_pipe_op("connect_read_pipe")?;
+        let (fd, io) = match pipe.into() {
+            ReadPipe::Reader(r) => r.into_registered(self)?,
+            ReadPipe::Fd(fd) => register(self, fd, "connect_read_pipe")?.into_parts(),
+        };
+        Transport::start_pipe(&self.inner, fd, io, Box::new(protocol), site, TransportKind::ReadPipe)
+    }
+
+    /// Runs `protocol` on the write end of a pipe (asyncio's `connect_write_pipe`): `write`
+    /// writes at once what the pipe takes and buffers the rest, with `pause_writing` /
+    /// `resume_writing` at the write buffer limits; `write_eof` (or `close`) closes the pipe
+    /// once the buffer is flushed, then `connection_lost(None)`. The reader going away closes
+    /// the transport: `connection_lost(None)` with nothing buffered, an `EPIPE` error
+    /// otherwise. Nothing is ever read.
+    #[track_caller]
+    pub fn connect_write_pipe<P: Protocol>(&self, protocol: P, pipe: impl Into<WritePipe>) -> io::Result<Transport> {
+        let site = Location::caller();
+        self.check_pipe_op("connect_write_pipe")?;
+        let (fd, io) = match pipe.into() {
+            WritePipe::Writer(w) => w.into_registered(self)?,
+            WritePipe::Fd(fd) => register(self, fd, "connect_write_pipe")?.into_parts(),
+        };
+        hold_sigpipe_block(&self.inner);
+        Transport::start_pipe(&self.inner, fd, io, Box::new(protocol), site, TransportKind::WritePipe)
+    }
+
+    fn check_pipe_op(&self, op: &'static str) -> io::Result<()> {
+        if self.is_closed() {
+            return Err(LoopError::new(LoopErrorKind::Closed, op).into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,326 @@
+//! Unix signals on the loop: asyncio's `add_signal_handler` / `remove_signal_handler`, and
+//! awaitable signals ([`recv`], [`ctrl_c`]).
+//!
+//! # How a signal reaches the loop
+//! The kernel runs a signal handler on whichever thread it picks, at any point, where almost
+//! nothing is safe to do. evloop's handler (in the syscalls crate, `register_signal`) only sets
+//! a flag and writes to an eventfd: the same idea as asyncio's `set_wakeup_fd` and libuv's
+//! signal pipe. Each loop that watches signals owns one such eventfd, registered with its
+//! reactor; the write wakes the loop (phase 3), and the loop's dispatch callback, running in
+//! phase 5 like any callback, reads the flags and schedules the user's handlers with
+//! `call_soon` and wakes the tasks awaiting [`recv`]. A burst of signals while the loop is busy
+//! sets the same flag many times: the handler runs at least once, never in the signal
+//! handler's context, and nothing can deadlock.
+//!
+//! Why not `signalfd`: it needs the signal blocked in *every* thread of the process (a thread
+//! that leaves it unblocked, such as an executor or library thread created earlier, takes the
+//! signal with its default action, often fatal), two loops each with a signalfd would steal
+//! each other's signals, and child processes inherit the blocked mask unless every spawner
+//! resets it. The handler approach leaves masks alone, broadcasts to every loop that asked,
+//! and exec resets handled signals to their default in children. `docs/04-signals-and-processes.md`
+//! has the longer story.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::panic::Location;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+pub use evloop_syscalls::Signal;
+use evloop_syscalls::{self as sys, SignalRegistration};
+
+use crate::error::{LoopError, LoopErrorKind};
+use crate::event_loop::{with_running, LoopHandle, LoopInner, Ready};
+use crate::handle::{Callback, HandleKind, HandleMeta, RepeatCallback};
+use crate::reactor::{ready, IoState};
+use crate::trace::{note_awaiting, Awaiting};
+
+/// One watched signal of one loop.
+struct Entry {
+    registration: SignalRegistration,
+    handler: Option<Rc<dyn Callback>>,
+    /// Deliveries dispatched so far; a [`Recv`] completes once it moves past its start value.
+    generation: u64,
+    waiters: Vec<Waker>,
+    /// Live [`Recv`] futures: the entry stays while it has a handler or a listener.
+    listeners: usize,
+}
+
+/// A loop's signal machinery: one eventfd the signal handler writes to, registered with the
+/// reactor, and the signals watched.
+pub(crate) struct SignalState {
+    eventfd: OwnedFd,
+    io: Rc<IoState>,
+    entries: RefCell<HashMap<i32, Entry>>,
+}
+
+/// The eventfd's event handler: collects the deliveries and hands them out.
+struct Dispatch {
+    meta: HandleMeta,
+    lp: std::rc::Weak<LoopInner>,
+}
+
+impl Callback for Dispatch {
+    fn run(&self) {
+        let Some(lp) = self.lp.upgrade() else { return };
+        let Some(state) = lp.signals.borrow().clone() else {
+            return;
+        };
+        // Reset the eventfd; with an edge-triggered registration the next write raises a new edge.
+        let _ = sys::eventfd_read(state.eventfd.as_fd());
+        state.io.clear(ready::READABLE);
+        let mut handlers = Vec::new();
+        let mut wakers = Vec::new();
+        {
+            let mut entries = state.entries.borrow_mut();
+            for (num, e) in entries.iter_mut() {
+                if e.registration.take_pending() {
+                    e.generation += 1;
+                    lp.trace(|| format!("  signal {} delivered", Signal::new(*num).map_or("?", |s| s.name())));
+                    if let Some(h) = &e.handler {
+                        handlers.push(h.clone());
+                    }
+                    wakers.append(&mut e.waiters);
+                }
+            }
+        }
+        for h in handlers {
+            lp.push_ready(Ready::Callback(h));
+        }
+        for w in wakers {
+            w.wake();
+        }
+    }
+    fn meta(&self) -> &HandleMeta {
+        &self.meta
+    }
+    fn type_name(&self) -> &'static str {
+        "signal dispatch"
+    }
+}
+
+fn signal_state(lp: &Rc<LoopInner>, op: &'static str) -> io::Result<Rc<SignalState>> {
+    if lp.is_closed() {
+        return Err(LoopError::new(LoopErrorKind::Closed, op).into());
+    }
+    if let Some(s) = lp.signals.borrow().clone() {
+        return Ok(s);
+    }
+    let eventfd = sys::eventfd(0)?;
+    let io = lp.register_io(eventfd.as_raw_fd())?;
+    let dispatch: Rc<dyn Callback> = Rc::new(Dispatch {
+        meta: HandleMeta::new(HandleKind::Io, Location::caller()),
+        lp: Rc::downgrade(lp),
+    });
+    io.set_handler(Some(dispatch));
+    let state = Rc::new(SignalState {
+        eventfd,
+        io,
+        entries: RefCell::new(HashMap::new()),
+    });
+    *lp.signals.borrow_mut() = Some(state.clone());
+    Ok(state)
+}
+
+/// Makes sure `signal` is watched by this loop; returns its current generation.
+fn watch(state: &SignalState, signal: Signal) -> io::Result<u64> {
+    let mut entries = state.entries.borrow_mut();
+    if let Some(e) = entries.get(&signal.raw()) {
+        return Ok(e.generation);
+    }
+    let registration = sys::register_signal(signal, state.eventfd.as_fd())?;
+    entries.insert(
+        signal.raw(),
+        Entry {
+            registration,
+            handler: None,
+            generation: 0,
+            waiters: Vec::new(),
+            listeners: 0,
+        },
+    );
+    Ok(0)
+}
+
+/// Drops the entry of `signal` if nothing uses it any more; dropping its registration restores
+/// the signal's previous disposition once no loop watches it.
+fn release(state: &SignalState, signal: i32) {
+    let removed = {
+        let mut entries = state.entries.borrow_mut();
+        match entries.get(&signal) {
+            Some(e) if e.handler.is_none() && e.listeners == 0 => entries.remove(&signal),
+            _ => None,
+        }
+    };
+    drop(removed);
+}
+
+impl SignalState {
+    /// Closing the loop: every registration is dropped (dispositions restored) and the eventfd
+    /// closed; the caller deregisters `io` first.
+    pub(crate) fn io(&self) -> &Rc<IoState> {
+        &self.io
+    }
+}
+
+impl LoopHandle {
+    /// Calls `f` on the loop thread, in the iteration after `signum` arrives (asyncio's
+    /// `add_signal_handler`); adding again replaces the handler. Signals that arrive while the
+    /// loop is busy are coalesced: the handler runs at least once.
+    ///
+    /// Errors: an invalid number, `SIGKILL`/`SIGSTOP` (cannot be caught), a closed loop.
+    #[track_caller]
+    pub fn add_signal_handler<F: FnMut() + 'static>(&self, signum: i32, f: F) -> io::Result<()> {
+        let signal = Signal::new(signum)?;
+        let state = signal_state(&self.inner, "add_signal_handler")?;
+        watch(&state, signal)?;
+        let cb = RepeatCallback::new_rc(HandleKind::Signal, Location::caller(), f);
+        let old = state
+            .entries
+            .borrow_mut()
+            .get_mut(&signum)
+            .and_then(|e| e.handler.replace(cb));
+        if let Some(old) = old {
+            old.cancel();
+        }
+        self.trace(|| format!("  add_signal_handler({})", signal.name()));
+        Ok(())
+    }
+
+    /// Removes the handler of `signum`; returns whether there was one (asyncio's
+    /// `remove_signal_handler`). When nothing else on this loop waits for the signal, its
+    /// previous disposition is restored.
+    pub fn remove_signal_handler(&self, signum: i32) -> bool {
+        let Some(state) = self.inner.signals.borrow().clone() else {
+            return false;
+        };
+        let old = state
+            .entries
+            .borrow_mut()
+            .get_mut(&signum)
+            .and_then(|e| e.handler.take());
+        let removed = old.is_some();
+        if let Some(old) = old {
+            old.cancel();
+        }
+        release(&state, signum);
+        removed
+    }
+}
+
+/// Waits for the next delivery of `signum` to this process (on the loop running on this
+/// thread). The signal is watched from the moment this is called (when a loop is running) or
+/// first polled, so a delivery in between is not missed. An invalid signal number or a missing
+/// loop is an error the future returns.
+pub fn recv(signum: i32) -> Recv {
+    let mut r = Recv {
+        signum,
+        state: None,
+        start: 0,
+        error: None,
+    };
+    if let Some(lp) = with_running(Rc::clone) {
+        r.start_watching(&lp);
+    }
+    r
+}
+
+/// Waits for Ctrl-C (`SIGINT`).
+pub fn ctrl_c() -> Recv {
+    recv(Signal::INT.raw())
+}
+
+/// The future of [`recv`].
+pub struct Recv {
+    signum: i32,
+    state: Option<Rc<SignalState>>,
+    start: u64,
+    error: Option<io::Error>,
+}
+
+impl Recv {
+    fn start_watching(&mut self, lp: &Rc<LoopInner>) {
+        let watched = Signal::new(self.signum).and_then(|signal| {
+            let state = signal_state(lp, "signal::recv")?;
+            let start = watch(&state, signal)?;
+            if let Some(e) = state.entries.borrow_mut().get_mut(&self.signum) {
+                e.listeners += 1;
+            }
+            Ok((state, start))
+        });
+        match watched {
+            Ok((state, start)) => {
+                self.state = Some(state);
+                self.start = start;
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+}
+
+impl Future for Recv {
+    type Output = io::Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Some(e) = this.error.take() {
+            return Poll::Ready(Err(e));
+        }
+        if this.state.is_none() {
+            match with_running(Rc::clone) {
+                Some(lp) => this.start_watching(&lp),
+                None => return Poll::Ready(Err(LoopError::new(LoopErrorKind::NoRunningLoop, "signal::recv").into())),
+            }
+            if let Some(e) = this.error.take() {
+                return Poll::Ready(Err(e));
+            }
+        }
+        let Some(state) = &this.state else { return Poll::Pending };
+        let mut entries = state.entries.borrow_mut();
+        let Some(e) = entries.get_mut(&this.signum) else {
+            return Poll::Ready(Err(LoopError::new(LoopErrorKind::Closed, "signal::recv").into()));
+        };
+        if e.generation > this.start {
+            return Poll::Ready(Ok(()));
+        }
+        if !e.waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            e.waiters.push(cx.waker().clone());
+        }
+        note_awaiting(Awaiting::Signal(this.signum));
+        Poll::Pending
+    }
+}
+
+impl Drop for Recv {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take() {
+            let listed = match state.entries.try_borrow_mut() {
+                Ok(mut entries) => match entries.get_mut(&self.signum) {
+                    Some(e) => {
+                        e.listeners = e.listeners.saturating_sub(1);
+                        true
+                    }
+                    None => false,
+                },
+                Err(_) => false,
+            };
+            if listed {
+                release(&state, self.signum);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Recv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "signal::Recv({})",
+            Signal::new(self.signum).map_or("invalid", |s| s.name())
+        )
+    }
+}

@@ -1,0 +1,469 @@
+//! Subprocesses (`evloop::process`): exit codes and signals, piped stdio, `communicate` without
+//! deadlock, no zombie and no fd left behind (after 1,000 children, a missing program, a dropped
+//! `Process`, a loop closed under running orphans), `send_signal` after reaping, and the
+//! syscall-level shape of waiting: one `pidfd_open`, then nothing until the child exits, then
+//! one `waitid`.
+//!
+//! Every test holds [`LOCK`]: several count the process's open fds, which a test running in
+//! parallel would disturb. Zombies are looked for in `/proc/thread-self/children`: a child is
+//! listed there (zombie or not) until it is reaped, and only the test's own thread's children
+//! are. Every loop run is bounded ([`run_bounded`]).
+
+use std::collections::HashSet;
+use std::io;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use evloop::process::{Stdio, SubprocessOptions};
+use evloop::sys::counters;
+use evloop::sys::Syscall;
+use evloop::{sleep, AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle};
+use evloop_tests::net::open_fd_count;
+use evloop_tests::run_bounded;
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn lock() -> MutexGuard<'static, ()> {
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const NO_ARGS: [&str; 0] = [];
+
+/// The pids of the calling thread's children that are not reaped yet (zombies included).
+fn my_children() -> HashSet<u32> {
+    let text = std::fs::read_to_string("/proc/thread-self/children").expect("/proc/thread-self/children");
+    text.split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// Waits up to 10 s (without a loop) for `pid` to leave this thread's children: reaped.
+fn wait_reaped(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while my_children().contains(&pid) {
+        assert!(Instant::now() < deadline, "child {pid} was never reaped (zombie left)");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn piped_out() -> SubprocessOptions {
+    SubprocessOptions::new().stdout(Stdio::Pipe).stderr(Stdio::Pipe)
+}
+
+fn exit_status_of(lp: &LoopHandle, program: &str, args: &[&str]) -> evloop::process::ExitStatus {
+    let mut p = lp.subprocess_exec(program, args).unwrap();
+    let pid = p.pid();
+    let status = run_bounded(lp, async move { p.wait().await }).unwrap();
+    assert!(!my_children().contains(&pid), "{program}: zombie left after wait");
+    status
+}
+
+#[test]
+fn exit_codes_true_is_0_and_sh_exit_7_is_7() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let s = exit_status_of(&lp, "true", &[]);
+    assert_eq!((s.code(), s.signal(), s.success()), (Some(0), None, true));
+    let s = exit_status_of(&lp, "sh", &["-c", "exit 7"]);
+    assert_eq!((s.code(), s.signal(), s.success()), (Some(7), None, false));
+    assert_eq!(s.returncode(), 7);
+    assert_eq!(s.to_string(), "exit code 7");
+}
+
+#[test]
+fn a_signal_is_the_exit_reason_terminate_kill_and_kill_9_self() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    for (how, sig) in [("terminate", 15), ("kill", 9)] {
+        let mut p = lp.subprocess_exec("sleep", ["10"]).unwrap();
+        let started = Instant::now();
+        let s = run_bounded(&lp, async move {
+            sleep(Duration::from_millis(20)).await;
+            assert_eq!(p.returncode(), None, "sleep 10 is still running");
+            match how {
+                "terminate" => p.terminate().unwrap(),
+                _ => p.kill().unwrap(),
+            }
+            p.wait().await
+        })
+        .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{how}: the child was not stopped"
+        );
+        assert_eq!(
+            (s.code(), s.signal(), s.success()),
+            (None, Some(sig), false),
+            "{how}: {s}"
+        );
+        assert_eq!(s.returncode(), -sig);
+    }
+    let s = exit_status_of(&lp, "sh", &["-c", "kill -9 $$"]);
+    assert_eq!(s.signal(), Some(9), "{s}");
+    assert_eq!(s.to_string(), "killed by SIGKILL (9)");
+}
+
+#[test]
+fn stdout_and_stderr_are_piped_and_read() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let mut p = lp
+        .subprocess_exec_with("sh", ["-c", "echo out; echo err >&2; exit 3"], &piped_out())
+        .unwrap();
+    assert!(p.stdin.is_none(), "stdin was inherited, not piped");
+    let (out, err, status) = run_bounded(&lp, async move {
+        let mut out = String::new();
+        let mut err = String::new();
+        let mut o = p.stdout.take().unwrap();
+        let mut e = p.stderr.take().unwrap();
+        let mut buf = Vec::new();
+        o.read_to_end(&mut buf).await.unwrap();
+        out.push_str(&String::from_utf8(buf).unwrap());
+        let mut buf = Vec::new();
+        e.read_to_end(&mut buf).await.unwrap();
+        err.push_str(&String::from_utf8(buf).unwrap());
+        (out, err, p.wait().await.unwrap())
+    });
+    assert_eq!((out.as_str(), err.as_str(), status.code()), ("out\n", "err\n", Some(3)));
+}
+
+#[test]
+fn stdin_piped_written_then_closed_cat_echoes_it_and_exits() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let opts = SubprocessOptions::new().stdin(Stdio::Pipe).stdout(Stdio::Pipe);
+    let mut p = lp.subprocess_exec_with("cat", NO_ARGS, &opts).unwrap();
+    let (echoed, status) = run_bounded(&lp, async move {
+        let mut input = p.stdin.take().unwrap();
+        let mut output = p.stdout.take().unwrap();
+        input.write_all(b"hello, cat\n").await.unwrap();
+        let mut line = [0u8; 11];
+        output.read_exact(&mut line).await.unwrap();
+        // Closing stdin is what makes cat exit.
+        input.shutdown().await.unwrap();
+        let mut rest = Vec::new();
+        output.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty());
+        (line, p.wait().await.unwrap())
+    });
+    assert_eq!(&echoed, b"hello, cat\n");
+    assert!(status.success());
+}
+
+#[test]
+fn communicate_10_mib_on_stdout_and_stderr_at_once_completes_without_deadlock() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    const N: usize = 10 * 1024 * 1024;
+    // Both streams are written in one go each: if we drained stdout to its end before reading
+    // stderr, the child would block on a full stderr pipe forever.
+    let mut p = lp
+        .subprocess_shell_with(
+            "head -c 10485760 /dev/zero; head -c 10485760 /dev/zero >&2",
+            &piped_out(),
+        )
+        .unwrap();
+    let started = Instant::now();
+    let out = run_bounded(&lp, async move { p.communicate(None).await }).unwrap();
+    assert_eq!((out.stdout.len(), out.stderr.len()), (N, N));
+    assert!(out.stdout.iter().chain(&out.stderr).all(|&b| b == 0));
+    assert!(out.status.success(), "{}", out.status);
+    println!("communicate: 2 x 10 MiB in {:?}", started.elapsed());
+}
+
+#[test]
+fn communicate_feeds_input_while_reading_output() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    // cat echoes while we feed: 4 MiB does not fit in the pipes, so input and output must move
+    // at the same time.
+    let input: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let mut p = lp
+        .subprocess_exec_with("cat", NO_ARGS, &SubprocessOptions::piped())
+        .unwrap();
+    let expected = input.clone();
+    let out = run_bounded(&lp, async move { p.communicate(Some(input)).await }).unwrap();
+    assert!(
+        out.stdout == expected,
+        "cat echoed {} bytes, wrong content",
+        out.stdout.len()
+    );
+    assert!(out.stderr.is_empty() && out.status.success());
+
+    // A child that exits without reading its input: the EPIPE on stdin is not an error.
+    let mut p = lp
+        .subprocess_exec_with("true", NO_ARGS, &SubprocessOptions::piped())
+        .unwrap();
+    let out = run_bounded(&lp, async move { p.communicate(Some(vec![7u8; 1 << 20])).await }).unwrap();
+    assert!(out.status.success() && out.stdout.is_empty());
+
+    // Input without a stdin pipe is a usage error.
+    let mut p = lp.subprocess_exec_with("true", NO_ARGS, &piped_out()).unwrap();
+    let e = run_bounded(&lp, async move {
+        let e = p.communicate(Some(b"x".to_vec())).await.unwrap_err();
+        p.wait().await.unwrap();
+        e
+    });
+    assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+}
+
+#[test]
+fn a_thousand_short_lived_children_leave_no_zombie_and_no_fd() {
+    let _g = lock();
+    let fds_before = open_fd_count();
+    let lp = EventLoop::new().unwrap();
+    let pids = run_bounded(&lp.handle(), async move {
+        let lp = evloop::get_running_loop().unwrap();
+        let mut pids = Vec::with_capacity(1000);
+        for i in 0..1000 {
+            let mut p = lp.subprocess_exec("true", NO_ARGS).unwrap();
+            pids.push(p.pid());
+            let s = p.wait().await.unwrap();
+            assert!(s.success(), "child {i}: {s}");
+        }
+        pids
+    });
+    assert_eq!(pids.len(), 1000);
+    let left: Vec<u32> = my_children().into_iter().filter(|p| pids.contains(p)).collect();
+    assert!(left.is_empty(), "unreaped children: {left:?}");
+    assert_eq!(lp.stats().io_registrations, 0, "pidfd registrations left");
+    drop(lp);
+    assert_eq!(open_fd_count(), fds_before, "fds leaked");
+}
+
+#[test]
+fn a_missing_program_is_an_error_naming_it_and_leaks_no_fd() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let fds_before = open_fd_count();
+    let children_before = my_children();
+    let e = lp
+        .subprocess_exec_with("no-such-prog", ["--flag"], &SubprocessOptions::piped())
+        .unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("subprocess_exec(no-such-prog): No such file or directory"),
+        "{msg}"
+    );
+    assert_eq!(evloop::os_error(&e), Some(evloop::sys::errno::ENOENT));
+    assert_eq!(open_fd_count(), fds_before, "fds leaked");
+    assert_eq!(my_children(), children_before, "a child was left behind");
+    assert_eq!(lp.stats().io_registrations, 0);
+
+    // Same through the shell: the shell starts, the command does not (exit 127).
+    let mut p = lp.subprocess_shell_with("no-such-prog", &piped_out()).unwrap();
+    let out = run_bounded(&lp.handle(), async move { p.communicate(None).await }).unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-prog"));
+    assert_eq!(open_fd_count(), fds_before, "fds leaked");
+}
+
+#[test]
+fn send_signal_after_the_child_was_reaped_is_an_error() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let mut p = lp.subprocess_exec("true", NO_ARGS).unwrap();
+    let pid = p.pid();
+    let p = run_bounded(&lp.handle(), async move {
+        p.wait().await.unwrap();
+        p
+    });
+    assert!(p.returncode().is_some());
+    for e in [
+        p.send_signal(15).unwrap_err(),
+        p.terminate().unwrap_err(),
+        p.kill().unwrap_err(),
+    ] {
+        assert_eq!(evloop::os_error(&e), Some(evloop::sys::errno::ESRCH), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("send_signal(pid {pid}")) && msg.contains("reaped"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn a_dropped_process_is_reaped_by_the_loop_when_it_exits() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let p = lp.subprocess_exec("sleep", ["0.1"]).unwrap();
+    let pid = p.pid();
+    drop(p);
+    assert!(my_children().contains(&pid), "still running, not reaped yet");
+    assert_eq!(lp.stats().io_registrations, 1, "the orphan registration");
+    let h = lp.handle();
+    run_bounded(&h, async move {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while my_children().contains(&pid) {
+            assert!(Instant::now() < deadline, "the loop never reaped the orphan");
+            sleep(Duration::from_millis(10)).await;
+        }
+    });
+    assert_eq!(lp.stats().io_registrations, 0, "the orphan registration is gone");
+
+    // A child that already exited when its Process is dropped (the loop saw the exit) is
+    // reaped at once.
+    let p = lp.subprocess_exec("true", NO_ARGS).unwrap();
+    let pid = p.pid();
+    run_bounded(&h, async move {
+        // `true` exits; the loop sees its pidfd become readable, and nobody reaps it yet.
+        sleep(Duration::from_millis(100)).await;
+        assert!(my_children().contains(&pid), "exited but not reaped: a zombie for now");
+        drop(p);
+        assert!(!my_children().contains(&pid), "not reaped at once when dropped");
+    });
+}
+
+#[test]
+fn closing_the_loop_hands_running_orphans_to_the_reaper_thread() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let long = lp.subprocess_exec("sleep", ["0.3"]).unwrap();
+    let short = lp.subprocess_exec("sleep", ["0.1"]).unwrap();
+    let done = lp.subprocess_exec("true", NO_ARGS).unwrap();
+    let pids = [long.pid(), short.pid(), done.pid()];
+    drop((long, short, done));
+    // Let `true` exit, then close the loop without running it: it is reaped at close, the two
+    // sleeps go to the reaper thread.
+    std::thread::sleep(Duration::from_millis(50));
+    lp.close().unwrap();
+    assert!(!my_children().contains(&pids[2]), "an exited orphan is reaped at close");
+    for pid in pids {
+        wait_reaped(pid);
+    }
+    // A Process dropped after its loop closed goes the same way.
+    let lp = EventLoop::new().unwrap();
+    let p = lp.subprocess_exec("sleep", ["0.05"]).unwrap();
+    let pid = p.pid();
+    lp.close().unwrap();
+    drop(p);
+    wait_reaped(pid);
+}
+
+#[test]
+fn waiting_makes_one_pidfd_open_and_exactly_one_waitid_after_the_exit() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let h = lp.handle();
+    evloop_tests::spin_once(&h);
+    counters::reset();
+    let mut p = lp.subprocess_exec("sleep", ["0.2"]).unwrap();
+    let at_spawn = counters::snapshot();
+    assert_eq!(at_spawn.get(Syscall::PidfdOpen), 1, "{at_spawn}");
+    assert_eq!(at_spawn.get(Syscall::Waitid), 0, "{at_spawn}");
+    let started = Instant::now();
+    let (status, midway) = run_bounded(&h, async move {
+        let lp = evloop::get_running_loop().unwrap();
+        let probe = lp
+            .create_task(async {
+                sleep(Duration::from_millis(100)).await;
+                counters::snapshot()
+            })
+            .unwrap();
+        let status = p.wait().await.unwrap();
+        (status, probe.await.unwrap())
+    });
+    assert!(status.success());
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert_eq!(midway.get(Syscall::Waitid), 0, "waitid while the child ran: {midway}");
+    let total = counters::snapshot();
+    assert_eq!(total.get(Syscall::Waitid), 1, "{total}");
+    assert_eq!(total.get(Syscall::PidfdOpen), 1, "{total}");
+    assert_eq!(total.get(Syscall::Kill), 0, "{total}");
+}
+
+#[test]
+fn returncode_is_none_while_running_then_the_status() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let mut p = lp.subprocess_exec("sh", ["-c", "sleep 0.05; exit 4"]).unwrap();
+    let h = lp.handle();
+    run_bounded(&h, async move {
+        assert_eq!(p.returncode(), None);
+        counters::reset();
+        while p.returncode().is_none() {
+            sleep(Duration::from_millis(5)).await;
+        }
+        // Polled many times, reaped once.
+        assert_eq!(counters::snapshot().get(Syscall::Waitid), 1);
+        assert_eq!(p.returncode().and_then(|s| s.code()), Some(4));
+        assert_eq!(p.wait().await.unwrap().code(), Some(4));
+    });
+}
+
+#[test]
+fn subprocess_shell_runs_a_pipeline() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let mut p = lp.subprocess_shell_with("echo hi | tr a-z A-Z", &piped_out()).unwrap();
+    let out = run_bounded(&lp.handle(), async move { p.communicate(None).await }).unwrap();
+    assert_eq!(out.stdout, b"HI\n");
+    assert!(out.status.success());
+}
+
+#[test]
+fn environment_working_directory_and_devnull() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let opts = piped_out()
+        .stdin(Stdio::Null)
+        .env_clear()
+        .env("EVLOOP_FOO", "bar")
+        .current_dir("/");
+    let mut p = lp
+        .subprocess_exec_with(
+            "/bin/sh",
+            ["-c", "echo \"$EVLOOP_FOO $HOME\"; pwd; cat; echo end"],
+            &opts,
+        )
+        .unwrap();
+    let out = run_bounded(&lp.handle(), async move { p.communicate(None).await }).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "bar \n/\nend\n");
+}
+
+#[test]
+fn spawning_on_a_closed_loop_is_an_error_naming_the_operation() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let h = lp.handle();
+    lp.close().unwrap();
+    let e = h.subprocess_exec("true", NO_ARGS).unwrap_err();
+    assert!(e.to_string().contains("subprocess_exec"), "{e}");
+    let e = h.subprocess_shell("true").unwrap_err();
+    assert!(e.to_string().contains("subprocess_shell"), "{e}");
+}
+
+#[test]
+fn a_child_starts_with_sigpipe_unblocked_and_at_its_default_while_the_loop_blocks_it() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    // A piped stdin makes the loop block SIGPIPE on this thread (see evloop::pipe).
+    let opts = SubprocessOptions::piped();
+    let mut p = lp.subprocess_exec_with("cat", ["/proc/self/status"], &opts).unwrap();
+    let parent = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let out = run_bounded(&lp, async move { p.communicate(None).await }).unwrap();
+    let child = String::from_utf8(out.stdout).unwrap();
+    let mask = |status: &str, field: &str| -> u64 {
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(field))
+            .unwrap_or_else(|| panic!("no {field}"));
+        u64::from_str_radix(line[field.len()..].trim(), 16).unwrap()
+    };
+    const SIGPIPE_BIT: u64 = 1 << 12;
+    assert_ne!(
+        mask(&parent, "SigBlk:") & SIGPIPE_BIT,
+        0,
+        "the loop's thread blocks SIGPIPE"
+    );
+    assert_eq!(
+        mask(&child, "SigBlk:") & SIGPIPE_BIT,
+        0,
+        "inherited the blocked SIGPIPE"
+    );
+    assert_eq!(
+        mask(&child, "SigIgn:") & SIGPIPE_BIT,
+        0,
+        "inherited Rust's ignored SIGPIPE"
+    );
+}
