@@ -467,3 +467,61 @@ fn a_child_starts_with_sigpipe_unblocked_and_at_its_default_while_the_loop_block
         "inherited Rust's ignored SIGPIPE"
     );
 }
+
+/// A child inherits only the fds it was given (stdin/stdout/stderr): every fd of the loop, its
+/// sockets and pipes is close-on-exec. The child lists its own fds (`ls /proc/self/fd` shows
+/// 0, 1, 2 and the directory fd `ls` opened to read it).
+#[test]
+fn a_child_inherits_only_its_stdio_fds() {
+    let _l = lock();
+    let lp = EventLoop::new().unwrap();
+    let h = lp.handle();
+    let listing = run_bounded(&lp, async move {
+        // Open some of the loop's fds in the parent: a listener, a pipe, a timer-driven task.
+        let _listener = evloop::net::TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let (_r, _w) = evloop::pipe::pipe().unwrap();
+        let mut p = h.subprocess_exec_with("ls", ["/proc/self/fd"], &piped_out()).unwrap();
+        let out = p.communicate(None).await.unwrap();
+        assert!(out.status.success(), "{:?}", out.status);
+        String::from_utf8(out.stdout).unwrap()
+    });
+    let fds: Vec<u32> = listing.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+    for fd in [0, 1, 2] {
+        assert!(fds.contains(&fd), "stdio fd {fd} missing in the child: {fds:?}");
+    }
+    // Besides its stdio and the directory `ls` opens, the child may only have fds this test
+    // process itself inherited without close-on-exec (cargo's jobserver pipe, for one): none of
+    // evloop's (the listener, the pipe, the loop's epoll and eventfd) may cross exec.
+    let inherited = inheritable_fds_of_this_process();
+    let extra: Vec<u32> = fds
+        .iter()
+        .copied()
+        .filter(|fd| *fd > 2 && !inherited.contains(fd))
+        .collect();
+    assert!(
+        extra.len() <= 1,
+        "the child got fds beyond its stdio: {extra:?} (all: {fds:?})"
+    );
+}
+
+/// This process's fds without `O_CLOEXEC` (read from /proc/self/fdinfo's octal `flags`).
+fn inheritable_fds_of_this_process() -> HashSet<u32> {
+    let mut out = HashSet::new();
+    for entry in std::fs::read_dir("/proc/self/fdinfo").unwrap().flatten() {
+        let Ok(fd) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(info) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+            .unwrap_or(0);
+        if flags & 0o2000000 == 0 {
+            out.insert(fd);
+        }
+    }
+    out
+}
