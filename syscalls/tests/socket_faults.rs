@@ -4,32 +4,14 @@
 //! and `open`; turned into `EINPROGRESS`, not retried, by `connect`).
 #![cfg(feature = "fault-injection")]
 
+mod common;
+
 use std::io::{ErrorKind, IoSlice};
 use std::net::{Ipv4Addr, SocketAddr};
 
-use evloop_syscalls::counters::{self, Counts};
 use evloop_syscalls::*;
 
-/// Clears this thread's injections when created and when dropped, so a
-/// failing test leaves nothing behind for the next one on the same thread.
-struct Clean;
-impl Clean {
-    fn new() -> Self {
-        fault::clear();
-        Clean
-    }
-}
-impl Drop for Clean {
-    fn drop(&mut self) {
-        fault::clear();
-    }
-}
-
-fn delta<T>(f: impl FnOnce() -> T) -> (T, Counts) {
-    let before = counters::snapshot();
-    let out = f();
-    (out, counters::snapshot().since(&before))
-}
+use common::{delta, Clean};
 
 /// Waits up to 10 s for `fd` to report `interest`.
 fn wait(fd: BorrowedFd<'_>, interest: EpollFlags) {

@@ -1,5 +1,5 @@
 //! Benchmark peer: no runtime at all, a hand-written epoll loop, the practical lower bound of a
-//! server's overhead, for `make bench`'s side-by-side runs (tests/examples/bench.rs drives it;
+//! server's overhead, for `make bench`'s side-by-side runs (tests/examples/bench/main.rs drives it;
 //! the interface is in tests/bench/README.md, the same for every peer).
 //!
 //! ```text
@@ -27,12 +27,19 @@
 //! returns EAGAIN); EMFILE on accept is printed and retried at the next event (level-triggered,
 //! so it would spin).
 
+/// The command line, the echo server's banner and stdin watcher: the same for every Rust peer.
+#[path = "peer_common/mod.rs"]
+#[allow(dead_code)] // the measuring part: this peer measures nothing but echo
+mod common;
+
 use std::error::Error;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use evloop_syscalls::{self as sys, AsFd, AsRawFd, Domain, EpollEvent, EpollFlags, OwnedFd, SockAddr, SockType};
+
+use common::{announce, exit_at_stdin_eof, peer_main, print_na, Cmd};
 
 const READ_SIZE: usize = 64 * 1024;
 const LISTENER: u64 = u64::MAX;
@@ -49,7 +56,7 @@ fn main() -> ExitCode {
             Cmd::Threadsafe { .. } => "no cross-thread wake-up in the raw epoll loop",
             Cmd::IdleTasks { .. } => "no tasks in the raw epoll loop",
         };
-        println!("{{\"na\":\"{na}\"}}");
+        print_na(na);
         Ok(())
     })
 }
@@ -168,157 +175,5 @@ fn echo(port: u16) -> Result<(), Box<dyn Error>> {
                 Ok(false) | Err(_) => *slot = None, // closing the fd removes it from the epoll set
             }
         }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Shared by every Rust peer (the same text in peer_evloop.rs, peer_tokio.rs and peer_smol.rs, so
-// that each stays one self-contained example; peer_raw.rs has the command-line half): the command
-// line, then the clocks and counters read from /proc, the fixed-seed delays, and the JSON lines.
-
-/// What `main` was asked to do.
-#[allow(dead_code)] // not every peer reads every field (no variants, no call_soon)
-enum Cmd {
-    Echo { variant: Option<String>, port: u16 },
-    Timers { tasks: usize, spread_ms: u64 },
-    Spawn { n: usize },
-    CallSoon { n: usize },
-    PromiseChain { n: usize },
-    Threadsafe { n: usize },
-    IdleTasks { n: usize },
-}
-
-const USAGE: &str = "subcommands (one thread each):
-  echo [--variant V] [--port P]          TCP echo server on 127.0.0.1:P (0: any free port)
-  timers [--tasks N] [--spread-ms S]     N tasks sleeping a random [0, S) ms (100000, 100)
-  spawn [--n N]                          spawn + run + join N trivial tasks (1000000)
-  call_soon [--n N]                      N call_soon callbacks (1000000)
-  promise_chain [--n N]                  N create/set/await rounds of a one-shot future (1000000)
-  threadsafe [--n N]                     N round trips from another thread into the loop (10000)
-  idle_tasks [--n N]                     RSS per parked task, second batch of N (100000)";
-
-fn parse_args(args: &[String], variants: &[&str]) -> Result<Cmd, String> {
-    let Some((sub, rest)) = args.split_first() else {
-        return Err("missing subcommand".into());
-    };
-    let allowed: &[&str] = match sub.as_str() {
-        "echo" => &["--variant", "--port"],
-        "timers" => &["--tasks", "--spread-ms"],
-        "spawn" | "call_soon" | "promise_chain" | "threadsafe" | "idle_tasks" => &["--n"],
-        other => return Err(format!("unknown subcommand {other:?}")),
-    };
-    let mut flags: Vec<(&str, &str)> = Vec::new();
-    let mut it = rest.iter();
-    while let Some(name) = it.next() {
-        if !allowed.contains(&name.as_str()) {
-            return Err(format!(
-                "{sub}: unknown argument {name:?} (allowed: {})",
-                allowed.join(", ")
-            ));
-        }
-        let value = it.next().ok_or(format!("{sub}: {name} needs a value"))?;
-        flags.push((name.as_str(), value.as_str()));
-    }
-    let get = |name: &str| flags.iter().rev().find(|(n, _)| *n == name).map(|(_, v)| *v);
-    fn number<T>(name: &str, value: Option<&str>, default: T, min: T) -> Result<T, String>
-    where
-        T: std::str::FromStr + PartialOrd + std::fmt::Display,
-        T::Err: std::fmt::Display,
-    {
-        let Some(v) = value else { return Ok(default) };
-        let n: T = v.parse().map_err(|e| format!("{name} {v:?}: {e}"))?;
-        if n < min {
-            return Err(format!("{name} {v}: must be at least {min}"));
-        }
-        Ok(n)
-    }
-    let n = |default: usize| number("--n", get("--n"), default, 1);
-    Ok(match sub.as_str() {
-        "echo" => Cmd::Echo {
-            variant: match get("--variant") {
-                Some(v) if !variants.contains(&v) => {
-                    return Err(format!(
-                        "echo: unknown --variant {v:?} (allowed: {})",
-                        variants.join(", ")
-                    ))
-                }
-                v => v.map(str::to_string),
-            },
-            port: number("--port", get("--port"), 0, 0)?,
-        },
-        "timers" => Cmd::Timers {
-            tasks: number("--tasks", get("--tasks"), 100_000, 1)?,
-            spread_ms: number("--spread-ms", get("--spread-ms"), 100, 1)?,
-        },
-        "spawn" => Cmd::Spawn { n: n(1_000_000)? },
-        "call_soon" => Cmd::CallSoon { n: n(1_000_000)? },
-        "promise_chain" => Cmd::PromiseChain { n: n(1_000_000)? },
-        "threadsafe" => Cmd::Threadsafe { n: n(10_000)? },
-        _ => Cmd::IdleTasks { n: n(100_000)? },
-    })
-}
-
-/// Parses the command line and runs `run`: exit status 2 for a bad command line, 1 for a
-/// failure (the error on stderr), 0 otherwise.
-fn peer_main(name: &str, variants: &[&str], run: impl FnOnce(Cmd) -> Result<(), Box<dyn Error>>) -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if matches!(args.first().map(String::as_str), Some("-h" | "--help")) {
-        println!("usage: {name} SUBCOMMAND [OPTIONS]\n{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    let cmd = match parse_args(&args, variants) {
-        Ok(cmd) => cmd,
-        Err(e) => {
-            eprintln!("{name}: {e}\nusage: {name} SUBCOMMAND [OPTIONS]\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    match run(cmd) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{name}: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Prints `listening on ADDR` and flushes, so the harness reading our stdout gets it now.
-fn announce(addr: std::net::SocketAddr) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "listening on {addr}")?;
-    out.flush()
-}
-
-/// Exits the process (status 0) when stdin reaches end of file, so a harness that dies or
-/// closes our stdin never leaves a server behind. A plain thread blocked in read(2): it costs
-/// the loop nothing. Stdin that is not a pipe, socket or terminal (/dev/null, a file) would read
-/// EOF at once, so it is not watched.
-fn exit_at_stdin_eof() {
-    use std::io::{IsTerminal, Read};
-    use std::os::unix::fs::FileTypeExt;
-    let watchable = std::io::stdin().is_terminal()
-        || std::fs::metadata("/proc/self/fd/0")
-            .map(|m| m.file_type().is_fifo() || m.file_type().is_socket())
-            .unwrap_or(false);
-    if !watchable {
-        eprintln!("not watching stdin (not a pipe, socket or terminal): stop with SIGTERM or SIGINT");
-        return;
-    }
-    let spawned = std::thread::Builder::new().name("stdin-eof".into()).spawn(|| {
-        let mut stdin = std::io::stdin().lock();
-        let mut sink = [0u8; 512];
-        loop {
-            match stdin.read(&mut sink) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
-        std::process::exit(0);
-    });
-    if let Err(e) = spawned {
-        eprintln!("not watching stdin ({e}): stop with SIGTERM or SIGINT");
     }
 }
