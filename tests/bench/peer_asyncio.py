@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark peer: Python's asyncio (or uvloop with --uvloop), for `make bench`'s side-by-side runs.
 
-tests/examples/bench.rs drives it; the interface, the same for every peer, is in
+tests/examples/bench/ drives it; the interface, the same for every peer, is in
 tests/bench/README.md:
 
     python3 tests/bench/peer_asyncio.py [--uvloop] echo [--port P]
