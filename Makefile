@@ -14,7 +14,7 @@ test:
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 
-## demo: the source documents' programs in trace mode (EVLOOP_TRACE=1), then the echo server under load
+## demo: the source documents' programs in trace mode (EVLOOP_TRACE=1), children and signals, then the echo server under load
 demo:
 	$(CARGO) build --release -p evloop --examples
 	@./scripts/demo.sh

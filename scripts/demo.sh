@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The body of `make demo`: the source documents' programs run in trace mode, then seed 001's echo
+# The body of `make demo`: the source documents' programs run in trace mode, then two OS-integration
+# programs (children connected through the loop, a clean shutdown on Ctrl-C), then seed 001's echo
 # server driven by a client and put under a few seconds of load (without trace).
 #
 # The Makefile builds the examples first (`cargo build --release -p evloop --examples`); this script
@@ -60,6 +61,59 @@ run_example seed002_await_future \
     "Seed 002 section 6, 'await future': main awaits a promise that Task-set_after resolves." \
     "Look for: 'Task-1 -> pending on Promise#1', then inside Task-set_after's step" \
     "'wake Task-1' and 'Promise#1 set_result -> woke 1 awaiter', and Task-1 printing '... world'."
+
+# ------------------------------------------------------------------------------------------------
+# OS integration (docs/04-signals-and-processes.md): two child processes connected through the
+# loop, and a server that shuts down on a signal. No trace mode: the pipeline's trace is long
+# (run it yourself with EVLOOP_TRACE=1); the programs' own lines say what happened.
+# ------------------------------------------------------------------------------------------------
+
+# banner TITLE LINE...: the same banner run_example prints.
+banner() {
+    echo
+    echo "=================================================================================="
+    local line
+    for line in "$@"; do
+        echo "== $line"
+    done
+    echo "=================================================================================="
+}
+
+# run_untraced NAME ARGS...: runs the example without trace mode (at most 10 s) and fails the demo
+# if it does not exit with status 0.
+run_untraced() {
+    local name="$1"
+    shift
+    local bin="$examples_dir/$name"
+    if [[ ! -x "$bin" ]]; then
+        echo "demo: $bin is missing; build it with: cargo build --release -p evloop --examples" >&2
+        exit 1
+    fi
+    local rc=0
+    timeout 10 "$bin" "$@" </dev/null 2>&1 || rc=$?
+    echo "($name exited with status $rc)"
+    if [[ $rc -ne 0 ]]; then
+        echo "demo: $name failed" >&2
+        exit 1
+    fi
+}
+
+banner "pipeline_ls_sort runtime/src" \
+    "The shell's 'ls -1 runtime/src | sort -r' with evloop as the pipe in the middle: each child" \
+    "has its own pipes to this process; one task copies ls's stdout into sort's stdin and closes" \
+    "it at end of file, another reads sort's stdout. Each child is watched through a pidfd and" \
+    "reaped with one waitid: no SIGCHLD handler, no thread per child." \
+    "Look for: the file names in reverse order, and both children's 'exit code 0'."
+run_untraced pipeline_ls_sort runtime/src
+
+banner "graceful_shutdown --self-test" \
+    "An echo server that stops on Ctrl-C (SIGINT) or SIGTERM, whichever comes first. The signal" \
+    "handler only writes to an eventfd that the loop polls; the task awaiting the signal wakes." \
+    "--self-test plays the outside world: a client echoes a line, then the process sends itself" \
+    "SIGINT after 200 ms." \
+    "Look for: 'SIGINT (Ctrl-C) received', the new connection refused (the listener is closed)," \
+    "the open connection finishing within the grace period, and exit status 0."
+run_untraced graceful_shutdown --self-test
 
 # ------------------------------------------------------------------------------------------------
 # Seed 001's upper-casing echo server, written three ways, driven by the echo_load client.

@@ -16,8 +16,9 @@
 //! first pipe writer (or write-pipe transport) of a loop blocks `SIGPIPE` on the loop's thread
 //! for the rest of the loop's life (`block_sigpipe_on_this_thread`, released when the loop
 //! closes): a write is then one `write`, plus one `sigtimedwait` only after an `EPIPE`, to take
-//! back the signal it raised. Child processes are unaffected (`std::process::Command` resets the
-//! signal mask before `exec`); threads started from the loop's thread while the block is held
+//! back the signal it raised. Child processes are unaffected: evloop's spawn resets the signal
+//! mask and `SIGPIPE`'s disposition in the child before `exec` (`reset_signals_on_exec`; std's
+//! `Command` alone resets only the disposition); threads started from the loop's thread while the block is held
 //! (the executor's) inherit the blocked mask, which only means a `SIGPIPE` raised there stays
 //! pending on that thread instead of being delivered.
 //!

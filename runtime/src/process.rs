@@ -4,7 +4,8 @@
 //! # Spawning
 //! [`LoopHandle::subprocess_exec`] builds a [`std::process::Command`] and spawns it: the child
 //! gets only the fds asked for (every fd evloop opens is close-on-exec), and its signal mask and
-//! `SIGPIPE` disposition are reset to the defaults before `exec`. The pipe ends evloop keeps
+//! `SIGPIPE` disposition are reset to the defaults before `exec` (`reset_signals_on_exec`: std's
+//! `Command` alone would keep the mask, and the loop blocks `SIGPIPE` while it has pipe writers). The pipe ends evloop keeps
 //! become [`PipeWriter`] / [`PipeReader`] on the loop. Right after the spawn, `pidfd_open` gives a
 //! descriptor that names the child itself, not its number, and the loop registers it like any
 //! other fd. A program that cannot be started is an error naming it
@@ -588,6 +589,8 @@ fn spawn(
         return Err(LoopError::new(LoopErrorKind::Closed, op).into());
     }
     opts.apply(&mut cmd);
+    // The loop may block SIGPIPE on this thread (pipe writers): the child must not inherit that.
+    evloop_syscalls::reset_signals_on_exec(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| with_context(format!("{op}({label})"), e))?;
     let pid = child.id();
     // The pidfd first, while `child` can still kill and reap the process if that fails (nothing

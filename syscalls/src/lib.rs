@@ -171,7 +171,7 @@ pub use fd::{close, fd_is_open, set_nonblocking};
 pub use file::{dup, nofile_limit, open_dev_null, open_readonly, set_nofile_limit};
 pub use io::{read, readv, write, writev, IOV_MAX};
 pub use pipe::{pipe2, socketpair_stream};
-pub use process::{pidfd_open, pidfd_send_signal, waitid_pidfd, ExitStatus};
+pub use process::{pidfd_open, pidfd_send_signal, reset_signals_on_exec, waitid_pidfd, ExitStatus};
 pub use resolve::{getaddrinfo, getnameinfo, AddrHints, AddrInfoError};
 pub use signal::{
     getpid, kill, raise_in_process, register_signal, signal_disposition, Disposition, Signal, SignalRegistration,

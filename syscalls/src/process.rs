@@ -177,3 +177,37 @@ pub fn waitid_pidfd(pidfd: BorrowedFd<'_>, nohang: bool) -> io::Result<Option<Ex
         )),
     }
 }
+
+/// Makes `cmd`'s child start with an empty signal mask and `SIGPIPE` at its default action,
+/// whatever the spawning thread blocks or ignores: a `pre_exec` hook that runs, in the child
+/// between `fork` and `exec`, `pthread_sigmask(SIG_SETMASK, {})` and `signal(SIGPIPE,
+/// SIG_DFL)`.
+///
+/// Man pages: <https://man7.org/linux/man-pages/man3/pthread_sigmask.3.html>,
+/// <https://man7.org/linux/man-pages/man2/sigaction.2.html>
+///
+/// * Why: a child inherits its parent thread's signal mask and ignored signals, and most
+///   programs never reset them. An event loop that blocks `SIGPIPE` while it writes to pipes
+///   (see [`block_sigpipe_on_this_thread`](crate::block_sigpipe_on_this_thread)) would
+///   otherwise hand a blocked `SIGPIPE` to every child (`yes | head` would then print
+///   "Broken pipe" instead of dying quietly). std's `Command` resets the `SIGPIPE` disposition
+///   but not the mask.
+/// * The hook forces std to spawn with `fork` + `exec` instead of `posix_spawn`.
+/// * Not counted: the calls happen in the child.
+#[doc(alias = "pre_exec")]
+pub fn reset_signals_on_exec(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `pre_exec` runs the closure in the forked child before `exec`, where only
+    // async-signal-safe functions may be called and no lock may be taken: `sigemptyset`,
+    // `pthread_sigmask` and `signal` are async-signal-safe, the closure allocates nothing and
+    // touches only its own stack (the `sigset_t`), and it returns `Ok` without formatting.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+}

@@ -182,9 +182,10 @@ pub struct SigpipeBlock {
 /// * threads spawned from this thread while a guard is held inherit the
 ///   blocked mask (Linux copies the creator's mask); they are not counted as
 ///   holding a guard, so their [`write_nosigpipe`] calls take the per-call
-///   path, which also cleans up after an `EPIPE`. Child *processes* made by
-///   [`std::process::Command`] start with an empty mask: it resets the mask
-///   in the child before `exec`;
+///   path, which also cleans up after an `EPIPE`. Child *processes* inherit
+///   the mask too: std's [`std::process::Command`] resets only `SIGPIPE`'s
+///   disposition, so spawners must reset the mask themselves (evloop's
+///   process spawning does, with [`reset_signals_on_exec`](crate::reset_signals_on_exec));
 /// * changing the `SIGPIPE` bit of the mask by other means while a guard is
 ///   held defeats it.
 ///

@@ -525,3 +525,26 @@ fn inheritable_fds_of_this_process() -> HashSet<u32> {
     }
     out
 }
+
+/// Regression: a child spawned AFTER the loop took its SIGPIPE block (a pipe writer exists)
+/// must still start with SIGPIPE unblocked (std's `Command` does not reset the mask; evloop's
+/// spawn does).
+#[test]
+fn a_child_spawned_while_the_loop_blocks_sigpipe_starts_with_an_empty_mask() {
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let h = lp.handle();
+    let child = run_bounded(&lp, async move {
+        let (_r, _w) = evloop::pipe::pipe().unwrap(); // the loop now blocks SIGPIPE here
+        let mut p = h
+            .subprocess_exec_with("cat", ["/proc/self/status"], &piped_out())
+            .unwrap();
+        String::from_utf8(p.communicate(None).await.unwrap().stdout).unwrap()
+    });
+    let blocked = child
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .expect("SigBlk in the child's status");
+    assert_eq!(blocked, 0, "the child inherited a signal mask: {blocked:#x}");
+}
