@@ -70,6 +70,12 @@ impl Callback for Dispatch {
         let Some(state) = lp.signals.borrow().clone() else {
             return;
         };
+        // Reading the eventfd back to zero wakes its writers, which the edge-triggered
+        // registration reports as a new EPOLLOUT edge with no EPOLLIN. That edge carries no
+        // delivery, so skip it rather than pay a read that can only give EAGAIN.
+        if state.io.readiness() & ready::READABLE == 0 {
+            return;
+        }
         // Reset the eventfd; with an edge-triggered registration the next write raises a new edge.
         let _ = sys::eventfd_read(state.eventfd.as_fd());
         state.io.clear(ready::READABLE);

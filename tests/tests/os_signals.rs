@@ -152,6 +152,41 @@ fn a_burst_of_signals_while_the_loop_is_busy_runs_the_handler_at_least_once_with
     lp.remove_signal_handler(Signal::USR1.raw());
 }
 
+/// Reading the eventfd back to zero wakes its writers, and the edge-triggered registration reports
+/// that as a fresh `EPOLLOUT` edge. The dispatch must see the signal through exactly one read, not
+/// run again on the writable edge and read `EAGAIN`.
+#[test]
+fn one_delivery_costs_one_eventfd_read_on_the_loop_thread() {
+    let _s = serial();
+    let lp = EventLoop::new().unwrap();
+    let hits = Rc::new(Cell::new(0u32));
+    let c = hits.clone();
+    lp.add_signal_handler(Signal::USR2.raw(), move || c.set(c.get() + 1))
+        .unwrap();
+    // Let the registration's first (writable) edge go by before counting.
+    run_bounded(&lp, evloop::sleep(Duration::from_millis(5)));
+    let before = sys::counters::snapshot();
+    sys::raise_in_process(Signal::USR2).unwrap();
+    let seen = hits.clone();
+    run_bounded(&lp, async move {
+        for _ in 0..100 {
+            if seen.get() == 1 {
+                break;
+            }
+            evloop::sleep(Duration::from_millis(5)).await;
+        }
+        // Several more iterations in which a second, spurious dispatch would show up.
+        for _ in 0..5 {
+            evloop::yield_now().await;
+        }
+        evloop::sleep(Duration::from_millis(5)).await;
+    });
+    let reads = sys::counters::snapshot().since(&before).get(sys::Syscall::Read);
+    assert_eq!(hits.get(), 1, "the handler runs once per delivery");
+    assert_eq!(reads, 1, "one eventfd read per delivery, no read on the writable edge");
+    assert!(lp.remove_signal_handler(Signal::USR2.raw()));
+}
+
 #[test]
 fn signal_recv_completes_at_the_next_delivery() {
     let _s = serial();
