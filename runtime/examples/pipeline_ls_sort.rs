@@ -14,14 +14,14 @@
 //! What evloop does in between, and the shell does not have to:
 //! * every pipe end it keeps is non-blocking and registered once with the loop's epoll
 //!   instance, so the copy and the collection run as two tasks on one thread, each parked until
-//!   the loop's `epoll_pwait2` reports data or room on its pipe (`runtime/src/pipe.rs`);
+//!   the loop's `epoll_pwait2` reports data or room on its pipe (`runtime/src/io/pipe.rs`);
 //! * the children get only their three stdio descriptors: every fd evloop opens, and the pipes
 //!   `std::process::Command` makes, are close-on-exec, so `sort` does not inherit the write end
 //!   of its own stdin pipe (it would never see end of file if it did);
 //! * each child is watched through a pidfd (`pidfd_open` right after the spawn). The pidfd
 //!   becomes readable when the child exits; `wait` then reaps it with one
 //!   `waitid(P_PIDFD, .., WNOHANG)`. No `SIGCHLD` handler, no thread per child
-//!   (`runtime/src/process.rs`);
+//!   (`runtime/src/os/process.rs`);
 //! * writing into `sort` can never raise `SIGPIPE`: if `sort` died early, the copy would get an
 //!   `EPIPE` error (`BrokenPipe`), not a signal (`write_nosigpipe`).
 //!

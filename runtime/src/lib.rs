@@ -18,19 +18,22 @@
 //! ```
 //!
 //! ## Map of the crate
-//! Dependencies point one way, from the user's API down to the kernel:
+//! One folder per layer; a file imports only from its own folder and the ones below it (a test
+//! in `tests/tests/workspace_rules.rs` checks every `crate::` path), and this file only declares
+//! the folders and re-exports the public names:
 //!
-//! | layer | modules |
-//! |---|---|
-//! | user API | [`stream`] (open_connection, start_server), `protocol` (Protocol, Transport, Server), `datagram`, [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), `io` (AsyncFd, AsyncRead/AsyncWrite), [`process`] (subprocesses through pidfds), [`pipe`] (async pipe ends, pipe transports), `time` ([`sleep`], [`timeout`], [`yield_now`]) |
-//! | coordination | [`sync`] (Event, Lock, Mutex, Semaphore, Condition, Barrier), [`queue`], [`channel`] (oneshot, mpsc, threadsafe), `combinator` ([`gather`], [`wait`], [`as_completed`], [`select`], [`shield`]), `group` ([`TaskGroup`]) |
-//! | tasks and promises | `task` ([`spawn`], [`run`]), `promise` |
-//! | the loop | `event_loop` (the five phases, handles to the loop), `waker` |
-//! | mechanisms | `reactor` (epoll: level-triggered fd callbacks, edge-triggered socket registrations), `handle` (callbacks), `clock`, `executor` (thread pool), `trace` |
-//! | kernel | the `evloop-syscalls` crate; the timer heap is the `evloop-timers` crate |
+//! | rank | folder | modules |
+//! |---|---|---|
+//! | 4 | `os/` | [`signal`] (asyncio's `add_signal_handler`, awaitable signals), [`process`] (subprocesses through pidfds), `executor` (`run_in_executor`'s thread pool) |
+//! | 3 | `io/` | `mod` ([`AsyncFd`], [`AsyncRead`]/[`AsyncWrite`]), [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), [`stream`] (open_connection, start_server), `protocol` ([`Protocol`], [`Transport`], [`Server`]), `datagram`, [`pipe`] |
+//! | 3 | `sync/` | [`sync`] itself (Event, Lock, Mutex, Semaphore, Condition, Barrier), [`queue`], [`channel`] (oneshot, mpsc, threadsafe), `combinator` ([`gather`], [`wait`], [`as_completed`], [`select`], [`shield`]), `group` ([`TaskGroup`]) |
+//! | 2 | `task/` | `mod` ([`spawn`], [`run`], [`Task`]), `promise` ([`Promise`]), `time` ([`sleep`], [`timeout`], [`yield_now`]) |
+//! | 1 | `event_loop/` | `mod` (the five phases, [`EventLoop`], [`LoopHandle`]), `handle`, `clock`, `reactor` (epoll), `slab`, `waker`, `trace`, `error`, `extension` (per-loop state of higher layers) |
+//! | 0 | crates | `evloop-syscalls` (every syscall, all the unsafe code), `evloop-timers` (the timer heap) |
 //!
 //! The loop knows tasks only through a small trait (`Steppable`) that the task module
-//! implements, so it never depends on the code above it.
+//! implements, and the `os` layer's per-loop state only as an `Extension`, so it never depends
+//! on the code above it.
 //!
 //! ## Behaviour
 //! asyncio's semantics (see `docs/` for the mechanisms with traces of real runs):
@@ -44,65 +47,48 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod channel;
-mod clock;
-mod combinator;
-mod datagram;
-mod error;
 mod event_loop;
-mod executor;
-mod group;
-mod handle;
 mod io;
-pub mod net;
-pub mod pipe;
-pub mod process;
-mod promise;
-mod protocol;
-pub mod queue;
-mod reactor;
-pub mod signal;
-mod slab;
-pub mod stream;
+mod os;
 pub mod sync;
 mod task;
-mod time;
-mod trace;
-mod waker;
 
-pub use combinator::{
-    as_completed, gather, race, select, shield, shield_future, timeout_at, try_gather, wait, AsCompleted, Either,
-    Gather, ReturnWhen, Shield, TryGather,
-};
-pub use datagram::{
-    DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, DEFAULT_DATAGRAM_QUEUE_LIMIT,
-};
-pub use error::{
+pub use event_loop::error::{
     os_error, InvalidStateError, LoopError, LoopErrorKind, OpError, Panic, PromiseError, RunError, TaskError,
 };
+pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
+pub use event_loop::trace::{Awaiting, QueueOp};
 pub use event_loop::{
     default_exception_handler, get_running_loop, BoxedExceptionHandler, Builder, EventLoop, ExceptionContext,
     ExceptionKind, LoopHandle, LoopStats, RemoteHandle,
 };
-pub use executor::{ExecutorError, ExecutorJob};
-pub use group::{ChildError, GroupError, TaskGroup};
-pub use handle::{CallbackId, Handle, TimerHandle};
-pub use io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
-pub use promise::{Promise, PromiseFuture};
-pub use protocol::{Protocol, Server, Transport, DEFAULT_HIGH_WATER};
-pub use queue::{Queue, QueueShutDown, TaskDoneError, TryGetError, TryPutError};
-pub use stream::{
+pub use io::datagram::{
+    DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, DEFAULT_DATAGRAM_QUEUE_LIMIT,
+};
+pub use io::protocol::{Protocol, Server, Transport, DEFAULT_HIGH_WATER};
+pub use io::stream::{
     open_connection, open_connection_with, open_unix_connection, open_unix_connection_with, start_server,
     start_server_with, start_unix_server, start_unix_server_with, StreamConfig, StreamError, StreamReader,
     StreamWriter,
 };
+pub use io::{net, pipe, stream};
+pub use io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
+pub use os::executor::{ExecutorError, ExecutorJob};
+pub use os::{process, signal};
+pub use sync::combinator::{
+    as_completed, gather, race, select, shield, shield_future, timeout_at, try_gather, wait, AsCompleted, Either,
+    Gather, ReturnWhen, Shield, TryGather,
+};
+pub use sync::group::{ChildError, GroupError, TaskGroup};
+pub use sync::queue::{Queue, QueueShutDown, TaskDoneError, TryGetError, TryPutError};
+pub use sync::{channel, queue};
 pub use sync::{
     Barrier, BoundedSemaphore, Condition, Event, Lock, LockGuard, Mutex, MutexGuard, Semaphore, SemaphorePermit,
     SyncError, SyncOp,
 };
+pub use task::promise::{Promise, PromiseFuture};
+pub use task::time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
 pub use task::{all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState};
-pub use time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
-pub use trace::{Awaiting, QueueOp};
 
 /// The syscall layer, re-exported so users can read the per-thread call counters
 /// (`evloop::sys::counters::snapshot()`) without another dependency.

@@ -1,4 +1,4 @@
-//! Waiting on several things at once (`runtime/src/combinator.rs`): `gather`, `try_gather`,
+//! Waiting on several things at once (`runtime/src/sync/combinator.rs`): `gather`, `try_gather`,
 //! `wait` with `ReturnWhen`, `as_completed`, `select` and `race`.
 //!
 //! - `gather` over a `Vec` or a tuple of 2 to 6 futures of mixed types gives the outputs in input

@@ -1,4 +1,4 @@
-//! Structured concurrency with `TaskGroup` (`runtime/src/group.rs`, asyncio 3.11's TaskGroup).
+//! Structured concurrency with `TaskGroup` (`runtime/src/sync/group.rs`, asyncio 3.11's TaskGroup).
 //!
 //! - `join` gives the children's values in spawn order, whatever order they finish in; an empty
 //!   group joins to an empty `Vec`.

@@ -142,3 +142,231 @@ fn every_module_opens_with_a_doc_paragraph() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Layers of runtime/src: dependencies point one way.
+
+/// The runtime's layers, lowest first, as folders of `runtime/src` (the book's chapter 1 has the
+/// same table). A file may import from its own folder, from a folder of a lower rank, and from
+/// the `evloop-syscalls` / `evloop-timers` crates below them all; never from a higher rank.
+/// `io` and `sync` share a rank and must not import each other: neither was put below the other.
+const LAYERS: &[(&str, u8)] = &[("event_loop", 1), ("task", 2), ("io", 3), ("sync", 3), ("os", 4)];
+
+/// The code of a source file with comments and string literals blanked out, so that doc links
+/// and messages that name a module are not mistaken for imports.
+fn code_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let (mut in_str, mut in_line_comment, mut block_depth) = (false, false, 0u32);
+    while let Some(c) = chars.next() {
+        if in_line_comment {
+            if c == '\n' {
+                in_line_comment = false;
+                out.push('\n');
+            }
+            continue;
+        }
+        if block_depth > 0 {
+            if c == '*' && chars.peek() == Some(&'/') {
+                chars.next();
+                block_depth -= 1;
+            } else if c == '/' && chars.peek() == Some(&'*') {
+                chars.next();
+                block_depth += 1;
+            } else if c == '\n' {
+                out.push('\n');
+            }
+            continue;
+        }
+        if in_str {
+            if c == '\\' {
+                chars.next();
+            } else if c == '"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match c {
+            '/' if chars.peek() == Some(&'/') => in_line_comment = true,
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                block_depth = 1;
+            }
+            '"' => in_str = true,
+            // A char literal such as '"' must not open a string; a lifetime is left alone.
+            '\'' => {
+                let mut ahead = chars.clone();
+                match (ahead.next(), ahead.next()) {
+                    (Some('\\'), _) => {
+                        // '\n', '\'', '\u{..}': skip to the closing quote.
+                        chars.next();
+                        chars.next();
+                        for c in chars.by_ref() {
+                            if c == '\'' {
+                                break;
+                            }
+                        }
+                    }
+                    (Some(_), Some('\'')) => {
+                        chars.next();
+                        chars.next();
+                    }
+                    _ => out.push(c),
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The first path segment of every `crate::...` reference in `code`, with its line number,
+/// including each branch of a `use crate::{a::X, b::Y}` group.
+fn crate_references(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices("crate::") {
+        // `evloop_crate::` or `my_crate::` is not the crate root.
+        if code[..i]
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        let line = code[..i].matches('\n').count() + 1;
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 1;
+            let end = group
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(group.len(), |(j, _)| j);
+            let mut depth = 0;
+            let mut start = 0;
+            let inner = &group[..end];
+            for (j, c) in inner.char_indices().chain([(inner.len(), ',')]) {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        let seg: String = inner[start..j]
+                            .trim()
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        if !seg.is_empty() {
+                            out.push((line, seg));
+                        }
+                        start = j + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let seg: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            out.push((line, seg));
+        }
+    }
+    out
+}
+
+/// Every import of `text` (a file of layer folder `folder`) that breaks the layer order.
+fn layer_violations(folder: &str, text: &str) -> Vec<String> {
+    let rank = |f: &str| LAYERS.iter().find(|(name, _)| *name == f).map(|&(_, r)| r);
+    let Some(mine) = rank(folder) else {
+        return vec![format!("folder `{folder}` is not in LAYERS")];
+    };
+    let mut out = Vec::new();
+    for (line, seg) in crate_references(&code_only(text)) {
+        match rank(&seg) {
+            None => out.push(format!(
+                "line {line}: `crate::{seg}` is not a layer folder: import from the defining module, \
+                 not through lib.rs's re-exports"
+            )),
+            Some(theirs) if theirs > mine => out.push(format!(
+                "line {line}: `{folder}` (rank {mine}) imports `crate::{seg}` (rank {theirs}): an upward import"
+            )),
+            Some(theirs) if theirs == mine && seg != folder => out.push(format!(
+                "line {line}: `{folder}` imports its sibling `crate::{seg}`: move one below the other on purpose first"
+            )),
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn no_file_imports_from_a_higher_layer() {
+    let src = root().join("runtime/src");
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in rust_files(&src) {
+        let rel = file.strip_prefix(&src).expect("under src");
+        let mut parts = rel.iter().map(|p| p.to_string_lossy().into_owned());
+        let first = parts.next().expect("a path");
+        if rel.components().count() == 1 {
+            // Only lib.rs sits at the top: every other file lives in its layer's folder.
+            assert_eq!(first, "lib.rs", "{} is not in a layer folder", file.display());
+            continue;
+        }
+        let text = fs::read_to_string(&file).expect("source");
+        for p in layer_violations(&first, &text) {
+            problems.push(format!("{}: {p}", rel.display()));
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 25,
+        "only {checked} files checked: is the tree where this test looks?"
+    );
+    assert!(
+        problems.is_empty(),
+        "imports against the layer order:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn every_layer_folder_exists_and_lib_rs_only_declares_and_reexports() {
+    let src = root().join("runtime/src");
+    for (folder, _) in LAYERS {
+        assert!(
+            src.join(folder).join("mod.rs").is_file(),
+            "runtime/src/{folder}/mod.rs is missing"
+        );
+    }
+    let lib = code_only(&fs::read_to_string(src.join("lib.rs")).expect("lib.rs"));
+    for word in ["fn ", "struct ", "enum ", "impl ", "trait ", "static ", "const "] {
+        assert!(
+            !lib.contains(word),
+            "lib.rs holds code (`{word}`): it should only declare modules and re-export"
+        );
+    }
+}
+
+#[test]
+fn the_layer_check_catches_upward_sibling_and_root_imports() {
+    // The checker itself, on made-up files: it must not pass everything.
+    assert!(layer_violations("event_loop", "use crate::task::Task;\n")[0].contains("upward"));
+    assert!(layer_violations("task", "use crate::{event_loop::LoopHandle, os::signal};")[0].contains("upward"));
+    assert!(layer_violations("io", "fn f() { crate::sync::Lock::new(); }")[0].contains("sibling"));
+    assert!(layer_violations("sync", "use crate::Lock;")[0].contains("re-exports"));
+    assert!(layer_violations(
+        "os",
+        "use crate::event_loop::X;\nuse crate::sync::Y;\nuse crate::io::Z;"
+    )
+    .is_empty());
+    // Doc links, comments and strings are not imports.
+    assert!(layer_violations(
+        "event_loop",
+        "/// see [`x`](crate::os::signal)\n// crate::task\nconst S: &str = \"crate::io\";\n"
+    )
+    .is_empty());
+}

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Wake;
 
+use crate::event_loop::slab::Key;
 use crate::event_loop::{with_running, Ready, Remote, Shared};
-use crate::slab::Key;
 
 /// The per-task wake handle (see the module documentation).
 pub(crate) struct TaskWaker {

@@ -15,7 +15,7 @@
 //! returns `Pending`; the send that supplies a value takes the waker and wakes it, which queues
 //! the task on its loop. A wake from another thread (the [`threadsafe`] channel) goes through
 //! the loop's remote queue and wakes a loop blocked in `epoll_pwait2` with one eventfd write
-//! (see `waker.rs`). The local [`mpsc`] channel is built on the same waiting machinery as
+//! (see `event_loop/waker.rs`). The local [`mpsc`] channel is built on the same waiting machinery as
 //! [`Queue`](crate::Queue): FIFO lines of waiters that are served by hand-over.
 //!
 //! # Cancellation safety
@@ -33,8 +33,8 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use crate::queue::{wake_all, Core, Get, Put, QueueShutDown, SharedCore, TryGetError, TryPutError};
-use crate::trace::{note_awaiting, Awaiting, QueueOp};
+use crate::event_loop::trace::{note_awaiting, Awaiting, QueueOp};
+use crate::sync::queue::{wake_all, Core, Get, Put, QueueShutDown, SharedCore, TryGetError, TryPutError};
 
 /// A new [one-shot channel](mod@oneshot): one value, from one sender to one receiver.
 pub fn oneshot<T>() -> (oneshot::Sender<T>, oneshot::Receiver<T>) {
@@ -271,7 +271,7 @@ pub mod mpsc {
     //! senders form a FIFO line, and each value the receiver takes grants the freed slot to the
     //! first of them (nobody can overtake it with `try_send`). [`Receiver::recv`] waits while the
     //! channel is empty; a send hands its value straight to a waiting receiver. This is the
-    //! machinery of [`Queue`](crate::Queue) (see `queue.rs`), with a count of senders on top.
+    //! machinery of [`Queue`](crate::Queue) (see `sync/queue.rs`), with a count of senders on top.
     //!
     //! **Closing**: when the last [`Sender`] is dropped, `recv` returns the values left, then
     //! `None`. [`Receiver::close`] refuses new values (senders, including waiting ones, get

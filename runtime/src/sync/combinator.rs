@@ -22,9 +22,9 @@ use std::pin::{pin, Pin};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::error::TaskError;
+use crate::event_loop::error::TaskError;
+use crate::task::time::{sleep, sleep_until, Elapsed};
 use crate::task::{Task, TaskState};
-use crate::time::{sleep, sleep_until, Elapsed};
 
 /// A child future and, once it finished, its output.
 struct Slot<F: Future> {
@@ -427,7 +427,7 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    shield(crate::spawn(fut))
+    shield(crate::task::spawn(fut))
 }
 
 /// The future of [`shield`]: the task's result; dropping it leaves the task running.
@@ -459,7 +459,7 @@ impl<T: 'static> fmt::Debug for Shield<T> {
 /// inner future is dropped once loop time reaches `deadline`; it is always polled at least once.
 pub async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
     // Loop time: under a virtual clock it differs from `Instant::now()`.
-    let started = crate::get_running_loop().map_or_else(|_| Instant::now(), |lp| lp.time());
+    let started = crate::event_loop::get_running_loop().map_or_else(|_| Instant::now(), |lp| lp.time());
     let mut fut = pin!(fut);
     let mut timer = sleep_until(deadline);
     poll_fn(|cx| {

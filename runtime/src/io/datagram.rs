@@ -59,10 +59,11 @@ use std::rc::Rc;
 
 use evloop_syscalls as sys;
 
+use crate::event_loop::error::{LoopError, LoopErrorKind};
+use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
+use crate::event_loop::reactor::{ready, IoState};
 use crate::event_loop::{LoopHandle, LoopInner, Ready};
-use crate::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
-use crate::net::{Domain, SockAddr, SockType, UnixAddr};
-use crate::reactor::{ready, IoState};
+use crate::io::net::{Domain, SockAddr, SockType, UnixAddr};
 
 /// The default bound of a datagram transport's write queue, in bytes (see
 /// [`DatagramTransport::set_write_queue_limit`]).
@@ -458,7 +459,7 @@ impl DatagramTransport {
             (None, Some(p)) => format!("{op}(fd {fd}, connected to {p})"),
             (None, None) => format!("{op}(fd {fd})"),
         };
-        crate::error::with_context(context, e)
+        crate::event_loop::error::with_context(context, e)
     }
 
     /// The event handler: send what is queued, read what is there.
@@ -792,7 +793,7 @@ fn domain_of(addr: &SocketAddr) -> Domain {
 }
 
 fn with_addr(op: &str, addr: &SockAddr, e: io::Error) -> io::Error {
-    crate::error::with_context(format!("create_datagram_endpoint: {op}({addr})"), e)
+    crate::event_loop::error::with_context(format!("create_datagram_endpoint: {op}({addr})"), e)
 }
 
 /// Binds and/or connects a fresh datagram socket.
@@ -883,7 +884,7 @@ impl LoopHandle {
             }
         };
         if self.is_closed() {
-            return Err(crate::LoopError::new(crate::LoopErrorKind::Closed, "create_datagram_endpoint").into());
+            return Err(LoopError::new(LoopErrorKind::Closed, "create_datagram_endpoint").into());
         }
         let local = local.map(SockAddr::Inet);
         let remote = remote.map(SockAddr::Inet);
@@ -907,7 +908,7 @@ impl LoopHandle {
     ) -> io::Result<DatagramTransport> {
         let site = Location::caller();
         if self.is_closed() {
-            return Err(crate::LoopError::new(crate::LoopErrorKind::Closed, "create_unix_datagram_endpoint").into());
+            return Err(LoopError::new(LoopErrorKind::Closed, "create_unix_datagram_endpoint").into());
         }
         let local = local.cloned().map(SockAddr::Unix);
         let remote = remote.cloned().map(SockAddr::Unix);

@@ -73,11 +73,11 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
+use crate::event_loop::trace::{note_awaiting, Awaiting};
 use crate::event_loop::{get_running_loop, LoopHandle};
+use crate::io::net::{SockAddr, UnixAddr};
+use crate::io::protocol::{Protocol, Server, Transport};
 use crate::io::{AsyncRead, AsyncWrite};
-use crate::net::{SockAddr, UnixAddr};
-use crate::protocol::{Protocol, Transport};
-use crate::trace::{note_awaiting, Awaiting};
 
 /// The default buffer limit of a [`StreamReader`] (asyncio's `_DEFAULT_LIMIT`, 64 KiB).
 pub const DEFAULT_LIMIT: usize = 64 * 1024;
@@ -1184,7 +1184,7 @@ impl LoopHandle {
     /// runs `handler(reader, writer)` in its own task (asyncio's `start_server` with its
     /// `client_connected_cb`). A handler that panics is reported to the exception handler; the
     /// server keeps serving. The connection closes when the handler drops its streams.
-    pub async fn start_server<H, Fut>(&self, handler: H, host: &str, port: u16) -> io::Result<crate::Server>
+    pub async fn start_server<H, Fut>(&self, handler: H, host: &str, port: u16) -> io::Result<Server>
     where
         H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
         Fut: Future<Output = ()> + 'static,
@@ -1199,7 +1199,7 @@ impl LoopHandle {
         host: &str,
         port: u16,
         config: StreamConfig,
-    ) -> io::Result<crate::Server>
+    ) -> io::Result<Server>
     where
         H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
         Fut: Future<Output = ()> + 'static,
@@ -1214,7 +1214,7 @@ impl LoopHandle {
 
     /// Serves on a Unix socket (asyncio's `start_unix_server`); see
     /// [`LoopHandle::start_server`]. A pathname socket's file is removed by `Server::close`.
-    pub fn start_unix_server<H, Fut>(&self, handler: H, addr: &UnixAddr) -> io::Result<crate::Server>
+    pub fn start_unix_server<H, Fut>(&self, handler: H, addr: &UnixAddr) -> io::Result<Server>
     where
         H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
         Fut: Future<Output = ()> + 'static,
@@ -1228,7 +1228,7 @@ impl LoopHandle {
         handler: H,
         addr: &UnixAddr,
         config: StreamConfig,
-    ) -> io::Result<crate::Server>
+    ) -> io::Result<Server>
     where
         H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
         Fut: Future<Output = ()> + 'static,
@@ -1280,7 +1280,7 @@ pub async fn open_unix_connection_with(
 
 /// Serves `handler` on the running loop (asyncio's `start_server`). See
 /// [`LoopHandle::start_server`].
-pub async fn start_server<H, Fut>(handler: H, host: &str, port: u16) -> io::Result<crate::Server>
+pub async fn start_server<H, Fut>(handler: H, host: &str, port: u16) -> io::Result<Server>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,
@@ -1289,12 +1289,7 @@ where
 }
 
 /// [`start_server`] with options.
-pub async fn start_server_with<H, Fut>(
-    handler: H,
-    host: &str,
-    port: u16,
-    config: StreamConfig,
-) -> io::Result<crate::Server>
+pub async fn start_server_with<H, Fut>(handler: H, host: &str, port: u16, config: StreamConfig) -> io::Result<Server>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,
@@ -1305,7 +1300,7 @@ where
 }
 
 /// Serves `handler` on a Unix socket on the running loop (asyncio's `start_unix_server`).
-pub fn start_unix_server<H, Fut>(handler: H, addr: &UnixAddr) -> io::Result<crate::Server>
+pub fn start_unix_server<H, Fut>(handler: H, addr: &UnixAddr) -> io::Result<Server>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,
@@ -1314,7 +1309,7 @@ where
 }
 
 /// [`start_unix_server`] with options.
-pub fn start_unix_server_with<H, Fut>(handler: H, addr: &UnixAddr, config: StreamConfig) -> io::Result<crate::Server>
+pub fn start_unix_server_with<H, Fut>(handler: H, addr: &UnixAddr, config: StreamConfig) -> io::Result<Server>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,

@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use evloop_syscalls::{self as sys, EpollEvent, EpollFlags};
 
-use crate::handle::Callback;
-use crate::slab::{Key, Slab};
+use crate::event_loop::handle::Callback;
+use crate::event_loop::slab::{Key, Slab};
 
 /// The `data` value of the loop's own wake-up eventfd; slab keys never take this value because
 /// a slot whose generation reaches `u32::MAX` is retired.
@@ -196,7 +196,7 @@ pub(crate) struct Reactor {
 }
 
 fn with_fd_context(op: &str, fd: RawFd, e: io::Error) -> io::Error {
-    crate::error::with_context(format!("{op}(fd {fd})"), e)
+    crate::event_loop::error::with_context(format!("{op}(fd {fd})"), e)
 }
 
 impl Reactor {

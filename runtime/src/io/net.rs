@@ -24,7 +24,8 @@ use std::task::{Context, Poll};
 use evloop_syscalls as sys;
 pub use evloop_syscalls::{Domain, Shutdown, SockAddr, SockType, UnixAddr};
 
-use crate::error::with_context;
+use crate::event_loop::error::with_context;
+use crate::event_loop::LoopHandle;
 use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest};
 
 fn addr_context(op: &str, addr: &dyn fmt::Display, e: io::Error) -> io::Error {
@@ -665,7 +666,7 @@ impl Socket {
     }
 
     /// The fd with its registration still in place (for a transport taking the socket over).
-    pub(crate) fn into_registered(self) -> (OwnedFd, Rc<crate::reactor::IoState>) {
+    pub(crate) fn into_registered(self) -> (OwnedFd, Rc<crate::event_loop::reactor::IoState>) {
         self.fd.into_parts()
     }
 }
@@ -702,7 +703,7 @@ fn numeric(host: &str, port: u16) -> Option<SocketAddr> {
     h.parse::<std::net::IpAddr>().ok().map(|ip| SocketAddr::new(ip, port))
 }
 
-impl crate::LoopHandle {
+impl LoopHandle {
     /// Resolves `host:port` (asyncio's `getaddrinfo`): an IP literal directly, a name with
     /// `getaddrinfo(3)` on the executor's threads (it blocks), as asyncio does.
     pub async fn getaddrinfo(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
@@ -860,7 +861,7 @@ impl crate::LoopHandle {
 
 impl Socket {
     /// Adopts `fd` on a given loop (which need not be running).
-    pub fn with_loop(lp: &crate::LoopHandle, fd: OwnedFd) -> io::Result<Socket> {
+    pub fn with_loop(lp: &LoopHandle, fd: OwnedFd) -> io::Result<Socket> {
         Ok(Socket {
             fd: AsyncFd::with_loop(lp, fd)?,
         })

@@ -22,7 +22,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::task::Poll;
 
-use crate::error::{LoopError, Panic, TaskError};
+use crate::event_loop::error::{LoopError, Panic, TaskError};
 use crate::event_loop::{get_running_loop, LoopHandle};
 use crate::task::{Task, TaskBuilder, TaskRef};
 

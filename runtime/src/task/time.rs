@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use evloop_timers::TimerId;
 
-use crate::clock::duration_to_ns;
+use crate::event_loop::clock::duration_to_ns;
+use crate::event_loop::trace::{note_awaiting, Awaiting};
 use crate::event_loop::{with_running, LoopInner, TimerEntry};
-use crate::trace::{note_awaiting, Awaiting};
 
 enum Deadline {
     /// Known in loop time (the loop was running when the sleep was created).

@@ -26,6 +26,13 @@
 //! A panic inside a step is caught; the task ends `Failed` and its awaiter gets
 //! [`TaskError::Panicked`]. A failure nobody observes (the handle was dropped, or dropped
 //! without being awaited) goes to the exception handler, once.
+//!
+//! # The `task/` folder (layer 2)
+//! Tasks (this file), promises (`promise`) and time (`time`: `sleep`, `timeout`, `yield_now`):
+//! the futures the loop drives, built on `event_loop/` only. `io/`, `sync/` and `os/` build on them.
+
+pub(crate) mod promise;
+pub(crate) mod time;
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -38,14 +45,16 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use crate::error::{LoopError, LoopErrorKind, Panic, RunError, TaskError};
+use crate::event_loop::error::{LoopError, LoopErrorKind, Panic, RunError, TaskError};
+use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
+use crate::event_loop::slab::Key;
+use crate::event_loop::trace::{
+    fmt_duration, note_awaiting, note_awaiting_label, take_awaiting, take_awaiting_label, Awaiting,
+};
+use crate::event_loop::waker::TaskWaker;
 use crate::event_loop::{
     with_running, Builder, EventLoop, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready, Steppable,
 };
-use crate::handle::{CallbackId, HandleKind, OnceCallback};
-use crate::slab::Key;
-use crate::trace::{fmt_duration, note_awaiting, note_awaiting_label, take_awaiting, take_awaiting_label, Awaiting};
-use crate::waker::TaskWaker;
 
 /// Where a task is in its life.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -791,7 +800,7 @@ impl TaskBuilder {
         F: Future + 'static,
         F::Output: 'static,
     {
-        let lp = crate::get_running_loop()
+        let lp = crate::event_loop::get_running_loop()
             .map_err(|_| LoopError::new(LoopErrorKind::NoRunningLoop, "TaskBuilder::spawn"))?;
         lp.spawn_task(fut, self.name, self.eager, Location::caller())
     }

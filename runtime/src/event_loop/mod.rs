@@ -28,6 +28,12 @@
 //! The loop and everything it holds live on one thread (`Rc`, `RefCell`). The only thread-safe
 //! part is [`Shared`]: the remote queue and the wake-up eventfd, reached through
 //! [`RemoteHandle`] and through task wakers.
+//!
+//! # The `event_loop/` folder (layer 1, just above the syscalls and timers crates)
+//! This file is the loop itself; beside it are the mechanisms it is made of: `handle` (callback
+//! cells), `clock` (loop time), `reactor` (epoll registrations), `slab` (keyed tables), `waker`
+//! (task wakers), `trace` (trace lines), `error` (every error type) and `extension` (state that
+//! higher layers attach to a loop). Nothing here imports `task`, `io`, `sync` or `os`.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -46,14 +52,25 @@ use std::time::{Duration, Instant};
 use evloop_syscalls as sys;
 use evloop_timers::{TimerId, TimerQueue};
 
-use crate::clock::{duration_to_ns, Clock};
-use crate::error::{LoopError, LoopErrorKind, Panic};
-use crate::executor::{ExecutorJob, Pool};
-use crate::handle::{Callback, Handle, HandleKind, OnceCallback, RepeatCallback, TimerCancels, TimerHandle};
-use crate::reactor::{IoState, Reactor, Side};
-use crate::slab::{Key, Slab};
-use crate::trace::{fmt_duration, TraceSink, Tracer};
-use crate::waker::TaskWaker;
+use crate::event_loop::clock::{duration_to_ns, Clock};
+use crate::event_loop::error::{LoopError, LoopErrorKind, Panic};
+use crate::event_loop::extension::Slot;
+use crate::event_loop::handle::{
+    Callback, Handle, HandleKind, OnceCallback, RepeatCallback, TimerCancels, TimerHandle,
+};
+use crate::event_loop::reactor::{IoState, Reactor, Side};
+use crate::event_loop::slab::{Key, Slab};
+use crate::event_loop::trace::{fmt_duration, TraceSink, Tracer};
+use crate::event_loop::waker::TaskWaker;
+
+pub(crate) mod clock;
+pub(crate) mod error;
+pub(crate) mod extension;
+pub(crate) mod handle;
+pub(crate) mod reactor;
+pub(crate) mod slab;
+pub(crate) mod trace;
+pub(crate) mod waker;
 
 /// How many spare task wakers a loop keeps for reuse.
 const WAKER_POOL_MAX: usize = 1024;
@@ -366,6 +383,12 @@ impl Default for Builder {
     }
 }
 
+/// asyncio's default executor bound: `min(32, cores + 4)`.
+fn default_executor_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores + 4).min(32)
+}
+
 fn env_flag(name: &str) -> bool {
     std::env::var(name).map(|v| !v.is_empty() && v != "0").unwrap_or(false)
 }
@@ -383,7 +406,7 @@ impl Builder {
             virtual_clock: false,
             timer_slack: Some(Duration::from_nanos(1)),
             eager_tasks: false,
-            executor_threads: Pool::default_size(),
+            executor_threads: default_executor_threads(),
         }
     }
 
@@ -486,12 +509,11 @@ impl Builder {
             tracer,
             eager_tasks: self.eager_tasks,
             slack_acquired: Cell::new(self.timer_slack.is_some()),
-            executor: RefCell::new(None),
             executor_threads: Cell::new(self.executor_threads),
             sigpipe_block: RefCell::new(None),
             waker_pool: RefCell::new(Vec::new()),
             read_buf: RefCell::new(Vec::new()),
-            signals: RefCell::new(None),
+            extensions: RefCell::new(Vec::new()),
             expired_through: Cell::new(0),
             io_wakers: RefCell::new(Vec::new()),
             deferring: Cell::new(false),
@@ -551,17 +573,18 @@ pub(crate) struct LoopInner {
     tracer: Option<Tracer>,
     pub(crate) eager_tasks: bool,
     slack_acquired: Cell<bool>,
-    executor: RefCell<Option<Pool>>,
-    /// The bound of the next pool (`Builder::executor_threads`, `set_default_executor`).
-    executor_threads: Cell<usize>,
+    /// The bound of the next executor pool (`Builder::executor_threads`, `set_default_executor`);
+    /// the pool itself is an extension of the `os` layer.
+    pub(crate) executor_threads: Cell<usize>,
     /// Keeps `SIGPIPE` blocked on the loop's thread from the first pipe writer on (taken by the
     /// `pipe` module) until the loop closes, so a pipe write costs no signal-mask calls.
     pub(crate) sigpipe_block: RefCell<Option<sys::SigpipeBlock>>,
     /// Wakers of finished tasks that nobody else holds, reused by new tasks (saves an
     /// allocation per task); bounded by `WAKER_POOL_MAX`.
     waker_pool: RefCell<Vec<Arc<TaskWaker>>>,
-    /// Signal handling, created by the first `add_signal_handler` / `signal::recv`.
-    pub(crate) signals: RefCell<Option<Rc<crate::signal::SignalState>>>,
+    /// State that higher layers attach to this loop (signal dispatch, the executor pool),
+    /// closed by `close()` before the reactor.
+    extensions: RefCell<Vec<Slot>>,
     /// The receive buffer every transport reads into (one per loop, 64 KiB once used).
     pub(crate) read_buf: RefCell<Vec<u8>>,
     /// The `now` of the last phase 4: every timer with a deadline at or before it has left the
@@ -1115,7 +1138,7 @@ impl fmt::Debug for LoopHandle {
 }
 
 impl LoopHandle {
-    fn check_open(&self, op: &'static str) -> Result<(), LoopError> {
+    pub(crate) fn check_open(&self, op: &'static str) -> Result<(), LoopError> {
         if self.inner.closed.get() {
             Err(LoopError::new(LoopErrorKind::Closed, op))
         } else {
@@ -1224,11 +1247,10 @@ impl LoopHandle {
         drop(timers);
         let cancels = std::mem::take(&mut *lp.timer_cancels.ids.borrow_mut());
         drop(cancels);
-        // Signals before the reactor: stop watching (dispositions restored), close the eventfd.
-        let signals = lp.signals.borrow_mut().take();
-        if let Some(signals) = signals {
-            lp.deregister_io(signals.io());
-            drop(signals);
+        // Extensions before the reactor: signal dispatch stops watching (dispositions restored)
+        // and closes its eventfd; the executor pool stops its threads after their current job.
+        for slot in lp.take_extensions() {
+            slot.ext.close(lp);
         }
         let reactor = lp.reactor.borrow_mut().take();
         let mut result = Ok(());
@@ -1243,10 +1265,6 @@ impl LoopHandle {
             if let Err(e) = sys::close(fd) {
                 result = Err(LoopError::io("close (eventfd)", e));
             }
-        }
-        let pool = lp.executor.borrow_mut().take();
-        if let Some(mut pool) = pool {
-            pool.shutdown(false);
         }
         let sigpipe = lp.sigpipe_block.borrow_mut().take();
         drop(sigpipe);
@@ -1408,57 +1426,6 @@ impl LoopHandle {
         }
     }
 
-    /// Runs `f` on the executor's thread pool (asyncio's `run_in_executor(None, f)`); await the
-    /// returned job for its result. The pool starts lazily and is bounded.
-    pub fn run_in_executor<T, F>(&self, f: F) -> Result<ExecutorJob<T>, LoopError>
-    where
-        T: Send + 'static,
-        F: FnOnce() -> T + Send + 'static,
-    {
-        self.check_open("run_in_executor")?;
-        let mut slot = self.inner.executor.borrow_mut();
-        let pool = slot.get_or_insert_with(|| {
-            Pool::new(
-                self.inner.executor_threads.get(),
-                format!("evloop-{}-executor", self.inner.id),
-            )
-        });
-        pool.submit(f)
-            .map_err(|e| LoopError::io("run_in_executor (spawning a thread)", e))
-    }
-
-    /// Shuts the executor down and waits for its running jobs to finish (this blocks the
-    /// thread). Jobs queued but not started resolve as shut down. The next `run_in_executor`
-    /// starts a new pool.
-    pub fn shutdown_default_executor(&self) {
-        let pool = self.inner.executor.borrow_mut().take();
-        if let Some(mut pool) = pool {
-            pool.shutdown(true);
-        }
-    }
-
-    /// Replaces the default executor with a pool of at most `threads` threads (asyncio's
-    /// `set_default_executor`, which takes an executor object; here the pool's size). The new
-    /// pool starts lazily with the next `run_in_executor`. The old pool is retired without
-    /// blocking: every job already given to it still runs (queued ones included) and its
-    /// threads exit once its queue is empty. Errors: `threads == 0` (`InvalidInput`), or the
-    /// loop is closed.
-    pub fn set_default_executor(&self, threads: usize) -> io::Result<()> {
-        self.check_open("set_default_executor")?;
-        if threads == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "set_default_executor(0): the pool needs at least one thread",
-            ));
-        }
-        self.inner.executor_threads.set(threads);
-        let old = self.inner.executor.borrow_mut().take();
-        if let Some(old) = old {
-            old.retire();
-        }
-        Ok(())
-    }
-
     /// Replaces the exception handler (`None` restores the default, which prints to stderr).
     pub fn set_exception_handler(&self, handler: Option<BoxedExceptionHandler>) {
         let new: Option<Rc<ExceptionHandler>> = handler.map(Rc::from);
@@ -1491,7 +1458,7 @@ impl LoopHandle {
             tasks: lp.tasks.borrow().len(),
             fds: lp.reactor.borrow().as_ref().map_or(0, |r| r.len()),
             io_registrations: lp.reactor.borrow().as_ref().map_or(0, |r| r.io_len()),
-            executor_threads: lp.executor.borrow().as_ref().map_or(0, |p| p.threads()),
+            executor_threads: lp.extension_threads(),
             remote_pending: lp.shared.has_pending(),
         }
     }

@@ -31,11 +31,11 @@ use std::time::Duration;
 
 use evloop_syscalls as sys;
 
+use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
+use crate::event_loop::reactor::{ready, IoState};
 use crate::event_loop::{ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready};
-use crate::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
-use crate::net::{Shutdown, SockAddr, SockType, UnixAddr};
-use crate::promise::Promise;
-use crate::reactor::{ready, IoState};
+use crate::io::net::{Shutdown, SockAddr, SockType, UnixAddr};
+use crate::task::promise::Promise;
 
 /// The default write buffer limits (asyncio's: 64 KiB high, a quarter of that low).
 pub const DEFAULT_HIGH_WATER: usize = 64 * 1024;
@@ -1029,7 +1029,7 @@ fn listen_socket(addr: &SockAddr, backlog: i32) -> io::Result<OwnedFd> {
             sys::set_v6only(fd.as_fd(), true)?;
         }
     }
-    sys::bind(fd.as_fd(), addr).map_err(|e| crate::error::with_context(format!("bind({addr})"), e))?;
+    sys::bind(fd.as_fd(), addr).map_err(|e| crate::event_loop::error::with_context(format!("bind({addr})"), e))?;
     sys::listen(fd.as_fd(), backlog)?;
     Ok(fd)
 }
@@ -1082,7 +1082,7 @@ impl LoopHandle {
         let host = host.to_string();
         async move {
             let addrs = lp.getaddrinfo(&host, port).await?;
-            let sock = crate::net::connect_any(&addrs, &host).await?;
+            let sock = crate::io::net::connect_any(&addrs, &host).await?;
             let (fd, io) = sock.into_registered();
             Transport::start_registered(&lp.inner, fd, io, Box::new(protocol), site, None)
         }
@@ -1099,7 +1099,7 @@ impl LoopHandle {
         let lp = self.clone();
         let addr = addr.clone();
         async move {
-            let sock = crate::net::Socket::new(sys::Domain::Unix, SockType::Stream)?;
+            let sock = crate::io::net::Socket::new(sys::Domain::Unix, SockType::Stream)?;
             sock.connect(&SockAddr::Unix(addr)).await?;
             let (fd, io) = sock.into_registered();
             Transport::start_registered(&lp.inner, fd, io, Box::new(protocol), site, None)

@@ -33,11 +33,12 @@ use std::task::{Context, Poll, Waker};
 pub use evloop_syscalls::Signal;
 use evloop_syscalls::{self as sys, SignalRegistration};
 
-use crate::error::{LoopError, LoopErrorKind};
+use crate::event_loop::error::{LoopError, LoopErrorKind};
+use crate::event_loop::extension::Extension;
+use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, RepeatCallback};
+use crate::event_loop::reactor::{ready, IoState};
+use crate::event_loop::trace::{note_awaiting, Awaiting};
 use crate::event_loop::{with_running, LoopHandle, LoopInner, Ready};
-use crate::handle::{Callback, HandleKind, HandleMeta, RepeatCallback};
-use crate::reactor::{ready, IoState};
-use crate::trace::{note_awaiting, Awaiting};
 
 /// One watched signal of one loop.
 struct Entry {
@@ -67,7 +68,7 @@ struct Dispatch {
 impl Callback for Dispatch {
     fn run(&self) {
         let Some(lp) = self.lp.upgrade() else { return };
-        let Some(state) = lp.signals.borrow().clone() else {
+        let Some(state) = lp.extension::<SignalState>() else {
             return;
         };
         // Reading the eventfd back to zero wakes its writers, which the edge-triggered
@@ -113,23 +114,20 @@ fn signal_state(lp: &Rc<LoopInner>, op: &'static str) -> io::Result<Rc<SignalSta
     if lp.is_closed() {
         return Err(LoopError::new(LoopErrorKind::Closed, op).into());
     }
-    if let Some(s) = lp.signals.borrow().clone() {
-        return Ok(s);
-    }
-    let eventfd = sys::eventfd(0)?;
-    let io = lp.register_io(eventfd.as_raw_fd())?;
-    let dispatch: Rc<dyn Callback> = Rc::new(Dispatch {
-        meta: HandleMeta::new(HandleKind::Io, Location::caller()),
-        lp: Rc::downgrade(lp),
-    });
-    io.set_handler(Some(dispatch));
-    let state = Rc::new(SignalState {
-        eventfd,
-        io,
-        entries: RefCell::new(HashMap::new()),
-    });
-    *lp.signals.borrow_mut() = Some(state.clone());
-    Ok(state)
+    lp.extension_or_insert(|| {
+        let eventfd = sys::eventfd(0)?;
+        let io = lp.register_io(eventfd.as_raw_fd())?;
+        let dispatch: Rc<dyn Callback> = Rc::new(Dispatch {
+            meta: HandleMeta::new(HandleKind::Io, Location::caller()),
+            lp: Rc::downgrade(lp),
+        });
+        io.set_handler(Some(dispatch));
+        Ok(SignalState {
+            eventfd,
+            io,
+            entries: RefCell::new(HashMap::new()),
+        })
+    })
 }
 
 /// Makes sure `signal` is watched by this loop; returns its current generation.
@@ -165,11 +163,14 @@ fn release(state: &SignalState, signal: i32) {
     drop(removed);
 }
 
-impl SignalState {
-    /// Closing the loop: every registration is dropped (dispositions restored) and the eventfd
-    /// closed; the caller deregisters `io` first.
-    pub(crate) fn io(&self) -> &Rc<IoState> {
-        &self.io
+impl Extension for SignalState {
+    /// Closing the loop: the eventfd leaves the reactor, and every registration and handler is
+    /// dropped (dispositions restored once no other loop watches the signal). The eventfd itself
+    /// closes when the last `Rc` goes (a [`Recv`] held outside the loop may keep it a while).
+    fn close(&self, lp: &Rc<LoopInner>) {
+        lp.deregister_io(&self.io);
+        let entries = std::mem::take(&mut *self.entries.borrow_mut());
+        drop(entries);
     }
 }
 
@@ -201,7 +202,7 @@ impl LoopHandle {
     /// `remove_signal_handler`). When nothing else on this loop waits for the signal, its
     /// previous disposition is restored.
     pub fn remove_signal_handler(&self, signum: i32) -> bool {
-        let Some(state) = self.inner.signals.borrow().clone() else {
+        let Some(state) = self.inner.extension::<SignalState>() else {
             return false;
         };
         let old = state

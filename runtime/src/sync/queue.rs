@@ -88,8 +88,8 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use crate::slab::{Key, Slab};
-use crate::trace::{note_awaiting, Awaiting, QueueOp};
+use crate::event_loop::slab::{Key, Slab};
+use crate::event_loop::trace::{note_awaiting, Awaiting, QueueOp};
 
 // ---------------------------------------------------------------------------------------------
 // Errors.

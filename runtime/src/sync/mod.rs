@@ -97,6 +97,16 @@
 //! Misuse is an error value ([`SyncError`]), never a panic.
 //!
 //! [forgotten]: SemaphorePermit::forget
+//!
+//! # The `sync/` folder (layer 3)
+//! This file holds the primitives; beside them are [`queue`], [`channel`], the combinators
+//! (`combinator`: `gather`, `wait`, `select`, `shield`, ...) and `TaskGroup` (`group`). It builds
+//! on `task/` and `event_loop/`, and does not use `io/` (its sibling at the same rank).
+
+pub mod channel;
+pub(crate) mod combinator;
+pub(crate) mod group;
+pub mod queue;
 
 use std::cell::{RefCell, RefMut};
 use std::collections::VecDeque;
@@ -108,8 +118,8 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-pub use crate::trace::SyncOp;
-use crate::trace::{note_awaiting, Awaiting};
+pub use crate::event_loop::trace::SyncOp;
+use crate::event_loop::trace::{note_awaiting, Awaiting};
 
 // ---------------------------------------------------------------------------------------------
 // Errors.

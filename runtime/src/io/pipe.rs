@@ -3,7 +3,7 @@
 //!
 //! A pipe end is an [`AsyncFd`] over the descriptor: registered once, edge-triggered, read with
 //! `read(2)` and written with `write(2)`/`writev(2)` when the loop says it is ready, exactly like
-//! a socket. The ends of a child process's stdio ([`crate::process::Process`]) are these types.
+//! a socket. The ends of a child process's stdio ([`crate::os::process::Process`]) are these types.
 //!
 //! # SIGPIPE
 //! Writing to a pipe whose reading end is closed fails with `EPIPE` *and* raises `SIGPIPE`,
@@ -37,10 +37,10 @@ use std::task::{Context, Poll};
 
 use evloop_syscalls as sys;
 
-use crate::error::{with_context, LoopError, LoopErrorKind};
+use crate::event_loop::error::{with_context, LoopError, LoopErrorKind};
 use crate::event_loop::{get_running_loop, LoopHandle, LoopInner};
+use crate::io::protocol::{Protocol, Transport, TransportKind};
 use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest};
-use crate::protocol::{Protocol, Transport, TransportKind};
 
 /// Creates a pipe (`pipe2(O_NONBLOCK | O_CLOEXEC)`) registered with the loop running on this
 /// thread: `(read end, write end)`.
@@ -116,7 +116,7 @@ impl PipeReader {
 
     /// The fd and its live registration, for a transport on `lp` (re-registered if the reader
     /// belongs to another loop).
-    fn into_registered(self, lp: &LoopHandle) -> io::Result<(OwnedFd, Rc<crate::reactor::IoState>)> {
+    fn into_registered(self, lp: &LoopHandle) -> io::Result<(OwnedFd, Rc<crate::event_loop::reactor::IoState>)> {
         if self.lp.same_loop(lp) {
             Ok(self.fd.into_parts())
         } else {
@@ -187,7 +187,7 @@ impl PipeWriter {
         io::Error::new(io::ErrorKind::BrokenPipe, "PipeWriter: write after shutdown")
     }
 
-    fn into_registered(mut self, lp: &LoopHandle) -> io::Result<(OwnedFd, Rc<crate::reactor::IoState>)> {
+    fn into_registered(mut self, lp: &LoopHandle) -> io::Result<(OwnedFd, Rc<crate::event_loop::reactor::IoState>)> {
         let fd = self.fd.take().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::BrokenPipe,

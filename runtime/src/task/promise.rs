@@ -19,10 +19,10 @@ use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
-use crate::error::{InvalidStateError, PromiseError};
+use crate::event_loop::error::{InvalidStateError, PromiseError};
+use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
+use crate::event_loop::trace::{note_awaiting, Awaiting};
 use crate::event_loop::{LoopHandle, LoopInner, Ready};
-use crate::handle::{CallbackId, HandleKind, OnceCallback};
-use crate::trace::{note_awaiting, Awaiting};
 
 enum State<T> {
     Pending,

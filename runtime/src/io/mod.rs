@@ -18,6 +18,18 @@
 //!
 //! One task may wait for reading and one for writing at a time (the two halves of a stream);
 //! a second waiter on the same side replaces the first's waker.
+//!
+//! # The `io/` folder (layer 3)
+//! This file holds `AsyncFd` and the I/O traits; beside it are sockets and the `sock_*` API
+//! (`net`), protocols and transports (`protocol`), streams on top of them (`stream`), datagram
+//! endpoints (`datagram`) and async pipes (`pipe`). It builds on `task/` and `event_loop/`, and
+//! does not use `sync/` (its sibling at the same rank).
+
+pub(crate) mod datagram;
+pub mod net;
+pub mod pipe;
+pub(crate) mod protocol;
+pub mod stream;
 
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
@@ -26,10 +38,10 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
-use crate::error::{LoopError, LoopErrorKind};
+use crate::event_loop::error::{LoopError, LoopErrorKind};
+use crate::event_loop::reactor::{ready, IoState};
+use crate::event_loop::trace::{note_awaiting, Awaiting};
 use crate::event_loop::{with_running, LoopHandle, LoopInner};
-use crate::reactor::{ready, IoState};
-use crate::trace::{note_awaiting, Awaiting};
 
 /// Which direction an operation needs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

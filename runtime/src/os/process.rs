@@ -59,13 +59,13 @@ use std::time::Duration;
 
 use evloop_syscalls::{self as sys, EpollEvent, EpollFlags};
 
-use crate::combinator::gather;
-use crate::error::{with_context, LoopError, LoopErrorKind};
+use crate::event_loop::error::{with_context, LoopError, LoopErrorKind};
+use crate::event_loop::handle::{Callback, HandleKind, HandleMeta};
+use crate::event_loop::reactor::{ready, IoState};
 use crate::event_loop::{LoopHandle, LoopInner};
-use crate::handle::{Callback, HandleKind, HandleMeta};
+use crate::io::pipe::{PipeReader, PipeWriter};
 use crate::io::{AsyncFd, AsyncReadExt, AsyncWriteExt, Interest};
-use crate::pipe::{PipeReader, PipeWriter};
-use crate::reactor::{ready, IoState};
+use crate::sync::combinator::gather;
 
 // ---------------------------------------------------------------------------------------------
 // Options.

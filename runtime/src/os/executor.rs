@@ -11,20 +11,26 @@
 //! retires a pool instead of shutting it down: its threads finish every job already given to
 //! it, queued ones included, then exit.
 //!
-//! The pool knows nothing about the loop: it only moves closures to threads and results back
-//! through wakers, which is why it sits below the loop in the module graph.
+//! The pool itself knows nothing about the loop: it only moves closures to threads and results
+//! back through wakers. The loop holds it as an extension (`event_loop::extension`), created by
+//! the first `run_in_executor` and stopped by `close()`, without naming its type.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
+use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
 
-use crate::error::Panic;
-use crate::trace::{note_awaiting, Awaiting};
+use crate::event_loop::error::{LoopError, Panic};
+use crate::event_loop::extension::Extension;
+use crate::event_loop::trace::{note_awaiting, Awaiting};
+use crate::event_loop::{LoopHandle, LoopInner};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -100,12 +106,6 @@ impl Pool {
             name,
             retired: false,
         }
-    }
-
-    /// asyncio's default bound: `min(32, cores + 4)`.
-    pub(crate) fn default_size() -> usize {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        (cores + 4).min(32)
     }
 
     /// Threads started so far.
@@ -201,6 +201,88 @@ impl Drop for Pool {
         if !self.retired {
             self.shutdown(false);
         }
+    }
+}
+
+/// The loop's default executor: a pool created by the first `run_in_executor`, attached to the
+/// loop as an extension so that closing the loop stops its threads.
+#[derive(Default)]
+struct DefaultExecutor {
+    pool: RefCell<Option<Pool>>,
+}
+
+impl Extension for DefaultExecutor {
+    fn close(&self, _lp: &Rc<LoopInner>) {
+        let pool = self.pool.borrow_mut().take();
+        if let Some(mut pool) = pool {
+            pool.shutdown(false);
+        }
+    }
+
+    fn threads(&self) -> usize {
+        self.pool.borrow().as_ref().map_or(0, |p| p.threads())
+    }
+}
+
+impl LoopHandle {
+    /// Runs `f` on the executor's thread pool (asyncio's `run_in_executor(None, f)`); await the
+    /// returned job for its result. The pool starts lazily and is bounded.
+    pub fn run_in_executor<T, F>(&self, f: F) -> Result<ExecutorJob<T>, LoopError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.check_open("run_in_executor")?;
+        let ext = self
+            .inner
+            .extension_or_insert(|| Ok::<_, LoopError>(DefaultExecutor::default()))?;
+        let mut slot = ext.pool.borrow_mut();
+        let pool = slot.get_or_insert_with(|| {
+            Pool::new(
+                self.inner.executor_threads.get(),
+                format!("evloop-{}-executor", self.inner.id),
+            )
+        });
+        pool.submit(f)
+            .map_err(|e| LoopError::io("run_in_executor (spawning a thread)", e))
+    }
+
+    /// Shuts the executor down and waits for its running jobs to finish (this blocks the
+    /// thread). Jobs queued but not started resolve as shut down. The next `run_in_executor`
+    /// starts a new pool.
+    pub fn shutdown_default_executor(&self) {
+        let pool = self
+            .inner
+            .extension::<DefaultExecutor>()
+            .and_then(|e| e.pool.borrow_mut().take());
+        if let Some(mut pool) = pool {
+            pool.shutdown(true);
+        }
+    }
+
+    /// Replaces the default executor with a pool of at most `threads` threads (asyncio's
+    /// `set_default_executor`, which takes an executor object; here the pool's size). The new
+    /// pool starts lazily with the next `run_in_executor`. The old pool is retired without
+    /// blocking: every job already given to it still runs (queued ones included) and its
+    /// threads exit once its queue is empty. Errors: `threads == 0` (`InvalidInput`), or the
+    /// loop is closed.
+    pub fn set_default_executor(&self, threads: usize) -> io::Result<()> {
+        self.check_open("set_default_executor")?;
+        if threads == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "set_default_executor(0): the pool needs at least one thread",
+            ));
+        }
+        self.inner.executor_threads.set(threads);
+        let old = self
+            .inner
+            .extension::<DefaultExecutor>()
+            .and_then(|e| e.pool.borrow_mut().take());
+        if let Some(old) = old {
+            old.retire();
+        }
+        Ok(())
     }
 }
 
