@@ -1,8 +1,10 @@
 //! The project's structural rules (DESIGN.md "Ground rules" and "Layout"), checked on the source
 //! tree so a change that breaks one fails `make test`:
 //! - the runtime's dependency tree is `libc` and `static_assertions` below the three crates;
-//! - `unsafe` appears only in `syscalls/`, every block there has a `// SAFETY:` comment, and
-//!   `runtime/` and `timers/` forbid unsafe code;
+//! - `unsafe` appears only in `syscalls/` and the two modules DESIGN.md names (the raw task
+//!   cell, the fiber switch), every block has a `// SAFETY:` comment, `runtime/` denies unsafe
+//!   code outside those modules and `timers/` forbids it;
+//! - files of `runtime/src` import only from their own layer folder and the ones below it;
 //! - every module opens with a `//!` paragraph.
 
 use std::fs;
@@ -78,26 +80,70 @@ fn strip_comment(line: &str) -> &str {
     }
 }
 
+/// The only files outside `syscalls/` that may hold `unsafe` (DESIGN.md, ground rules): the raw
+/// task cell and the fiber register switch, each proved necessary by a benchmark and explained in
+/// `docs/`. Each is opted in by `#[allow(unsafe_code)]` on its `mod` line; the rest of `runtime/`
+/// is `#![deny(unsafe_code)]` and `timers/` is `#![forbid(unsafe_code)]`.
+const UNSAFE_MODULES: &[&str] = &["runtime/src/task/raw.rs", "runtime/src/fiber/switch.rs"];
+
+fn mentions_unsafe(code: &str) -> bool {
+    code.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .any(|w| w == "unsafe")
+}
+
 #[test]
-fn unsafe_code_lives_only_in_syscalls() {
+fn unsafe_code_lives_only_in_syscalls_and_the_named_modules() {
     let r = root();
+    let timers = fs::read_to_string(r.join("timers/src/lib.rs")).expect("lib.rs");
+    assert!(
+        timers.contains("#![forbid(unsafe_code)]"),
+        "timers/src/lib.rs must forbid unsafe code"
+    );
+    let runtime = fs::read_to_string(r.join("runtime/src/lib.rs")).expect("lib.rs");
+    for lint in ["#![deny(unsafe_code)]", "#![deny(clippy::undocumented_unsafe_blocks)]"] {
+        assert!(runtime.contains(lint), "runtime/src/lib.rs must say {lint}");
+    }
     for krate in ["runtime", "timers"] {
-        let lib = fs::read_to_string(r.join(krate).join("src/lib.rs")).expect("lib.rs");
-        assert!(
-            lib.contains("#![forbid(unsafe_code)]"),
-            "{krate}/src/lib.rs must forbid unsafe code"
-        );
         for file in rust_files(&r.join(krate)) {
+            let rel = file
+                .strip_prefix(&r)
+                .expect("in the workspace")
+                .to_string_lossy()
+                .into_owned();
+            if UNSAFE_MODULES.contains(&rel.as_str()) {
+                continue;
+            }
             let text = fs::read_to_string(&file).expect("source");
             for (i, line) in text.lines().enumerate() {
                 let code = strip_comment(line);
-                let is_unsafe = code
-                    .split(|c: char| !c.is_alphanumeric() && c != '_')
-                    .any(|w| w == "unsafe");
+                let allowed = code.contains("forbid(unsafe_code)")
+                    || code.contains("deny(unsafe_code)")
+                    || code.contains("deny(unsafe_op_in_unsafe_fn)");
+                // `#[allow(unsafe_code)]` may only sit on the `mod` line of a named module.
+                let opt_in = code.contains("allow(unsafe_code)");
+                if opt_in {
+                    let next = text.lines().nth(i + 1).unwrap_or("");
+                    let module = next.trim().trim_start_matches("pub(crate) ").trim_start_matches("mod ");
+                    let module = module.trim_end_matches(';');
+                    let dir = file
+                        .parent()
+                        .expect("dir")
+                        .strip_prefix(&r)
+                        .expect("rel")
+                        .to_string_lossy()
+                        .into_owned();
+                    let target = format!("{dir}/{module}.rs");
+                    assert!(
+                        UNSAFE_MODULES.contains(&target.as_str()),
+                        "{rel}:{}: allow(unsafe_code) for `{}`, which is not one of {UNSAFE_MODULES:?}",
+                        i + 1,
+                        next.trim()
+                    );
+                    continue;
+                }
                 assert!(
-                    !is_unsafe || code.contains("forbid(unsafe_code)"),
-                    "unsafe outside syscalls/: {}:{}: {line}",
-                    file.display(),
+                    allowed || !mentions_unsafe(code),
+                    "unsafe outside syscalls/ and {UNSAFE_MODULES:?}: {rel}:{}: {line}",
                     i + 1
                 );
             }
@@ -106,8 +152,11 @@ fn unsafe_code_lives_only_in_syscalls() {
 }
 
 #[test]
-fn every_unsafe_block_in_syscalls_has_a_safety_comment() {
-    for file in rust_files(&root().join("syscalls")) {
+fn every_unsafe_block_has_a_safety_comment() {
+    let r = root();
+    let mut files = rust_files(&r.join("syscalls"));
+    files.extend(UNSAFE_MODULES.iter().map(|m| r.join(m)).filter(|p| p.is_file()));
+    for file in files {
         let text = fs::read_to_string(&file).expect("source");
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
