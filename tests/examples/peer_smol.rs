@@ -194,11 +194,13 @@ fn threadsafe(n: usize) -> Result<(), Box<dyn Error>> {
 
 fn idle_tasks(n: usize) -> Result<(), Box<dyn Error>> {
     let ex = LocalExecutor::new();
-    // Tasks are detached: the executor alone holds them. `try_tick` until the queue is empty
-    // runs each task once (and parks it).
+    // Each task's handle is kept (as a program that may await or cancel its tasks keeps them),
+    // in a vector reserved up front so that its growth is not counted. `try_tick` until the
+    // queue is empty runs each task once (and parks it).
+    let mut handles = Vec::with_capacity(2 * n);
     measure_idle_tasks(n, |target| {
         for _ in 0..n {
-            ex.spawn(idle_task()).detach();
+            handles.push(ex.spawn(idle_task()));
         }
         while ex.try_tick() {}
         check_idle_started(target)

@@ -197,12 +197,14 @@ fn threadsafe(n: usize) -> Result<(), Box<dyn Error>> {
 
 fn idle_tasks(n: usize) -> Result<(), Box<dyn Error>> {
     let rt = runtime()?;
-    // Join handles are dropped: the runtime alone holds the tasks. `yield_now` until every task
-    // has run once (and parked).
+    // Each task's join handle is kept (as a program that may await or abort its tasks keeps
+    // them), in a vector reserved up front so that its growth is not counted. `yield_now` until
+    // every task has run once (and parked).
+    let mut handles = Vec::with_capacity(2 * n);
     measure_idle_tasks(n, |target| {
-        rt.block_on(async move {
+        rt.block_on(async {
             for _ in 0..n {
-                drop(tokio::spawn(idle_task()));
+                handles.push(tokio::spawn(idle_task()));
             }
             while STARTED.load(Ordering::Relaxed) < target {
                 tokio::task::yield_now().await;

@@ -35,7 +35,6 @@
 //! (task wakers), `trace` (trace lines), `error` (every error type) and `extension` (state that
 //! higher layers attach to a loop). Nothing here imports `task`, `io`, `sync` or `os`.
 
-use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::fmt;
@@ -44,7 +43,7 @@ use std::ops::Deref;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -58,30 +57,32 @@ use crate::event_loop::extension::Slot;
 use crate::event_loop::handle::{
     Callback, Handle, HandleKind, OnceCallback, RepeatCallback, TimerCancels, TimerHandle,
 };
+use crate::event_loop::raw_task::{CurrentTask, Notified, OwnerToken, TaskPtr};
 use crate::event_loop::reactor::{IoState, Reactor, Side};
-use crate::event_loop::slab::{Key, Slab};
+use crate::event_loop::task_table::TaskTable;
 use crate::event_loop::trace::{fmt_duration, TraceSink, Tracer};
-use crate::event_loop::waker::TaskWaker;
 
 pub(crate) mod clock;
 pub(crate) mod error;
 pub(crate) mod extension;
 pub(crate) mod handle;
 pub(crate) mod reactor;
+// The raw task cell: one of the two modules of this crate allowed `unsafe` (DESIGN.md).
+#[allow(unsafe_code)]
+pub(crate) mod raw_task;
+pub(crate) mod sites;
 pub(crate) mod slab;
+pub(crate) mod task_table;
 pub(crate) mod trace;
 pub(crate) mod waker;
-
-/// How many spare task wakers a loop keeps for reuse.
-const WAKER_POOL_MAX: usize = 1024;
 
 /// asyncio caps a poll at one day; a longer timer simply polls again.
 const MAX_POLL: Duration = Duration::from_secs(86_400);
 
-/// Work in the ready queue: a callback, or the key of a task to step.
+/// Work in the ready queue: a callback, or a task to step (a counted reference to its cell).
 pub(crate) enum Ready {
     Callback(Rc<dyn Callback>),
-    Task(Key),
+    Task(TaskPtr),
 }
 
 /// What a timer does when it expires: schedule a callback (`call_later`) or wake a task (`sleep`).
@@ -90,23 +91,15 @@ pub(crate) enum TimerEntry {
     Wake(Waker),
 }
 
-/// The loop's whole view of a task; the `task` module implements it. The loop steps a task
-/// when its key comes off the ready queue and shuts it down at close; everything else about
-/// tasks (states, results, callbacks) lives in the `task` module, which reaches its own data
-/// through [`Steppable::core`].
-pub(crate) trait Steppable {
-    /// Runs one step: polls the future once (or finishes a cancellation).
-    fn step(self: Rc<Self>, lp: &Rc<LoopInner>);
-    /// Drops the future without scheduling anything (the loop is closing).
-    fn shutdown(&self);
-    /// Cancels now rather than at the next step: drops the future and finishes the task
-    /// (a `TaskGroup` tearing down its children). A task that is running right now only gets
-    /// the cancel request.
-    fn abort_now(self: Rc<Self>, lp: &Rc<LoopInner>);
-    /// `Task-3` or the task's own name, for trace lines.
-    fn label(&self) -> String;
-    /// The task module's non-generic state, as `Any` so it can downcast it.
-    fn core(&self) -> &dyn Any;
+/// How the loop runs tasks without knowing what a task is: the `task` module registers these
+/// functions with a loop when it creates the loop's first task. The loop keeps tasks as raw
+/// cells (`raw_task`) in its ready queue and table; the semantics of a step (states, results,
+/// cancellation, done callbacks) are the task module's.
+pub(crate) struct TaskHooks {
+    /// Runs one step of a task taken off the ready queue.
+    pub(crate) step: fn(&Rc<LoopInner>, TaskPtr),
+    /// Drops a task's future without scheduling anything (the loop is closing).
+    pub(crate) shutdown: fn(&Rc<LoopInner>, TaskPtr),
 }
 
 /// The kind of problem passed to the exception handler.
@@ -157,7 +150,7 @@ pub fn default_exception_handler(ctx: &ExceptionContext) {
 
 /// Work that other threads hand to the loop.
 pub(crate) enum Remote {
-    Wake(Key),
+    Wake(Notified),
     Call(Box<dyn FnOnce() + Send>, &'static Location<'static>),
     Stop,
 }
@@ -178,7 +171,7 @@ struct RemoteState {
 /// then writes the eventfd only if `sleeping` is set and nobody armed it yet (`armed`). Both
 /// sides use `SeqCst`, so either the pusher sees `sleeping` or the loop sees `pending`.
 pub(crate) struct Shared {
-    pub(crate) loop_id: u64,
+    pub(crate) loop_id: u32,
     remote: Mutex<RemoteState>,
     pending: AtomicBool,
     sleeping: AtomicBool,
@@ -281,6 +274,9 @@ impl fmt::Debug for RemoteHandle {
 
 thread_local! {
     static RUNNING: RefCell<Option<Rc<LoopInner>>> = const { RefCell::new(None) };
+    /// Every loop created on this thread that still exists, so that a task can find its loop by
+    /// id when that loop is not the running one (cancelling leftovers between runs, say).
+    static LOCAL_LOOPS: RefCell<Vec<std::rc::Weak<LoopInner>>> = const { RefCell::new(Vec::new()) };
     /// (loops alive on this thread that asked for a slack, the slack to restore).
     static SLACK: Cell<(u32, u64)> = const { Cell::new((0, 0)) };
 }
@@ -291,6 +287,30 @@ pub(crate) fn with_running<R>(f: impl FnOnce(&Rc<LoopInner>) -> R) -> Option<R> 
         Ok(r) => r.as_ref().map(f),
         Err(_) => None,
     })
+}
+
+/// The loop with `id`, if it was created on this thread and still exists (the running loop is
+/// checked first).
+pub(crate) fn local_loop(id: u32) -> Option<Rc<LoopInner>> {
+    if let Some(lp) = with_running(|lp| (lp.id == id).then(|| lp.clone())).flatten() {
+        return Some(lp);
+    }
+    LOCAL_LOOPS.with(|l| {
+        l.try_borrow()
+            .ok()?
+            .iter()
+            .filter_map(std::rc::Weak::upgrade)
+            .find(|lp| lp.id == id)
+    })
+}
+
+fn register_local(lp: &Rc<LoopInner>) {
+    LOCAL_LOOPS.with(|l| {
+        if let Ok(mut loops) = l.try_borrow_mut() {
+            loops.retain(|w| w.strong_count() > 0);
+            loops.push(Rc::downgrade(lp));
+        }
+    });
 }
 
 /// The loop running on this thread (asyncio's `get_running_loop()`).
@@ -465,7 +485,14 @@ impl Builder {
 
     /// Creates the loop: an epoll instance and a wake-up eventfd (both `O_CLOEXEC`).
     pub fn build(self) -> Result<EventLoop, LoopError> {
-        static NEXT_LOOP_ID: AtomicU64 = AtomicU64::new(1);
+        // Loop ids are u32 (a task's header stores its loop's id); ids are never reused, so a
+        // wake can never reach a later loop. Four billion loops in one process is the limit.
+        static NEXT_LOOP_ID: AtomicU32 = AtomicU32::new(1);
+        let id = NEXT_LOOP_ID.fetch_add(1, SeqCst);
+        if id == 0 || id == u32::MAX {
+            NEXT_LOOP_ID.store(u32::MAX, SeqCst);
+            return Err(LoopError::new(LoopErrorKind::Io, "EventLoop::new: out of loop ids"));
+        }
         let mut reactor = Reactor::new().map_err(|e| LoopError::io("EventLoop::new (epoll_create1)", e))?;
         let eventfd = sys::eventfd(0).map_err(|e| LoopError::io("EventLoop::new (eventfd)", e))?;
         reactor
@@ -475,7 +502,6 @@ impl Builder {
             acquire_timer_slack(duration_to_ns(slack));
         }
         let tracer = self.trace.then(|| Tracer::new(self.trace_sink));
-        let id = NEXT_LOOP_ID.fetch_add(1, SeqCst);
         let inner = LoopInner {
             id,
             shared: Arc::new(Shared {
@@ -495,8 +521,10 @@ impl Builder {
             timer_cancels: Rc::new(TimerCancels::default()),
             reactor: RefCell::new(Some(reactor)),
             remote_buf: RefCell::new(Vec::new()),
-            tasks: RefCell::new(Slab::default()),
-            current_task: Cell::new(None),
+            tasks: RefCell::new(TaskTable::default()),
+            current: CurrentTask::default(),
+            owner: OwnerToken::new(id),
+            task_hooks: Cell::new(None),
             running: Cell::new(false),
             stopping: Cell::new(false),
             closed: Cell::new(false),
@@ -511,7 +539,6 @@ impl Builder {
             slack_acquired: Cell::new(self.timer_slack.is_some()),
             executor_threads: Cell::new(self.executor_threads),
             sigpipe_block: RefCell::new(None),
-            waker_pool: RefCell::new(Vec::new()),
             read_buf: RefCell::new(Vec::new()),
             extensions: RefCell::new(Vec::new()),
             expired_through: Cell::new(0),
@@ -522,6 +549,8 @@ impl Builder {
             woken_by_timers: RefCell::new(Vec::new()),
         };
         let handle = LoopHandle { inner: Rc::new(inner) };
+        waker::register(&handle.inner.shared);
+        register_local(&handle.inner);
         handle.trace(|| {
             format!(
                 "[loop #{id}] created: epoll fd + eventfd, clock={}",
@@ -542,7 +571,7 @@ impl Builder {
 /// Everything a loop owns. Fields are documented with the invariant they keep.
 pub(crate) struct LoopInner {
     /// Process-unique id: wakers compare it with the running loop's to take the local path.
-    pub(crate) id: u64,
+    pub(crate) id: u32,
     /// The thread-safe part, shared with wakers and remote handles.
     pub(crate) shared: Arc<Shared>,
     pub(crate) clock: Clock,
@@ -558,9 +587,13 @@ pub(crate) struct LoopInner {
     remote_buf: RefCell<Vec<Remote>>,
     /// Every task that has not finished: the loop holds them strongly (asyncio only keeps weak
     /// references, so an unreferenced task could vanish mid-run; evloop's cannot).
-    pub(crate) tasks: RefCell<Slab<Rc<dyn Steppable>>>,
+    pub(crate) tasks: RefCell<TaskTable>,
     /// The task being stepped, if any.
-    pub(crate) current_task: Cell<Option<Key>>,
+    pub(crate) current: CurrentTask,
+    /// Proof of being on this loop's thread: turns remote wakes back into task references.
+    pub(crate) owner: OwnerToken,
+    /// How to step and shut down tasks; set by the task module with the first task.
+    pub(crate) task_hooks: Cell<Option<&'static TaskHooks>>,
     running: Cell<bool>,
     stopping: Cell<bool>,
     closed: Cell<bool>,
@@ -579,9 +612,6 @@ pub(crate) struct LoopInner {
     /// Keeps `SIGPIPE` blocked on the loop's thread from the first pipe writer on (taken by the
     /// `pipe` module) until the loop closes, so a pipe write costs no signal-mask calls.
     pub(crate) sigpipe_block: RefCell<Option<sys::SigpipeBlock>>,
-    /// Wakers of finished tasks that nobody else holds, reused by new tasks (saves an
-    /// allocation per task); bounded by `WAKER_POOL_MAX`.
-    waker_pool: RefCell<Vec<Arc<TaskWaker>>>,
     /// State that higher layers attach to this loop (signal dispatch, the executor pool),
     /// closed by `close()` before the reactor.
     extensions: RefCell<Vec<Slot>>,
@@ -886,9 +916,11 @@ impl LoopInner {
         let n = items.len();
         for item in items.drain(..) {
             match item {
-                Remote::Wake(key) => {
-                    self.trace(|| format!("  wake {} (from another thread)", self.task_label(key)));
-                    self.push_ready(Ready::Task(key));
+                Remote::Wake(task) => {
+                    if let Some(task) = task.into_local(&self.owner) {
+                        self.trace(|| format!("  wake {} (from another thread)", self.task_label(&task)));
+                        self.push_ready(Ready::Task(task));
+                    }
                 }
                 Remote::Call(f, site) => {
                     let cb = OnceCallback::new_rc(HandleKind::Threadsafe, site, f);
@@ -941,10 +973,9 @@ impl LoopInner {
                         ran += 1;
                     }
                 }
-                Some(Ready::Task(key)) => {
-                    let task = self.tasks.borrow().get(key).cloned();
-                    if let Some(task) = task {
-                        task.step(self);
+                Some(Ready::Task(task)) => {
+                    if let Some(hooks) = self.task_hooks.get() {
+                        (hooks.step)(self, task);
                         ran += 1;
                     }
                 }
@@ -979,30 +1010,6 @@ impl LoopInner {
         }
     }
 
-    /// A waker for a new task with `key`: a recycled one if available.
-    pub(crate) fn task_waker(&self, key: Key) -> Arc<TaskWaker> {
-        let recycled = self.waker_pool.try_borrow_mut().ok().and_then(|mut p| p.pop());
-        match recycled {
-            Some(w) => {
-                w.reset(key);
-                w
-            }
-            None => TaskWaker::new(key, self.shared.clone()),
-        }
-    }
-
-    /// Offers a finished task's waker for reuse; taken only if nothing else holds a clone (the
-    /// finished task's own reference is never used again).
-    pub(crate) fn recycle_waker(&self, waker: &Arc<TaskWaker>) {
-        if Arc::strong_count(waker) == 1 {
-            if let Ok(mut pool) = self.waker_pool.try_borrow_mut() {
-                if pool.len() < WAKER_POOL_MAX {
-                    pool.push(waker.clone());
-                }
-            }
-        }
-    }
-
     /// Registers `fd` edge-triggered with the reactor (sockets, `AsyncFd`).
     pub(crate) fn register_io(&self, fd: RawFd) -> io::Result<Rc<IoState>> {
         match self.reactor.borrow_mut().as_mut() {
@@ -1030,11 +1037,7 @@ impl LoopInner {
     }
 
     /// Trace line for a task wake on the loop thread (folded into the iteration line in phase 4).
-    pub(crate) fn trace_wake(&self, key: Key) {
-        if !self.tracing() {
-            return;
-        }
-        let label = self.task_label(key);
+    pub(crate) fn trace_wake(&self, label: String) {
         if self.expiring.get() {
             self.woken_by_timers.borrow_mut().push(label);
         } else {
@@ -1042,14 +1045,11 @@ impl LoopInner {
         }
     }
 
-    /// `Task-3` (or its name) for a task key, for trace lines.
-    pub(crate) fn task_label(&self, key: Key) -> String {
-        match self.tasks.try_borrow() {
-            Ok(tasks) => tasks
-                .get(key)
-                .map_or_else(|| "a finished task".to_string(), |t| t.label()),
-            Err(_) => "a task".to_string(),
-        }
+    /// `Task-3` (or its name), for trace lines.
+    pub(crate) fn task_label(&self, task: &TaskPtr) -> String {
+        let header = task.header();
+        let name = header.with_extra(|e| e.and_then(|e| e.name.as_deref().map(str::to_string)));
+        name.unwrap_or_else(|| format!("Task-{}", header.number()))
     }
 }
 
@@ -1232,13 +1232,17 @@ impl LoopHandle {
         // Tasks first: their futures may hold handles, timers and fds. Each collection is taken
         // out of its RefCell before its contents drop, so destructors that call back into the
         // loop find it closed instead of finding a borrow.
+        waker::unregister(lp.id);
         loop {
             let tasks = lp.tasks.borrow_mut().drain();
             if tasks.is_empty() {
                 break;
             }
             for t in tasks {
-                t.shutdown();
+                match lp.task_hooks.get() {
+                    Some(hooks) => (hooks.shutdown)(lp, t),
+                    None => drop(t.drop_future()),
+                }
             }
         }
         let ready = std::mem::take(&mut *lp.ready.borrow_mut());
@@ -1275,8 +1279,6 @@ impl LoopHandle {
         // problems reported after close go to the default handler (stderr).
         let handler = lp.exception_handler.borrow_mut().take();
         drop(handler);
-        let pool = std::mem::take(&mut *lp.waker_pool.borrow_mut());
-        drop(pool);
         result
     }
 

@@ -88,8 +88,7 @@ impl fmt::Display for Awaiting {
     }
 }
 
-/// The queue or channel operation a task waits in ([`Awaiting::Queue`]). One byte, so that
-/// [`Awaiting`] (stored in every task) stays two words.
+/// The queue or channel operation a task waits in ([`Awaiting::Queue`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum QueueOp {
@@ -123,8 +122,7 @@ impl fmt::Display for QueueOp {
     }
 }
 
-/// The synchronisation operation a task waits in ([`Awaiting::Sync`]). One byte, so that
-/// [`Awaiting`] (stored in every task) stays two words.
+/// The synchronisation operation a task waits in ([`Awaiting::Sync`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SyncOp {
@@ -158,6 +156,71 @@ impl fmt::Display for SyncOp {
             SyncOp::ConditionReacquire => "Condition.wait(): re-acquiring the lock",
             SyncOp::BarrierWait => "Barrier.wait()",
         })
+    }
+}
+
+const QUEUE_OPS: [QueueOp; 7] = [
+    QueueOp::QueueGet,
+    QueueOp::QueuePut,
+    QueueOp::QueueJoin,
+    QueueOp::OneshotRecv,
+    QueueOp::MpscSend,
+    QueueOp::MpscRecv,
+    QueueOp::ThreadsafeRecv,
+];
+
+const SYNC_OPS: [SyncOp; 8] = [
+    SyncOp::LockAcquire,
+    SyncOp::MutexLock,
+    SyncOp::SemaphoreAcquire,
+    SyncOp::BoundedSemaphoreAcquire,
+    SyncOp::EventWait,
+    SyncOp::ConditionWait,
+    SyncOp::ConditionReacquire,
+    SyncOp::BarrierWait,
+];
+
+/// Payloads that do not fit the packed form's 60 bits are clamped to this.
+const PAYLOAD_MAX: u64 = (1 << 60) - 1;
+
+impl Awaiting {
+    /// Packs the note into 8 bytes for the task's header: a 4-bit tag and a 60-bit payload
+    /// (ids and numbers beyond 2^60, and deadlines beyond 36 years of loop time, are clamped).
+    pub(crate) fn pack(self) -> u64 {
+        let (tag, payload): (u64, u64) = match self {
+            Awaiting::Unknown => (0, 0),
+            Awaiting::Promise(id) => (1, id.min(PAYLOAD_MAX)),
+            Awaiting::Task(n) => (2, n.min(PAYLOAD_MAX)),
+            Awaiting::Sleep(at) => (3, u64::try_from(at.as_nanos()).unwrap_or(u64::MAX).min(PAYLOAD_MAX)),
+            Awaiting::Yield => (4, 0),
+            Awaiting::Fd(fd) => (5, fd as u32 as u64),
+            Awaiting::Executor => (6, 0),
+            Awaiting::Signal(n) => (7, n as u32 as u64),
+            Awaiting::Queue(op) => (8, QUEUE_OPS.iter().position(|o| *o == op).unwrap_or(0) as u64),
+            Awaiting::Sync(op) => (9, SYNC_OPS.iter().position(|o| *o == op).unwrap_or(0) as u64),
+        };
+        (payload << 4) | tag
+    }
+
+    /// The note packed by [`Awaiting::pack`].
+    pub(crate) fn unpack(packed: u64) -> Awaiting {
+        let payload = packed >> 4;
+        match packed & 0xf {
+            1 => Awaiting::Promise(payload),
+            2 => Awaiting::Task(payload),
+            3 => Awaiting::Sleep(Duration::from_nanos(payload)),
+            4 => Awaiting::Yield,
+            5 => Awaiting::Fd(payload as u32 as i32),
+            6 => Awaiting::Executor,
+            7 => Awaiting::Signal(payload as u32 as i32),
+            8 => QUEUE_OPS
+                .get(payload as usize)
+                .map_or(Awaiting::Unknown, |op| Awaiting::Queue(*op)),
+            9 => SYNC_OPS
+                .get(payload as usize)
+                .map_or(Awaiting::Unknown, |op| Awaiting::Sync(*op)),
+            _ => Awaiting::Unknown,
+        }
     }
 }
 
@@ -211,6 +274,33 @@ mod tests {
         assert_eq!(fmt_duration(Duration::from_micros(250)), "250.0us");
         assert_eq!(fmt_duration(Duration::from_micros(1500)), "1.500ms");
         assert_eq!(fmt_duration(Duration::from_secs(3)), "3.000s");
+    }
+
+    #[test]
+    fn awaiting_packs_into_eight_bytes_and_back() {
+        let all = [
+            Awaiting::Unknown,
+            Awaiting::Promise(7),
+            Awaiting::Task(u64::from(u32::MAX) + 5),
+            Awaiting::Sleep(Duration::from_nanos(123_456_789_012)),
+            Awaiting::Yield,
+            Awaiting::Fd(-1),
+            Awaiting::Fd(1023),
+            Awaiting::Executor,
+            Awaiting::Signal(15),
+            Awaiting::Queue(QueueOp::ThreadsafeRecv),
+            Awaiting::Queue(QueueOp::QueueGet),
+            Awaiting::Sync(SyncOp::BarrierWait),
+            Awaiting::Sync(SyncOp::LockAcquire),
+        ];
+        for a in all {
+            assert_eq!(Awaiting::unpack(a.pack()), a);
+        }
+        assert_eq!(
+            Awaiting::unpack(Awaiting::Promise(u64::MAX).pack()),
+            Awaiting::Promise(PAYLOAD_MAX)
+        );
+        assert_eq!(Awaiting::unpack(0xf), Awaiting::Unknown);
     }
 
     #[test]

@@ -1,94 +1,88 @@
 //! Task wakers: how "this task can make progress" reaches the loop, from any thread.
 //!
-//! Each task owns one [`TaskWaker`] behind an `Arc` (std's safe `Wake` trait builds the
-//! `Waker` from it, so no unsafe vtable is needed). Waking does two things:
+//! A task's `Waker` is a pointer to its raw cell (`raw_task`); waking it sets the cell's
+//! `NOTIFIED` bit, and if the bit was clear, hands the task to [`LoopScheduler::schedule`]:
 //!
-//! 1. `notified.swap(true)`: if the flag was already set, the task is already queued and the wake
-//!    is absorbed. Many wakes before a poll give one poll. The task step clears the flag just
-//!    before polling, so a wake during the poll queues the task again for the *next* iteration.
-//! 2. Queue the task's key:
-//!    - **local path**, on the thread whose running loop owns the task: push `Ready::Task(key)`
-//!      onto the loop's ready queue. No atomics beyond the swap, no syscall, no allocation.
-//!    - **remote path**, from any other thread (or when the loop is not running): push onto the
-//!      loop's mutex-protected remote queue; if the loop sleeps in `epoll_pwait2`, write its
-//!      eventfd once (see [`Shared`](crate::event_loop::Shared)).
+//! - **local path**, on the thread whose running loop owns the task: push `Ready::Task` onto
+//!   the loop's ready queue. No lock, no syscall, no allocation; the waker's reference moves
+//!   into the queue entry.
+//! - **remote path**, from any other thread (or when the owning loop is not running): find the
+//!   loop's thread-safe part by the task's owner id in a process-wide registry, push onto its
+//!   mutex-protected remote queue, and if the loop sleeps in `epoll_pwait2`, write its eventfd once
+//!   (see [`Shared`]).
 //!
-//! A wake for a task that has finished is harmless: its key is stale, and the loop drops it.
+//! A wake for a task that has finished is harmless: its step sees the finished state and does
+//! nothing. A wake for a task whose loop has closed finds no loop in the registry (or a closed
+//! remote queue) and just drops its reference.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::task::Wake;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
 
-use crate::event_loop::slab::Key;
+use crate::event_loop::raw_task::{Notified, Schedule};
 use crate::event_loop::{with_running, Ready, Remote, Shared};
 
-/// The per-task wake handle (see the module documentation).
-pub(crate) struct TaskWaker {
-    /// The task's key; atomic only because a recycled waker is re-keyed for its next task.
-    key: AtomicU64,
-    /// Set while the task sits in a ready queue (local or remote) and has not been stepped yet.
-    pub(crate) notified: AtomicBool,
-    pub(crate) shared: Arc<Shared>,
-}
+/// The scheduler of every task on an evloop loop.
+pub(crate) struct LoopScheduler;
 
-impl TaskWaker {
-    /// A waker for a task that is about to be scheduled: `notified` starts set because the
-    /// creator queues its first step.
-    pub(crate) fn new(key: Key, shared: Arc<Shared>) -> Arc<TaskWaker> {
-        Arc::new(TaskWaker {
-            key: AtomicU64::new(key.to_u64()),
-            notified: AtomicBool::new(true),
-            shared,
-        })
-    }
-
-    /// Re-keys a recycled waker for a new task (the loop only recycles a waker nobody else holds).
-    pub(crate) fn reset(&self, key: Key) {
-        self.key.store(key.to_u64(), Ordering::Relaxed);
-        self.notified.store(true, Ordering::Release);
-    }
-
-    fn key(&self) -> Key {
-        Key::from_u64(self.key.load(Ordering::Relaxed))
-    }
-
-    /// Called by the task step right before polling: the wake that queued it is consumed.
-    pub(crate) fn clear(&self) {
-        self.notified.swap(false, Ordering::AcqRel);
-    }
-
-    fn schedule(&self) {
-        if self.notified.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let queued_locally = with_running(|lp| {
-            if lp.id != self.shared.loop_id {
-                return false;
-            }
-            match lp.ready.try_borrow_mut() {
-                Ok(mut ready) => {
-                    ready.push_back(Ready::Task(self.key()));
+impl Schedule for LoopScheduler {
+    fn schedule(task: Notified) {
+        let mut task = Some(task);
+        with_running(|lp| {
+            let Some(t) = task.take_if(|t| t.owner() == lp.id) else {
+                return;
+            };
+            let Ok(mut ready) = lp.ready.try_borrow_mut() else {
+                task = Some(t); // the queue is busy (cannot happen today): go the remote way
+                return;
+            };
+            if let Some(t) = t.into_local(&lp.owner) {
+                if lp.tracing() {
+                    let label = lp.task_label(&t);
+                    ready.push_back(Ready::Task(t));
                     drop(ready);
-                    lp.trace_wake(self.key());
-                    true
+                    lp.trace_wake(label);
+                } else {
+                    ready.push_back(Ready::Task(t));
                 }
-                Err(_) => false,
             }
-        })
-        .unwrap_or(false);
-        if !queued_locally {
-            // A closed loop refuses the wake; the task is gone with it.
-            let _ = self.shared.push(Remote::Wake(self.key()));
+        });
+        if let Some(task) = task {
+            wake_remote(task);
         }
     }
 }
 
-impl Wake for TaskWaker {
-    fn wake(self: Arc<Self>) {
-        self.schedule();
-    }
+/// The remote path: the owning loop's remote queue, if that loop is still open.
+fn wake_remote(task: Notified) {
+    let Some(shared) = lookup(task.owner()) else {
+        return; // the loop is gone; dropping the reference is all there is to do
+    };
+    // A closed loop gives the task back; it is dropped here, outside the queue's lock.
+    let _ = shared.push(Remote::Wake(task));
+}
 
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.schedule();
-    }
+/// Loop id -> the loop's thread-safe part, for wakes that arrive from other threads.
+fn registry() -> &'static RwLock<HashMap<u32, Arc<Shared>>> {
+    static LOOPS: OnceLock<RwLock<HashMap<u32, Arc<Shared>>>> = OnceLock::new();
+    LOOPS.get_or_init(RwLock::default)
+}
+
+fn lookup(id: u32) -> Option<Arc<Shared>> {
+    let loops = registry().read().unwrap_or_else(|p| p.into_inner());
+    loops.get(&id).cloned()
+}
+
+/// Makes a new loop reachable by remote wakes.
+pub(crate) fn register(shared: &Arc<Shared>) {
+    let mut loops = registry().write().unwrap_or_else(|p| p.into_inner());
+    loops.insert(shared.loop_id, shared.clone());
+}
+
+/// A closing loop: later remote wakes of its tasks find nothing.
+pub(crate) fn unregister(id: u32) {
+    let removed = {
+        let mut loops = registry().write().unwrap_or_else(|p| p.into_inner());
+        loops.remove(&id)
+    };
+    drop(removed);
 }

@@ -1,18 +1,22 @@
 //! Tasks: futures the loop drives to completion (asyncio's `Task`).
 //!
 //! # Life of a task
-//! `create_task(fut)` boxes the future into a [`TaskCell`], inserts it into the loop's task
-//! table (the loop holds it strongly until it finishes) and queues its first step with the same
-//! ready queue `call_soon` uses. A step ([`Steppable::step`]) polls the future once with the
-//! task's waker; this is `Task.__step` in asyncio. The future returns `Pending` after arranging
-//! for that waker to be woken (a promise stores it, a timer stores it, a socket stores it); the
-//! wake pushes the task's key onto the ready queue again (`Task.__wakeup`), and so on until the
-//! future returns `Ready`. Then the task finishes: its result is stored for the [`Task`] handle,
-//! the handle's waker is woken, done callbacks are scheduled with `call_soon`, and the loop lets
-//! go of it.
+//! `create_task(fut)` moves the future into a raw task cell (`event_loop::raw_task`: one
+//! allocation holding a small header and the future), inserts it into the loop's task table (the
+//! loop holds it strongly until it finishes) and queues its first step with the same ready queue
+//! `call_soon` uses. A step ([`step`]) polls the future once with the task's waker; this is
+//! `Task.__step` in asyncio. The future returns `Pending` after arranging for that waker to be
+//! woken (a promise stores it, a timer stores it, a socket stores it); the wake pushes the task
+//! onto the ready queue again (`Task.__wakeup`), and so on until the future returns `Ready`. Then
+//! the task finishes: its output stays in the cell for the [`Task`] handle, the handle's waker is
+//! woken, done callbacks are scheduled with `call_soon`, and the loop lets go of it.
+//!
+//! This file holds the policy (states, results, cancellation, failures, done callbacks); the
+//! cell's memory, reference count and waker are the mechanism in `raw_task`, which this file
+//! reaches only through its safe API.
 //!
 //! # Invariant (CPython's, restated for wakers)
-//! A task is either in the ready queue exactly once (its waker's `notified` flag is set) or it is
+//! A task is either in the ready queue exactly once (its cell's `NOTIFIED` bit is set) or it is
 //! waiting and some waker clone is stored where its future is waiting; never both, never
 //! neither (except while it is being stepped).
 //!
@@ -34,26 +38,25 @@
 pub(crate) mod promise;
 pub(crate) mod time;
 
-use std::any::Any;
-use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::pin::Pin;
-use std::rc::{Rc, Weak};
-use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use crate::event_loop::error::{LoopError, LoopErrorKind, Panic, RunError, TaskError};
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
-use crate::event_loop::slab::Key;
+use crate::event_loop::raw_task::{DoneEntry, Header, Init, TaskPtr};
 use crate::event_loop::trace::{
     fmt_duration, note_awaiting, note_awaiting_label, take_awaiting, take_awaiting_label, Awaiting,
 };
-use crate::event_loop::waker::TaskWaker;
+use crate::event_loop::waker::LoopScheduler;
 use crate::event_loop::{
-    with_running, Builder, EventLoop, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready, Steppable,
+    default_exception_handler, local_loop, sites, with_running, Builder, EventLoop, ExceptionContext, ExceptionKind,
+    LoopHandle, LoopInner, Ready, TaskHooks,
 };
 
 /// Where a task is in its life.
@@ -86,337 +89,314 @@ impl TaskState {
             TaskState::Failed => "failed",
         }
     }
-}
 
-type DoneCallback = Box<dyn FnOnce(&TaskRef)>;
-
-/// A registered done callback: id, the closure's type name and where it was added.
-type DoneEntry = (CallbackId, &'static str, &'static Location<'static>, DoneCallback);
-
-/// A task's non-generic state (everything but the future and its output).
-pub(crate) struct TaskCore {
-    lp: Weak<LoopInner>,
-    /// The task's slot in the loop's task table.
-    key: Key,
-    /// Its wake handle. After the task finishes, the loop may recycle this `Arc` for a new task
-    /// (when no waker clone is left anywhere); a finished task never wakes or steps again, so
-    /// the shared `Arc` is never used on this task's behalf afterwards.
-    waker: Arc<TaskWaker>,
-    number: u64,
-    state: Cell<TaskState>,
-    cancel_requested: Cell<bool>,
-    /// The `Task` handle was dropped: nobody can observe the result.
-    detached: Cell<bool>,
-    /// The result was taken or a failure was reported.
-    observed: Cell<bool>,
-    join_waker: Cell<Option<Waker>>,
-    extra: RefCell<Option<Box<TaskExtra>>>,
-    awaiting: Cell<Awaiting>,
-    site: &'static Location<'static>,
-}
-
-impl TaskCore {
-    fn key(&self) -> Key {
-        self.key
-    }
-
-    fn label(&self) -> String {
-        match self.extra.borrow().as_ref().and_then(|e| e.name.as_deref()) {
-            Some(n) => n.to_string(),
-            None => format!("Task-{}", self.number),
-        }
-    }
-
-    fn take_callbacks(&self) -> Vec<DoneEntry> {
-        match self.extra.borrow_mut().as_mut() {
-            Some(e) => std::mem::take(&mut e.callbacks),
-            None => Vec::new(),
-        }
-    }
-}
-
-/// What most tasks never use, allocated on first use: a custom name and done callbacks.
-#[derive(Default)]
-struct TaskExtra {
-    name: Option<Box<str>>,
-    callbacks: Vec<DoneEntry>,
-    next_callback: u64,
-}
-
-/// How a task ended without a value, stored compactly; it becomes a [`TaskError`] (which names
-/// the task) only when someone takes it.
-enum Failure {
-    Cancelled,
-    Panicked(Box<Panic>),
-}
-
-impl Failure {
-    fn into_error(self, task: String) -> TaskError {
+    fn bits(self) -> u32 {
         match self {
-            Failure::Cancelled => TaskError::Cancelled { task },
-            Failure::Panicked(panic) => TaskError::Panicked { task, panic: *panic },
+            TaskState::Pending => 0,
+            TaskState::Running => 1,
+            TaskState::Done => 2,
+            TaskState::Cancelled => 3,
+            TaskState::Failed => 4,
+        }
+    }
+
+    fn from_bits(bits: u32) -> TaskState {
+        match bits & STATE_MASK {
+            1 => TaskState::Running,
+            2 => TaskState::Done,
+            3 => TaskState::Cancelled,
+            4 => TaskState::Failed,
+            _ => TaskState::Pending,
         }
     }
 }
 
-enum Stage<T> {
-    Running(Pin<Box<dyn Future<Output = T>>>),
-    Finished(Result<T, Failure>),
-    Taken,
-}
+// The task's flags, kept in its header (10 bits; see `raw_task`).
+const STATE_MASK: u32 = 0b111;
+/// `cancel()` was called: the next step drops the future instead of polling it.
+const CANCEL_REQUESTED: u32 = 1 << 3;
+/// The `Task` handle was dropped: nobody can observe the result.
+const DETACHED: u32 = 1 << 4;
+/// The outcome was taken (awaited, `try_result`) or a failure was reported.
+const OBSERVED: u32 = 1 << 5;
 
-/// The task itself: state plus the future (later its output).
-pub(crate) struct TaskCell<T> {
-    core: TaskCore,
-    stage: RefCell<Stage<T>>,
-}
+/// The task-level view of a header: its state and flags.
+struct Core<'a>(&'a Header);
 
-fn drop_guarded<X>(value: X) -> Result<(), Panic> {
-    catch_unwind(AssertUnwindSafe(move || drop(value))).map_err(Panic::from_payload)
-}
-
-impl<T: 'static> TaskCell<T> {
-    /// Takes the future out of the stage and drops it; a panicking destructor is reported.
-    fn drop_future(&self, lp: Option<&Rc<LoopInner>>) {
-        let old = std::mem::replace(&mut *self.stage.borrow_mut(), Stage::Taken);
-        if let Err(p) = drop_guarded(old) {
-            if let Some(lp) = lp {
-                lp.report(ExceptionContext {
-                    kind: ExceptionKind::DestructorPanicked,
-                    message: format!(
-                        "{}: a destructor panicked while its future was dropped",
-                        self.core.label()
-                    ),
-                    panic: Some(p),
-                    task: Some(self.core.label()),
-                    handle: None,
-                });
-            }
-        }
+impl Core<'_> {
+    fn state(&self) -> TaskState {
+        TaskState::from_bits(self.0.flags())
     }
 
-    /// Stores the outcome and does everything that follows completion.
-    fn finish(self: &Rc<Self>, lp: &Rc<LoopInner>, outcome: Result<T, Failure>) {
-        let core = &self.core;
-        if core.state.get().is_finished() {
-            // Finished already, by an abort made from one of its own destructors while its
-            // future was being dropped: once is enough.
-            drop(outcome);
-            return;
-        }
-        let state = match &outcome {
-            Ok(_) => TaskState::Done,
-            Err(Failure::Cancelled) => TaskState::Cancelled,
-            Err(Failure::Panicked(_)) => TaskState::Failed,
-        };
-        core.state.set(state);
-        lp.trace(|| match &outcome {
-            Ok(_) => format!("  {} -> done", core.label()),
-            Err(Failure::Cancelled) => format!("  {} -> cancelled (future dropped)", core.label()),
-            Err(Failure::Panicked(p)) => format!("  {} -> {p}", core.label()),
-        });
-        let failed_unobserved = state == TaskState::Failed && core.detached.get();
-        let keep = !core.detached.get() || failed_unobserved;
-        let discarded = if keep {
-            *self.stage.borrow_mut() = Stage::Finished(outcome);
-            None
-        } else {
-            Some(outcome)
-        };
-        // The loop lets go of a finished task; the handle (if any) keeps the cell alive.
-        let removed = lp.tasks.borrow_mut().remove(core.key());
-        drop(removed);
-        lp.recycle_waker(&core.waker);
-        if let Some(w) = core.join_waker.take() {
-            w.wake();
-        }
-        let callbacks = core.take_callbacks();
-        if !callbacks.is_empty() {
-            let me: Rc<dyn Steppable> = self.clone();
-            for (_, name, site, cb) in callbacks {
-                let task = TaskRef { task: me.clone() };
-                let f = move || cb(&task);
-                lp.push_ready(Ready::Callback(OnceCallback::named_rc(
-                    HandleKind::DoneCallback,
-                    site,
-                    name,
-                    f,
-                )));
-            }
-        }
-        if failed_unobserved {
-            self.report_unobserved(lp);
-        }
-        if let Some(outcome) = discarded {
-            if let Err(p) = drop_guarded(outcome) {
-                lp.report(ExceptionContext {
-                    kind: ExceptionKind::DestructorPanicked,
-                    message: format!("{}: dropping its unobserved result panicked", core.label()),
-                    panic: Some(p),
-                    task: Some(core.label()),
-                    handle: None,
-                });
-            }
-        }
+    fn set_state(&self, state: TaskState) {
+        self.0.set_flags((self.0.flags() & !STATE_MASK) | state.bits());
     }
 
-    /// Hands a failure nobody observed to the exception handler (once).
-    fn report_unobserved(&self, lp: &Rc<LoopInner>) {
-        let core = &self.core;
-        if core.observed.replace(true) {
-            return;
-        }
-        let old = std::mem::replace(&mut *self.stage.borrow_mut(), Stage::Taken);
-        let panic = match old {
-            Stage::Finished(Err(Failure::Panicked(p))) => Some(*p),
-            other => {
-                drop(other);
-                None
-            }
-        };
-        lp.report(ExceptionContext {
-            kind: ExceptionKind::TaskFailureUnobserved,
-            message: format!(
-                "{} failed and its failure was never observed (created at {})",
-                core.label(),
-                core.site
-            ),
-            panic,
-            task: Some(core.label()),
-            handle: None,
-        });
-    }
-}
-
-impl<T: 'static> Steppable for TaskCell<T> {
-    fn step(self: Rc<Self>, lp: &Rc<LoopInner>) {
-        let core = &self.core;
-        if core.state.get().is_finished() {
-            // Unreachable today (finished tasks leave the task table), and checked before the
-            // flag is touched: a finished task's waker may already serve another task.
-            return;
-        }
-        core.waker.clear();
-        if core.cancel_requested.get() {
-            lp.trace(|| format!("  {} step: cancel requested, dropping its future", core.label()));
-            // The destructors are the task's cleanup code: they run as the current task, as
-            // asyncio's `finally` blocks run inside their task.
-            let previous = lp.current_task.replace(Some(core.key()));
-            self.drop_future(Some(lp));
-            lp.current_task.set(previous);
-            self.finish(lp, Err(Failure::Cancelled));
-            return;
-        }
-        let previous = lp.current_task.replace(Some(core.key()));
-        core.state.set(TaskState::Running);
-        lp.trace(|| format!("  {} step", core.label()));
-        let started = lp.debug().then(Instant::now);
-        let polled = {
-            // The waker lives only for the poll, so a task that finishes here leaves no clone
-            // behind and its waker can be recycled.
-            let waker = Waker::from(core.waker.clone());
-            let mut cx = Context::from_waker(&waker);
-            let mut stage = self.stage.borrow_mut();
-            match &mut *stage {
-                Stage::Running(fut) => catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx))),
-                _ => Ok(Poll::Pending),
-            }
-        };
-        lp.current_task.set(previous);
-        let awaiting = take_awaiting();
-        let awaited_label = take_awaiting_label();
-        if let Some(started) = started {
-            let took = started.elapsed();
-            if took >= lp.slow_callback() {
-                eprintln!(
-                    "evloop: warning: a step of {} took {}",
-                    core.label(),
-                    fmt_duration(took)
-                );
-            }
-        }
-        match polled {
-            Ok(Poll::Pending) => {
-                core.state.set(TaskState::Pending);
-                core.awaiting.set(awaiting);
-                lp.trace(|| {
-                    let what = match (awaiting, awaited_label) {
-                        (Awaiting::Task(_), Some(name)) => name,
-                        (other, _) => other.to_string(),
-                    };
-                    format!("  {} -> pending on {what}", core.label())
-                });
-            }
-            Ok(Poll::Ready(value)) => {
-                let previous = lp.current_task.replace(Some(core.key()));
-                self.drop_future(Some(lp));
-                lp.current_task.set(previous);
-                if core.cancel_requested.get() {
-                    // Cancelled during the step that completed it: asyncio's rule is that the
-                    // task ends cancelled and the value is discarded.
-                    let _ = drop_guarded(value);
-                    self.finish(lp, Err(Failure::Cancelled));
-                } else {
-                    self.finish(lp, Ok(value));
-                }
-            }
-            Err(payload) => {
-                let previous = lp.current_task.replace(Some(core.key()));
-                self.drop_future(Some(lp));
-                lp.current_task.set(previous);
-                let panic = Panic::from_payload(payload);
-                self.finish(lp, Err(Failure::Panicked(Box::new(panic))));
-            }
-        }
+    fn has(&self, flag: u32) -> bool {
+        self.0.flags() & flag != 0
     }
 
-    fn abort_now(self: Rc<Self>, lp: &Rc<LoopInner>) {
-        let core = &self.core;
-        if core.state.get().is_finished() {
-            return;
-        }
-        core.cancel_requested.set(true);
-        match self.stage.try_borrow_mut() {
-            Err(_) => {
-                // It is being polled (we are inside it, or inside a task it started eagerly):
-                // the request takes effect at its next step.
-                Waker::from(core.waker.clone()).wake();
-                return;
-            }
-            // Its future is already gone: this abort comes from one of its own destructors,
-            // run by whoever is finishing it.
-            Ok(stage) if matches!(*stage, Stage::Taken) => return,
-            Ok(_) => {}
-        }
-        lp.trace(|| format!("  {} aborted: dropping its future now", core.label()));
-        let previous = lp.current_task.replace(Some(core.key()));
-        self.drop_future(Some(lp));
-        lp.current_task.set(previous);
-        self.finish(lp, Err(Failure::Cancelled));
+    /// Sets `flag`; returns whether it was already set.
+    fn set(&self, flag: u32) -> bool {
+        let flags = self.0.flags();
+        self.0.set_flags(flags | flag);
+        flags & flag != 0
     }
 
-    fn shutdown(&self) {
-        let core = &self.core;
-        if core.state.get().is_finished() {
-            return;
-        }
-        self.drop_future(None);
-        core.state.set(TaskState::Cancelled);
-        *self.stage.borrow_mut() = Stage::Finished(Err(Failure::Cancelled));
-        if let Some(w) = core.join_waker.take() {
-            w.wake();
-        }
-        let callbacks = core.take_callbacks();
-        drop(callbacks);
+    fn number(&self) -> u64 {
+        u64::from(self.0.number())
+    }
+
+    fn site(&self) -> &'static Location<'static> {
+        sites::lookup(self.0.site())
+    }
+
+    fn awaiting(&self) -> Awaiting {
+        Awaiting::unpack(self.0.awaiting())
     }
 
     fn label(&self) -> String {
-        self.core.label()
+        let name = self
+            .0
+            .with_extra(|e| e.and_then(|e| e.name.as_deref().map(str::to_string)));
+        name.unwrap_or_else(|| format!("Task-{}", self.0.number()))
     }
 
-    fn core(&self) -> &dyn Any {
-        &self.core
+    /// Takes the done callbacks (to schedule or drop them outside the header).
+    fn take_callbacks(&self) -> Vec<DoneEntry> {
+        self.0
+            .with_extra(|e| e.map(|e| std::mem::take(&mut e.callbacks)).unwrap_or_default())
     }
+
+    fn take_join_waker(&self) -> Option<std::task::Waker> {
+        self.0.with_extra(|e| e.and_then(|e| e.join_waker.take()))
+    }
+
+    /// Remembers the awaiter's waker (keeping the stored one if it wakes the same task).
+    fn set_join_waker(&self, waker: &std::task::Waker) {
+        self.0.extra_mut(|e| match &e.join_waker {
+            Some(w) if w.will_wake(waker) => {}
+            _ => e.join_waker = Some(waker.clone()),
+        });
+    }
+
+    fn take_panic(&self) -> Option<Panic> {
+        self.0.with_extra(|e| e.and_then(|e| e.panic.take()))
+    }
+
+    /// The task's loop, if it still exists.
+    fn event_loop(&self) -> Option<Rc<LoopInner>> {
+        local_loop(self.0.owner())
+    }
+}
+
+/// How a task ended.
+enum Outcome {
+    /// Its future completed; the output is in the cell.
+    Done,
+    Cancelled,
+    Failed(Panic),
+}
+
+/// What the loop calls to run this module's tasks (see `event_loop::TaskHooks`).
+static HOOKS: TaskHooks = TaskHooks { step, shutdown };
+
+fn report_destructor_panic(lp: &Rc<LoopInner>, task: &TaskPtr, what: &str, p: Panic) {
+    let label = Core(task.header()).label();
+    lp.report(ExceptionContext {
+        kind: ExceptionKind::DestructorPanicked,
+        message: format!("{label}: {what}"),
+        panic: Some(p),
+        task: Some(label),
+        handle: None,
+    });
+}
+
+/// Drops the future as the current task (its destructors are the task's cleanup code and run
+/// inside it, as asyncio's `finally` blocks do); a panicking destructor is reported.
+fn drop_future_as_current(lp: &Rc<LoopInner>, task: &TaskPtr) {
+    if let Err(p) = lp.current.enter(task, || task.drop_future()) {
+        report_destructor_panic(lp, task, "a destructor panicked while its future was dropped", p);
+    }
+}
+
+/// One step (asyncio's `Task.__step`): poll the future once, or finish a cancellation.
+fn step(lp: &Rc<LoopInner>, task: TaskPtr) {
+    let core = Core(task.header());
+    let state = core.state();
+    if state.is_finished() || state == TaskState::Running {
+        // A stale wake of a finished task, or a wake of a task that is polling right now (its
+        // own eager child woke it): nothing to do; a wake during the poll requeued it anyway.
+        return;
+    }
+    task.clear_notified();
+    if core.has(CANCEL_REQUESTED) || !task.header().has_future() {
+        lp.trace(|| format!("  {} step: cancel requested, dropping its future", core.label()));
+        drop_future_as_current(lp, &task);
+        finish(lp, &task, Outcome::Cancelled);
+        return;
+    }
+    core.set_state(TaskState::Running);
+    lp.trace(|| format!("  {} step", core.label()));
+    let started = lp.debug().then(Instant::now);
+    let polled = lp.current.enter(&task, || {
+        let waker = task.waker_ref();
+        let mut cx = Context::from_waker(&waker);
+        catch_unwind(AssertUnwindSafe(|| task.poll(&mut cx)))
+    });
+    let awaiting = take_awaiting();
+    let awaited_label = take_awaiting_label();
+    if let Some(started) = started {
+        let took = started.elapsed();
+        if took >= lp.slow_callback() {
+            eprintln!(
+                "evloop: warning: a step of {} took {}",
+                core.label(),
+                fmt_duration(took)
+            );
+        }
+    }
+    match polled {
+        Ok(Poll::Pending) => {
+            core.set_state(TaskState::Pending);
+            task.header().set_awaiting(awaiting.pack());
+            lp.trace(|| {
+                let what = match (awaiting, awaited_label) {
+                    (Awaiting::Task(_), Some(name)) => name,
+                    (other, _) => other.to_string(),
+                };
+                format!("  {} -> pending on {what}", core.label())
+            });
+        }
+        Ok(Poll::Ready(destructor)) => {
+            if let Some(p) = destructor {
+                report_destructor_panic(lp, &task, "a destructor panicked while its future was dropped", p);
+            }
+            if core.has(CANCEL_REQUESTED) {
+                // Cancelled during the step that completed it: asyncio's rule is that the task
+                // ends cancelled and the value is discarded.
+                let _ = task.drop_output();
+                finish(lp, &task, Outcome::Cancelled);
+            } else {
+                finish(lp, &task, Outcome::Done);
+            }
+        }
+        Err(payload) => {
+            drop_future_as_current(lp, &task);
+            finish(lp, &task, Outcome::Failed(Panic::from_payload(payload)));
+        }
+    }
+}
+
+/// Records the outcome and does everything that follows completion.
+fn finish(lp: &Rc<LoopInner>, task: &TaskPtr, outcome: Outcome) {
+    let core = Core(task.header());
+    if core.state().is_finished() {
+        // Finished already, by an abort made from one of its own destructors while its future
+        // was being dropped: once is enough.
+        return;
+    }
+    let state = match &outcome {
+        Outcome::Done => TaskState::Done,
+        Outcome::Cancelled => TaskState::Cancelled,
+        Outcome::Failed(_) => TaskState::Failed,
+    };
+    core.set_state(state);
+    lp.trace(|| match &outcome {
+        Outcome::Done => format!("  {} -> done", core.label()),
+        Outcome::Cancelled => format!("  {} -> cancelled (future dropped)", core.label()),
+        Outcome::Failed(p) => format!("  {} -> {p}", core.label()),
+    });
+    let detached = core.has(DETACHED);
+    let failed_unobserved = state == TaskState::Failed && detached;
+    if let Outcome::Failed(p) = outcome {
+        task.header().extra_mut(|e| e.panic = Some(p));
+    }
+    // The loop lets go of a finished task; the handle (if any) keeps the cell alive.
+    let removed = lp.tasks.borrow_mut().remove(task);
+    drop(removed);
+    if let Some(w) = core.take_join_waker() {
+        w.wake();
+    }
+    let callbacks = core.take_callbacks();
+    for (_, name, site, cb) in callbacks {
+        let me = task.clone();
+        let f = move || cb(&me);
+        lp.push_ready(Ready::Callback(OnceCallback::named_rc(
+            HandleKind::DoneCallback,
+            site,
+            name,
+            f,
+        )));
+    }
+    if failed_unobserved {
+        report_unobserved(lp, task);
+    }
+    if detached {
+        // Nobody can take the output any more.
+        if let Err(p) = task.drop_output() {
+            report_destructor_panic(lp, task, "dropping its unobserved result panicked", p);
+        }
+    }
+}
+
+/// Hands a failure nobody observed to the exception handler (once).
+fn report_unobserved(lp: &Rc<LoopInner>, task: &TaskPtr) {
+    let core = Core(task.header());
+    if core.set(OBSERVED) {
+        return;
+    }
+    lp.report(ExceptionContext {
+        kind: ExceptionKind::TaskFailureUnobserved,
+        message: format!(
+            "{} failed and its failure was never observed (created at {})",
+            core.label(),
+            core.site()
+        ),
+        panic: core.take_panic(),
+        task: Some(core.label()),
+        handle: None,
+    });
+}
+
+/// The loop is closing: drop the future without scheduling anything.
+fn shutdown(_lp: &Rc<LoopInner>, task: TaskPtr) {
+    let core = Core(task.header());
+    if core.state().is_finished() {
+        return;
+    }
+    let _ = task.drop_future();
+    core.set_state(TaskState::Cancelled);
+    if let Some(w) = core.take_join_waker() {
+        w.wake();
+    }
+    let callbacks = core.take_callbacks();
+    drop(callbacks);
+}
+
+/// Cancels now rather than at the next step: drops the future and finishes the task (a
+/// `TaskGroup` tearing down its children). A task that is running right now only gets the
+/// cancel request.
+fn abort_now(lp: &Rc<LoopInner>, task: &TaskPtr) {
+    let core = Core(task.header());
+    if core.state().is_finished() {
+        return;
+    }
+    core.set(CANCEL_REQUESTED);
+    if core.state() == TaskState::Running {
+        // It is being polled (we are inside it, or inside a task it started eagerly): the
+        // request takes effect at its next step.
+        task.wake();
+        return;
+    }
+    if !task.header().has_future() {
+        // Its future is already gone: this abort comes from one of its own destructors, run by
+        // whoever is finishing it.
+        return;
+    }
+    lp.trace(|| format!("  {} aborted: dropping its future now", core.label()));
+    drop_future_as_current(lp, task);
+    finish(lp, task, Outcome::Cancelled);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,15 +406,12 @@ impl<T: 'static> Steppable for TaskCell<T> {
 /// It can inspect, name and cancel the task, but not take its result.
 #[derive(Clone)]
 pub struct TaskRef {
-    task: Rc<dyn Steppable>,
+    ptr: TaskPtr,
 }
 
 impl TaskRef {
-    fn core(&self) -> &TaskCore {
-        match self.task.core().downcast_ref::<TaskCore>() {
-            Some(c) => c,
-            None => unreachable!("every Steppable in evloop is a task::TaskCell"),
-        }
+    fn core(&self) -> Core<'_> {
+        Core(self.ptr.header())
     }
 
     /// The task's name: `Task-N` (N counts the loop's tasks from 1) unless it was named.
@@ -445,17 +422,17 @@ impl TaskRef {
     /// Renames the task.
     pub fn set_name(&self, name: impl Into<String>) {
         let name = name.into().into_boxed_str();
-        self.core().extra.borrow_mut().get_or_insert_with(Default::default).name = Some(name);
+        self.ptr.header().extra_mut(|e| e.name = Some(name));
     }
 
-    /// The task's number in its loop (the N of `Task-N`).
+    /// The task's number in its loop (the N of `Task-N`; it wraps after 2^32 tasks of one loop).
     pub fn number(&self) -> u64 {
-        self.core().number
+        self.core().number()
     }
 
     /// Where it is in its life.
     pub fn state(&self) -> TaskState {
-        self.core().state.get()
+        self.core().state()
     }
 
     /// Finished in any way (done, cancelled or failed).
@@ -470,12 +447,12 @@ impl TaskRef {
 
     /// What the task waits on, as noted by the future it last returned `Pending` from.
     pub fn awaiting(&self) -> Awaiting {
-        self.core().awaiting.get()
+        self.core().awaiting()
     }
 
     /// Where the task was created.
     pub fn created_at(&self) -> &'static Location<'static> {
-        self.core().site
+        self.core().site()
     }
 
     /// Requests cancellation: the task's next step drops its future instead of polling it.
@@ -483,15 +460,15 @@ impl TaskRef {
     /// at its next step (its next await).
     pub fn cancel(&self) -> bool {
         let core = self.core();
-        if core.state.get().is_finished() {
+        if core.state().is_finished() {
             return false;
         }
-        if !core.cancel_requested.replace(true) {
-            if let Some(lp) = core.lp.upgrade() {
+        if !core.set(CANCEL_REQUESTED) {
+            if let Some(lp) = core.event_loop() {
                 lp.trace(|| format!("  cancel {} requested", core.label()));
             }
         }
-        Waker::from(core.waker.clone()).wake();
+        self.ptr.wake();
         true
     }
 
@@ -501,8 +478,8 @@ impl TaskRef {
         if self.done() {
             return false;
         }
-        if let Some(lp) = self.core().lp.upgrade() {
-            self.task.clone().abort_now(&lp);
+        if let Some(lp) = self.core().event_loop() {
+            abort_now(&lp, &self.ptr);
         }
         true
     }
@@ -510,67 +487,64 @@ impl TaskRef {
     /// Whether `cancel()` was called and the task has not finished yet.
     pub fn cancelling(&self) -> bool {
         let core = self.core();
-        core.cancel_requested.get() && !core.state.get().is_finished()
+        core.has(CANCEL_REQUESTED) && !core.state().is_finished()
     }
 
     /// Adds a callback run (with `call_soon`, never inline) when the task finishes. On a
     /// finished task it is scheduled at once.
     #[track_caller]
     pub fn add_done_callback<F: FnOnce(&TaskRef) + 'static>(&self, f: F) -> CallbackId {
-        let core = self.core();
-        let id = {
-            let mut extra = core.extra.borrow_mut();
-            let extra = extra.get_or_insert_with(Default::default);
-            extra.next_callback += 1;
-            CallbackId(extra.next_callback)
-        };
-        if core.state.get().is_finished() {
-            if let Some(lp) = core.lp.upgrade() {
+        let header = self.ptr.header();
+        let id = header.extra_mut(|e| {
+            e.next_callback += 1;
+            CallbackId(e.next_callback)
+        });
+        let name = std::any::type_name::<F>();
+        let site = Location::caller();
+        if self.core().state().is_finished() {
+            if let Some(lp) = self.core().event_loop() {
                 if !lp.is_closed() {
                     let me = self.clone();
-                    let name = std::any::type_name::<F>();
-                    let cb = OnceCallback::named_rc(HandleKind::DoneCallback, Location::caller(), name, move || f(&me));
+                    let cb = OnceCallback::named_rc(HandleKind::DoneCallback, site, name, move || f(&me));
                     lp.push_ready(Ready::Callback(cb));
                 }
             }
-        } else if let Some(extra) = core.extra.borrow_mut().as_mut() {
-            extra
-                .callbacks
-                .push((id, std::any::type_name::<F>(), Location::caller(), Box::new(f)));
+        } else {
+            let cb: Box<dyn FnOnce(&TaskPtr)> = Box::new(move |ptr: &TaskPtr| f(&TaskRef { ptr: ptr.clone() }));
+            header.extra_mut(|e| e.callbacks.push((id, name, site, cb)));
         }
         id
     }
 
     /// Removes a done callback that has not been scheduled yet; returns how many were removed.
     pub fn remove_done_callback(&self, id: CallbackId) -> usize {
-        let removed: Vec<DoneEntry> = {
-            let mut extra = self.core().extra.borrow_mut();
-            let Some(extra) = extra.as_mut() else { return 0 };
-            let (gone, kept) = std::mem::take(&mut extra.callbacks)
+        let removed: Vec<DoneEntry> = self.ptr.header().with_extra(|e| {
+            let Some(e) = e else { return Vec::new() };
+            let (gone, kept) = std::mem::take(&mut e.callbacks)
                 .into_iter()
                 .partition(|(cid, ..)| *cid == id);
-            extra.callbacks = kept;
+            e.callbacks = kept;
             gone
-        };
-        // Dropped after the borrow: a closure's destructor may touch this task.
+        });
+        // Dropped after the header is back in place: a closure's destructor may touch this task.
         removed.len()
     }
 
     /// Whether both refer to the same task.
     pub fn ptr_eq(&self, other: &TaskRef) -> bool {
-        Rc::ptr_eq(&self.task, &other.task)
+        self.ptr.ptr_eq(&other.ptr)
     }
 }
 
 impl fmt::Debug for TaskRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let core = self.core();
-        let state = core.state.get();
+        let state = core.state();
         write!(f, "<Task {} name='{}'", state.as_str(), core.label())?;
         if state == TaskState::Pending {
-            write!(f, " awaiting={}", core.awaiting.get())?;
+            write!(f, " awaiting={}", core.awaiting())?;
         }
-        write!(f, " created at {}>", core.site)
+        write!(f, " created at {}>", core.site())
     }
 }
 
@@ -581,25 +555,39 @@ impl fmt::Debug for TaskRef {
 /// It dereferences to [`TaskRef`] for the name, state, cancel and done callbacks.
 pub struct Task<T> {
     r: TaskRef,
-    cell: Rc<TaskCell<T>>,
+    _output: PhantomData<fn() -> T>,
 }
 
 impl<T: 'static> Task<T> {
+    /// Takes the outcome of a finished task (once); `None` while it runs.
+    fn take_outcome(&mut self) -> Option<Result<T, TaskError>> {
+        let core = self.r.core();
+        let state = core.state();
+        if !state.is_finished() {
+            return None;
+        }
+        if core.set(OBSERVED) {
+            return Some(Err(TaskError::ResultTaken { task: core.label() }));
+        }
+        Some(match state {
+            TaskState::Done => match self.r.ptr.take_output::<T>() {
+                Some(v) => Ok(v),
+                None => Err(TaskError::ResultTaken { task: core.label() }),
+            },
+            TaskState::Failed => match core.take_panic() {
+                Some(panic) => Err(TaskError::Panicked {
+                    task: core.label(),
+                    panic,
+                }),
+                None => Err(TaskError::ResultTaken { task: core.label() }),
+            },
+            _ => Err(TaskError::Cancelled { task: core.label() }),
+        })
+    }
+
     /// The result if the task finished (taking it), `None` if it has not.
     pub fn try_result(&mut self) -> Option<Result<T, TaskError>> {
-        let core = &self.cell.core;
-        let mut stage = self.cell.stage.try_borrow_mut().ok()?;
-        match &*stage {
-            Stage::Running(_) => None,
-            Stage::Taken => Some(Err(TaskError::ResultTaken { task: core.label() })),
-            Stage::Finished(_) => match std::mem::replace(&mut *stage, Stage::Taken) {
-                Stage::Finished(r) => {
-                    core.observed.set(true);
-                    Some(r.map_err(|f| f.into_error(core.label())))
-                }
-                _ => None,
-            },
-        }
+        self.take_outcome()
     }
 
     /// An untyped reference to the task, to keep beside (or after) the handle.
@@ -613,12 +601,7 @@ impl<T: 'static> Task<T> {
         if self.r.done() {
             return Poll::Ready(());
         }
-        let core = &self.cell.core;
-        let waker = match core.join_waker.take() {
-            Some(w) if w.will_wake(cx.waker()) => w,
-            _ => cx.waker().clone(),
-        };
-        core.join_waker.set(Some(waker));
+        self.r.core().set_join_waker(cx.waker());
         self.note_awaited();
         Poll::Pending
     }
@@ -634,9 +617,9 @@ impl<T: 'static> Task<T> {
 
     /// Tells the awaiting task's step what it now waits on.
     fn note_awaited(&self) {
-        let core = &self.cell.core;
-        note_awaiting(Awaiting::Task(core.number));
-        if core.lp.upgrade().is_some_and(|lp| lp.tracing()) {
+        let core = self.r.core();
+        note_awaiting(Awaiting::Task(core.number()));
+        if with_running(|lp| lp.tracing()).unwrap_or(false) {
             note_awaiting_label(core.label());
         }
     }
@@ -654,83 +637,59 @@ impl<T: 'static> Future for Task<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let core = &this.cell.core;
-        let stage = this.cell.stage.try_borrow_mut();
-        let Ok(mut stage) = stage else {
-            // The stage is borrowed only while the task is being stepped: either we are inside
-            // it (it awaits itself) or inside a task it started eagerly.
-            let me = core.lp.upgrade().and_then(|lp| lp.current_task.get());
-            if me == Some(core.key()) {
+        let core = this.r.core();
+        if core.state() == TaskState::Running {
+            // It is being stepped: either we are inside it (it awaits itself) or inside a task
+            // it started eagerly.
+            let me = core.event_loop().is_some_and(|lp| lp.current.is(&this.r.ptr));
+            if me {
                 return Poll::Ready(Err(TaskError::AwaitedItself { task: core.label() }));
             }
-            core.join_waker.set(Some(cx.waker().clone()));
-            this.note_awaited();
-            return Poll::Pending;
-        };
-        match &*stage {
-            Stage::Finished(_) => match std::mem::replace(&mut *stage, Stage::Taken) {
-                Stage::Finished(r) => {
-                    core.observed.set(true);
-                    Poll::Ready(r.map_err(|f| f.into_error(core.label())))
-                }
-                _ => Poll::Pending,
-            },
-            Stage::Taken => Poll::Ready(Err(TaskError::ResultTaken { task: core.label() })),
-            Stage::Running(_) => {
-                let waker = match core.join_waker.take() {
-                    Some(w) if w.will_wake(cx.waker()) => w,
-                    _ => cx.waker().clone(),
-                };
-                core.join_waker.set(Some(waker));
-                this.note_awaited();
-                Poll::Pending
-            }
         }
+        if let Some(outcome) = this.take_outcome() {
+            return Poll::Ready(outcome);
+        }
+        this.r.core().set_join_waker(cx.waker());
+        this.note_awaited();
+        Poll::Pending
     }
 }
 
 impl<T> Drop for Task<T> {
     fn drop(&mut self) {
-        let core = &self.cell.core;
-        core.detached.set(true);
+        let core = self.r.core();
+        core.set(DETACHED);
         // Nobody awaits the handle any more: forget the awaiter's waker, or the task's
         // completion would wake a task that has moved on.
-        drop(core.join_waker.take());
-        if core.state.get() == TaskState::Failed && !core.observed.get() {
-            // Reported through the cell so the report happens once; with the loop gone, the
-            // default handler (stderr) still gets it.
-            report_failed_on_drop(&self.cell, core.lp.upgrade().as_ref());
+        drop(core.take_join_waker());
+        match core.state() {
+            TaskState::Failed if !core.has(OBSERVED) => report_failed_on_drop(&self.r),
+            // Nobody else can take the output: it goes with the handle.
+            TaskState::Done => drop(self.r.ptr.drop_output()),
+            _ => {}
         }
     }
 }
 
-fn report_failed_on_drop<T>(cell: &Rc<TaskCell<T>>, lp: Option<&Rc<LoopInner>>) {
-    let core = &cell.core;
-    if core.observed.replace(true) {
+fn report_failed_on_drop(task: &TaskRef) {
+    let core = task.core();
+    if core.set(OBSERVED) {
         return;
     }
-    let old = std::mem::replace(&mut *cell.stage.borrow_mut(), Stage::Taken);
-    let panic = match old {
-        Stage::Finished(Err(Failure::Panicked(p))) => Some(*p),
-        other => {
-            drop(other);
-            None
-        }
-    };
     let ctx = ExceptionContext {
         kind: ExceptionKind::TaskFailureUnobserved,
         message: format!(
             "{} failed and its handle was dropped without observing it (created at {})",
             core.label(),
-            core.site
+            core.site()
         ),
-        panic,
+        panic: core.take_panic(),
         task: Some(core.label()),
         handle: None,
     };
-    match lp {
+    match core.event_loop() {
         Some(lp) => lp.report(ctx),
-        None => crate::event_loop::default_exception_handler(&ctx),
+        None => default_exception_handler(&ctx),
     }
 }
 
@@ -833,37 +792,21 @@ impl LoopHandle {
             return Err(LoopError::new(LoopErrorKind::Closed, "create_task"));
         }
         let number = lp.next_task_number.get();
-        lp.next_task_number.set(number + 1);
-        let cell = {
-            let mut tasks = lp.tasks.borrow_mut();
-            let key = tasks.next_key();
-            let cell = Rc::new(TaskCell {
-                core: TaskCore {
-                    lp: Rc::downgrade(lp),
-                    key,
-                    waker: lp.task_waker(key),
-                    number,
-
-                    state: Cell::new(TaskState::Pending),
-                    cancel_requested: Cell::new(false),
-                    detached: Cell::new(false),
-                    observed: Cell::new(false),
-                    join_waker: Cell::new(None),
-                    extra: RefCell::new(name.map(|n| {
-                        Box::new(TaskExtra {
-                            name: Some(n.into_boxed_str()),
-                            ..Default::default()
-                        })
-                    })),
-                    awaiting: Cell::new(Awaiting::Unknown),
-                    site,
-                },
-                stage: RefCell::new(Stage::Running(Box::pin(fut))),
-            });
-            let inserted = tasks.insert(cell.clone() as Rc<dyn Steppable>);
-            debug_assert_eq!(inserted, key);
-            cell
+        lp.next_task_number.set(number.wrapping_add(1));
+        let init = Init {
+            owner: lp.id,
+            number: number as u32,
+            site: sites::intern(site),
+            flags: TaskState::Pending.bits(),
         };
+        let task = TaskPtr::new::<F, LoopScheduler>(fut, init);
+        if let Some(name) = name {
+            task.header().extra_mut(|e| e.name = Some(name.into_boxed_str()));
+        }
+        if lp.task_hooks.get().is_none() {
+            lp.task_hooks.set(Some(&HOOKS));
+        }
+        lp.tasks.borrow_mut().insert(task.clone());
         let eager = eager.unwrap_or(lp.eager_tasks) && self.is_running();
         lp.trace(|| {
             let how = if eager {
@@ -871,16 +814,16 @@ impl LoopHandle {
             } else {
                 "first step scheduled"
             };
-            format!("  create {} at {site} ({how})", cell.core.label())
+            format!("  create {} at {site} ({how})", Core(task.header()).label())
         });
         if eager {
-            cell.clone().step(lp);
+            step(lp, task.clone());
         } else {
-            lp.push_ready(Ready::Task(cell.core.key()));
+            lp.push_ready(Ready::Task(task.clone()));
         }
         Ok(Task {
-            r: TaskRef { task: cell.clone() },
-            cell,
+            r: TaskRef { ptr: task },
+            _output: PhantomData,
         })
     }
 
@@ -890,15 +833,13 @@ impl LoopHandle {
             .tasks
             .borrow()
             .iter()
-            .map(|(_, t)| TaskRef { task: t.clone() })
+            .map(|t| TaskRef { ptr: t.clone() })
             .collect()
     }
 
     /// The task being stepped right now, if any (asyncio's `current_task()`).
     pub fn current_task(&self) -> Option<TaskRef> {
-        let key = self.inner.current_task.get()?;
-        let task = self.inner.tasks.borrow().get(key).cloned()?;
-        Some(TaskRef { task })
+        self.inner.current.get().map(|ptr| TaskRef { ptr })
     }
 
     /// A multi-line dump of every live task: name, state, what it awaits, where it was created.
@@ -907,11 +848,10 @@ impl LoopHandle {
         let names: std::collections::HashMap<u64, String> = tasks.iter().map(|t| (t.number(), t.name())).collect();
         let mut out = String::new();
         for t in &tasks {
-            let core = t.core();
-            let state = core.state.get();
+            let state = t.state();
             out += &format!("{} [{}]", t.name(), state.as_str());
             if state == TaskState::Pending {
-                let what = match core.awaiting.get() {
+                let what = match t.awaiting() {
                     Awaiting::Task(n) => names
                         .get(&n)
                         .cloned()
@@ -920,7 +860,7 @@ impl LoopHandle {
                 };
                 out += &format!(" awaiting {what}");
             }
-            out += &format!(" (created at {})\n", core.site);
+            out += &format!(" (created at {})\n", t.created_at());
         }
         out
     }
@@ -1033,19 +973,20 @@ fn cancel_leftover_tasks(lp: &LoopHandle) {
 mod tests {
     use super::*;
 
-    /// The per-task bookkeeping stays small: every task pays for it, and idle tasks are what
-    /// servers have most of (docs/ explains what safe Rust costs on top of this cell).
     #[test]
-    fn task_cell_stays_compact() {
-        assert!(
-            std::mem::size_of::<TaskCore>() <= 96,
-            "TaskCore is {} bytes",
-            std::mem::size_of::<TaskCore>()
-        );
-        assert!(
-            std::mem::size_of::<Stage<()>>() <= 24,
-            "Stage<()> is {} bytes",
-            std::mem::size_of::<Stage<()>>()
-        );
+    fn task_flags_fit_the_header_bits() {
+        for s in [
+            TaskState::Pending,
+            TaskState::Running,
+            TaskState::Done,
+            TaskState::Cancelled,
+            TaskState::Failed,
+        ] {
+            assert_eq!(
+                TaskState::from_bits(s.bits() | CANCEL_REQUESTED | DETACHED | OBSERVED),
+                s
+            );
+        }
+        assert!(OBSERVED < (1 << 10), "the header keeps 10 bits of task flags");
     }
 }

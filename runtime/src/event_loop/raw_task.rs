@@ -1,0 +1,774 @@
+//! The raw task cell: one allocation per task, holding a small header and then the future, whose
+//! slot is reused for the output; its `Waker` is a pointer to the header with a hand-written
+//! vtable. This module and the fiber switch are the only places outside `evloop-syscalls` where
+//! evloop writes `unsafe` (DESIGN.md; `docs/11-the-task-cell.md` explains why, with numbers).
+//!
+//! # Layout
+//! ```text
+//! NonNull<Header> ──► ┌ Header (48 bytes) ──────────────────────────────────────────┐
+//!                     │ state    AtomicUsize  reference count << 1 | NOTIFIED       │
+//!                     │ vtable   &'static     poll, drop_future, read_output, ...   │
+//!                     │ owner    u32          id of the loop the task belongs to    │
+//!                     │ index    Cell<u32>    slot in that loop's task table        │
+//!                     │ number   u32          the N of `Task-N`                     │
+//!                     │ meta     Cell<u32>    flags (stage, task state) | site id   │
+//!                     │ awaiting Cell<u64>    what it waits on, packed              │
+//!                     │ extra    Cell<Option<Box<TaskExtra>>>  name, done callbacks, │
+//!                     │                       join waker, panic: allocated on use   │
+//!                     ├ stage: union { future F, output F::Output } ──────────────────┤
+//!                     └───────────────────────────────────────────────────────────────┘
+//! ```
+//! `Cell<F>` is `#[repr(C)]` with the header first, so a pointer to the header is a pointer to
+//! the cell; the vtable, monomorphised for `F` when the task is created, is how code that does not
+//! know `F` (the loop, a `Waker`) reaches the typed parts.
+//!
+//! # Who holds a reference
+//! The reference count in `state` counts every [`TaskPtr`] (the loop's table, the ready queue,
+//! `Task` handles, `TaskRef`s), every [`Notified`] in a remote queue and every `Waker`. The last
+//! one to go frees the memory, on whatever thread that is. Everything that is not `Send` (the
+//! future, the output, done callbacks) is dropped by explicit calls on the loop's thread while a
+//! [`TaskPtr`] (which is `!Send`) still exists, so what a foreign thread frees is only plain
+//! memory and `Send` data (a name, a waker, a caught panic). Should the future or output still be
+//! there when the memory goes (a bug elsewhere), the cell leaks rather than drop a `!Send` value
+//! on a foreign thread or free pinned memory without dropping it.
+//!
+//! # Threads
+//! `TaskPtr` and `Header`'s `Cell` fields are for the loop's thread only (`TaskPtr` is `!Send`).
+//! Other threads reach a task only through a `Waker` or a [`Notified`], which touch the atomic
+//! `state` and read the immutable `owner`/`vtable`, nothing else. A [`Notified`] becomes a
+//! [`TaskPtr`] again only with the owning loop's [`OwnerToken`] (also `!Send`), that is, on the
+//! loop's thread.
+//!
+//! # Waking
+//! A wake sets `NOTIFIED`; if it was already set the task is already queued and the wake is
+//! absorbed (many wakes before a poll give one poll). Otherwise the wake hands a counted
+//! [`Notified`] to the scheduler `S` chosen at creation, which pushes it on the loop's ready
+//! queue (same thread: no syscall, no allocation) or its remote queue (any other thread).
+//! The step clears `NOTIFIED` right before polling, so a wake during the poll queues the task
+//! again for the next iteration.
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::any::TypeId;
+use std::cell::{Cell, UnsafeCell};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+
+use crate::event_loop::error::Panic;
+use crate::event_loop::handle::CallbackId;
+
+/// Set while the task sits in a ready or remote queue and has not been stepped yet.
+const NOTIFIED: usize = 1;
+/// One reference in `state` (the count lives above the flag bit).
+const REF_ONE: usize = 2;
+/// Beyond this many references something leaks wakers in a loop; abort like `Arc` does
+/// rather than let the count wrap.
+const MAX_REFS: usize = (isize::MAX as usize) / 2;
+
+// `meta` bits. The stage says what the slot after the header holds.
+const STAGE_MASK: u32 = 0b11;
+const STAGE_EMPTY: u32 = 0;
+const STAGE_FUTURE: u32 = 1;
+const STAGE_OUTPUT: u32 = 2;
+/// The task module's own flags (state, cancel requested, ...) live in these bits.
+const FLAGS_SHIFT: u32 = 2;
+const FLAGS_BITS: u32 = 10;
+const FLAGS_MASK: u32 = ((1 << FLAGS_BITS) - 1) << FLAGS_SHIFT;
+/// The creation site's id (see `event_loop::sites`) takes the upper 20 bits.
+const SITE_SHIFT: u32 = FLAGS_SHIFT + FLAGS_BITS;
+/// Site ids must fit here.
+pub(crate) const MAX_SITE_ID: u32 = (1 << (32 - SITE_SHIFT)) - 1;
+
+/// Where a woken task goes: implemented by the loop (its ready queue or remote queue) and by the
+/// tests of this module (a plain queue).
+pub(crate) trait Schedule: 'static {
+    /// Queues a task whose `NOTIFIED` bit this wake set. Called on any thread.
+    fn schedule(task: Notified);
+}
+
+/// What a task that is not running needs beyond the header, allocated the first time one of these
+/// is used: most tasks never have a name or a done callback, and are never awaited before they
+/// finish.
+#[derive(Default)]
+pub(crate) struct TaskExtra {
+    /// A name given with `TaskBuilder::name` or `set_name`.
+    pub(crate) name: Option<Box<str>>,
+    /// Done callbacks, in registration order.
+    pub(crate) callbacks: Vec<DoneEntry>,
+    pub(crate) next_callback: u64,
+    /// The waker of the task awaiting this one's handle.
+    pub(crate) join_waker: Option<Waker>,
+    /// The panic a failed task ended with, until someone observes it.
+    pub(crate) panic: Option<Panic>,
+}
+
+/// A done callback: its id, the closure's type name, where it was added, and the closure.
+pub(crate) type DoneEntry = (
+    CallbackId,
+    &'static str,
+    &'static Location<'static>,
+    Box<dyn FnOnce(&TaskPtr)>,
+);
+
+/// The typed operations, monomorphised for one future type.
+struct Vtable {
+    /// Polls the future. On `Ready` the future is dropped in place and the output written to the
+    /// slot; a panic from that drop is caught and returned.
+    poll: unsafe fn(NonNull<Header>, &mut Context<'_>) -> Poll<Option<Panic>>,
+    /// Drops the future in place (its destructor may panic: the caller catches it).
+    drop_future: unsafe fn(NonNull<Header>),
+    /// Moves the output out to `dst`, which points to a `MaybeUninit<F::Output>`.
+    read_output: unsafe fn(NonNull<Header>, *mut ()),
+    /// Drops the output in place (its destructor may panic: the caller catches it).
+    drop_output: unsafe fn(NonNull<Header>),
+    /// The output's type, checked before the output is moved out as a `T`.
+    output_type: fn() -> TypeId,
+    /// Frees the allocation (the reference count reached zero).
+    dealloc: unsafe fn(NonNull<Header>),
+    /// The waker vtable of the task's scheduler.
+    waker: &'static RawWakerVTable,
+    /// The scheduler itself, for wakes made through a `TaskPtr`.
+    schedule: fn(Notified),
+}
+
+/// The fixed-size start of every task cell (see the module documentation).
+#[repr(C)]
+pub(crate) struct Header {
+    state: AtomicUsize,
+    vtable: &'static Vtable,
+    owner: u32,
+    index: Cell<u32>,
+    number: u32,
+    meta: Cell<u32>,
+    awaiting: Cell<u64>,
+    extra: Cell<Option<Box<TaskExtra>>>,
+}
+
+#[repr(C)]
+struct RawCell<F: Future> {
+    header: Header,
+    stage: UnsafeCell<Stage<F>>,
+}
+
+/// The slot after the header: the future while it runs, then its output.
+union Stage<F: Future> {
+    future: ManuallyDrop<F>,
+    output: ManuallyDrop<F::Output>,
+}
+
+/// What a new task's header starts with.
+pub(crate) struct Init {
+    pub(crate) owner: u32,
+    pub(crate) number: u32,
+    pub(crate) site: u32,
+    pub(crate) flags: u32,
+}
+
+impl Header {
+    fn stage(&self) -> u32 {
+        self.meta.get() & STAGE_MASK
+    }
+
+    fn set_stage(&self, stage: u32) {
+        self.meta.set((self.meta.get() & !STAGE_MASK) | stage);
+    }
+
+    /// The id of the loop the task belongs to.
+    pub(crate) fn owner(&self) -> u32 {
+        self.owner
+    }
+
+    /// The task's number in its loop (wraps after 2^32 tasks of one loop).
+    pub(crate) fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// The creation site's id.
+    pub(crate) fn site(&self) -> u32 {
+        self.meta.get() >> SITE_SHIFT
+    }
+
+    /// The task module's flags (10 bits).
+    pub(crate) fn flags(&self) -> u32 {
+        (self.meta.get() & FLAGS_MASK) >> FLAGS_SHIFT
+    }
+
+    pub(crate) fn set_flags(&self, flags: u32) {
+        let meta = self.meta.get() & !FLAGS_MASK;
+        self.meta.set(meta | ((flags << FLAGS_SHIFT) & FLAGS_MASK));
+    }
+
+    /// Slot in the owning loop's task table.
+    pub(crate) fn index(&self) -> u32 {
+        self.index.get()
+    }
+
+    pub(crate) fn set_index(&self, index: u32) {
+        self.index.set(index);
+    }
+
+    /// What the task waits on, packed (`trace::Awaiting::pack`).
+    pub(crate) fn awaiting(&self) -> u64 {
+        self.awaiting.get()
+    }
+
+    pub(crate) fn set_awaiting(&self, packed: u64) {
+        self.awaiting.set(packed);
+    }
+
+    /// Whether the slot still holds the future (it has not completed, been cancelled or dropped).
+    pub(crate) fn has_future(&self) -> bool {
+        self.stage() == STAGE_FUTURE
+    }
+
+    /// Whether the slot holds an output nobody has taken yet.
+    pub(crate) fn has_output(&self) -> bool {
+        self.stage() == STAGE_OUTPUT
+    }
+
+    /// Runs `f` on the extra part, if the task has one. `f` must not reach this task's extra
+    /// again (it is out of its cell while `f` runs).
+    pub(crate) fn with_extra<R>(&self, f: impl FnOnce(Option<&mut TaskExtra>) -> R) -> R {
+        let mut extra = self.extra.take();
+        let r = f(extra.as_deref_mut());
+        self.extra.set(extra);
+        r
+    }
+
+    /// Runs `f` on the extra part, allocating it first if needed (same rule as [`with_extra`]).
+    ///
+    /// [`with_extra`]: Header::with_extra
+    pub(crate) fn extra_mut<R>(&self, f: impl FnOnce(&mut TaskExtra) -> R) -> R {
+        let mut extra = self.extra.take().unwrap_or_default();
+        let r = f(&mut extra);
+        self.extra.set(Some(extra));
+        r
+    }
+
+    fn ref_inc(&self) {
+        let prev = self.state.fetch_add(REF_ONE, Ordering::Relaxed);
+        if prev / REF_ONE > MAX_REFS {
+            std::process::abort();
+        }
+    }
+
+    /// Drops one reference; true if it was the last.
+    fn ref_dec(&self) -> bool {
+        let prev = self.state.fetch_sub(REF_ONE, Ordering::Release);
+        if prev / REF_ONE != 1 {
+            return false;
+        }
+        // Everything other threads did before dropping their references happens before the
+        // memory is freed (the same fence as `Arc`'s).
+        fence(Ordering::Acquire);
+        true
+    }
+
+    /// Sets `NOTIFIED`; true if this call set it (the caller must then schedule the task).
+    fn notify(&self) -> bool {
+        self.state.fetch_or(NOTIFIED, Ordering::AcqRel) & NOTIFIED == 0
+    }
+}
+
+/// Releases a reference held through `ptr`; frees the cell when it was the last.
+///
+/// # Safety
+/// `ptr` points to a live cell and the caller owns one of its references.
+unsafe fn release(ptr: NonNull<Header>) {
+    // SAFETY: the caller owns a reference, so the header is alive until ref_dec says otherwise.
+    let last = unsafe { ptr.as_ref() }.ref_dec();
+    if last {
+        // SAFETY: that was the last reference: nobody else can reach the cell any more.
+        unsafe { (ptr.as_ref().vtable.dealloc)(ptr) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TaskPtr: a counted reference on the loop's thread.
+
+/// A counted reference to a task, for the loop's thread (`!Send`): the loop's table and ready
+/// queue, `Task` handles and `TaskRef`s hold these.
+pub(crate) struct TaskPtr {
+    ptr: NonNull<Header>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl TaskPtr {
+    /// Allocates a task holding `future`, scheduled through `S` when woken. The new cell has one
+    /// reference (the returned handle) and `NOTIFIED` set: its creator queues the first step.
+    pub(crate) fn new<F, S>(future: F, init: Init) -> TaskPtr
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+        S: Schedule,
+    {
+        debug_assert!(init.site <= MAX_SITE_ID);
+        let layout = Layout::new::<RawCell<F>>();
+        // SAFETY: the layout is non-zero (the header alone is 48 bytes).
+        let raw = unsafe { alloc(layout) }.cast::<RawCell<F>>();
+        let Some(cell) = NonNull::new(raw) else {
+            handle_alloc_error(layout)
+        };
+        let meta =
+            STAGE_FUTURE | ((init.flags << FLAGS_SHIFT) & FLAGS_MASK) | (init.site.min(MAX_SITE_ID) << SITE_SHIFT);
+        let value = RawCell {
+            header: Header {
+                state: AtomicUsize::new(REF_ONE | NOTIFIED),
+                vtable: vtable::<F, S>(),
+                owner: init.owner,
+                index: Cell::new(u32::MAX),
+                number: init.number,
+                meta: Cell::new(meta),
+                awaiting: Cell::new(0),
+                extra: Cell::new(None),
+            },
+            stage: UnsafeCell::new(Stage {
+                future: ManuallyDrop::new(future),
+            }),
+        };
+        // SAFETY: `cell` is a fresh allocation with `RawCell<F>`'s layout.
+        unsafe { cell.as_ptr().write(value) };
+        TaskPtr {
+            ptr: cell.cast(),
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The header (the loop's thread reads and writes its `Cell` fields).
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: this reference keeps the cell alive for as long as `&self` lives.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// Whether both refer to the same task.
+    pub(crate) fn ptr_eq(&self, other: &TaskPtr) -> bool {
+        self.ptr == other.ptr
+    }
+
+    /// Clears `NOTIFIED` right before a step polls: the wake that queued it is consumed.
+    pub(crate) fn clear_notified(&self) {
+        self.header().state.fetch_and(!NOTIFIED, Ordering::AcqRel);
+    }
+
+    /// Wakes the task from the loop's thread (cancel, abort): the same as waking its waker.
+    pub(crate) fn wake(&self) {
+        if self.header().notify() {
+            self.header().ref_inc();
+            (self.header().vtable.schedule)(Notified { ptr: self.ptr });
+        }
+    }
+
+    /// A `Waker` for this task (one more reference).
+    #[cfg(test)]
+    pub(crate) fn waker(&self) -> Waker {
+        self.header().ref_inc();
+        // SAFETY: the data pointer is a counted reference to this cell, and the vtable is the one
+        // built for the scheduler this task was created with.
+        unsafe {
+            Waker::from_raw(RawWaker::new(
+                self.ptr.as_ptr() as *const (),
+                self.header().vtable.waker,
+            ))
+        }
+    }
+
+    /// A `Waker` that borrows this reference instead of taking one: what a step polls with, so a
+    /// poll that does not store its waker costs no reference count traffic.
+    pub(crate) fn waker_ref(&self) -> WakerRef<'_> {
+        // SAFETY: as in `waker`, but the `Waker` is never dropped (ManuallyDrop), so it must not
+        // own a reference; it lives no longer than `&self`, which keeps the cell alive.
+        let waker = unsafe {
+            Waker::from_raw(RawWaker::new(
+                self.ptr.as_ptr() as *const (),
+                self.header().vtable.waker,
+            ))
+        };
+        WakerRef {
+            waker: ManuallyDrop::new(waker),
+            _task: PhantomData,
+        }
+    }
+
+    /// Polls the future once. `Ready(dtor)` means it completed: the future was dropped in place
+    /// (`dtor` holds a panic from its destructor, caught) and the output is in the slot. A panic
+    /// from `poll` itself unwinds out of here with the future still in the slot.
+    ///
+    /// Returns `Ready(None)` without polling if the slot holds no future.
+    pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<Option<Panic>> {
+        if !self.header().has_future() {
+            return Poll::Ready(None);
+        }
+        // SAFETY: the slot holds the future (checked above); this thread is the loop's, the only
+        // one that touches the slot, and a step is never re-entered for the same task (the
+        // task module checks its RUNNING state first).
+        unsafe { (self.header().vtable.poll)(self.ptr, cx) }
+    }
+
+    /// Drops the future if the slot still holds it; a panicking destructor is caught and
+    /// returned. The slot is empty afterwards either way.
+    pub(crate) fn drop_future(&self) -> Result<(), Panic> {
+        if !self.header().has_future() {
+            return Ok(());
+        }
+        // SAFETY: the slot holds the future; `drop_future` marks it empty before dropping.
+        catch_unwind(AssertUnwindSafe(|| unsafe {
+            (self.header().vtable.drop_future)(self.ptr)
+        }))
+        .map_err(Panic::from_payload)
+    }
+
+    /// Moves the output out of the slot if it holds one of type `T` (once: the slot is empty
+    /// afterwards). A `T` other than the task's output type gives `None` (the `Task<T>` handle
+    /// is only ever made with the right one; the check makes that a fact rather than a hope).
+    pub(crate) fn take_output<T: 'static>(&self) -> Option<T> {
+        let header = self.header();
+        if !header.has_output() || (header.vtable.output_type)() != TypeId::of::<T>() {
+            return None;
+        }
+        let mut out = MaybeUninit::<T>::uninit();
+        // SAFETY: the slot holds an output of type `T` (both checked above); `read_output`
+        // marks the slot empty, so the value is moved out exactly once.
+        unsafe {
+            (header.vtable.read_output)(self.ptr, out.as_mut_ptr().cast());
+            Some(out.assume_init())
+        }
+    }
+
+    /// Drops the output if the slot holds one; a panicking destructor is caught and returned.
+    pub(crate) fn drop_output(&self) -> Result<(), Panic> {
+        if !self.header().has_output() {
+            return Ok(());
+        }
+        // SAFETY: the slot holds the output; `drop_output` marks it empty before dropping.
+        catch_unwind(AssertUnwindSafe(|| unsafe {
+            (self.header().vtable.drop_output)(self.ptr)
+        }))
+        .map_err(Panic::from_payload)
+    }
+}
+
+impl Clone for TaskPtr {
+    fn clone(&self) -> TaskPtr {
+        self.header().ref_inc();
+        TaskPtr {
+            ptr: self.ptr,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for TaskPtr {
+    fn drop(&mut self) {
+        // SAFETY: this TaskPtr owns one reference.
+        unsafe { release(self.ptr) };
+    }
+}
+
+/// A `Waker` borrowing a [`TaskPtr`]'s reference (see [`TaskPtr::waker_ref`]).
+pub(crate) struct WakerRef<'a> {
+    waker: ManuallyDrop<Waker>,
+    _task: PhantomData<&'a TaskPtr>,
+}
+
+impl std::ops::Deref for WakerRef<'_> {
+    type Target = Waker;
+    fn deref(&self) -> &Waker {
+        &self.waker
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Notified: a counted reference that may cross threads.
+
+/// A counted reference to a woken task, on its way to its loop's queue from any thread. It only
+/// touches the reference count; [`Notified::into_local`] turns it back into a [`TaskPtr`] on the
+/// owning loop's thread.
+pub(crate) struct Notified {
+    ptr: NonNull<Header>,
+}
+
+// SAFETY: a `Notified` only ever touches the atomic `state` and the immutable `owner` and
+// `vtable` of its cell; the `Cell` fields are reached only after `into_local`, which requires the
+// owning loop's `!Send` token, i.e. the owning loop's thread. Freeing the cell from another thread
+// drops only `Send` data (see the module documentation).
+unsafe impl Send for Notified {}
+// SAFETY: as above; `&Notified` gives access to nothing at all.
+unsafe impl Sync for Notified {}
+
+impl Notified {
+    /// The id of the loop the task belongs to.
+    pub(crate) fn owner(&self) -> u32 {
+        // SAFETY: this Notified owns a reference; `owner` is immutable.
+        unsafe { self.ptr.as_ref() }.owner
+    }
+
+    /// The task as a loop-thread reference, if `token` is its loop's (the reference moves over).
+    pub(crate) fn into_local(self, token: &OwnerToken) -> Option<TaskPtr> {
+        if self.owner() != token.id {
+            return None; // dropping `self` releases the reference
+        }
+        let me = ManuallyDrop::new(self);
+        Some(TaskPtr {
+            ptr: me.ptr,
+            _not_send: PhantomData,
+        })
+    }
+}
+
+impl Drop for Notified {
+    fn drop(&mut self) {
+        // SAFETY: this Notified owns one reference.
+        unsafe { release(self.ptr) };
+    }
+}
+
+/// Proof of being on a loop's thread: the loop owns one (it is `!Send`), and only it can turn a
+/// [`Notified`] of its own tasks back into [`TaskPtr`]s.
+pub(crate) struct OwnerToken {
+    id: u32,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl OwnerToken {
+    pub(crate) fn new(id: u32) -> OwnerToken {
+        OwnerToken {
+            id,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The current task of a loop.
+
+/// The task being stepped, if any: set only for the duration of a step by [`CurrentTask::enter`],
+/// whose caller holds the task's [`TaskPtr`], so the pointer stored here is always alive.
+#[derive(Default)]
+pub(crate) struct CurrentTask {
+    ptr: Cell<Option<NonNull<Header>>>,
+}
+
+impl CurrentTask {
+    /// Runs `f` with `task` as the current task (nested calls stack; the previous one comes back
+    /// afterwards, also when `f` panics).
+    pub(crate) fn enter<R>(&self, task: &TaskPtr, f: impl FnOnce() -> R) -> R {
+        struct Restore<'a> {
+            slot: &'a Cell<Option<NonNull<Header>>>,
+            previous: Option<NonNull<Header>>,
+        }
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                self.slot.set(self.previous);
+            }
+        }
+        let _restore = Restore {
+            slot: &self.ptr,
+            previous: self.ptr.replace(Some(task.ptr)),
+        };
+        f()
+    }
+
+    /// A reference to the current task.
+    pub(crate) fn get(&self) -> Option<TaskPtr> {
+        let ptr = self.ptr.get()?;
+        // SAFETY: a pointer is in the slot only inside `enter`, whose caller holds a reference
+        // to that task for the whole call; we take one more.
+        unsafe { ptr.as_ref() }.ref_inc();
+        Some(TaskPtr {
+            ptr,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// Whether `task` is the current task.
+    pub(crate) fn is(&self, task: &TaskPtr) -> bool {
+        self.ptr.get() == Some(task.ptr)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The monomorphised functions.
+
+fn vtable<F, S>() -> &'static Vtable
+where
+    F: Future + 'static,
+    F::Output: 'static,
+    S: Schedule,
+{
+    struct Table<F, S>(PhantomData<(F, S)>);
+    impl<F, S> Table<F, S>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+        S: Schedule,
+    {
+        const VTABLE: Vtable = Vtable {
+            poll: poll::<F>,
+            drop_future: drop_future::<F>,
+            read_output: read_output::<F>,
+            drop_output: drop_output::<F>,
+            output_type: TypeId::of::<F::Output>,
+            dealloc: dealloc_cell::<F>,
+            waker: &WakerTable::<S>::VTABLE,
+            schedule: S::schedule,
+        };
+    }
+    &Table::<F, S>::VTABLE
+}
+
+/// # Safety
+/// `ptr` points to a live `RawCell<F>` whose slot holds the future, on the loop's thread.
+unsafe fn poll<F: Future>(ptr: NonNull<Header>, cx: &mut Context<'_>) -> Poll<Option<Panic>> {
+    let cell = ptr.cast::<RawCell<F>>();
+    // SAFETY: the slot holds the future (caller's contract); it never moves while in the cell,
+    // which is what pinning requires, and no other reference to it exists during the poll.
+    let out = unsafe {
+        let future = &mut *(*cell.as_ref().stage.get()).future;
+        Pin::new_unchecked(future).poll(cx)
+    };
+    match out {
+        Poll::Pending => Poll::Pending,
+        Poll::Ready(value) => {
+            // The future is pinned: drop it where it is, then reuse its slot for the output.
+            // SAFETY: as above; the stage is marked empty before the drop, so a panicking
+            // destructor cannot lead to a second drop.
+            let dtor = unsafe {
+                let header = &cell.as_ref().header;
+                header.set_stage(STAGE_EMPTY);
+                let stage = cell.as_ref().stage.get();
+                catch_unwind(AssertUnwindSafe(|| ManuallyDrop::drop(&mut (*stage).future)))
+            };
+            // SAFETY: the slot is empty now (the future was dropped), and sized for the output.
+            unsafe {
+                (*cell.as_ref().stage.get()).output = ManuallyDrop::new(value);
+                cell.as_ref().header.set_stage(STAGE_OUTPUT);
+            }
+            Poll::Ready(dtor.err().map(Panic::from_payload))
+        }
+    }
+}
+
+/// # Safety
+/// `ptr` points to a live `RawCell<F>` whose slot holds the future, on the loop's thread.
+unsafe fn drop_future<F: Future>(ptr: NonNull<Header>) {
+    let cell = ptr.cast::<RawCell<F>>();
+    // SAFETY: per the contract; the stage is marked empty first so that nothing drops it twice.
+    unsafe {
+        cell.as_ref().header.set_stage(STAGE_EMPTY);
+        ManuallyDrop::drop(&mut (*cell.as_ref().stage.get()).future);
+    }
+}
+
+/// # Safety
+/// `ptr` points to a live `RawCell<F>` whose slot holds the output, on the loop's thread, and
+/// `dst` points to writable memory for an `F::Output`.
+unsafe fn read_output<F: Future>(ptr: NonNull<Header>, dst: *mut ()) {
+    let cell = ptr.cast::<RawCell<F>>();
+    // SAFETY: per the contract; the stage is marked empty, so the value is moved out once.
+    unsafe {
+        cell.as_ref().header.set_stage(STAGE_EMPTY);
+        let value = ManuallyDrop::take(&mut (*cell.as_ref().stage.get()).output);
+        dst.cast::<F::Output>().write(value);
+    }
+}
+
+/// # Safety
+/// `ptr` points to a live `RawCell<F>` whose slot holds the output, on the loop's thread.
+unsafe fn drop_output<F: Future>(ptr: NonNull<Header>) {
+    let cell = ptr.cast::<RawCell<F>>();
+    // SAFETY: per the contract; the stage is marked empty first so that nothing drops it twice.
+    unsafe {
+        cell.as_ref().header.set_stage(STAGE_EMPTY);
+        ManuallyDrop::drop(&mut (*cell.as_ref().stage.get()).output);
+    }
+}
+
+/// Cells freed with the future or output still inside (always zero unless something is wrong;
+/// the tests assert it).
+static LEAKED: AtomicUsize = AtomicUsize::new(0);
+
+/// How many cells were freed with their future or output still in them (see [`LEAKED`]).
+#[cfg(test)]
+pub(crate) fn leaked_cells() -> usize {
+    LEAKED.load(Ordering::Relaxed)
+}
+
+/// # Safety
+/// `ptr` points to a `RawCell<F>` whose reference count just reached zero.
+unsafe fn dealloc_cell<F: Future>(ptr: NonNull<Header>) {
+    let cell = ptr.cast::<RawCell<F>>();
+    // SAFETY: nobody else can reach the cell; reading its header is exclusive.
+    let header = unsafe { &cell.as_ref().header };
+    let extra = header.extra.take();
+    if let Some(mut extra) = extra {
+        // Done callbacks are not `Send`, and this may be another thread: they should have been
+        // taken when the task finished; if not, leak them rather than drop them here.
+        std::mem::forget(std::mem::take(&mut extra.callbacks));
+        drop(extra);
+    }
+    match header.stage() {
+        STAGE_EMPTY => {}
+        STAGE_FUTURE => {
+            // A pinned future must be dropped before its memory goes, and it may not be `Send`:
+            // keep the memory rather than break either rule.
+            LEAKED.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        _ => {
+            // An output is not pinned; forget it (it may not be `Send`) and free the memory.
+            LEAKED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    // SAFETY: the memory was allocated in `TaskPtr::new` with this layout, and the header holds
+    // nothing that needs dropping any more (`extra` was taken, the rest is plain data).
+    unsafe { dealloc(cell.as_ptr().cast(), Layout::new::<RawCell<F>>()) };
+}
+
+/// The `RawWakerVTable` of scheduler `S`: a waker's data pointer is the task's header, and it owns
+/// one reference.
+struct WakerTable<S>(PhantomData<S>);
+
+impl<S: Schedule> WakerTable<S> {
+    const VTABLE: RawWakerVTable = RawWakerVTable::new(Self::clone, Self::wake, Self::wake_by_ref, Self::drop);
+
+    unsafe fn clone(data: *const ()) -> RawWaker {
+        // SAFETY: `data` is the header of a live cell (the waker being cloned holds a reference).
+        unsafe { &*(data as *const Header) }.ref_inc();
+        RawWaker::new(data, &Self::VTABLE)
+    }
+
+    unsafe fn wake(data: *const ()) {
+        // SAFETY: `data` is non-null: it came from a TaskPtr.
+        let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
+        // SAFETY: the waker being consumed owns a reference.
+        if unsafe { ptr.as_ref() }.notify() {
+            // Its reference moves into the Notified.
+            S::schedule(Notified { ptr });
+        } else {
+            // Already queued: this wake is absorbed.
+            // SAFETY: the waker owned one reference.
+            unsafe { release(ptr) };
+        }
+    }
+
+    unsafe fn wake_by_ref(data: *const ()) {
+        // SAFETY: `data` is non-null: it came from a TaskPtr.
+        let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
+        // SAFETY: the waker (borrowed) holds a reference for the duration of this call.
+        let header = unsafe { ptr.as_ref() };
+        if header.notify() {
+            header.ref_inc();
+            S::schedule(Notified { ptr });
+        }
+    }
+
+    unsafe fn drop(data: *const ()) {
+        // SAFETY: the waker being dropped owns one reference; `data` came from a TaskPtr.
+        unsafe { release(NonNull::new_unchecked(data as *mut Header)) };
+    }
+}

@@ -1,0 +1,85 @@
+//! Creation sites of tasks, interned: a task stores a small id (20 bits of its header) instead of
+//! an 8-byte `&'static Location`, and the id gives the location back.
+//!
+//! Call sites are few (every `spawn(...)` in a program's source is one), so the table only grows
+//! while new sites show up, and most spawns repeat the last site of their thread: a per-thread
+//! cache answers those without the process-wide lock.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::panic::Location;
+use std::sync::{Mutex, OnceLock};
+
+use crate::event_loop::raw_task::MAX_SITE_ID;
+
+#[derive(Default)]
+struct Table {
+    by_site: HashMap<&'static Location<'static>, u32>,
+    sites: Vec<&'static Location<'static>>,
+}
+
+fn table() -> &'static Mutex<Table> {
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
+    TABLE.get_or_init(Mutex::default)
+}
+
+thread_local! {
+    /// The last site interned on this thread, by address, with its id.
+    static LAST: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// Where a task was created when its site could not be recorded: the table is full
+/// (more than a million distinct spawn sites, which no real program has).
+fn unknown() -> &'static Location<'static> {
+    static UNKNOWN: OnceLock<&'static Location<'static>> = OnceLock::new();
+    UNKNOWN.get_or_init(|| Location::caller())
+}
+
+/// The id of `site` (the same site always gets the same id).
+pub(crate) fn intern(site: &'static Location<'static>) -> u32 {
+    let addr = site as *const Location<'static> as usize;
+    let (last_addr, last_id) = LAST.with(Cell::get);
+    if last_addr == addr {
+        return last_id;
+    }
+    let id = {
+        let mut t = table().lock().unwrap_or_else(|p| p.into_inner());
+        match t.by_site.get(site) {
+            Some(&id) => id,
+            None if t.sites.len() < MAX_SITE_ID as usize => {
+                let id = t.sites.len() as u32;
+                t.sites.push(site);
+                t.by_site.insert(site, id);
+                id
+            }
+            None => MAX_SITE_ID,
+        }
+    };
+    LAST.with(|l| l.set((addr, id)));
+    id
+}
+
+/// The site an id was given for.
+pub(crate) fn lookup(id: u32) -> &'static Location<'static> {
+    let t = table().lock().unwrap_or_else(|p| p.into_inner());
+    t.sites.get(id as usize).copied().unwrap_or_else(unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_site_keeps_its_id_and_gives_itself_back() {
+        let here = Location::caller();
+        let a = intern(here);
+        let b = intern(here);
+        assert_eq!(a, b);
+        assert_eq!(lookup(a), here);
+        let there = Location::caller();
+        let c = intern(there);
+        assert_ne!(a, c);
+        assert_eq!(lookup(c), there);
+        assert_eq!(intern(here), a, "the cache miss path finds the old id");
+    }
+}
