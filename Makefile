@@ -5,7 +5,7 @@ BENCH_VENV := .bench-venv
 BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH := $(or $(CARGO_TARGET_DIR),target)/release/examples/bench
 
-.PHONY: all test demo bench bench-quick bench-build bench-venv lint doc fmt clean
+.PHONY: all test demo bench bench-quick bench-build bench-venv lint doc fmt clean miri
 
 all: test
 
@@ -49,6 +49,17 @@ bench-venv:
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## miri: the raw task cell's own tests (event_loop/raw_task.rs, the runtime's unsafe module) under
+## Miri: Stacked Borrows, then Tree Borrows with strict provenance, then thread interleavings of
+## the cross-thread waker test under 16 seeds. Installs a nightly toolchain with Miri through
+## rustup when it is missing.
+MIRI_TESTS := event_loop::raw_task
+miri:
+	@rustup run nightly cargo miri --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal -c miri
+	$(CARGO) +nightly miri test -p evloop --lib $(MIRI_TESTS)
+	MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-strict-provenance" $(CARGO) +nightly miri test -p evloop --lib $(MIRI_TESTS)
+	MIRIFLAGS="-Zmiri-many-seeds=0..16" $(CARGO) +nightly miri test -p evloop --lib $(MIRI_TESTS)::tests::wakers
 
 ## doc: the API docs (the book is docs/*.md)
 doc:

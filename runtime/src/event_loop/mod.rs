@@ -282,6 +282,7 @@ thread_local! {
 }
 
 /// Runs `f` with the loop running on this thread, if there is one.
+#[inline]
 pub(crate) fn with_running<R>(f: impl FnOnce(&Rc<LoopInner>) -> R) -> Option<R> {
     RUNNING.with(|r| match r.try_borrow() {
         Ok(r) => r.as_ref().map(f),
@@ -594,7 +595,7 @@ pub(crate) struct LoopInner {
     pub(crate) owner: OwnerToken,
     /// How to step and shut down tasks; set by the task module with the first task.
     pub(crate) task_hooks: Cell<Option<&'static TaskHooks>>,
-    running: Cell<bool>,
+    pub(crate) running: Cell<bool>,
     stopping: Cell<bool>,
     closed: Cell<bool>,
     iteration: Cell<u64>,
@@ -664,17 +665,28 @@ impl LoopInner {
         self.closed.get()
     }
 
+    #[inline]
     pub(crate) fn tracing(&self) -> bool {
         self.tracer.is_some()
     }
 
-    /// Emits a trace line; `line` is only called when trace mode is on.
+    /// Emits a trace line; `line` is only called when trace mode is on (inlined, so that with
+    /// trace mode off a call site costs one test of `tracer`).
+    #[inline(always)]
     pub(crate) fn trace(&self, line: impl FnOnce() -> String) {
+        if self.tracer.is_some() {
+            self.emit_trace(line());
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn emit_trace(&self, line: String) {
         if let Some(t) = &self.tracer {
             if self.deferring.get() {
-                self.deferred.borrow_mut().push(line());
+                self.deferred.borrow_mut().push(line);
             } else {
-                t.line(&line());
+                t.line(&line);
             }
         }
     }
@@ -693,6 +705,7 @@ impl LoopInner {
     }
 
     /// Schedules a one-shot callback for the next phase 5 (call_soon without the checks).
+    #[inline]
     pub(crate) fn push_ready(&self, item: Ready) {
         self.ready.borrow_mut().push_back(item);
     }
@@ -1146,6 +1159,7 @@ impl LoopHandle {
         }
     }
 
+    #[inline(always)]
     pub(crate) fn trace(&self, line: impl FnOnce() -> String) {
         self.inner.trace(line)
     }

@@ -245,7 +245,8 @@ fn step(lp: &Rc<LoopInner>, task: TaskPtr) {
         catch_unwind(AssertUnwindSafe(|| task.poll(&mut cx)))
     });
     let awaiting = take_awaiting();
-    let awaited_label = take_awaiting_label();
+    // The awaited task's name is noted only in trace mode (names cost an allocation).
+    let awaited_label = if lp.tracing() { take_awaiting_label() } else { None };
     if let Some(started) = started {
         let took = started.elapsed();
         if took >= lp.slow_callback() {
@@ -787,44 +788,7 @@ impl LoopHandle {
         F: Future + 'static,
         F::Output: 'static,
     {
-        let lp = &self.inner;
-        if lp.is_closed() {
-            return Err(LoopError::new(LoopErrorKind::Closed, "create_task"));
-        }
-        let number = lp.next_task_number.get();
-        lp.next_task_number.set(number.wrapping_add(1));
-        let init = Init {
-            owner: lp.id,
-            number: number as u32,
-            site: sites::intern(site),
-            flags: TaskState::Pending.bits(),
-        };
-        let task = TaskPtr::new::<F, LoopScheduler>(fut, init);
-        if let Some(name) = name {
-            task.header().extra_mut(|e| e.name = Some(name.into_boxed_str()));
-        }
-        if lp.task_hooks.get().is_none() {
-            lp.task_hooks.set(Some(&HOOKS));
-        }
-        lp.tasks.borrow_mut().insert(task.clone());
-        let eager = eager.unwrap_or(lp.eager_tasks) && self.is_running();
-        lp.trace(|| {
-            let how = if eager {
-                "eager: first step now"
-            } else {
-                "first step scheduled"
-            };
-            format!("  create {} at {site} ({how})", Core(task.header()).label())
-        });
-        if eager {
-            step(lp, task.clone());
-        } else {
-            lp.push_ready(Ready::Task(task.clone()));
-        }
-        Ok(Task {
-            r: TaskRef { ptr: task },
-            _output: PhantomData,
-        })
+        spawn_on(&self.inner, fut, name, eager, site)
     }
 
     /// Every task of this loop that has not finished (asyncio's `all_tasks()`).
@@ -892,6 +856,57 @@ impl LoopHandle {
     }
 }
 
+/// Creates a task on `lp` (the work of `create_task`, `spawn` and `TaskBuilder`).
+fn spawn_on<F>(
+    lp: &Rc<LoopInner>,
+    fut: F,
+    name: Option<String>,
+    eager: Option<bool>,
+    site: &'static Location<'static>,
+) -> Result<Task<F::Output>, LoopError>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    if lp.is_closed() {
+        return Err(LoopError::new(LoopErrorKind::Closed, "create_task"));
+    }
+    let number = lp.next_task_number.get();
+    lp.next_task_number.set(number.wrapping_add(1));
+    let init = Init {
+        owner: lp.id,
+        number: number as u32,
+        site: sites::intern(site),
+        flags: TaskState::Pending.bits(),
+    };
+    let task = TaskPtr::new::<F, LoopScheduler>(fut, init);
+    if let Some(name) = name {
+        task.header().extra_mut(|e| e.name = Some(name.into_boxed_str()));
+    }
+    if lp.task_hooks.get().is_none() {
+        lp.task_hooks.set(Some(&HOOKS));
+    }
+    lp.tasks.borrow_mut().insert(task.clone());
+    let eager = eager.unwrap_or(lp.eager_tasks) && lp.running.get();
+    lp.trace(|| {
+        let how = if eager {
+            "eager: first step now"
+        } else {
+            "first step scheduled"
+        };
+        format!("  create {} at {site} ({how})", Core(task.header()).label())
+    });
+    if eager {
+        step(lp, task.clone());
+    } else {
+        lp.push_ready(Ready::Task(task.clone()));
+    }
+    Ok(Task {
+        r: TaskRef { ptr: task },
+        _output: PhantomData,
+    })
+}
+
 /// Spawns `fut` on the loop running on this thread (`asyncio.create_task`).
 ///
 /// # Panics
@@ -904,11 +919,9 @@ where
     F::Output: 'static,
 {
     let site = Location::caller();
-    match with_running(|lp| LoopHandle { inner: lp.clone() }) {
-        Some(lp) => match lp.spawn_task(fut, None, None, site) {
-            Ok(t) => t,
-            Err(e) => panic!("evloop::spawn at {site}: {e}"),
-        },
+    match with_running(|lp| spawn_on(lp, fut, None, None, site)) {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => panic!("evloop::spawn at {site}: {e}"),
         None => panic!("evloop::spawn at {site}: no event loop is running on this thread"),
     }
 }
@@ -987,6 +1000,6 @@ mod tests {
                 s
             );
         }
-        assert!(OBSERVED < (1 << 10), "the header keeps 10 bits of task flags");
+        const { assert!(OBSERVED < (1 << 10), "the header keeps 10 bits of task flags") };
     }
 }
