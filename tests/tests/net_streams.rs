@@ -122,6 +122,36 @@ fn echo_line_by_line_with_the_seed_001_upper_casing_server() {
 }
 
 #[test]
+fn replies_to_pipelined_requests_leave_in_one_send() {
+    use evloop::sys::{counters, Syscall};
+    let _g = shared();
+    let lp = EventLoop::new().unwrap();
+    run_bounded(&lp.handle(), async {
+        let server = start_server(upper, "127.0.0.1", 0).await.unwrap();
+        let port = server.local_addr().unwrap().port();
+        let (reader, writer) = open_connection("127.0.0.1", port).await.unwrap();
+        // A round trip first, so the connection is fully set up before counting.
+        writer.write(b"warm\n");
+        assert_eq!(reader.readline().await.unwrap(), b"WARM\n");
+        let requests: Vec<Vec<u8>> = (0..16).map(|i| format!("request {i}\n").into_bytes()).collect();
+        counters::reset();
+        writer.writelines(requests.iter().map(|r| &r[..]));
+        for r in &requests {
+            assert_eq!(reader.readline().await.unwrap(), r.to_ascii_uppercase());
+        }
+        let sends = counters::snapshot()[Syscall::Send];
+        // The client's 16 lines leave in one send; the server reads them in one recv, answers
+        // each with a write in the same task step, and the 16 replies leave in one send.
+        assert_eq!(sends, 2, "sends for 16 pipelined requests and their replies: {sends}");
+        writer.close();
+        writer.wait_closed().await.unwrap();
+        server.close();
+        server.wait_closed().await;
+    });
+    lp.close().unwrap();
+}
+
+#[test]
 fn reads_complete_on_data_arriving_in_pieces() {
     let _g = shared();
     let lp = EventLoop::new().unwrap();

@@ -1111,7 +1111,7 @@ fn a_protocol_writing_8_mib_to_a_slow_reader_is_paused_and_resumed_at_the_water_
 }
 
 #[test]
-fn get_write_buffer_size_counts_only_what_the_kernel_did_not_take_and_writelines_keeps_order() {
+fn writes_of_one_iteration_leave_in_one_send_in_order_and_the_buffer_counts_them_until_then() {
     let lp = new_loop();
     let h = lp.handle();
     let slot: Rc<RefCell<Option<Transport>>> = Rc::default();
@@ -1132,12 +1132,18 @@ fn get_write_buffer_size_counts_only_what_the_kernel_did_not_take_and_writelines
         let mut c = TcpStream::connect(server.local_addr().unwrap()).await.unwrap();
         until(|| slot.borrow().is_some()).await;
         let t = slot.borrow().clone().unwrap();
-        t.writelines([&b"one "[..], b"two ", b"three"]);
+        counters::reset();
+        t.writelines([&b"one "[..], b"two "]);
+        t.write(b"three");
         assert_eq!(
             t.get_write_buffer_size(),
-            0,
-            "a small write goes straight to the kernel"
+            13,
+            "write-behind: the bytes wait in the transport until the iteration's callbacks ran"
         );
+        assert_eq!(counters::snapshot()[Syscall::Send], 0, "no send yet");
+        yield_now().await;
+        assert_eq!(t.get_write_buffer_size(), 0, "flushed at the end of the iteration");
+        assert_eq!(counters::snapshot()[Syscall::Send], 1, "three writes, one send");
         let mut buf = [0u8; 32];
         let mut got = Vec::new();
         while got.len() < 13 {

@@ -102,6 +102,14 @@ pub(crate) struct TaskHooks {
     pub(crate) shutdown: fn(&Rc<LoopInner>, TaskPtr),
 }
 
+/// Output that a higher layer buffered while phase 5 ran, sent when the phase ends: a
+/// transport's write-behind, so that every write made to one connection during one iteration
+/// leaves in one send (16 pipelined responses: one `send`, not 16).
+pub(crate) trait DeferredFlush {
+    /// Sends what is buffered (or leaves it for the next writable edge).
+    fn flush(self: Rc<Self>);
+}
+
 /// The kind of problem passed to the exception handler.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -548,6 +556,8 @@ impl Builder {
             deferred: RefCell::new(Vec::new()),
             expiring: Cell::new(false),
             woken_by_timers: RefCell::new(Vec::new()),
+            deferred_flushes: RefCell::new(Vec::new()),
+            flush_buf: RefCell::new(Vec::new()),
         };
         let handle = LoopHandle { inner: Rc::new(inner) };
         waker::register(&handle.inner.shared);
@@ -629,6 +639,10 @@ pub(crate) struct LoopInner {
     /// Set during phase 4 so that trace mode folds the wakes it causes into the iteration line.
     expiring: Cell<bool>,
     woken_by_timers: RefCell<Vec<String>>,
+    /// Transports written to during this phase 5, flushed when it ends (`defer_flush`).
+    deferred_flushes: RefCell<Vec<Rc<dyn DeferredFlush>>>,
+    /// Spare buffer for `deferred_flushes`, so flushing does not allocate.
+    flush_buf: RefCell<Vec<Rc<dyn DeferredFlush>>>,
 }
 
 /// Counts of what the loop holds right now (for tests and the teaching docs).
@@ -994,7 +1008,42 @@ impl LoopInner {
                 }
             }
         }
+        self.flush_deferred();
         ran
+    }
+
+    /// Asks for `f.flush()` at the end of the current (or next) phase 5. The caller keeps a
+    /// flag so that it asks once per iteration.
+    pub(crate) fn defer_flush(&self, f: Rc<dyn DeferredFlush>) {
+        self.deferred_flushes.borrow_mut().push(f);
+    }
+
+    /// The end of phase 5: send what transports buffered while it ran. A flush may schedule
+    /// callbacks (`connection_lost`) or run a protocol's `pause_writing`/`resume_writing`; a
+    /// panic there is reported like a callback's. Flushes asked for by flushes run too.
+    fn flush_deferred(self: &Rc<Self>) {
+        if self.deferred_flushes.borrow().is_empty() {
+            return;
+        }
+        let mut batch = std::mem::take(&mut *self.flush_buf.borrow_mut());
+        loop {
+            std::mem::swap(&mut batch, &mut *self.deferred_flushes.borrow_mut());
+            if batch.is_empty() {
+                break;
+            }
+            for f in batch.drain(..) {
+                if let Err(p) = catch_unwind(AssertUnwindSafe(|| f.flush())) {
+                    self.report(ExceptionContext {
+                        kind: ExceptionKind::CallbackPanicked,
+                        message: "exception in a transport's write flush".to_string(),
+                        panic: Some(Panic::from_payload(p)),
+                        task: None,
+                        handle: None,
+                    });
+                }
+            }
+        }
+        *self.flush_buf.borrow_mut() = batch;
     }
 
     fn run_callback(self: &Rc<Self>, cb: &dyn Callback) {
@@ -1261,6 +1310,8 @@ impl LoopHandle {
         }
         let ready = std::mem::take(&mut *lp.ready.borrow_mut());
         drop(ready);
+        let flushes = std::mem::take(&mut *lp.deferred_flushes.borrow_mut());
+        drop(flushes);
         let timers = std::mem::take(&mut *lp.timers.borrow_mut());
         drop(timers);
         let cancels = std::mem::take(&mut *lp.timer_cancels.ids.borrow_mut());

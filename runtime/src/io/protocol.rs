@@ -7,10 +7,16 @@
 //!
 //! Reading: the handler `recv`s into the transport's reusable 64 KiB buffer and hands the bytes
 //! to `data_received` as a borrowed slice (no allocation); a short read means the kernel queue is
-//! empty, so a request costs one `recv`. Writing: `Transport::write` sends at once when nothing
-//! is queued (one `send`), and queues only what the kernel did not take; the handler flushes the
-//! queue on the next writable edge. A queue above the high-water mark calls `pause_writing`,
-//! below the low-water mark `resume_writing` (back-pressure, asyncio's flow control).
+//! empty, so a request costs one `recv`. Writing is *write-behind*: `Transport::write` appends to
+//! the transport's buffer and, once per iteration, asks the loop to flush it at the end of phase
+//! 5 (`LoopInner::defer_flush`), so every write made to one connection during one iteration
+//! leaves in one `send`: a reply to 16 pipelined requests is one syscall, and a reply written as
+//! header + body is one segment. A request/response exchange still costs exactly one `send` per
+//! round trip, in the same iteration. Only a write larger than the high-water mark, into an empty
+//! buffer, is sent at once (copying it first would buy nothing). What the kernel does not take
+//! stays queued and goes out on the next writable edge. A queue above the high-water mark calls
+//! `pause_writing`, below the low-water mark `resume_writing` (back-pressure, asyncio's flow
+//! control). Bytes always leave in the order they were written.
 //!
 //! `connection_made` and `connection_lost` are scheduled with `call_soon`, as in asyncio;
 //! `pause_writing` / `resume_writing` run inline when the protocol is free, else are scheduled
@@ -33,7 +39,7 @@ use evloop_syscalls as sys;
 
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
 use crate::event_loop::reactor::{ready, IoState};
-use crate::event_loop::{ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready};
+use crate::event_loop::{DeferredFlush, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready};
 use crate::io::net::{Shutdown, SockAddr, SockType, UnixAddr};
 use crate::task::promise::Promise;
 
@@ -82,6 +88,11 @@ struct WriteState {
     protocol_paused: bool,
     eof_pending: bool,
     eof_written: bool,
+    /// A send left data behind (partial or `EAGAIN`): the next writable edge flushes; until
+    /// then, writes only append.
+    blocked: bool,
+    /// The loop will flush this transport at the end of the current phase 5.
+    flush_queued: bool,
 }
 
 impl WriteState {
@@ -181,6 +192,21 @@ impl Drop for TransportHandler {
     }
 }
 
+impl DeferredFlush for TransportInner {
+    /// The end of phase 5: send what this iteration wrote, unless the socket is waiting for a
+    /// writable edge (that edge flushes) or the transport closed meanwhile.
+    fn flush(self: Rc<Self>) {
+        let go = {
+            let mut w = self.write.borrow_mut();
+            w.flush_queued = false;
+            !w.blocked && w.pending() > 0
+        };
+        if go && !self.closed.get() {
+            Transport { inner: self }.flush();
+        }
+    }
+}
+
 impl Callback for TransportHandler {
     fn run(&self) {
         Transport {
@@ -261,6 +287,8 @@ impl Transport {
                 protocol_paused: false,
                 eof_pending: false,
                 eof_written: false,
+                blocked: false,
+                flush_queued: false,
             }),
             reading_paused: Cell::new(false),
             eof: Cell::new(false),
@@ -429,9 +457,11 @@ impl Transport {
         }
     }
 
-    /// Writes `data`: sent at once if nothing is queued, the rest queued and flushed when the
-    /// socket is writable. After `close()`/`abort()` the data is dropped (asyncio does the same
-    /// and warns; the debug mode warns here too).
+    /// Writes `data`. It is buffered and leaves, together with everything else written to this
+    /// transport during the current loop iteration, in one send at the end of the iteration's
+    /// callbacks (write-behind; see the module documentation); what the kernel does not take is
+    /// sent when the socket is writable again. After `close()`/`abort()` the data is dropped
+    /// (asyncio does the same and warns; the debug mode warns here too).
     pub fn write(&self, data: &[u8]) {
         let t = &self.inner;
         if data.is_empty() {
@@ -450,7 +480,8 @@ impl Transport {
         }
         let mut w = t.write.borrow_mut();
         let mut rest = data;
-        if w.pending() == 0 {
+        if w.pending() == 0 && !w.blocked && data.len() > w.high {
+            // Large enough to pause writing if buffered: offer it to the kernel first.
             let sent = {
                 let fd = t.fd.borrow();
                 match fd.as_ref() {
@@ -471,15 +502,23 @@ impl Transport {
                 return;
             }
             t.io.clear(ready::WRITABLE);
+            w.blocked = true;
             w.buf.clear();
             w.pos = 0;
         }
         w.buf.extend_from_slice(rest);
+        let flush = !w.blocked && !w.flush_queued;
+        if flush {
+            w.flush_queued = true;
+        }
         let pause = !w.protocol_paused && w.pending() > w.high;
         if pause {
             w.protocol_paused = true;
         }
         drop(w);
+        if flush {
+            t.lp.defer_flush(t.clone());
+        }
         if pause {
             self.call_protocol(|p| p.pause_writing());
         }
@@ -505,6 +544,7 @@ impl Transport {
                 let (drained, resume, eof) = {
                     let mut w = t.write.borrow_mut();
                     w.pos += n;
+                    w.blocked = w.pending() > 0;
                     if w.pending() > 0 {
                         t.io.clear(ready::WRITABLE);
                         // Keep the buffer from growing without bound behind a moving start.
@@ -534,7 +574,10 @@ impl Transport {
                     self.finish_close(None);
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => t.io.clear(ready::WRITABLE),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                t.write.borrow_mut().blocked = true;
+                t.io.clear(ready::WRITABLE);
+            }
             Err(e) => self.fatal(e),
         }
     }

@@ -921,8 +921,10 @@ pub struct StreamWriter {
 }
 
 impl StreamWriter {
-    /// Writes `data` (sent at once if the socket takes it, otherwise buffered by the
-    /// transport). After `close()` or `write_eof()` the data is dropped, as asyncio does.
+    /// Writes `data`: buffered by the transport and sent, with everything else written to this
+    /// connection during the same loop iteration, in one `send` when the iteration's callbacks
+    /// and task steps have run (see [`Transport::write`]). After `close()` or `write_eof()` the
+    /// data is dropped, as asyncio does.
     pub fn write(&self, data: &[u8]) {
         self.transport.write(data);
     }
