@@ -9,6 +9,9 @@
 //! `--json` prints instead one JSON line,
 //! `{"round_trips":N,"per_sec":R,"p50_us":A,"p99_us":B}`, for `make bench` to read.
 //!
+//! `--pipeline P` (1) sends P requests in one write and waits for the P replies: a round counts
+//! as P round trips (requests), so servers are compared per request.
+//!
 //! `--lines N` instead sends N short lines on one connection and prints each reply.
 //!
 //! Before connecting, the client raises its own `RLIMIT_NOFILE` soft limit toward the hard limit
@@ -33,6 +36,8 @@ struct Args {
     size: usize,
     seconds: Duration,
     lines: Option<usize>,
+    /// Requests per write.
+    pipeline: usize,
     /// The reply must equal the request (a plain echo server), not its upper-cased form.
     plain: bool,
     /// Print one JSON line instead of the sentence.
@@ -51,11 +56,18 @@ fn bad_reply(sent: &[u8], got: &[u8]) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("sent {sent:?}, got {got:?}"))
 }
 
-/// One connection's ping-pong until `until`; returns each round trip's duration in ns.
-async fn ping_pong(mut conn: TcpStream, size: usize, until: Instant, plain: bool) -> io::Result<Vec<u32>> {
-    let req = request(size);
+/// One connection's ping-pong until `until`; returns each round trip's duration in ns (one entry
+/// per request: `pipeline` requests leave in one write and share a round's duration).
+async fn ping_pong(
+    mut conn: TcpStream,
+    size: usize,
+    pipeline: usize,
+    until: Instant,
+    plain: bool,
+) -> io::Result<Vec<u32>> {
+    let req = request(size).repeat(pipeline);
     let want = if plain { req.clone() } else { req.to_ascii_uppercase() };
-    let mut reply = vec![0; size];
+    let mut reply = vec![0; req.len()];
     let mut rtts = Vec::with_capacity(1 << 16);
     let mut started = Instant::now();
     loop {
@@ -65,7 +77,8 @@ async fn ping_pong(mut conn: TcpStream, size: usize, until: Instant, plain: bool
             return Err(bad_reply(&req, &reply));
         }
         let now = Instant::now(); // one clock read per round trip: this end is the next start
-        rtts.push(u32::try_from((now - started).as_nanos()).unwrap_or(u32::MAX));
+        let rtt = u32::try_from((now - started).as_nanos()).unwrap_or(u32::MAX);
+        rtts.extend(std::iter::repeat(rtt).take(pipeline));
         started = now;
         if now >= until {
             return Ok(rtts);
@@ -97,7 +110,7 @@ async fn load(a: &Args) -> Result<(), Box<dyn Error>> {
     let limit = a.seconds + Duration::from_secs(5); // a server that stops answering fails the run
     let tasks: Vec<_> = conns
         .into_iter()
-        .map(|c| evloop::spawn(evloop::timeout(limit, ping_pong(c, a.size, until, a.plain))))
+        .map(|c| evloop::spawn(evloop::timeout(limit, ping_pong(c, a.size, a.pipeline, until, a.plain))))
         .collect();
     let (mut rtts, mut failed) = (Vec::new(), 0);
     for (i, task) in tasks.into_iter().enumerate() {
@@ -174,6 +187,7 @@ fn args() -> Result<Args, String> {
         size: 64,
         seconds: Duration::from_secs(3),
         lines: None,
+        pipeline: 1,
         plain: false,
         json: false,
     };
@@ -201,17 +215,18 @@ fn args() -> Result<Args, String> {
                 a.seconds = Duration::try_from_secs_f64(s).map_err(|e| bad(&e))?;
             }
             "--lines" => a.lines = Some(value.parse().map_err(|e| bad(&e))?),
+            "--pipeline" => a.pipeline = value.parse().map_err(|e| bad(&e))?,
             _ => return Err(format!("unknown argument {name}")),
         }
     }
-    if a.addr.port() == 0 || a.conns == 0 || a.size == 0 {
-        return Err("need --addr HOST:PORT, and --conns and --size of at least 1".into());
+    if a.addr.port() == 0 || a.conns == 0 || a.size == 0 || a.pipeline == 0 {
+        return Err("need --addr HOST:PORT, and --conns, --size and --pipeline of at least 1".into());
     }
     Ok(a)
 }
 
 fn main() -> ExitCode {
-    let usage = "usage: echo_load --addr HOST:PORT [--conns C] [--size M] [--seconds D] [--lines N] [--plain] [--json]";
+    let usage = "usage: echo_load --addr HOST:PORT [--conns C] [--size M] [--seconds D] [--pipeline P] [--lines N] [--plain] [--json]";
     let a = match args() {
         Ok(a) => a,
         Err(e) => {

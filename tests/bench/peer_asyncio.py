@@ -5,7 +5,7 @@ tests/examples/bench/ drives it; the interface, the same for every peer, is in
 tests/bench/README.md:
 
     python3 tests/bench/peer_asyncio.py [--uvloop] echo [--port P]
-    python3 tests/bench/peer_asyncio.py [--uvloop] timers [--tasks N] [--spread-ms S]
+    python3 tests/bench/peer_asyncio.py [--uvloop] timers [--tasks N] [--spread-ms S] [--deadline first-run|spawn]
     python3 tests/bench/peer_asyncio.py [--uvloop] spawn|call_soon|promise_chain|threadsafe|idle_tasks [--n N]
 
 One thread, one loop: `asyncio.new_event_loop()` (the selector loop on epoll) or
@@ -47,7 +47,9 @@ import time
 USAGE = """usage: peer_asyncio.py [--uvloop] SUBCOMMAND [OPTIONS]
 subcommands (one thread each):
   echo [--variant default] [--port P]    TCP echo server on 127.0.0.1:P (0: any free port)
-  timers [--tasks N] [--spread-ms S]     N tasks sleeping a random [0, S) ms (100000, 100)
+  timers [--tasks N] [--spread-ms S] [--deadline first-run|spawn]
+                                         N tasks sleeping a random [0, S) ms (100000, 100); the
+                                         deadline is fixed when a task first runs, or at its spawn
   spawn [--n N]                          spawn + run + join N trivial tasks (1000000)
   call_soon [--n N]                      N call_soon callbacks (1000000)
   promise_chain [--n N]                  N create/set/await rounds of a future (1000000)
@@ -68,7 +70,7 @@ def parse_args(args):
     sub, rest = args[0], args[1:]
     allowed = {
         "echo": ("--variant", "--port"),
-        "timers": ("--tasks", "--spread-ms"),
+        "timers": ("--tasks", "--spread-ms", "--deadline"),
         "spawn": ("--n",),
         "call_soon": ("--n",),
         "promise_chain": ("--n",),
@@ -105,7 +107,14 @@ def parse_args(args):
             raise UsageError(f"echo: unknown --variant {variant!r} (allowed: default)")
         return sub, {"port": number("--port", 0, 0, 65535)}
     if sub == "timers":
-        return sub, {"tasks": number("--tasks", 100_000, 1), "spread_ms": number("--spread-ms", 100, 1)}
+        deadline = flags.get("--deadline", "first-run")
+        if deadline not in ("first-run", "spawn"):
+            raise UsageError(f"timers: --deadline {deadline!r} (allowed: first-run, spawn)")
+        return sub, {
+            "tasks": number("--tasks", 100_000, 1),
+            "spread_ms": number("--spread-ms", 100, 1),
+            "from_spawn": deadline == "spawn",
+        }
     default_n = {"threadsafe": 10_000, "idle_tasks": 100_000}.get(sub, 1_000_000)
     return sub, {"n": number("--n", default_n, 1)}
 
@@ -220,20 +229,24 @@ async def echo_server(loop, port, uvloop_in_use):
 # timers, spawn, call_soon, promise_chain, threadsafe, idle_tasks
 
 
-def timers(loop, tasks, spread_ms):
+def timers(loop, tasks, spread_ms, from_spawn=False):
     delays = delays_ns(tasks, spread_ms)
 
-    async def sleeper(delay):
+    async def sleeper(delay, deadline):
         # What asyncio.sleep(delay) does (call_later(delay, set_result) + await a future), with
-        # the deadline kept to measure against.
-        deadline = loop.time() + delay  # the loop's clock
+        # the deadline kept to measure against: fixed when the task first runs, or (from_spawn)
+        # when it was created.
+        if deadline is None:
+            deadline = loop.time() + delay  # the loop's clock
         fut = loop.create_future()
         loop.call_at(deadline, fut.set_result, None)
         await fut
         return (time.monotonic() - deadline) * 1e3
 
     async def main():
-        sleepers = [loop.create_task(sleeper(d / 1e9)) for d in delays]
+        sleepers = [
+            loop.create_task(sleeper(d / 1e9, loop.time() + d / 1e9 if from_spawn else None)) for d in delays
+        ]
         return [await s for s in sleepers]
 
     cpu0, wall0 = cpu_seconds(), time.perf_counter()
@@ -389,7 +402,7 @@ def main(argv):
         if sub == "echo":
             loop.run_until_complete(echo_server(loop, opts["port"], use_uvloop))
         elif sub == "timers":
-            timers(loop, opts["tasks"], opts["spread_ms"])
+            timers(loop, opts["tasks"], opts["spread_ms"], opts["from_spawn"])
         elif sub == "spawn":
             spawn(loop, opts["n"])
         elif sub == "call_soon":

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo build --release -p evloop-tests --no-default-features --examples
 //! target/release/examples/peer_evloop echo --variant protocol --port 0   # streams | protocol | sock
+//!                                                                        # | lines | tcpstream
 //! target/release/examples/peer_evloop timers --tasks 100000 --spread-ms 100
 //! target/release/examples/peer_evloop spawn --n 1000000     # also call_soon, promise_chain,
 //! target/release/examples/peer_evloop threadsafe --n 10000  # idle_tasks
@@ -13,7 +14,11 @@
 //! Echo variants: `streams` (start_server, `reader.read(64 KiB)` / `writer.write` + `drain`, a
 //! task per connection), `protocol` (create_server + a `Protocol` writing back what it gets; the
 //! default, also for `--variant default`), `sock` (a raw `Socket`, `sock_accept`, then a task per
-//! connection looping on `sock_recv_into` into its own 64 KiB buffer + `sock_sendall`).
+//! connection looping on `sock_recv_into` into its own 64 KiB buffer + `sock_sendall`),
+//! `tcpstream` (a `TcpListener`, then a task per connection: `read` into its own 64 KiB buffer +
+//! `write_all` of what came), `lines` (streams answering line by line: `readline`, then `write`
+//! + `drain` per line, the shape of a request/response server; with pipelined requests, all the
+//! replies to one read are written in one task step).
 //!
 //! Known unfairness: the `sock` variant uses `sock_recv_into` rather than `sock_recv(65536)`,
 //! which would allocate and zero 64 KiB per receive (asyncio has `sock_recv_into` too). The
@@ -33,8 +38,8 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use evloop::net::{Domain, SockAddr, SockType, Socket};
-use evloop::{EventLoop, LoopHandle, Protocol, StreamReader, StreamWriter, Transport};
+use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream};
+use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, StreamReader, StreamWriter, Transport};
 
 use common::{
     announce, check_idle_started, cpu_seconds, exit_at_stdin_eof, idle_task, lateness_ms, measure_idle_tasks,
@@ -46,10 +51,14 @@ const READ_SIZE: usize = 64 * 1024;
 fn main() -> ExitCode {
     peer_main(
         "peer_evloop",
-        &["streams", "protocol", "sock", "default"],
+        &["streams", "protocol", "sock", "lines", "tcpstream", "default"],
         |cmd| match cmd {
             Cmd::Echo { variant, port } => echo(variant.as_deref().unwrap_or("protocol"), port),
-            Cmd::Timers { tasks, spread_ms } => timers(tasks, spread_ms),
+            Cmd::Timers {
+                tasks,
+                spread_ms,
+                from_spawn,
+            } => timers(tasks, spread_ms, from_spawn),
             Cmd::Spawn { n } => spawn(n),
             Cmd::CallSoon { n } => call_soon(n),
             Cmd::PromiseChain { n } => promise_chain(n),
@@ -98,6 +107,32 @@ async fn echo_stream(reader: StreamReader, writer: StreamWriter) {
     }
 }
 
+/// The lines variant's `client_connected_cb`: one reply per request line.
+async fn echo_lines(reader: StreamReader, writer: StreamWriter) {
+    loop {
+        let line = match reader.readline().await {
+            Ok(line) if !line.is_empty() => line,
+            _ => return, // end of stream, or a reset
+        };
+        writer.write(&line);
+        if writer.drain().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The tcpstream variant's task per connection.
+async fn echo_tcpstream(mut conn: TcpStream) -> std::io::Result<()> {
+    let mut buf = vec![0u8; READ_SIZE];
+    loop {
+        let n = conn.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        conn.write_all(&buf[..n]).await?;
+    }
+}
+
 /// The sock variant's task per connection.
 async fn echo_sock(lp: LoopHandle, conn: Socket) -> std::io::Result<()> {
     let mut buf = vec![0u8; READ_SIZE];
@@ -121,6 +156,27 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
                 let server = evloop::start_server(echo_stream, "127.0.0.1", port).await?;
                 announce(server.local_addr().ok_or("start_server: no TCP address")?)?;
                 std::future::pending::<()>().await;
+            }
+            "lines" => {
+                let server = evloop::start_server(echo_lines, "127.0.0.1", port).await?;
+                announce(server.local_addr().ok_or("start_server: no TCP address")?)?;
+                std::future::pending::<()>().await;
+            }
+            "tcpstream" => {
+                let listener = TcpListener::bind(([127, 0, 0, 1], port).into())?;
+                announce(listener.local_addr()?)?;
+                loop {
+                    let conn = match listener.accept().await {
+                        Ok((conn, _peer)) => conn,
+                        Err(e) => {
+                            eprintln!("accept: {e}; retrying in 100 ms");
+                            evloop::sleep(Duration::from_millis(100)).await;
+                            continue;
+                        }
+                    };
+                    let _ = conn.set_nodelay(true);
+                    evloop::spawn(echo_tcpstream(conn)).detach();
+                }
             }
             "protocol" => {
                 let server = lp.create_server(|| Echo { transport: None }, "127.0.0.1", port).await?;
@@ -155,7 +211,7 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
 // ---------------------------------------------------------------------------------------------
 // timers, spawn, call_soon, promise_chain, threadsafe, idle_tasks
 
-fn timers(tasks: usize, spread_ms: u64) -> Result<(), Box<dyn Error>> {
+fn timers(tasks: usize, spread_ms: u64, from_spawn: bool) -> Result<(), Box<dyn Error>> {
     let lp = EventLoop::new()?;
     let h = lp.handle();
     let (cpu0, wall0) = (cpu_seconds(), Instant::now());
@@ -164,9 +220,11 @@ fn timers(tasks: usize, spread_ms: u64) -> Result<(), Box<dyn Error>> {
         let sleepers: Vec<_> = (0..tasks)
             .map(|_| {
                 let (delay, lp) = (delays.next_delay(), h.clone());
+                let at_spawn = from_spawn.then(|| h.time() + delay);
                 evloop::spawn(async move {
-                    // What `evloop::sleep(delay)` does, with the deadline kept to measure against.
-                    let deadline = lp.time() + delay; // the loop's clock (CLOCK_MONOTONIC)
+                    // What `evloop::sleep(delay)` does, with the deadline kept to measure against
+                    // (the loop's clock, CLOCK_MONOTONIC): fixed now, or when it was spawned.
+                    let deadline = at_spawn.unwrap_or_else(|| lp.time() + delay);
                     evloop::sleep_until(deadline).await;
                     lateness_ms(Instant::now(), deadline)
                 })

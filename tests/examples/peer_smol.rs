@@ -47,7 +47,11 @@ const READ_SIZE: usize = 64 * 1024;
 fn main() -> ExitCode {
     peer_main("peer_smol", &["default"], |cmd| match cmd {
         Cmd::Echo { port, .. } => echo(port),
-        Cmd::Timers { tasks, spread_ms } => timers(tasks, spread_ms),
+        Cmd::Timers {
+            tasks,
+            spread_ms,
+            from_spawn,
+        } => timers(tasks, spread_ms, from_spawn),
         Cmd::Spawn { n } => spawn(n),
         Cmd::CallSoon { .. } => {
             print_na("no call_soon in smol");
@@ -99,7 +103,7 @@ fn echo(port: u16) -> Result<(), Box<dyn Error>> {
 // ---------------------------------------------------------------------------------------------
 // timers, spawn, promise_chain, threadsafe, idle_tasks
 
-fn timers(tasks: usize, spread_ms: u64) -> Result<(), Box<dyn Error>> {
+fn timers(tasks: usize, spread_ms: u64, from_spawn: bool) -> Result<(), Box<dyn Error>> {
     let ex = LocalExecutor::new();
     let (cpu0, wall0) = (cpu_seconds(), Instant::now());
     let late = smol::block_on(ex.run(async {
@@ -107,9 +111,11 @@ fn timers(tasks: usize, spread_ms: u64) -> Result<(), Box<dyn Error>> {
         let sleepers: Vec<_> = (0..tasks)
             .map(|_| {
                 let delay = delays.next_delay();
+                let at_spawn = from_spawn.then(|| Instant::now() + delay);
                 ex.spawn(async move {
-                    // What `Timer::after(delay)` does, with the deadline kept.
-                    let deadline = Instant::now() + delay; // async-io's timers take std `Instant`s
+                    // What `Timer::after(delay)` does, with the deadline kept (async-io's timers
+                    // take std `Instant`s): fixed now, or when it was spawned.
+                    let deadline = at_spawn.unwrap_or_else(|| Instant::now() + delay);
                     Timer::at(deadline).await;
                     lateness_ms(Instant::now(), deadline)
                 })

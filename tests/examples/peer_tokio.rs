@@ -46,7 +46,11 @@ const READ_SIZE: usize = 64 * 1024;
 fn main() -> ExitCode {
     peer_main("peer_tokio", &["default"], |cmd| match cmd {
         Cmd::Echo { port, .. } => echo(port),
-        Cmd::Timers { tasks, spread_ms } => timers(tasks, spread_ms),
+        Cmd::Timers {
+            tasks,
+            spread_ms,
+            from_spawn,
+        } => timers(tasks, spread_ms, from_spawn),
         Cmd::Spawn { n } => spawn(n),
         Cmd::CallSoon { .. } => {
             print_na("no call_soon in tokio");
@@ -101,7 +105,7 @@ fn echo(port: u16) -> Result<(), Box<dyn Error>> {
 // ---------------------------------------------------------------------------------------------
 // timers, spawn, promise_chain, threadsafe, idle_tasks
 
-fn timers(tasks: usize, spread_ms: u64) -> Result<(), Box<dyn Error>> {
+fn timers(tasks: usize, spread_ms: u64, from_spawn: bool) -> Result<(), Box<dyn Error>> {
     let rt = runtime()?;
     let (cpu0, wall0) = (cpu_seconds(), Instant::now());
     let late = rt.block_on(async move {
@@ -109,9 +113,11 @@ fn timers(tasks: usize, spread_ms: u64) -> Result<(), Box<dyn Error>> {
         let sleepers: Vec<_> = (0..tasks)
             .map(|_| {
                 let delay = delays.next_delay();
+                let at_spawn = from_spawn.then(|| tokio::time::Instant::now() + delay);
                 tokio::spawn(async move {
-                    // What `tokio::time::sleep(delay)` does, with the deadline kept.
-                    let deadline = tokio::time::Instant::now() + delay; // the runtime's clock
+                    // What `tokio::time::sleep(delay)` does, with the deadline kept (the
+                    // runtime's clock): fixed now, or when it was spawned.
+                    let deadline = at_spawn.unwrap_or_else(|| tokio::time::Instant::now() + delay);
                     tokio::time::sleep_until(deadline).await;
                     lateness_ms(Instant::now(), deadline.into_std())
                 })

@@ -31,7 +31,13 @@ pub enum Cmd {
     /// A TCP echo server on 127.0.0.1:`port` (0: any free port); `variant` as given, if given.
     Echo { variant: Option<String>, port: u16 },
     /// `tasks` sleepers, each with a delay in [0, `spread_ms`) ms.
-    Timers { tasks: usize, spread_ms: u64 },
+    /// `from_spawn`: each deadline is fixed when its task is spawned (`--deadline spawn`), not
+    /// when it first runs (the default, `--deadline first-run`).
+    Timers {
+        tasks: usize,
+        spread_ms: u64,
+        from_spawn: bool,
+    },
     /// Spawn, run and join `n` trivial tasks.
     Spawn { n: usize },
     /// `n` `call_soon` callbacks run by one loop iteration.
@@ -47,7 +53,9 @@ pub enum Cmd {
 /// The subcommands and their defaults, printed by `--help` and after a bad command line.
 const USAGE: &str = "subcommands (one thread each):
   echo [--variant V] [--port P]          TCP echo server on 127.0.0.1:P (0: any free port)
-  timers [--tasks N] [--spread-ms S]     N tasks sleeping a random [0, S) ms (100000, 100)
+  timers [--tasks N] [--spread-ms S] [--deadline first-run|spawn]
+                                         N tasks sleeping a random [0, S) ms (100000, 100); the
+                                         deadline is fixed when a task first runs, or at its spawn
   spawn [--n N]                          spawn + run + join N trivial tasks (1000000)
   call_soon [--n N]                      N call_soon callbacks (1000000)
   promise_chain [--n N]                  N create/set/await rounds of a one-shot future (1000000)
@@ -62,7 +70,7 @@ fn parse_args(args: &[String], variants: &[&str]) -> Result<Cmd, String> {
     };
     let allowed: &[&str] = match sub.as_str() {
         "echo" => &["--variant", "--port"],
-        "timers" => &["--tasks", "--spread-ms"],
+        "timers" => &["--tasks", "--spread-ms", "--deadline"],
         "spawn" | "call_soon" | "promise_chain" | "threadsafe" | "idle_tasks" => &["--n"],
         other => return Err(format!("unknown subcommand {other:?}")),
     };
@@ -108,6 +116,11 @@ fn parse_args(args: &[String], variants: &[&str]) -> Result<Cmd, String> {
         "timers" => Cmd::Timers {
             tasks: number("--tasks", get("--tasks"), 100_000, 1)?,
             spread_ms: number("--spread-ms", get("--spread-ms"), 100, 1)?,
+            from_spawn: match get("--deadline").unwrap_or("first-run") {
+                "first-run" => false,
+                "spawn" => true,
+                other => return Err(format!("timers: --deadline {other:?} (allowed: first-run, spawn)")),
+            },
         },
         "spawn" => Cmd::Spawn { n: n(1_000_000)? },
         "call_soon" => Cmd::CallSoon { n: n(1_000_000)? },
