@@ -51,12 +51,19 @@ pub struct EchoConfig {
     pub size: usize,
     pub conns: usize,
     pub seconds: f64,
+    /// Requests per write (`echo_load --pipeline`); figures are then per request.
+    pub pipeline: usize,
 }
 
 impl EchoConfig {
     pub fn name(&self) -> String {
+        let pipelined = if self.pipeline > 1 {
+            format!(", {} requests per write", self.pipeline)
+        } else {
+            String::new()
+        };
         format!(
-            "{}, {} connection{}",
+            "{}, {} connection{}{pipelined}",
             fmt_size(self.size),
             self.conns,
             if self.conns == 1 { "" } else { "s" }
@@ -100,7 +107,7 @@ pub fn echo(env: &Env, runtimes: &[Runtime], cfg: EchoConfig, runs: usize, warmu
     }
     if warmup_s > 0.0 {
         for srv in servers.iter().flatten() {
-            let _ = run_load(env, srv.addr, cfg.conns, cfg.size, warmup_s);
+            let _ = run_load(env, srv.addr, cfg.conns, cfg.size, cfg.pipeline, warmup_s);
         }
     }
     for run in 0..runs {
@@ -113,7 +120,7 @@ pub fn echo(env: &Env, runtimes: &[Runtime], cfg: EchoConfig, runs: usize, warmu
             }
             let pid = srv.pid();
             let before = cpu_ns(pid);
-            let result = run_load(env, srv.addr, cfg.conns, cfg.size, cfg.seconds);
+            let result = run_load(env, srv.addr, cfg.conns, cfg.size, cfg.pipeline, cfg.seconds);
             let after = cpu_ns(pid);
             match result {
                 Ok(l) if l.round_trips > 0.0 => {
@@ -144,10 +151,21 @@ pub fn echo(env: &Env, runtimes: &[Runtime], cfg: EchoConfig, runs: usize, warmu
     for srv in servers.into_iter().flatten() {
         srv.stop();
     }
+    let pipeline = if cfg.pipeline > 1 {
+        format!(" --pipeline {}", cfg.pipeline)
+    } else {
+        String::new()
+    };
     let mut notes = vec![format!(
-        "{} s per run, {runs} runs per runtime, alternating; `echo_load --conns {} --size {} --plain`.",
+        "{} s per run, {runs} runs per runtime, alternating; `echo_load --conns {} --size {}{pipeline} --plain`.",
         cfg.seconds, cfg.conns, cfg.size
     )];
+    if cfg.pipeline > 1 {
+        notes.push(format!(
+            "Each write carries {} requests; \"round trips\" and the CPU figure count requests.",
+            cfg.pipeline
+        ));
+    }
     let noisy: Vec<String> = rows
         .iter()
         .filter_map(|r| {
@@ -453,7 +471,7 @@ fn strace_once(
         return Err((true, format!("strace could not attach: {}", tail(&seen, 200))));
     }
     thread::sleep(Duration::from_millis(200));
-    let load = run_load(env, srv.addr, conns, 64, seconds);
+    let load = run_load(env, srv.addr, conns, 64, 1, seconds);
     srv.stop(); // strace exits with its tracee and writes the summary
     let status = wait_until(&mut st, Instant::now() + Duration::from_secs(15));
     let text = std::fs::read_to_string(&file).unwrap_or_default();

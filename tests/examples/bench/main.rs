@@ -12,7 +12,7 @@
 //! ```text
 //! cargo build --release -p evloop --examples
 //! cargo build --release -p evloop-tests --no-default-features --examples
-//! target/release/examples/bench [--quick] [--only echo,timers,sched,memory,syscalls] [--runs N] [--out FILE]
+//! target/release/examples/bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls] [--runs N] [--out FILE]
 //! ```
 
 mod cases;
@@ -27,7 +27,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use cases::{metric, EchoConfig};
-use procs::{Env, ECHO_RUNTIMES, MICRO_RUNTIMES};
+use procs::{Env, ECHO_RUNTIMES, MICRO_RUNTIMES, PIPELINE_RUNTIMES};
 use table::{col, Row, Table};
 
 /// How much of everything to run.
@@ -35,6 +35,8 @@ pub struct Plan {
     pub quick: bool,
     pub runs: usize,
     pub echo: Vec<EchoConfig>,
+    /// The pipelined streams case (16 requests per write).
+    pub pipelined: EchoConfig,
     pub echo_warmup_s: f64,
     /// (tasks, spread in ms) per timer case.
     pub timers: Vec<(usize, u64)>,
@@ -53,7 +55,12 @@ impl Plan {
         for size in [64, 4096] {
             for conns in [1, 50, 1000] {
                 let seconds = if size == 64 && conns == 50 { 3.0 } else { 1.0 };
-                echo.push(EchoConfig { size, conns, seconds });
+                echo.push(EchoConfig {
+                    size,
+                    conns,
+                    seconds,
+                    pipeline: 1,
+                });
             }
         }
         // The main configuration first.
@@ -62,6 +69,12 @@ impl Plan {
             quick: false,
             runs,
             echo,
+            pipelined: EchoConfig {
+                size: 64,
+                conns: 50,
+                seconds: 2.0,
+                pipeline: 16,
+            },
             echo_warmup_s: 0.3,
             timers: vec![(100_000, 100), (1_000, 100)],
             sched_n: 1_000_000,
@@ -82,13 +95,21 @@ impl Plan {
                     size: 64,
                     conns: 50,
                     seconds: 0.6,
+                    pipeline: 1,
                 },
                 EchoConfig {
                     size: 64,
                     conns: 1,
                     seconds: 0.3,
+                    pipeline: 1,
                 },
             ],
+            pipelined: EchoConfig {
+                size: 64,
+                conns: 50,
+                seconds: 0.5,
+                pipeline: 16,
+            },
             echo_warmup_s: 0.1,
             timers: vec![(10_000, 100), (1_000, 100)],
             sched_n: 100_000,
@@ -106,6 +127,9 @@ impl Plan {
 pub struct Results {
     pub echo: Vec<(EchoConfig, Table)>,
     pub timers: Vec<((usize, u64), Table)>,
+    /// The same sleeping tasks with each deadline fixed at its spawn instead of its first run.
+    pub timers_spawn: Vec<((usize, u64), Table)>,
+    pub pipelined: Option<Table>,
     pub sched: Option<Table>,
     pub idle_tasks: Option<Table>,
     pub conn_memory: Option<Table>,
@@ -192,6 +216,67 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// One timers table: `tasks` tasks sleeping a random 0-`spread` ms, every runtime alternating.
+fn timers_table(env: &Env, plan: &Plan, tasks: usize, spread: u64, from_spawn: bool) -> Table {
+    let runs = plan.runs;
+    let mut rows: Vec<Row> = MICRO_RUNTIMES
+        .iter()
+        .map(|r| Row::new(r.label, r.is_evloop()))
+        .collect();
+    let deadline = if from_spawn { "spawn" } else { "first-run" };
+    let args = vec![
+        "timers".to_string(),
+        "--tasks".into(),
+        tasks.to_string(),
+        "--spread-ms".into(),
+        spread.to_string(),
+        "--deadline".into(),
+        deadline.into(),
+    ];
+    cases::alternate(
+        env,
+        &MICRO_RUNTIMES,
+        &mut rows,
+        &args,
+        &[
+            metric("p50", "lateness_p50_ms", 1.0),
+            metric("p99", "lateness_p99_ms", 1.0),
+            metric("max", "lateness_max_ms", 1.0),
+            metric("early", "early", 1.0),
+            metric("cpu", "cpu_s", 1e3),
+            metric("rss", "peak_rss_kib", 1.0 / 1024.0),
+        ],
+        runs,
+        plan.limit,
+    );
+    let when = if from_spawn {
+        "each deadline fixed when its task is spawned"
+    } else {
+        "each deadline fixed when its task first runs"
+    };
+    Table {
+        title: format!(
+            "{} tasks sleeping a random 0-{spread} ms, {when}",
+            table::fmt_num(tasks as f64)
+        ),
+        rows,
+        reference: 0,
+        columns: vec![
+            col("p50", "lateness p50 ms", true),
+            col("p99", "lateness p99 ms", true),
+            col("max", "lateness max ms", false),
+            col("early", "fired early", false),
+            col("cpu", "process CPU ms", true),
+            col("rss", "peak RSS MiB", true),
+        ],
+        notes: vec![format!(
+            "`timers --tasks {tasks} --spread-ms {spread} --deadline {deadline}`, {runs} runs per runtime, alternating. \
+             Lateness = when the task ran minus its deadline; \"fired early\" counts the tasks that ran before it, per run. CPU time and peak RSS are the peer process's \
+             own (CPU in the peers' clock-tick resolution)."
+        )],
+    }
+}
+
 fn run_all(env: &Env, plan: &Plan, only: &[String]) -> Results {
     let mut results = Results::default();
     let start = procs::load_sample();
@@ -203,54 +288,24 @@ fn run_all(env: &Env, plan: &Plan, only: &[String]) -> Results {
             r.echo.push((*cfg, t));
         }
     });
+    section(&mut results, only, "pipelined", |r| {
+        let cfg = plan.pipelined;
+        eprintln!("-- pipelined echo {} ({} s x {runs} runs)", cfg.name(), cfg.seconds);
+        r.pipelined = Some(cases::echo(env, &PIPELINE_RUNTIMES, cfg, runs, plan.echo_warmup_s));
+    });
     section(&mut results, only, "timers", |r| {
         for &(tasks, spread) in &plan.timers {
-            let mut rows: Vec<Row> = MICRO_RUNTIMES
-                .iter()
-                .map(|r| Row::new(r.label, r.is_evloop()))
-                .collect();
-            let args = vec![
-                "timers".to_string(),
-                "--tasks".into(),
-                tasks.to_string(),
-                "--spread-ms".into(),
-                spread.to_string(),
-            ];
-            cases::alternate(
-                env,
-                &MICRO_RUNTIMES,
-                &mut rows,
-                &args,
-                &[
-                    metric("p50", "lateness_p50_ms", 1.0),
-                    metric("p99", "lateness_p99_ms", 1.0),
-                    metric("max", "lateness_max_ms", 1.0),
-                    metric("early", "early", 1.0),
-                    metric("cpu", "cpu_s", 1e3),
-                    metric("rss", "peak_rss_kib", 1.0 / 1024.0),
-                ],
-                runs,
-                plan.limit,
-            );
-            let table = Table {
-                title: format!("{} tasks sleeping a random 0-{spread} ms", table::fmt_num(tasks as f64)),
-                rows,
-                reference: 0,
-                columns: vec![
-                    col("p50", "lateness p50 ms", true),
-                    col("p99", "lateness p99 ms", true),
-                    col("max", "lateness max ms", false),
-                    col("early", "fired early", false),
-                    col("cpu", "process CPU ms", true),
-                    col("rss", "peak RSS MiB", true),
-                ],
-                notes: vec![format!(
-                    "`timers --tasks {tasks} --spread-ms {spread}`, {runs} runs per runtime, alternating. \
-                     Lateness = when the task ran minus its deadline; \"fired early\" counts the tasks that ran before it, per run. CPU time and peak RSS are the peer process's \
-                     own (CPU in the peers' clock-tick resolution)."
-                )],
-            };
-            r.timers.push(((tasks, spread), table));
+            // The 100,000-task case also runs with each deadline fixed at spawn (what a program
+            // that computes deadlines before spawning sees: the first-step burst adds to it).
+            let modes: &[bool] = if tasks >= 10_000 { &[false, true] } else { &[false] };
+            for &from_spawn in modes {
+                let table = timers_table(env, plan, tasks, spread, from_spawn);
+                if from_spawn {
+                    r.timers_spawn.push(((tasks, spread), table));
+                } else {
+                    r.timers.push(((tasks, spread), table));
+                }
+            }
         }
     });
     section(&mut results, only, "sched", |r| {
@@ -400,7 +455,7 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "bench: {e}\nusage: bench [--quick] [--only echo,timers,sched,memory,syscalls] [--runs N] [--out FILE]"
+                "bench: {e}\nusage: bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls] [--runs N] [--out FILE]"
             );
             return ExitCode::from(2);
         }

@@ -41,15 +41,23 @@ const fn rt(label: &'static str, peer: Peer, variant: Option<&'static str>) -> R
 }
 
 /// The echo servers; the first one (evloop's protocol path) is the reference for ratios.
-pub const ECHO_RUNTIMES: [Runtime; 8] = [
+pub const ECHO_RUNTIMES: [Runtime; 9] = [
     rt("evloop protocol", Peer::Bin("evloop"), Some("protocol")),
     rt("evloop streams", Peer::Bin("evloop"), Some("streams")),
+    rt("evloop TcpStream", Peer::Bin("evloop"), Some("tcpstream")),
     rt("evloop sock", Peer::Bin("evloop"), Some("sock")),
     rt("tokio current_thread", Peer::Bin("tokio"), None),
     rt("smol", Peer::Bin("smol"), None),
     rt("raw epoll", Peer::Bin("raw"), None),
     rt("asyncio", Peer::Python { uvloop: false }, None),
     rt("uvloop", Peer::Python { uvloop: true }, None),
+];
+
+/// The pipelined case: the same line server written with streams (a `write` per reply) and with
+/// a `TcpStream` (one `write_all` per read); the streams path is the one measured.
+pub const PIPELINE_RUNTIMES: [Runtime; 2] = [
+    rt("evloop streams (reply per line)", Peer::Bin("evloop"), Some("lines")),
+    rt("evloop TcpStream", Peer::Bin("evloop"), Some("tcpstream")),
 ];
 
 /// The runtimes of the in-process subcommands (timers, scheduling, idle tasks); evloop first.
@@ -387,13 +395,23 @@ pub struct LoadResult {
 }
 
 /// Runs the shared load client against `addr` (plain echo check).
-pub fn run_load(env: &Env, addr: SocketAddr, conns: usize, size: usize, seconds: f64) -> Result<LoadResult, String> {
+pub fn run_load(
+    env: &Env,
+    addr: SocketAddr,
+    conns: usize,
+    size: usize,
+    pipeline: usize,
+    seconds: f64,
+) -> Result<LoadResult, String> {
     let mut cmd = Command::new(env.echo_load());
     cmd.args(["--addr", &addr.to_string()])
         .args(["--conns", &conns.to_string()])
         .args(["--size", &size.to_string()])
         .args(["--seconds", &seconds.to_string()])
         .args(["--plain", "--json"]);
+    if pipeline > 1 {
+        cmd.args(["--pipeline", &pipeline.to_string()]);
+    }
     let limit = Duration::from_secs_f64(seconds + 60.0);
     let (status, out, err) = run_captured(cmd, limit)?;
     let Some(status) = status else {
