@@ -72,6 +72,7 @@ book_programs!(
     seed001_echo_streams,
     echo_load,
     book_reactor,
+    book_cancel,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {
