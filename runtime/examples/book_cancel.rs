@@ -62,6 +62,8 @@ async fn timeout() {
     evloop::yield_now().await;
 }
 
+// `outer` is a task whose whole body awaits `inner`: the point of the example.
+#[allow(clippy::redundant_async_block)]
 async fn detach() {
     let inner = evloop::TaskBuilder::new()
         .name("inner")

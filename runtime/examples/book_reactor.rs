@@ -119,7 +119,11 @@ impl Protocol for CountedEcho {
     }
 }
 
-async fn serve_counted(kind: String, window: Rc<Window>, addr_out: std::sync::mpsc::Sender<SocketAddr>) -> io::Result<()> {
+async fn serve_counted(
+    kind: String,
+    window: Rc<Window>,
+    addr_out: std::sync::mpsc::Sender<SocketAddr>,
+) -> io::Result<()> {
     let lp = evloop::get_running_loop()?;
     let done = lp.create_future::<()>();
     match kind.as_str() {
@@ -274,7 +278,9 @@ async fn emfile() -> Result<(), Box<dyn Error>> {
                 let mut reply = [0u8; 6];
                 for _ in 0..100 {
                     s.write_all(b"hello\n").await?;
-                    s.read_exact(&mut reply).await.map_err(|e| io::Error::new(e.kind(), format!("connection {i}: {e}")))?;
+                    s.read_exact(&mut reply)
+                        .await
+                        .map_err(|e| io::Error::new(e.kind(), format!("connection {i}: {e}")))?;
                 }
                 Ok::<usize, io::Error>(i)
             })
