@@ -5,7 +5,7 @@
 //!   stays set until a read says `EAGAIN` (run it under `strace -e trace=read,write,epoll_ctl,epoll_pwait2`).
 //! - `stale`: the mistake generations protect against: an fd closed before its reader is
 //!   removed, while a `dup` keeps its pipe open, and the number reused by a new pipe.
-//! - `counts`: the system calls of 10,000 round trips on one connection, for a protocol, a
+//! - `counts [TRIPS]`: the system calls of 10,000 (or TRIPS) round trips on one connection, for a protocol, a
 //!   streams and a sock server, each on its own thread so its counters see only the server.
 //! - `counts50`: the protocol server with 50 connections doing 400 round trips each.
 //! - `emfile`: a protocol server that runs out of file descriptors with connections waiting to
@@ -307,12 +307,13 @@ fn main() -> Result<(), Box<dyn Error>> {
         "edge" => evloop::run(edge())?,
         "stale" => stale(),
         "counts" => {
-            counts("protocol", "protocol server", 1, 10_000)?;
-            counts("streams", "streams server (until the handler returns)", 1, 10_000)?;
-            counts("sock", "sock server (before the socket is dropped)", 1, 10_000)
+            let trips = std::env::args().nth(2).map_or(Ok(10_000), |n| n.parse())?;
+            counts("protocol", "protocol server", 1, trips)?;
+            counts("streams", "streams server (until the handler returns)", 1, trips)?;
+            counts("sock", "sock server (before the socket is dropped)", 1, trips)
         }
         "counts50" => counts("protocol", "server thread", 50, 400),
         "emfile" => evloop::run(emfile())?,
-        _ => Err("usage: book_reactor edge | stale | counts | counts50 | emfile".into()),
+        _ => Err("usage: book_reactor edge | stale | counts [TRIPS] | counts50 | emfile".into()),
     }
 }

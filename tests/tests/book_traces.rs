@@ -77,6 +77,7 @@ book_programs!(
     book_processes,
     graceful_shutdown,
     pipeline_ls_sort,
+    tiny_loop,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {
