@@ -78,6 +78,7 @@ book_programs!(
     graceful_shutdown,
     pipeline_ls_sort,
     tiny_loop,
+    book_timer_heap,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {
