@@ -79,6 +79,7 @@ book_programs!(
     pipeline_ls_sort,
     tiny_loop,
     book_timer_heap,
+    book_level_edge,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {
