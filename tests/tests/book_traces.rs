@@ -80,6 +80,7 @@ book_programs!(
     tiny_loop,
     book_timer_heap,
     book_level_edge,
+    book_handles,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {
