@@ -81,6 +81,7 @@ book_programs!(
     book_timer_heap,
     book_level_edge,
     book_handles,
+    book_coroutines,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {
