@@ -42,7 +42,11 @@ impl Future for AddLater {
             match std::mem::replace(&mut *self, AddLater::Done) {
                 AddLater::Start { a, b } => {
                     println!("AddLater({a}, {b}): started");
-                    *self = AddLater::FirstAwait { a, b, awaiting: evloop::yield_now() };
+                    *self = AddLater::FirstAwait {
+                        a,
+                        b,
+                        awaiting: evloop::yield_now(),
+                    };
                 }
                 AddLater::FirstAwait { a, b, mut awaiting } => match Pin::new(&mut awaiting).poll(cx) {
                     Poll::Pending => {
@@ -52,7 +56,11 @@ impl Future for AddLater {
                     Poll::Ready(()) => {
                         let x = a * 10;
                         println!("AddLater: resumed once, x = {x}");
-                        *self = AddLater::SecondAwait { x, b, awaiting: evloop::yield_now() };
+                        *self = AddLater::SecondAwait {
+                            x,
+                            b,
+                            awaiting: evloop::yield_now(),
+                        };
                     }
                 },
                 AddLater::SecondAwait { x, b, mut awaiting } => match Pin::new(&mut awaiting).poll(cx) {

@@ -48,7 +48,10 @@ fn epoll() -> Result<(), Box<dyn Error>> {
     poll("(nothing read, nothing new)")?;
     let mut buf = [0u8; 2];
     let n = sys::read(r.as_fd(), &mut buf)?;
-    println!("read {n} bytes {:?}: 4 left, and the reader waits for the next event", String::from_utf8_lossy(&buf[..n]));
+    println!(
+        "read {n} bytes {:?}: 4 left, and the reader waits for the next event",
+        String::from_utf8_lossy(&buf[..n])
+    );
     poll("(4 bytes waiting)")?;
     poll("(4 bytes waiting)")?;
     sys::write(w.as_fd(), b"g")?;
@@ -74,7 +77,12 @@ async fn on_evloop() -> Result<(), Box<dyn Error>> {
     sys::write(w.as_fd(), b"abcdef")?; // one edge
     loop {
         let mut buf = [0u8; 2];
-        match evloop::timeout(Duration::from_millis(50), r.io(Interest::Read, |fd| sys::read(fd.as_fd(), &mut buf))).await {
+        match evloop::timeout(
+            Duration::from_millis(50),
+            r.io(Interest::Read, |fd| sys::read(fd.as_fd(), &mut buf)),
+        )
+        .await
+        {
             Ok(Ok(n)) => println!("read {:?}", String::from_utf8_lossy(&buf[..n])),
             Ok(Err(e)) => return Err(e.into()),
             Err(_) => {

@@ -36,7 +36,17 @@ fn heap() {
     let mut q = TimerQueue::new();
     let mut ids: Vec<(char, TimerId)> = Vec::new();
     println!("insert: a new timer goes to the end of the array and sifts up");
-    for (deadline, name) in [(90, 'i'), (80, 'h'), (70, 'g'), (60, 'f'), (50, 'e'), (40, 'd'), (30, 'c'), (20, 'b'), (10, 'a')] {
+    for (deadline, name) in [
+        (90, 'i'),
+        (80, 'h'),
+        (70, 'g'),
+        (60, 'f'),
+        (50, 'e'),
+        (40, 'd'),
+        (30, 'c'),
+        (20, 'b'),
+        (10, 'a'),
+    ] {
         ids.push((name, q.insert(deadline, name)));
         println!("  insert {deadline}{name:<2} {}", show(&q));
     }
@@ -55,7 +65,17 @@ fn heap() {
         println!("  pop {}{:<5} {}", e.deadline, e.payload, show(&q));
     }
     println!("heapify: the same nine timers in the same order, built at once");
-    let timers = [(90, 'i'), (80, 'h'), (70, 'g'), (60, 'f'), (50, 'e'), (40, 'd'), (30, 'c'), (20, 'b'), (10, 'a')];
+    let timers = [
+        (90, 'i'),
+        (80, 'h'),
+        (70, 'g'),
+        (60, 'f'),
+        (50, 'e'),
+        (40, 'd'),
+        (30, 'c'),
+        (20, 'b'),
+        (10, 'a'),
+    ];
     let built: TimerQueue<char> = timers.into_iter().collect();
     println!("  before      [90i | 80h 70g 60f 50e | 40d 30c 20b 10a]");
     println!("  after       {}", show(&built));

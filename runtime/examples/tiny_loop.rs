@@ -22,14 +22,21 @@ use evloop_syscalls::{self as sys, Domain, EpollEvent, EpollFlags, SockAddr, Soc
 type Task = Pin<Box<dyn Future<Output = io::Result<()>>>>;
 
 /// The runnable queue holds task ids; a task's waker pushes its id.
+type Runnable = Arc<Mutex<VecDeque<usize>>>;
+
+fn push(runnable: &Runnable, id: usize) {
+    let mut queue = runnable.lock().unwrap_or_else(|e| e.into_inner());
+    queue.push_back(id);
+}
+
 struct TaskWaker {
     id: usize,
-    runnable: Arc<Mutex<VecDeque<usize>>>,
+    runnable: Runnable,
 }
 
 impl Wake for TaskWaker {
     fn wake(self: Arc<Self>) {
-        self.runnable.lock().unwrap_or_else(|e| e.into_inner()).push_back(self.id);
+        push(&self.runnable, self.id);
     }
 }
 
@@ -64,28 +71,27 @@ impl Loop {
 
     /// Runs until every task has finished.
     fn run(&self) -> io::Result<()> {
-        let runnable = Arc::new(Mutex::new(VecDeque::new()));
+        let runnable = Runnable::default();
         let mut tasks: Vec<Option<Task>> = Vec::new();
         let mut events = [EpollEvent::zeroed(); 64];
         loop {
-            for task in self.spawned.borrow_mut().drain(..) {
-                runnable.lock().unwrap_or_else(|e| e.into_inner()).push_back(tasks.len());
-                tasks.push(Some(task));
-            }
             loop {
+                for task in self.spawned.borrow_mut().drain(..) {
+                    push(&runnable, tasks.len());
+                    tasks.push(Some(task));
+                }
                 let next = runnable.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
                 let Some(id) = next else { break };
                 let Some(task) = tasks[id].as_mut() else { continue };
-                let waker = Waker::from(Arc::new(TaskWaker { id, runnable: runnable.clone() }));
+                let waker = Waker::from(Arc::new(TaskWaker {
+                    id,
+                    runnable: runnable.clone(),
+                }));
                 if let Poll::Ready(result) = task.as_mut().poll(&mut Context::from_waker(&waker)) {
                     tasks[id] = None;
                     if let Err(e) = result {
                         eprintln!("task {id}: {e}");
                     }
-                }
-                for task in self.spawned.borrow_mut().drain(..) {
-                    runnable.lock().unwrap_or_else(|e| e.into_inner()).push_back(tasks.len());
-                    tasks.push(Some(task));
                 }
             }
             if tasks.iter().all(Option::is_none) {
@@ -104,7 +110,12 @@ impl Loop {
 }
 
 /// Tries the system call first; waits for readiness only when it would block.
-async fn io<T>(lp: &Loop, fd: BorrowedFd<'_>, interest: EpollFlags, mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+async fn io<T>(
+    lp: &Loop,
+    fd: BorrowedFd<'_>,
+    interest: EpollFlags,
+    mut f: impl FnMut() -> io::Result<T>,
+) -> io::Result<T> {
     loop {
         match f() {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => lp.wait(fd, interest).await?,
@@ -123,7 +134,10 @@ async fn serve(lp: Rc<Loop>, conn: OwnedFd) -> io::Result<()> {
         buf[..n].make_ascii_uppercase();
         let mut sent = 0;
         while sent < n {
-            sent += io(&lp, conn.as_fd(), EpollFlags::OUT, || sys::send(conn.as_fd(), &buf[sent..n])).await?;
+            sent += io(&lp, conn.as_fd(), EpollFlags::OUT, || {
+                sys::send(conn.as_fd(), &buf[sent..n])
+            })
+            .await?;
         }
     }
 }

@@ -1216,3 +1216,26 @@ fn strace_lines_are_recognised_and_pids_ports_addresses_are_normalised() {
         "x epoll_pwait2=<n> clock_gettime=36317 send=100000"
     );
 }
+
+#[test]
+fn every_numbered_chapter_is_linked_from_the_readme_and_the_summary() {
+    let docs = root().join("docs");
+    let readme = fs::read_to_string(docs.join("README.md")).expect("docs/README.md");
+    let summary = fs::read_to_string(docs.join("SUMMARY.md")).expect("docs/SUMMARY.md (mdBook's table of contents)");
+    let mut missing = Vec::new();
+    for entry in fs::read_dir(&docs).expect("docs/") {
+        let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
+        let numbered = name.len() > 3 && name.as_bytes()[..2].iter().all(u8::is_ascii_digit) && name.ends_with(".md");
+        if !numbered {
+            continue;
+        }
+        let link = format!("({name})");
+        if !readme.contains(&link) {
+            missing.push(format!("docs/README.md does not link {name}"));
+        }
+        if !summary.contains(&link) {
+            missing.push(format!("docs/SUMMARY.md does not list {name}"));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
