@@ -25,7 +25,8 @@
 //! Both sides are normalised before they are compared, as narrowly as possible so that a real
 //! drift (a phase reordered, a wake that moved, a count that changed) still shows: durations
 //! after `timeout=` (except `0ns`), `late`, `at t=` and before `busy`; pids; ports; addresses
-//! (`0x` and 8 or more hex digits); strace's non-zero `timespec`s and environment sizes. A line
+//! (`0x` and 8 or more hex digits); strace's non-zero `timespec`s, environment sizes and a new
+//! thread's stack size. A line
 //! that is just `...` (optionally followed by a comment in parentheses) stands for any number of
 //! lines; the `$ command` lines at the top of a block are not compared. Each program runs up to
 //! three times until it matches, because a shared machine can delay a timer past a neighbour's.
@@ -393,6 +394,11 @@ fn hex_address_len(s: &str) -> Option<usize> {
     (n >= 8).then_some(n)
 }
 
+fn hex_len(s: &str) -> Option<usize> {
+    let n = s.bytes().take_while(|c| c.is_ascii_hexdigit()).count();
+    (n > 0).then_some(n)
+}
+
 fn pid_len(s: &str) -> Option<usize> {
     let spaces = s.bytes().take_while(|&c| c == b' ').count();
     digits_len(&s[spaces..]).map(|n| spaces + n)
@@ -429,6 +435,8 @@ fn normalize(line: &str, masks: &[String]) -> String {
         s = replace_after(&s, p, digits_len, "<port>", &[], None);
     }
     s = replace_after(&s, "0x", hex_address_len, "<addr>", &[], None);
+    // A new thread's stack size depends on the size of the binary's thread-local data.
+    s = replace_after(&s, "stack_size=0x", hex_len, "<size>", &[], None);
     if !s.contains("{tv_sec=0, tv_nsec=0}") {
         s = replace_after(&s, "tv_sec=", digits_len, "<s>", &[], None);
         s = replace_after(&s, "tv_nsec=", digits_len, "<ns>", &[], None);
