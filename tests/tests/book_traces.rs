@@ -26,9 +26,9 @@
 //! drift (a phase reordered, a wake that moved, a count that changed) still shows: durations
 //! after `timeout=` (except `0ns`), `late`, `at t=` and before `busy`; pids; ports; addresses
 //! (`0x` and 8 or more hex digits); strace's non-zero `timespec`s, environment sizes and a new
-//! thread's stack size. A line
-//! that is just `...` (optionally followed by a comment in parentheses) stands for any number of
-//! lines; the `$ command` lines at the top of a block are not compared. Each program runs up to
+//! thread's stack size; strace's column padding. A line that is just `...` (optionally followed
+//! by a comment in parentheses) stands for any number of lines; the `$ command` lines at the top
+//! of a block are not compared. Each program runs up to
 //! three times until it matches, because a shared machine can delay a timer past a neighbour's.
 //!
 //! `make book-traces` (this test with `BOOK_TRACES=update`) rewrites every block that no longer
