@@ -17,7 +17,7 @@
 //! connection looping on `sock_recv_into` into its own 64 KiB buffer + `sock_sendall`),
 //! `tcpstream` (a `TcpListener`, then a task per connection: `read` into its own 64 KiB buffer +
 //! `write_all` of what came), `lines` (streams answering line by line: `readline`, then `write`
-//! + `drain` per line, the shape of a request/response server; with pipelined requests, all the
+//! and `drain` per line, the shape of a request/response server; with pipelined requests, all the
 //! replies to one read are written in one task step).
 //!
 //! Known unfairness: the `sock` variant uses `sock_recv_into` rather than `sock_recv(65536)`,
