@@ -5,7 +5,7 @@ BENCH_VENV := .bench-venv
 BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH := $(or $(CARGO_TARGET_DIR),target)/release/examples/bench
 
-.PHONY: all test demo bench bench-quick bench-build bench-venv lint doc fmt clean miri
+.PHONY: all test demo bench bench-quick bench-build bench-venv lint doc book book-traces fmt clean miri
 
 all: test
 
@@ -64,6 +64,21 @@ miri:
 ## doc: the API docs (the book is docs/*.md)
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+
+## book: the book (docs/) as HTML with mdBook, into target/book/. Without mdbook it says how to get
+## it and installs nothing: the Markdown in docs/ reads fine on its own (start at docs/README.md).
+book:
+	@if command -v mdbook >/dev/null 2>&1; then \
+		mdbook build docs && echo "book: open target/book/index.html"; \
+	else \
+		echo "book: mdbook is not installed. Install it with:  cargo install mdbook"; \
+		echo "book: or read the Markdown as it is: docs/README.md is the table of contents."; \
+	fi
+
+## book-traces: rerun every program the book quotes and rewrite each quoted trace that no longer
+## matches (tests/tests/book_traces.rs in update mode); read the diff before committing it
+book-traces:
+	BOOK_TRACES=update $(CARGO) test -p evloop-tests --test book_traces -- --nocapture
 
 fmt:
 	$(CARGO) fmt --all

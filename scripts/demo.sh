@@ -260,3 +260,7 @@ printf '%-10s %14s %23s %15s %12s\n' "server" "round trips/s" "server CPU/round 
 printf '%s\n' "${summary[@]}"
 echo
 echo "demo: done"
+echo
+echo "The book explains what you just watched, one mechanism per chapter, with the code and traces of"
+echo "these programs: start at docs/README.md (plain Markdown), or run 'make book' to read it as HTML"
+echo "(with mdBook, if installed). Every trace it quotes is rerun and checked by 'make test'."

@@ -162,6 +162,9 @@ async fn load(a: &Args) -> Result<(), Box<dyn Error>> {
 
 async fn lines(a: &Args, n: usize) -> Result<(), Box<dyn Error>> {
     let mut conn = TcpStream::connect(a.addr).await?;
+    // Let the server accept and start reading before the first line arrives, so that what it
+    // does (a trace, its system-call counts) is the same from run to run.
+    evloop::sleep(Duration::from_millis(50)).await;
     for i in 1..=n {
         let line = format!("hello from evloop, line {i} of {n}\n");
         conn.write_all(line.as_bytes()).await?;

@@ -129,7 +129,7 @@
 //! |---|---|
 //! | `insert`, `cancel`, `reschedule`, `pop`, `pop_expired` | O(log n) |
 //! | `peek`, `peek_deadline`, `len`, `contains`, `get`, `get_mut`, `deadline` | O(1) |
-//! | `clear` | O(n) |
+//! | `clear`, building from an iterator (bottom-up heapify) | O(n) |
 //! | `shrink_to_fit` | O(slab length) |
 //!
 //! # Panics
@@ -684,6 +684,38 @@ impl<T> TimerQueue<T> {
         removed
     }
 
+    /// The heap's array as it is laid out, index by index: each pending timer's deadline, its
+    /// insertion sequence number (the tie-breaker) and its id. The children of index `i` are at
+    /// `4i+1 ..= 4i+4`. This is for teaching and debugging (the book prints it to show sifting);
+    /// the layout is not part of the queue's contract.
+    ///
+    /// ```
+    /// # use evloop_timers::TimerQueue;
+    /// let mut q = TimerQueue::new();
+    /// q.insert(30, "c");
+    /// q.insert(10, "a"); // sifts up to the root
+    /// let deadlines: Vec<u64> = q.heap_layout().map(|(deadline, _seq, _id)| deadline).collect();
+    /// assert_eq!(deadlines, [10, 30]);
+    /// ```
+    pub fn heap_layout(&self) -> impl ExactSizeIterator<Item = (Deadline, u64, TimerId)> + '_ {
+        self.heap.iter().map(|e| (e.deadline, e.seq, e.id))
+    }
+
+    /// Restores heap order over the whole array bottom-up (Floyd's heapify): every internal node,
+    /// from the last one back to the root, sinks into its subtree, which is already a heap. Most
+    /// nodes are near the bottom and sink at most a level or two, so this costs O(n), against
+    /// O(n log n) for n inserts.
+    fn heapify(&mut self) {
+        let len = self.heap.len();
+        if len < 2 {
+            return;
+        }
+        let last_parent = (len - 2) / ARITY;
+        for pos in (0..=last_parent).rev() {
+            self.sift_down(pos);
+        }
+    }
+
     /// Payload of an occupied slot (for `Debug`).
     fn payload_of(&self, slot: u32) -> Option<&T> {
         match self.slots.get(slot as usize)? {
@@ -738,6 +770,33 @@ impl<T: fmt::Debug> fmt::Debug for PendingTimers<'_, T> {
                 })
             }))
             .finish()
+    }
+}
+
+impl<T> FromIterator<(Deadline, T)> for TimerQueue<T> {
+    /// Builds a queue from `(deadline, payload)` pairs in O(n): the entries go into the array
+    /// in the iterator's order (which is also their insertion order, for FIFO among equal
+    /// deadlines), and one bottom-up heapify puts it in heap order.
+    ///
+    /// ```
+    /// # use evloop_timers::TimerQueue;
+    /// let mut q: TimerQueue<&str> = [(30, "c"), (10, "a"), (20, "b"), (10, "a2")].into_iter().collect();
+    /// let order: Vec<&str> = std::iter::from_fn(|| q.pop().map(|e| e.payload)).collect();
+    /// assert_eq!(order, ["a", "a2", "b", "c"]);
+    /// ```
+    fn from_iter<I: IntoIterator<Item = (Deadline, T)>>(iter: I) -> Self {
+        let iter = iter.into_iter();
+        let mut q = TimerQueue::with_capacity(iter.size_hint().0);
+        for (deadline, payload) in iter {
+            let pos = q.heap.len();
+            // Fits in u32 for the same reason as in `insert`.
+            let id = q.occupy_slot(pos as u32, payload);
+            let seq = q.next_seq;
+            q.next_seq = seq.wrapping_add(1);
+            q.heap.push(HeapEntry { deadline, seq, id });
+        }
+        q.heapify();
+        q
     }
 }
 

@@ -758,3 +758,45 @@ fn random_workload_keeps_heap_and_slab_invariants() {
     let drained: Vec<u64> = pop_all(&mut q).into_iter().map(|(d, _)| d).collect();
     assert!(drained.windows(2).all(|w| w[0] <= w[1]));
 }
+
+#[test]
+fn collecting_heapifies_bottom_up_and_pops_like_inserting_one_by_one() {
+    let mut rng = Rng(7);
+    for n in [0usize, 1, 2, 3, 4, 5, 6, 17, 64, 257, 1000] {
+        let pairs: Vec<(Deadline, usize)> = (0..n).map(|i| (rng.below(50), i)).collect();
+        let mut built: TimerQueue<usize> = pairs.iter().copied().collect();
+        built.check_invariants();
+        let mut inserted = TimerQueue::new();
+        for (d, p) in &pairs {
+            inserted.insert(*d, *p);
+        }
+        // Same order, FIFO among equal deadlines included (only 50 distinct deadlines).
+        assert_eq!(pop_all(&mut built), pop_all(&mut inserted), "n = {n}");
+    }
+}
+
+#[test]
+fn a_collected_queue_cancels_and_inserts_like_any_other() {
+    let mut q: TimerQueue<u64> = (0..100).rev().map(|d| (d, d)).collect();
+    let ids: Vec<TimerId> = q.heap_layout().map(|(_, _, id)| id).collect();
+    for id in ids.iter().step_by(3) {
+        assert!(q.cancel(*id).is_some());
+        q.check_invariants();
+    }
+    q.insert(0, 1000);
+    q.check_invariants();
+    assert_eq!(q.pop().map(|e| e.payload), Some(1000));
+}
+
+#[test]
+fn heap_layout_lists_the_array_with_the_root_first() {
+    let mut q = TimerQueue::new();
+    for d in [50, 40, 30, 20, 10] {
+        q.insert(d, ());
+    }
+    let layout: Vec<Deadline> = q.heap_layout().map(|(d, _, _)| d).collect();
+    assert_eq!(layout.len(), 5);
+    assert_eq!(layout[0], 10);
+    // 4-ary: indices 1..=4 are the root's children, each no earlier than the root.
+    assert!(layout[1..].iter().all(|&d| d >= 10));
+}

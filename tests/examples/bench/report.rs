@@ -753,8 +753,10 @@ pub fn write(
     } else {
         let _ = writeln!(
             w,
-            "Chapter 5 of [the book](README.md). Every number on this page is from the last run of `make bench`; \
-             rerun it to reproduce them on your machine.\n"
+            "An appendix of [the book](README.md). Every number on this page is from the last run of `make bench`; \
+             rerun it to reproduce them on your machine. These are measurements, not traces: they change from run \
+             to run, so the test that keeps the book's traces honest (`tests/tests/book_traces.rs`) does not \
+             compare them.\n"
         );
     }
     let _ = writeln!(
