@@ -83,6 +83,7 @@ book_programs!(
     book_level_edge,
     book_handles,
     book_coroutines,
+    book_task_cell,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {

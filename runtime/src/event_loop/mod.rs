@@ -76,6 +76,9 @@ pub(crate) mod task_table;
 pub(crate) mod trace;
 pub(crate) mod waker;
 
+/// How many empty task extras a loop keeps for reuse.
+pub(crate) const SPARE_EXTRAS: usize = 1024;
+
 /// asyncio caps a poll at one day; a longer timer simply polls again.
 const MAX_POLL: Duration = Duration::from_secs(86_400);
 
@@ -557,6 +560,7 @@ impl Builder {
             expiring: Cell::new(false),
             woken_by_timers: RefCell::new(Vec::new()),
             deferred_flushes: RefCell::new(Vec::new()),
+            spare_extras: RefCell::new(Vec::new()),
             flush_buf: RefCell::new(Vec::new()),
         };
         let handle = LoopHandle { inner: Rc::new(inner) };
@@ -641,6 +645,11 @@ pub(crate) struct LoopInner {
     woken_by_timers: RefCell<Vec<String>>,
     /// Transports written to during this phase 5, flushed when it ends (`defer_flush`).
     deferred_flushes: RefCell<Vec<Rc<dyn DeferredFlush>>>,
+    /// Tasks' extra parts (join waker, callbacks, ...) left empty when their task finished,
+    /// reused by the next task that needs one (bounded by `SPARE_EXTRAS`).
+    // Boxed on purpose: a spare moves into a task header as the Box it already is.
+    #[allow(clippy::vec_box)]
+    pub(crate) spare_extras: RefCell<Vec<Box<raw_task::TaskExtra>>>,
     /// Spare buffer for `deferred_flushes`, so flushing does not allocate.
     flush_buf: RefCell<Vec<Rc<dyn DeferredFlush>>>,
 }
@@ -1312,6 +1321,8 @@ impl LoopHandle {
         drop(ready);
         let flushes = std::mem::take(&mut *lp.deferred_flushes.borrow_mut());
         drop(flushes);
+        let extras = std::mem::take(&mut *lp.spare_extras.borrow_mut());
+        drop(extras);
         let timers = std::mem::take(&mut *lp.timers.borrow_mut());
         drop(timers);
         let cancels = std::mem::take(&mut *lp.timer_cancels.ids.borrow_mut());

@@ -244,10 +244,32 @@ impl Header {
     ///
     /// [`with_extra`]: Header::with_extra
     pub(crate) fn extra_mut<R>(&self, f: impl FnOnce(&mut TaskExtra) -> R) -> R {
-        let mut extra = self.extra.take().unwrap_or_default();
+        self.extra_mut_from(Box::default, f)
+    }
+
+    /// [`extra_mut`](Header::extra_mut), with `make` providing the extra part if the task has
+    /// none (a loop hands out recycled ones, so that awaiting a running task allocates nothing).
+    pub(crate) fn extra_mut_from<R>(
+        &self,
+        make: impl FnOnce() -> Box<TaskExtra>,
+        f: impl FnOnce(&mut TaskExtra) -> R,
+    ) -> R {
+        let mut extra = self.extra.take().unwrap_or_else(make);
         let r = f(&mut extra);
         self.extra.set(Some(extra));
         r
+    }
+
+    /// Takes the extra part out if it holds nothing any more (no name, callbacks, waker or
+    /// panic), for reuse by another task.
+    pub(crate) fn take_empty_extra(&self) -> Option<Box<TaskExtra>> {
+        let extra = self.extra.take()?;
+        if extra.name.is_none() && extra.callbacks.is_empty() && extra.join_waker.is_none() && extra.panic.is_none() {
+            Some(extra)
+        } else {
+            self.extra.set(Some(extra));
+            None
+        }
     }
 
     fn ref_inc(&self) {

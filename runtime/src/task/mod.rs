@@ -56,7 +56,7 @@ use crate::event_loop::trace::{
 use crate::event_loop::waker::LoopScheduler;
 use crate::event_loop::{
     default_exception_handler, local_loop, sites, with_running, Builder, EventLoop, ExceptionContext, ExceptionKind,
-    LoopHandle, LoopInner, Ready, TaskHooks,
+    LoopHandle, LoopInner, Ready, TaskHooks, SPARE_EXTRAS,
 };
 
 /// Where a task is in its life.
@@ -172,12 +172,31 @@ impl Core<'_> {
         self.0.with_extra(|e| e.and_then(|e| e.join_waker.take()))
     }
 
-    /// Remembers the awaiter's waker (keeping the stored one if it wakes the same task).
+    /// Remembers the awaiter's waker (keeping the stored one if it wakes the same task). The
+    /// extra part comes from the loop's spares when there is one: awaiting a running task is
+    /// the common case and must not cost an allocation per task.
     fn set_join_waker(&self, waker: &std::task::Waker) {
-        self.0.extra_mut(|e| match &e.join_waker {
+        let spare = || {
+            local_loop(self.0.owner())
+                .and_then(|lp| lp.spare_extras.borrow_mut().pop())
+                .unwrap_or_default()
+        };
+        self.0.extra_mut_from(spare, |e| match &e.join_waker {
             Some(w) if w.will_wake(waker) => {}
             _ => e.join_waker = Some(waker.clone()),
         });
+    }
+
+    /// Gives an emptied extra part back to the loop for the next task.
+    fn recycle_extra(&self, lp: &LoopInner) {
+        if let Some(extra) = self.0.take_empty_extra() {
+            let mut spares = lp.spare_extras.borrow_mut();
+            if spares.len() < SPARE_EXTRAS {
+                let mut extra = extra;
+                extra.next_callback = 0;
+                spares.push(extra);
+            }
+        }
     }
 
     fn take_panic(&self) -> Option<Panic> {
@@ -333,6 +352,7 @@ fn finish(lp: &Rc<LoopInner>, task: &TaskPtr, outcome: Outcome) {
     if failed_unobserved {
         report_unobserved(lp, task);
     }
+    core.recycle_extra(lp);
     if detached {
         // Nobody can take the output any more.
         if let Err(p) = task.drop_output() {

@@ -566,11 +566,7 @@ fn targets(res: &Results) -> Vec<Target> {
 
     // Memory per idle task.
     let what = "Memory per idle task (handle kept) beyond the future itself <= 0.5x smol's";
-    let beyond = |rt: &str| {
-        res.idle_tasks
-            .as_ref()
-            .and_then(|t| available(t.cell(rt, "beyond")))
-    };
+    let beyond = |rt: &str| res.idle_tasks.as_ref().and_then(|t| available(t.cell(rt, "beyond")));
     match (beyond("evloop"), beyond("smol")) {
         (Some(e), Some(s)) => {
             let r = Ratio::of(e, s);
