@@ -103,7 +103,11 @@ async fn wakes_case() -> Result<(), Box<dyn Error>> {
             }
             woken_elsewhere = true;
             let waker = cx.waker().clone();
-            std::thread::spawn(move || waker.wake());
+            std::thread::spawn(move || {
+                // Long enough for the loop to be blocked in epoll_pwait2 with nothing to do.
+                std::thread::sleep(Duration::from_millis(50));
+                waker.wake();
+            });
             std::task::Poll::Pending
         })
         .await;
