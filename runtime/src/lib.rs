@@ -93,6 +93,7 @@ pub use sync::{
 };
 pub use task::promise::{Promise, PromiseFuture};
 pub use task::time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
+pub use task::tree::{task_tree, TaskNode, TaskTree};
 pub use task::{all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState};
 
 /// The syscall layer, re-exported so users can read the per-thread call counters

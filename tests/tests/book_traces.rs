@@ -84,6 +84,7 @@ book_programs!(
     book_handles,
     book_coroutines,
     book_task_cell,
+    book_task_tree,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {

@@ -367,6 +367,12 @@ impl TaskPtr {
         unsafe { self.ptr.as_ref() }
     }
 
+    /// The task's address: what a `Waker` of this task carries as its data pointer, so that a
+    /// stored waker can be traced back to its task (the task tree).
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+
     /// Whether both refer to the same task.
     pub(crate) fn ptr_eq(&self, other: &TaskPtr) -> bool {
         self.ptr == other.ptr

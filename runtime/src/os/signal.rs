@@ -198,6 +198,31 @@ impl LoopHandle {
         Ok(())
     }
 
+    /// Prints the task tree (`LoopHandle::task_tree`: every live task, who awaits whom, and any
+    /// deadlock) to stderr each time `signal` arrives: `kill -USR1 <pid>` on a stuck program
+    /// shows what every task waits on. It is an ordinary signal handler of this loop (it
+    /// replaces any other handler of `signal`, and `remove_signal_handler` removes it).
+    ///
+    /// ```
+    /// use evloop::signal::Signal;
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop().unwrap();
+    ///     lp.print_task_tree_on(Signal::USR1).unwrap();
+    ///     assert!(lp.remove_signal_handler(Signal::USR1.raw()));
+    /// })
+    /// .unwrap();
+    /// ```
+    #[track_caller]
+    pub fn print_task_tree_on(&self, signal: Signal) -> io::Result<()> {
+        let lp = std::rc::Rc::downgrade(&self.inner);
+        self.add_signal_handler(signal.raw(), move || {
+            if let Some(inner) = lp.upgrade() {
+                let tree = LoopHandle { inner }.task_tree();
+                eprint!("evloop: task tree on {}:\n{tree}", signal.name());
+            }
+        })
+    }
+
     /// Removes the handler of `signum`; returns whether there was one (asyncio's
     /// `remove_signal_handler`). When nothing else on this loop waits for the signal, its
     /// previous disposition is restored.

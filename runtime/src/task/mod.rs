@@ -32,11 +32,13 @@
 //! without being awaited) goes to the exception handler, once.
 //!
 //! # The `task/` folder (layer 2)
-//! Tasks (this file), promises (`promise`) and time (`time`: `sleep`, `timeout`, `yield_now`):
+//! Tasks (this file), promises (`promise`), time (`time`: `sleep`, `timeout`, `yield_now`) and the
+//! task tree (`tree`: who awaits whom, deadlocks):
 //! the futures the loop drives, built on `event_loop/` only. `io/`, `sync/` and `os/` build on them.
 
 pub(crate) mod promise;
 pub(crate) mod time;
+pub(crate) mod tree;
 
 use std::fmt;
 use std::future::Future;

@@ -1,0 +1,223 @@
+//! The task tree: asyncio 3.14's `ps` and `pstree` for a running evloop program.
+//!
+//! A snapshot of every live task of a loop: its name, state, creation site, what it awaits, and
+//! which tasks await it. The awaited-by edges come from the tasks themselves, not from notes: a
+//! task that awaits another's handle (directly, or through `gather`, `wait`, `select` or a
+//! `TaskGroup`) leaves its waker in that task's cell, and a waker is a pointer to its task's
+//! cell, so the snapshot maps each stored waker back to the task it belongs to. The tree prints
+//! every task nobody awaits as a root, with the tasks it awaits below it; a cycle in the
+//! awaited-by graph (two tasks each waiting for the other, directly or around a ring) can never
+//! make progress, and the tree names it as a deadlock instead of printing it forever.
+//!
+//! ```
+//! let tree = evloop::run(async {
+//!     let child = evloop::spawn(evloop::sleep(std::time::Duration::from_millis(5)));
+//!     let parent = evloop::spawn(async move { child.await.unwrap() });
+//!     evloop::yield_now().await;
+//!     let tree = evloop::task_tree().expect("a running loop");
+//!     parent.await.unwrap();
+//!     tree
+//! })
+//! .unwrap();
+//! let text = tree.to_string();
+//! assert!(text.contains("Task-3"), "{text}");
+//! assert!(tree.cycles().is_empty());
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::Location;
+
+use crate::event_loop::trace::Awaiting;
+use crate::event_loop::{with_running, LoopHandle};
+use crate::task::{Core, TaskState};
+
+/// One task in a [`TaskTree`].
+#[derive(Debug, Clone)]
+pub struct TaskNode {
+    /// `Task-N` or the name it was given.
+    pub name: String,
+    /// The N of `Task-N`.
+    pub number: u64,
+    /// Pending or running (finished tasks are not in the tree).
+    pub state: TaskState,
+    /// Where it was created.
+    pub created_at: &'static Location<'static>,
+    /// What it last said it waits on (the leaf future's note).
+    pub awaiting: Awaiting,
+    /// The tasks that await this one (by number): their wakers are stored in this task.
+    pub awaited_by: Vec<u64>,
+}
+
+/// A snapshot of a loop's live tasks and who awaits whom (see the module documentation);
+/// `Display` prints it as a tree, like `python -m asyncio pstree`.
+#[derive(Debug, Clone, Default)]
+pub struct TaskTree {
+    nodes: Vec<TaskNode>,
+}
+
+impl LoopHandle {
+    /// A snapshot of every live task of this loop and who awaits whom (asyncio 3.14's
+    /// `pstree`). Cheap enough for a diagnostic: one pass over the tasks.
+    pub fn task_tree(&self) -> TaskTree {
+        let tasks = self.inner.tasks.borrow();
+        let mut by_addr: HashMap<usize, u64> = HashMap::with_capacity(tasks.len());
+        for t in tasks.iter() {
+            by_addr.insert(t.addr(), u64::from(t.header().number()));
+        }
+        let mut nodes: Vec<TaskNode> = tasks
+            .iter()
+            .map(|t| {
+                let core = Core(t.header());
+                TaskNode {
+                    name: core.label(),
+                    number: core.number(),
+                    state: core.state(),
+                    created_at: core.site(),
+                    awaiting: core.awaiting(),
+                    awaited_by: Vec::new(),
+                }
+            })
+            .collect();
+        for (node, t) in nodes.iter_mut().zip(tasks.iter()) {
+            let awaiter = t
+                .header()
+                .with_extra(|e| e.and_then(|e| e.join_waker.as_ref().map(|w| w.data() as usize)));
+            if let Some(n) = awaiter.and_then(|addr| by_addr.get(&addr)) {
+                node.awaited_by.push(*n);
+            }
+        }
+        drop(tasks);
+        nodes.sort_by_key(|n| n.number);
+        TaskTree { nodes }
+    }
+}
+
+/// The task tree of the loop running on this thread (`None` when no loop runs).
+pub fn task_tree() -> Option<TaskTree> {
+    with_running(|lp| LoopHandle { inner: lp.clone() }.task_tree())
+}
+
+impl TaskTree {
+    /// Every live task, by number.
+    pub fn tasks(&self) -> &[TaskNode] {
+        &self.nodes
+    }
+
+    /// The task with `number`, if it is live.
+    pub fn get(&self, number: u64) -> Option<&TaskNode> {
+        self.nodes.iter().find(|n| n.number == number)
+    }
+
+    /// The tasks `number` awaits (the inverse of `awaited_by`).
+    pub fn awaits(&self, number: u64) -> Vec<u64> {
+        self.nodes
+            .iter()
+            .filter(|n| n.awaited_by.contains(&number))
+            .map(|n| n.number)
+            .collect()
+    }
+
+    /// Every cycle of the awaited-by graph, each as the numbers of its tasks in await order
+    /// (the first awaits the second, ..., the last awaits the first), starting from its
+    /// lowest-numbered task. A cycle is a deadlock: none of its tasks can finish first.
+    pub fn cycles(&self) -> Vec<Vec<u64>> {
+        // Each task awaits at most a few others; follow the edges from every task, and report a
+        // cycle once, from its smallest member.
+        let mut found: Vec<Vec<u64>> = Vec::new();
+        for start in &self.nodes {
+            let mut path = vec![start.number];
+            self.walk(start.number, &mut path, &mut found);
+        }
+        found.sort();
+        found.dedup();
+        found
+    }
+
+    fn walk(&self, at: u64, path: &mut Vec<u64>, found: &mut Vec<Vec<u64>>) {
+        for next in self.awaits(at) {
+            if next == path[0] {
+                let min = *path.iter().min().unwrap_or(&next);
+                if min == path[0] {
+                    found.push(path.clone());
+                }
+            } else if !path.contains(&next) && next > path[0] {
+                path.push(next);
+                self.walk(next, path, found);
+                path.pop();
+            }
+        }
+    }
+
+    fn write_node(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        n: &TaskNode,
+        prefix: &str,
+        last: bool,
+        seen: &mut Vec<u64>,
+    ) -> fmt::Result {
+        let branch = if last { "└── " } else { "├── " };
+        write!(f, "{prefix}{branch}{} [{}]", n.name, state_str(n.state))?;
+        if n.state == TaskState::Pending && !matches!(n.awaiting, Awaiting::Task(_)) {
+            write!(f, " awaiting {}", n.awaiting)?;
+        }
+        writeln!(f, " (created at {})", n.created_at)?;
+        if seen.contains(&n.number) {
+            return Ok(());
+        }
+        seen.push(n.number);
+        let children = self.awaits(n.number);
+        let child_prefix = format!("{prefix}{}", if last { "    " } else { "│   " });
+        for (i, c) in children.iter().enumerate() {
+            if let Some(child) = self.get(*c) {
+                self.write_node(f, child, &child_prefix, i + 1 == children.len(), seen)?;
+            }
+        }
+        seen.pop();
+        Ok(())
+    }
+}
+
+fn state_str(s: TaskState) -> &'static str {
+    match s {
+        TaskState::Pending => "pending",
+        TaskState::Running => "running",
+        TaskState::Done => "done",
+        TaskState::Cancelled => "cancelled",
+        TaskState::Failed => "failed",
+    }
+}
+
+impl fmt::Display for TaskTree {
+    /// Roots are the tasks nobody awaits; below each, the tasks it awaits. A task awaited by
+    /// several appears under each of them. Cycles are reported after the tree.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let roots: Vec<&TaskNode> = self.nodes.iter().filter(|n| n.awaited_by.is_empty()).collect();
+        for (i, r) in roots.iter().enumerate() {
+            self.write_node(f, r, "", i + 1 == roots.len(), &mut Vec::new())?;
+        }
+        for cycle in self.cycles() {
+            let names: Vec<String> = cycle
+                .iter()
+                .chain(cycle.first())
+                .map(|n| self.get(*n).map_or_else(|| format!("#{n}"), |t| t.name.clone()))
+                .collect();
+            writeln!(
+                f,
+                "deadlock: {} (each awaits the next; none can finish)",
+                names.join(" -> ")
+            )?;
+            for n in cycle.iter().filter_map(|n| self.get(*n)) {
+                writeln!(
+                    f,
+                    "    {} [{}] (created at {})",
+                    n.name,
+                    state_str(n.state),
+                    n.created_at
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
