@@ -78,7 +78,7 @@ async fn ping_pong(
         }
         let now = Instant::now(); // one clock read per round trip: this end is the next start
         let rtt = u32::try_from((now - started).as_nanos()).unwrap_or(u32::MAX);
-        rtts.extend(std::iter::repeat(rtt).take(pipeline));
+        rtts.extend(std::iter::repeat_n(rtt, pipeline));
         started = now;
         if now >= until {
             return Ok(rtts);
