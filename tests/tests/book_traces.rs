@@ -380,7 +380,7 @@ fn replace_after(
         rest = &rest[start..];
         if let Some(n) = len(rest) {
             let token = &rest[..n];
-            let follows = followed_by.map_or(true, |f| rest[n..].starts_with(f));
+            let follows = followed_by.is_none_or(|f| rest[n..].starts_with(f));
             if follows && !keep.contains(&token) {
                 out.push_str(with);
                 rest = &rest[n..];
@@ -921,7 +921,7 @@ fn run(m: &Marker, strace: bool) -> Result<String, String> {
                 .filter(|_| {
                     m.client_after
                         .as_ref()
-                        .map_or(true, |after| text.contains(after.as_str()))
+                        .is_none_or(|after| text.contains(after.as_str()))
                 });
             if let Some(addr) = addr {
                 let mut c = Command::new(program_path(&args[0]).expect("checked"));
