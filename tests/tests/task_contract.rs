@@ -1353,3 +1353,16 @@ fn task_wake_after_the_loop_closed_is_harmless() {
     assert!(t.try_result().unwrap().unwrap_err().is_cancelled());
     assert_eq!(probe.polls.get(), 1);
 }
+
+#[test]
+fn get_loop_of_a_task_is_its_loop_until_the_loop_is_gone() {
+    let lp = EventLoop::new().unwrap();
+    let other = EventLoop::new().unwrap();
+    let t = lp.create_task(async {}).unwrap();
+    assert!(t.get_loop().is_some_and(|l| l.same_loop(&lp)));
+    assert!(!t.get_loop().unwrap().same_loop(&other));
+    lp.close().unwrap();
+    assert!(t.get_loop().is_some_and(|l| l.is_closed()), "closed, still there");
+    drop(lp);
+    assert!(t.get_loop().is_none(), "the loop is gone");
+}

@@ -553,6 +553,21 @@ impl TaskRef {
         removed.len()
     }
 
+    /// The loop the task belongs to (asyncio's `Task.get_loop()`); `None` once that loop is
+    /// gone. A closed loop is still returned while something holds it.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(async {});
+    ///     let lp = evloop::get_running_loop().unwrap();
+    ///     assert!(t.get_loop().is_some_and(|l| l.same_loop(&lp)));
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn get_loop(&self) -> Option<LoopHandle> {
+        self.core().event_loop().map(|inner| LoopHandle { inner })
+    }
+
     /// Whether both refer to the same task.
     pub fn ptr_eq(&self, other: &TaskRef) -> bool {
         self.ptr.ptr_eq(&other.ptr)
