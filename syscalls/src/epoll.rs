@@ -26,6 +26,7 @@ use std::time::Duration;
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
 use crate::call::{call, is_eintr};
+use crate::raw;
 use crate::time::duration_to_timespec;
 use crate::Syscall;
 
@@ -411,7 +412,7 @@ pub fn epoll_pwait2(epfd: BorrowedFd<'_>, events: &mut [EpollEvent], timeout: Op
     };
     let maxevents = max_events(events.len());
     let events_ptr = events.as_mut_ptr().cast::<libc::epoll_event>();
-    let r = call(Syscall::EpollPwait2, || {
+    let r = raw::direct(Syscall::EpollPwait2, || {
         // SAFETY: the kernel writes at most `maxevents` (<= events.len())
         // `struct epoll_event`s to `events_ptr`, which comes from the
         // exclusively borrowed slice `events`; `EpollEvent` is
@@ -421,21 +422,20 @@ pub fn epoll_pwait2(epfd: BorrowedFd<'_>, events: &mut [EpollEvent], timeout: Op
         // EINVAL before touching it. The kernel reads one `struct timespec`
         // from `ts_ptr`, which points into the local `ts` (alive for the
         // whole call), or is NULL for "no timeout". The sigmask is NULL, so
-        // no sigset is read and the size argument is ignored. Every argument
-        // is passed as a full `c_long`, as `syscall()` reads them.
+        // no sigset is read and the size argument is ignored.
         unsafe {
-            libc::syscall(
+            raw::syscall6(
                 libc::SYS_epoll_pwait2,
-                libc::c_long::from(epfd.as_raw_fd()),
-                events_ptr,
-                libc::c_long::from(maxevents),
-                ts_ptr,
-                std::ptr::null::<libc::sigset_t>(),
-                0 as libc::c_long,
+                epfd.as_raw_fd() as usize,
+                events_ptr as usize,
+                maxevents as usize,
+                ts_ptr as usize,
+                0,
+                0,
             )
         }
     });
-    eintr_is_no_events(r.map(|n| usize::try_from(n).unwrap_or(0)))
+    eintr_is_no_events(r)
 }
 
 /// `epoll_wait(epfd, events, maxevents, timeout_ms)`: wait for up to

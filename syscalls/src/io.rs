@@ -11,6 +11,7 @@ use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use crate::call::call_retry_eintr;
+use crate::raw;
 use crate::Syscall;
 
 /// The most buffers one `readv`/`writev` call takes (`IOV_MAX`, 1024 on
@@ -32,13 +33,23 @@ fn to_usize(n: libc::ssize_t) -> usize {
 /// per call, whatever `buf.len()` is.
 /// Counted as [`Syscall::Read`], once per attempt.
 #[doc(alias = "read(2)")]
+#[inline]
 pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
-    let n = call_retry_eintr(Syscall::Read, || {
+    raw::direct_retry_eintr(Syscall::Read, || {
         // SAFETY: the kernel writes at most `buf.len()` bytes starting at
         // `buf.as_mut_ptr()`, all inside the exclusively borrowed slice.
-        unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) }
-    })?;
-    Ok(to_usize(n))
+        unsafe {
+            raw::syscall6(
+                libc::SYS_read,
+                fd.as_raw_fd() as usize,
+                buf.as_mut_ptr() as usize,
+                buf.len(),
+                0,
+                0,
+                0,
+            )
+        }
+    })
 }
 
 /// `write(fd, buf, buf.len())`: writes up to `buf.len()` bytes, returns how
@@ -52,13 +63,23 @@ pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 /// process unless ignored (Rust programs ignore it by default).
 /// Counted as [`Syscall::Write`], once per attempt.
 #[doc(alias = "write(2)")]
+#[inline]
 pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
-    let n = call_retry_eintr(Syscall::Write, || {
+    raw::direct_retry_eintr(Syscall::Write, || {
         // SAFETY: the kernel reads at most `buf.len()` bytes starting at
         // `buf.as_ptr()`, all inside the borrowed slice.
-        unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) }
-    })?;
-    Ok(to_usize(n))
+        unsafe {
+            raw::syscall6(
+                libc::SYS_write,
+                fd.as_raw_fd() as usize,
+                buf.as_ptr() as usize,
+                buf.len(),
+                0,
+                0,
+                0,
+            )
+        }
+    })
 }
 
 /// `readv(fd, iov, iovcnt)`: reads into the buffers in order, filling each

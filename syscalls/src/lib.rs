@@ -147,6 +147,7 @@ mod file;
 mod io;
 mod pipe;
 mod process;
+mod raw;
 mod resolve;
 mod signal;
 mod sigpipe;

@@ -21,6 +21,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use crate::call::{call, call_retry_eintr, is_eintr};
 use crate::io::IOV_MAX;
+use crate::raw;
 use crate::sigpipe::SigpipeGuard;
 use crate::sockaddr::{Domain, RawSockAddr, SockAddr};
 use crate::Syscall;
@@ -349,22 +350,43 @@ pub fn shutdown(fd: BorrowedFd<'_>, how: Shutdown) -> io::Result<()> {
 /// Counted as [`Syscall::Send`], once per attempt.
 #[doc(alias = "send(2)")]
 #[doc(alias = "MSG_NOSIGNAL")]
+#[inline]
 pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
-    let n = call_retry_eintr(Syscall::Send, || {
-        // SAFETY: the kernel reads at most `buf.len()` bytes starting at
-        // `buf.as_ptr()`, all inside the borrowed slice.
-        unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) }
-    })?;
-    Ok(to_usize(n))
+    raw::direct_retry_eintr(Syscall::Send, || {
+        // SAFETY: sendto(fd, buf, len, MSG_NOSIGNAL, NULL, 0): the kernel reads at most
+        // `buf.len()` bytes starting at `buf.as_ptr()`, all inside the borrowed slice; no address.
+        unsafe {
+            raw::syscall6(
+                libc::SYS_sendto,
+                fd.as_raw_fd() as usize,
+                buf.as_ptr() as usize,
+                buf.len(),
+                libc::MSG_NOSIGNAL as usize,
+                0,
+                0,
+            )
+        }
+    })
 }
 
+#[inline]
 fn recv_flags(fd: BorrowedFd<'_>, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
-    let n = call_retry_eintr(Syscall::Recv, || {
-        // SAFETY: the kernel writes at most `buf.len()` bytes starting at
-        // `buf.as_mut_ptr()`, all inside the exclusively borrowed slice.
-        unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), flags) }
-    })?;
-    Ok(to_usize(n))
+    raw::direct_retry_eintr(Syscall::Recv, || {
+        // SAFETY: recvfrom(fd, buf, len, flags, NULL, NULL): the kernel writes at most
+        // `buf.len()` bytes starting at `buf.as_mut_ptr()`, all inside the exclusively borrowed
+        // slice; no address is returned.
+        unsafe {
+            raw::syscall6(
+                libc::SYS_recvfrom,
+                fd.as_raw_fd() as usize,
+                buf.as_mut_ptr() as usize,
+                buf.len(),
+                flags as usize,
+                0,
+                0,
+            )
+        }
+    })
 }
 
 /// `recv(fd, buf, buf.len(), 0)`: receives up to `buf.len()` bytes; on a
@@ -379,6 +401,7 @@ fn recv_flags(fd: BorrowedFd<'_>, buf: &mut [u8], flags: libc::c_int) -> io::Res
 /// `recvfrom` with no address.
 /// Counted as [`Syscall::Recv`], once per attempt.
 #[doc(alias = "recv(2)")]
+#[inline]
 pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     recv_flags(fd, buf, 0)
 }

@@ -914,7 +914,7 @@ impl LoopInner {
             let mut ready = self.ready.borrow_mut();
             match reactor.as_mut() {
                 Some(r) => {
-                    let d = r.dispatch(n, &mut |cb| ready.push_back(Ready::Callback(cb)));
+                    let d = r.dispatch(n, &mut ready);
                     r.take_wakers(&mut wakers);
                     d
                 }

@@ -16,7 +16,7 @@
 //! readable, the reader callback runs once per loop iteration.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
@@ -27,6 +27,7 @@ use evloop_syscalls::{self as sys, EpollEvent, EpollFlags};
 
 use crate::event_loop::handle::Callback;
 use crate::event_loop::slab::{Key, Slab};
+use crate::event_loop::Ready;
 
 /// The `data` value of the loop's own wake-up eventfd; slab keys never take this value because
 /// a slot whose generation reaches `u32::MAX` is retired.
@@ -459,7 +460,7 @@ impl Reactor {
 
     /// Turns the first `n` events of the last wait into ready callbacks (given to `ready`) and
     /// wakers to wake (collected in the reactor's buffer; see [`Reactor::take_wakers`]).
-    pub(crate) fn dispatch(&mut self, n: usize, ready: &mut dyn FnMut(Rc<dyn Callback>)) -> Dispatched {
+    pub(crate) fn dispatch(&mut self, n: usize, ready: &mut VecDeque<Ready>) -> Dispatched {
         let mut out = Dispatched::default();
         for ev in &self.events[..n] {
             let data = ev.data();
@@ -501,7 +502,7 @@ impl Reactor {
                     }
                 }
                 if let Some(h) = &*state.handler.borrow() {
-                    ready(h.clone());
+                    ready.push_back(Ready::Callback(h.clone()));
                 }
                 out.fd_events += 1;
                 continue;
@@ -518,13 +519,13 @@ impl Reactor {
             let mut scheduled = false;
             if readable {
                 if let Some(cb) = &reg.reader {
-                    ready(cb.clone());
+                    ready.push_back(Ready::Callback(cb.clone()));
                     scheduled = true;
                 }
             }
             if writable {
                 if let Some(cb) = &reg.writer {
-                    ready(cb.clone());
+                    ready.push_back(Ready::Callback(cb.clone()));
                     scheduled = true;
                 }
             }
