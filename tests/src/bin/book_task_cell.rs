@@ -7,8 +7,8 @@
 //!   another thread arrives through the remote queue; a wake of a finished task does nothing.
 //!
 //! ```text
-//! cargo run -q -p evloop --example book_task_cell -- allocations
-//! EVLOOP_TRACE=1 cargo run -q -p evloop --example book_task_cell -- wakes
+//! cargo run -q -p evloop-tests --bin book_task_cell -- allocations
+//! EVLOOP_TRACE=1 cargo run -q -p evloop-tests --bin book_task_cell -- wakes
 //! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
