@@ -561,6 +561,7 @@ impl Builder {
             woken_by_timers: RefCell::new(Vec::new()),
             deferred_flushes: RefCell::new(Vec::new()),
             spare_extras: RefCell::new(Vec::new()),
+            last_site: Cell::new((0, 0)),
             flush_buf: RefCell::new(Vec::new()),
         };
         let handle = LoopHandle { inner: Rc::new(inner) };
@@ -650,6 +651,8 @@ pub(crate) struct LoopInner {
     // Boxed on purpose: a spare moves into a task header as the Box it already is.
     #[allow(clippy::vec_box)]
     pub(crate) spare_extras: RefCell<Vec<Box<raw_task::TaskExtra>>>,
+    /// The last task creation site interned, by address, with its id: most spawns repeat it.
+    last_site: Cell<(usize, u32)>,
     /// Spare buffer for `deferred_flushes`, so flushing does not allocate.
     flush_buf: RefCell<Vec<Rc<dyn DeferredFlush>>>,
 }
@@ -720,6 +723,20 @@ impl LoopInner {
 
     pub(crate) fn slow_callback(&self) -> Duration {
         self.slow_callback
+    }
+
+    /// The interned id of a task creation site (`sites::intern`), cached for the common case of
+    /// a spawn from the same line as the last one.
+    #[inline]
+    pub(crate) fn site_id(&self, site: &'static Location<'static>) -> u32 {
+        let addr = site as *const Location<'static> as usize;
+        let (last, id) = self.last_site.get();
+        if last == addr {
+            return id;
+        }
+        let id = sites::intern(site);
+        self.last_site.set((addr, id));
+        id
     }
 
     /// Loop time, nanoseconds since the loop's epoch.

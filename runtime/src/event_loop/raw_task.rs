@@ -231,6 +231,15 @@ impl Header {
         self.stage() == STAGE_OUTPUT
     }
 
+    /// Whether the task has an extra part (most tasks never do: the fast paths skip it).
+    #[inline]
+    pub(crate) fn has_extra(&self) -> bool {
+        // SAFETY: the `Cell` is only ever touched on the loop's thread (see the module
+        // documentation), and no reference into it is alive here: reading whether the `Option`
+        // is `Some` races with nothing.
+        unsafe { (*self.extra.as_ptr()).is_some() }
+    }
+
     /// Runs `f` on the extra part, if the task has one. `f` must not reach this task's extra
     /// again (it is out of its cell while `f` runs).
     pub(crate) fn with_extra<R>(&self, f: impl FnOnce(Option<&mut TaskExtra>) -> R) -> R {

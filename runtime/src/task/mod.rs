@@ -337,24 +337,28 @@ fn finish(lp: &Rc<LoopInner>, task: &TaskPtr, outcome: Outcome) {
     // The loop lets go of a finished task; the handle (if any) keeps the cell alive.
     let removed = lp.tasks.borrow_mut().remove(task);
     drop(removed);
-    if let Some(w) = core.take_join_waker() {
-        w.wake();
+    // Most tasks have no extra part: nobody awaited them before they finished, and they have
+    // no name and no done callback.
+    if task.header().has_extra() {
+        if let Some(w) = core.take_join_waker() {
+            w.wake();
+        }
+        let callbacks = core.take_callbacks();
+        for (_, name, site, cb) in callbacks {
+            let me = task.clone();
+            let f = move || cb(&me);
+            lp.push_ready(Ready::Callback(OnceCallback::named_rc(
+                HandleKind::DoneCallback,
+                site,
+                name,
+                f,
+            )));
+        }
+        if failed_unobserved {
+            report_unobserved(lp, task);
+        }
+        core.recycle_extra(lp);
     }
-    let callbacks = core.take_callbacks();
-    for (_, name, site, cb) in callbacks {
-        let me = task.clone();
-        let f = move || cb(&me);
-        lp.push_ready(Ready::Callback(OnceCallback::named_rc(
-            HandleKind::DoneCallback,
-            site,
-            name,
-            f,
-        )));
-    }
-    if failed_unobserved {
-        report_unobserved(lp, task);
-    }
-    core.recycle_extra(lp);
     if detached {
         // Nobody can take the output any more.
         if let Err(p) = task.drop_output() {
@@ -699,7 +703,9 @@ impl<T> Drop for Task<T> {
         core.set(DETACHED);
         // Nobody awaits the handle any more: forget the awaiter's waker, or the task's
         // completion would wake a task that has moved on.
-        drop(core.take_join_waker());
+        if self.r.ptr.header().has_extra() {
+            drop(core.take_join_waker());
+        }
         match core.state() {
             TaskState::Failed if !core.has(OBSERVED) => report_failed_on_drop(&self.r),
             // Nobody else can take the output: it goes with the handle.
@@ -913,7 +919,7 @@ where
     let init = Init {
         owner: lp.id,
         number: number as u32,
-        site: sites::intern(site),
+        site: lp.site_id(site),
         flags: TaskState::Pending.bits(),
     };
     let task = TaskPtr::new::<F, LoopScheduler>(fut, init);
