@@ -79,7 +79,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             once: on_close.clone(),
         };
         let server = lp.create_server(factory, "127.0.0.1", opts.port).await?;
-        announce(server.local_addr().ok_or("no TCP address")?)?;
+        announce(server.local_addr())?;
         let _ = done.await; // the server works from the reactor's callbacks meanwhile
         server.close();
         Ok(())

@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             }
         };
         let server = evloop::start_server(client_connected, "127.0.0.1", opts.port).await?;
-        announce(server.local_addr().ok_or("no TCP address")?)?;
+        announce(server.local_addr())?;
         let _ = done.await; // each connection's task runs meanwhile
         server.close();
         Ok(())

@@ -154,7 +154,7 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
         match variant.as_str() {
             "streams" => {
                 let server = evloop::start_server(echo_stream, "127.0.0.1", port).await?;
-                announce(server.local_addr().ok_or("start_server: no TCP address")?)?;
+                announce(server.local_addr())?;
                 std::future::pending::<()>().await;
             }
             "lines" => {
@@ -180,7 +180,7 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
             }
             "protocol" => {
                 let server = lp.create_server(|| Echo { transport: None }, "127.0.0.1", port).await?;
-                announce(server.local_addr().ok_or("create_server: no TCP address")?)?;
+                announce(server.local_addr())?;
                 std::future::pending::<()>().await;
             }
             _ => {

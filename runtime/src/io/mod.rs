@@ -25,6 +25,7 @@
 //! endpoints (`datagram`) and async pipes (`pipe`). It builds on `task/` and `event_loop/`, and
 //! does not use `sync/` (its sibling at the same rank).
 
+pub(crate) mod addr;
 pub(crate) mod datagram;
 pub mod net;
 pub mod pipe;
