@@ -53,7 +53,7 @@
 #![deny(missing_docs)]
 
 mod event_loop;
-mod io;
+pub mod io;
 mod os;
 pub mod sync;
 mod task;

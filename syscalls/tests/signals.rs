@@ -156,9 +156,9 @@ fn kill_and_stop_exist_to_be_sent_but_registering_them_is_an_error_naming_them()
     assert!(Signal::CONT.is_catchable() && Signal::INT.is_catchable());
     let efd = eventfd(0).unwrap();
     for sig in [Signal::KILL, Signal::STOP] {
-        let e = register_signal(sig, efd.as_fd())
-            .err()
-            .expect("registering SIGKILL/SIGSTOP must fail");
+        let Err(e) = register_signal(sig, efd.as_fd()) else {
+            panic!("registering {sig} must fail");
+        };
         assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
         assert!(
             e.to_string().contains(sig.name()) && e.to_string().contains("cannot be caught"),

@@ -284,6 +284,14 @@ fn crate_references(code: &str) -> Vec<(usize, String)> {
         }
         let line = code[..i].matches('\n').count() + 1;
         let rest = &code[i + "crate::".len()..];
+        // `$crate::name!` in a `macro_rules!` body: `#[macro_export]` macros live at the crate
+        // root by the language's rule, so that path is the defining one, not a re-export.
+        if code[..i].ends_with('$') {
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if rest[name.len()..].starts_with('!') {
+                continue;
+            }
+        }
         if let Some(group) = rest.strip_prefix('{') {
             let mut depth = 1;
             let end = group
@@ -407,6 +415,9 @@ fn the_layer_check_catches_upward_sibling_and_root_imports() {
     assert!(layer_violations("task", "use crate::{event_loop::LoopHandle, os::signal};")[0].contains("upward"));
     assert!(layer_violations("io", "fn f() { crate::sync::Lock::new(); }")[0].contains("sibling"));
     assert!(layer_violations("sync", "use crate::Lock;")[0].contains("re-exports"));
+    // A macro calling itself through `$crate::` is fine; `$crate::` paths to items are not.
+    assert!(layer_violations("sync", "macro_rules! m { () => { $crate::m!(@x) } }").is_empty());
+    assert!(layer_violations("sync", "macro_rules! m { () => { $crate::Lock::new() } }")[0].contains("re-exports"));
     assert!(layer_violations(
         "os",
         "use crate::event_loop::X;\nuse crate::sync::Y;\nuse crate::io::Z;"

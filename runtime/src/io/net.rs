@@ -28,6 +28,7 @@ use crate::event_loop::error::with_context;
 use crate::event_loop::LoopHandle;
 pub use crate::io::addr::ToSocketAddrs;
 use crate::io::addr::{each_addr, Resolving};
+pub use crate::io::split::{ReadHalf, WriteHalf};
 use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest};
 
 fn addr_context(op: &str, addr: &dyn fmt::Display, e: io::Error) -> io::Error {
