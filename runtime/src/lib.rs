@@ -96,6 +96,10 @@ pub use task::time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, Yie
 pub use task::tree::{task_tree, TaskNode, TaskTree};
 pub use task::{all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState};
 
+/// `#[evloop::main]` and `#[evloop::test]`: an `async fn` run on a new loop (`asyncio.run`);
+/// options `trace` and `virtual_clock`. See the crate documentation's first example.
+pub use evloop_macros::{main, test};
+
 /// The syscall layer, re-exported so users can read the per-thread call counters
 /// (`evloop::sys::counters::snapshot()`) without another dependency.
 pub use evloop_syscalls as sys;
