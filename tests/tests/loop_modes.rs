@@ -6,6 +6,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use evloop::*;
+// `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
+use std::prelude::v1::test;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).

@@ -65,6 +65,10 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// The test's other attributes (`#[should_panic]`, `#[ignore]`) are kept, and a panic keeps its
 /// payload, so `#[should_panic(expected = "...")]` matches the body's own message. Options as
 /// for [`macro@main`]: `trace`, `virtual_clock`, `crate = "path"`.
+///
+/// A file that does `use evloop::*;` imports this attribute as `test`, which then hides the
+/// built-in `#[test]` (a glob import shadows the prelude). Import names one by one, or add
+/// `use std::prelude::v1::test;` after the glob.
 #[proc_macro_attribute]
 pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
     expand(Kind::Test, args, item)
