@@ -65,7 +65,7 @@ pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
 pub use event_loop::trace::{Awaiting, QueueOp};
 pub use event_loop::{
     default_exception_handler, get_running_loop, BoxedExceptionHandler, Builder, EventLoop, ExceptionContext,
-    ExceptionKind, LoopHandle, LoopStats, RemoteHandle,
+    ExceptionKind, LoopHandle, LoopStats, RemoteHandle, SharedExceptionHandler,
 };
 pub use io::datagram::{
     DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, DEFAULT_DATAGRAM_QUEUE_LIMIT,
@@ -92,8 +92,10 @@ pub use sync::{
     SyncError, SyncOp,
 };
 pub use task::promise::{Promise, PromiseFuture};
+pub use task::runner::Runner;
 pub use task::time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
 pub use task::tree::{task_tree, TaskNode, TaskTree};
+pub use task::timeouts::{Timeout, TimeoutHandle};
 pub use task::{all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState};
 
 /// `#[evloop::main]` and `#[evloop::test]`: an `async fn` run on a new loop (`asyncio.run`);

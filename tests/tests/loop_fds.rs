@@ -10,8 +10,8 @@ use std::rc::Rc;
 
 use evloop::*;
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
-use std::prelude::v1::test;
 use evloop_tests::{record_exceptions_with, spin_once};
+use std::prelude::v1::test;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).

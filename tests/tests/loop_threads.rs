@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use evloop::sys::{counters, Syscall};
 use evloop::*;
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
-use std::prelude::v1::test;
 use evloop_tests::{procfs, spin_once};
+use std::prelude::v1::test;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).

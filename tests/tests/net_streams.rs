@@ -14,8 +14,8 @@ use std::time::Duration;
 use evloop::net::UnixAddr;
 use evloop::*;
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
-use std::prelude::v1::test;
 use evloop_tests::{record_exceptions_with, run_bounded};
+use std::prelude::v1::test;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
