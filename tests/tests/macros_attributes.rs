@@ -26,7 +26,7 @@ async fn virtual_clock_runs_an_hour_of_sleeps_at_once() {
     assert!(wall.elapsed() < Duration::from_secs(60), "no real hour passed");
 }
 
-#[evloop::test(trace, virtual_clock)]
+#[evloop::test(trace, virtual_clock, flavor = "current_thread")]
 async fn options_combine() {
     evloop::sleep(Duration::from_millis(1)).await;
 }
@@ -159,6 +159,12 @@ fn unknown_or_malformed_options_are_compile_errors_listing_the_valid_ones() {
         "separator",
         "#[evloop::main(trace virtual_clock)]\nasync fn main() {}",
         "expected `,` between",
+        1,
+    );
+    assert_error(
+        "flavor",
+        "#[evloop::main(flavor = \"multi_thread\")]\nasync fn main() {}",
+        "only `flavor = \"current_thread\"` is available",
         1,
     );
     assert_error(

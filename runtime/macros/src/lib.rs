@@ -24,8 +24,10 @@
 //!
 //! Options, comma-separated: `trace` (print every loop phase, task step and wake, as
 //! `EVLOOP_TRACE=1` does), `virtual_clock` (time moves only when the loop is idle, jumping to
-//! the next timer: an hour of sleeps runs at once, deterministically), and
-//! `crate = "path"` (where the `evloop` crate is, if it was renamed).
+//! the next timer: an hour of sleeps runs at once, deterministically),
+//! `crate = "path"` (where the `evloop` crate is, if it was renamed), and tokio's
+//! `flavor = "current_thread"`, accepted so that a tokio program's attribute ports unchanged
+//! (evloop's loop is always one thread; `"multi_thread"` is a compile error saying so).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -141,7 +143,7 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
         krate: "::evloop".to_string(),
     };
     let tokens: Vec<TokenTree> = args.into_iter().collect();
-    let expected = "expected `trace`, `virtual_clock` or `crate = \"path\"`";
+    let expected = "expected `trace`, `virtual_clock`, `crate = \"path\"` or `flavor = \"current_thread\"`";
     let mut i = 0;
     while i < tokens.len() {
         match &tokens[i] {
@@ -152,6 +154,27 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
                     "virtual_clock" if !opts.virtual_clock => opts.virtual_clock = true,
                     "trace" | "virtual_clock" => {
                         return Err(Error::new(id.span(), format!("the option `{name}` is given twice")))
+                    }
+                    "flavor" => {
+                        // tokio's option, accepted so that tokio code ports unchanged: evloop's
+                        // loop is always one thread, which is tokio's `current_thread`.
+                        let eq = matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '=');
+                        match tokens.get(i + 2) {
+                            Some(TokenTree::Literal(lit)) if eq && string_literal(lit).as_deref() == Some("current_thread") => {}
+                            Some(TokenTree::Literal(lit)) if eq && string_literal(lit).as_deref() == Some("multi_thread") => {
+                                return Err(Error::new(
+                                    lit.span(),
+                                    "evloop runs one event loop per thread: only `flavor = \"current_thread\"` is available",
+                                ))
+                            }
+                            _ => {
+                                return Err(Error::new(
+                                    id.span(),
+                                    "`flavor` takes \"current_thread\" (evloop's only flavor)",
+                                ))
+                            }
+                        }
+                        i += 2;
                     }
                     "crate" => {
                         let eq = matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '=');
