@@ -2,6 +2,9 @@
 //! host, port)` with a `Protocol`. No task per connection: each epoll event for a socket
 //! schedules its transport's handler, which `recv`s and calls `data_received`.
 //!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
+//!
 //! TCP delivers bytes, not lines, so the protocol frames them: complete lines go back
 //! upper-cased in one `Transport::write` (one `send(2)` when the socket takes it all), and an
 //! unfinished line waits in `partial` for the rest.

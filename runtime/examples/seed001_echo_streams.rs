@@ -2,6 +2,9 @@
 //! with a `client_connected_cb(reader, writer)` that loops on `readline` / `write` / `drain`.
 //! Each connection gets its own task, as the seed's `serve_client` coroutine did.
 //!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
+//!
 //! Underneath, each connection is a transport and a protocol (see `seed001_echo_protocol`): the
 //! protocol feeds received bytes into the `StreamReader` and wakes the task parked in
 //! `readline`; `write` hands bytes to the transport, and `drain` waits only when its buffer is

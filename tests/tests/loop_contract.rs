@@ -1,4 +1,4 @@
-//! The loop part of evloop's behaviour contract (`DESIGN.md`, "Behaviour contract / Loop"): the
+//! The loop part of evloop's behaviour contract (`docs/design.md`, "Behaviour contract / Loop"): the
 //! ready queue, timers, handles and their cancellation, `stop` / `run_*`, `close`, the exception
 //! handler and `get_running_loop`. One `#[test]` per contract line, named after it.
 //!

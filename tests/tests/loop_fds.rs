@@ -1,4 +1,4 @@
-//! `add_reader` / `add_writer` (`DESIGN.md`, "File descriptors", first line) and bad fd input:
+//! `add_reader` / `add_writer` (`docs/design.md`, "File descriptors", first line) and bad fd input:
 //! asyncio's level-triggered callbacks, replacement, removal, and errors that name the fd.
 //!
 //! Only pipes and Unix socket pairs; every fd is an `OwnedFd` closed at the end of its test.

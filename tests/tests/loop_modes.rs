@@ -1,4 +1,4 @@
-//! Loop options (`DESIGN.md`, "Time" and "Transparency"): the virtual clock, trace mode and
+//! Loop options (`docs/design.md`, "Time" and "Transparency"): the virtual clock, trace mode and
 //! debug mode, seen from the loop's side.
 
 use std::cell::{Cell, RefCell};

@@ -1,4 +1,4 @@
-//! The loop and other threads (`DESIGN.md`, "Loop"): `call_soon_threadsafe` and
+//! The loop and other threads (`docs/design.md`, "Loop"): `call_soon_threadsafe` and
 //! `RemoteHandle::stop` wake a blocked loop at once; an idle loop sleeps in one poll with no
 //! timeout; `run_in_executor`'s pool starts lazily, stays bounded and shuts down with the loop.
 //!

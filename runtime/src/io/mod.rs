@@ -4,7 +4,7 @@
 //! An [`AsyncFd`] registers its fd with the loop's reactor once, edge-triggered
 //! (`EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET`), and keeps the registration until it is dropped: no
 //! `epoll_ctl` in steady state. It starts "not ready". A read goes like this:
-//! 1. [`AsyncFd::poll_read_io`] sees no readable bit, parks the task's waker in the registration
+//! 1. [`AsyncFd::poll_io`] sees no readable bit, parks the task's waker in the registration
 //!    and returns `Pending`; the task's step ends.
 //! 2. Data arrives; phase 3 of the loop (`epoll_pwait2`) reports the edge, the reactor ORs
 //!    `READABLE` into the registration and wakes the parked waker: the task is queued.
