@@ -159,11 +159,11 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
             }
             "lines" => {
                 let server = evloop::start_server(echo_lines, "127.0.0.1", port).await?;
-                announce(server.local_addr().ok_or("start_server: no TCP address")?)?;
+                announce(server.local_addr())?;
                 std::future::pending::<()>().await;
             }
             "tcpstream" => {
-                let listener = TcpListener::bind(([127, 0, 0, 1], port).into())?;
+                let listener = TcpListener::bind(("127.0.0.1", port)).await?;
                 announce(listener.local_addr()?)?;
                 loop {
                     let conn = match listener.accept().await {

@@ -130,7 +130,7 @@ fn replies_to_pipelined_requests_leave_in_one_send() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let server = start_server(upper, "127.0.0.1", 0).await.unwrap();
-        let port = server.local_addr().unwrap().port();
+        let port = server.local_addr().port();
         let (reader, writer) = open_connection("127.0.0.1", port).await.unwrap();
         // A round trip first, so the connection is fully set up before counting.
         writer.write(b"warm\n");

@@ -67,7 +67,7 @@ pub(crate) mod error;
 pub(crate) mod extension;
 pub(crate) mod handle;
 pub(crate) mod reactor;
-// The raw task cell: one of the two modules of this crate allowed `unsafe` (DESIGN.md).
+// The raw task cell: one of the two modules of this crate allowed `unsafe` (docs/design.md).
 #[allow(unsafe_code)]
 pub(crate) mod raw_task;
 pub(crate) mod sites;
