@@ -119,8 +119,8 @@ pub use sync::{
 pub use task::promise::{Promise, PromiseFuture};
 pub use task::runner::Runner;
 pub use task::time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
-pub use task::tree::{task_tree, TaskNode, TaskTree};
 pub use task::timeouts::{Timeout, TimeoutHandle};
+pub use task::tree::{task_tree, TaskNode, TaskTree};
 pub use task::{all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState};
 
 /// `#[evloop::main]` and `#[evloop::test]`: an `async fn` run on a new loop (`asyncio.run`);
