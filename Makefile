@@ -5,7 +5,7 @@ BENCH_VENV := .bench-venv
 BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH := $(or $(CARGO_TARGET_DIR),target)/release/examples/bench
 
-.PHONY: all test demo bench bench-quick bench-build bench-venv lint doc book book-traces fmt clean miri
+.PHONY: all test demo bench bench-quick bench-build bench-venv lint doc book book-traces publish-check fmt clean miri
 
 all: test
 
@@ -14,7 +14,8 @@ test:
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 
-## demo: the source documents' programs in trace mode (EVLOOP_TRACE=1), children and signals, then the echo server under load
+## demo: the seed programs (Rust versions of the Python asyncio programs evloop was designed from) in trace
+## mode (EVLOOP_TRACE=1), children and signals, then the echo server under load
 demo:
 	$(CARGO) build --release -p evloop --examples
 	@./scripts/demo.sh
@@ -79,6 +80,23 @@ book:
 ## matches (tests/tests/book_traces.rs in update mode); read the diff before committing it
 book-traces:
 	BOOK_TRACES=update $(CARGO) test -p evloop-tests --test book_traces -- --nocapture
+
+## publish-check: `cargo publish --dry-run` of every published crate (evloop-timers, evloop-syscalls,
+## evloop-macros, evloop): each is packaged and built from its package, with the unpublished path
+## dependencies served from a local overlay. It needs the registry index (for libc and
+## static_assertions); where that cannot be reached it says so and skips instead of failing.
+publish-check:
+	@out=$$($(CARGO) publish --dry-run --allow-dirty --workspace --exclude evloop-tests 2>&1); status=$$?; \
+	printf '%s\n' "$$out" | tail -n 40; \
+	if [ $$status -ne 0 ]; then \
+		if printf '%s\n' "$$out" | grep -qiE 'failed to (download|query|get|load|update)|network|resolve host|timed out|offline'; then \
+			echo "publish-check: skipped: the registry index cannot be reached from here"; \
+		else \
+			echo "publish-check: FAILED"; exit $$status; \
+		fi; \
+	else \
+		echo "publish-check: evloop-timers, evloop-syscalls, evloop-macros and evloop package and build"; \
+	fi
 
 fmt:
 	$(CARGO) fmt --all

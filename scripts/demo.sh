@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The body of `make demo`: the source documents' programs run in trace mode, then two OS-integration
+# The body of `make demo`: the seed programs (Rust versions of the short Python asyncio programs in the
+# study notes evloop's design was worked out from) run in trace mode, then two OS-integration
 # programs (children connected through the loop, a clean shutdown on Ctrl-C), then seed 001's echo
 # server driven by a client and put under a few seconds of load (without trace).
 #
@@ -32,7 +33,8 @@ run_example() {
     EVLOOP_TRACE=1 "$bin" </dev/null 2>&1
 }
 
-echo "evloop demo: each program below mirrors one from the source notes (docs/01-the-event-loop.md"
+echo "evloop demo: each seed program below is the Rust version of a short Python asyncio program from"
+echo "the study notes evloop's design was worked out from (docs/01-the-event-loop.md"
 echo "walks through these traces). '[iter N]' lines are loop iterations: phases 1-4 in one line,"
 echo "then indented lines for what happened and what phase 5 ran, then '[iter N] end' with the time"
 echo "the iteration was busy. Unindented lines are the program's own output."

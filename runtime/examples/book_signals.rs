@@ -16,22 +16,23 @@ use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
 use evloop::process::{Stdio, SubprocessOptions};
+use evloop::signal::Signal;
 use evloop::AsyncWriteExt;
 
 async fn sigwake() -> Result<(), Box<dyn Error>> {
     let lp = evloop::get_running_loop()?;
     let done = lp.create_future::<()>();
     let d = done.clone();
-    lp.add_signal_handler(10, move || {
+    lp.add_signal_handler(Signal::USR1, move || {
         println!("handler: SIGUSR1 arrived");
         let _ = d.set_result(());
     })?;
     std::thread::spawn(|| {
         std::thread::sleep(Duration::from_millis(100));
-        let _ = evloop::sys::kill(evloop::sys::getpid(), 10); // SIGUSR1
+        let _ = evloop::sys::kill(evloop::sys::getpid(), Signal::USR1.raw());
     });
     let _ = done.await;
-    println!("removed: {}", lp.remove_signal_handler(10));
+    println!("removed: {}", lp.remove_signal_handler(Signal::USR1));
     Ok(())
 }
 

@@ -14,7 +14,7 @@
 //! await asyncio.wait_for(server.wait_closed(), GRACE)   # let open connections finish
 //! ```
 //!
-//! Here the two signals are awaited directly: `signal::ctrl_c()` and `signal::recv(15)`, raced
+//! Here the two signals are awaited directly: `signal::ctrl_c()` and `signal::recv(Signal::TERM)`, raced
 //! with `select`. Neither future blocks a thread: a signal handler in the syscalls crate writes
 //! to an eventfd that the loop polls, and the loop wakes the task (see
 //! `docs/04-signals-and-processes.md`). While the futures exist, the signals do not kill the
@@ -115,10 +115,10 @@ async fn serve(opts: Options) -> Result<(), Box<dyn Error>> {
     // Watch both signals before anything can send them: from here on they wake this task
     // instead of killing the process.
     let interrupted = signal::ctrl_c();
-    let terminated = signal::recv(Signal::TERM.raw());
+    let terminated = signal::recv(Signal::TERM);
 
     let server = evloop::start_server(echo, "127.0.0.1", opts.port).await?;
-    let addr = server.local_addr().ok_or("the server has no TCP address")?;
+    let addr = server.local_addr();
     println!(
         "listening on {addr} (pid {}); stop with Ctrl-C or SIGTERM",
         evloop::sys::getpid()

@@ -1,5 +1,8 @@
 //! Seed 000's first program, `asyncio.run(f())` where `f` sleeps then returns 10.
 //!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
+//!
 //! ```python
 //! async def f():
 //!     await asyncio.sleep(5)

@@ -2,6 +2,9 @@
 //! host, port)` with a `Protocol`. No task per connection: each epoll event for a socket
 //! schedules its transport's handler, which `recv`s and calls `data_received`.
 //!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
+//!
 //! TCP delivers bytes, not lines, so the protocol frames them: complete lines go back
 //! upper-cased in one `Transport::write` (one `send(2)` when the socket takes it all), and an
 //! unfinished line waits in `partial` for the rest.
@@ -79,7 +82,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             once: on_close.clone(),
         };
         let server = lp.create_server(factory, "127.0.0.1", opts.port).await?;
-        announce(server.local_addr().ok_or("no TCP address")?)?;
+        announce(server.local_addr())?;
         let _ = done.await; // the server works from the reactor's callbacks meanwhile
         server.close();
         Ok(())

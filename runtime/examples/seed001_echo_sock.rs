@@ -2,6 +2,9 @@
 //! socket and asyncio's low-level `loop.sock_accept` / `loop.sock_recv` / `loop.sock_sendall`,
 //! with a task per connection (the seed's `serve_client` coroutine).
 //!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
+//!
 //! Upper-casing works byte by byte, so this version needs no line framing: whatever one `recv`
 //! returns goes straight back, and the client sees the same stream of bytes as from the line
 //! servers. Two of the seed's flaws are gone: `sock_sendall` loops until everything is sent (the

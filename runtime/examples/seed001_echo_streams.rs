@@ -2,6 +2,9 @@
 //! with a `client_connected_cb(reader, writer)` that loops on `readline` / `write` / `drain`.
 //! Each connection gets its own task, as the seed's `serve_client` coroutine did.
 //!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
+//!
 //! Underneath, each connection is a transport and a protocol (see `seed001_echo_protocol`): the
 //! protocol feeds received bytes into the `StreamReader` and wakes the task parked in
 //! `readline`; `write` hands bytes to the transport, and `drain` waits only when its buffer is
@@ -48,7 +51,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             }
         };
         let server = evloop::start_server(client_connected, "127.0.0.1", opts.port).await?;
-        announce(server.local_addr().ok_or("no TCP address")?)?;
+        announce(server.local_addr())?;
         let _ = done.await; // each connection's task runs meanwhile
         server.close();
         Ok(())

@@ -1,6 +1,9 @@
 //! Seed 002, "await coro": `main` awaits the coroutine `intermediate()`, which wraps `func()`
 //! (returns 1) in a task named `Task-func` and awaits that task; `main` prints `Result: 1`.
 //!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
+//!
 //! The point of the program: awaiting a plain `async fn` does not create a task. Its body runs
 //! inside the caller's step, like an inlined function call, and whatever it waits on is waited
 //! on by the caller's task. In trace mode (`EVLOOP_TRACE=1`) the output is the same as

@@ -3,6 +3,9 @@
 //! `Task-set_after` that prints a line and sets the future's result to `"... world"`, prints
 //! `hello ...`, then awaits the future and prints its value.
 //!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
+//!
 //! In trace mode (`EVLOOP_TRACE=1`) follow the promise: `Task-1` (main) parks with
 //! `-> pending on Promise#1`; `Task-set_after`'s step calls `set_result`, which logs
 //! `Promise#1 set_result -> woke 1 awaiter` and queues `Task-1` (`wake Task-1`) in the same

@@ -1,6 +1,9 @@
 //! Seed 002, "await task": `main` wraps `func()` (which just returns 1) in a task named
 //! `Task-func`, awaits the task and prints `Result: 1`.
 //!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
+//!
 //! The simplest picture of a task handing control back and forth. In trace mode
 //! (`EVLOOP_TRACE=1`): `Task-1` (main) creates `Task-func`, whose first step is only queued, then
 //! parks on it (`-> pending on Task-2`, the task's number); the next iteration steps `Task-func`,

@@ -2,6 +2,9 @@
 //! number, sleeps and returns the number; `main` creates both, waits for the pair with
 //! `asyncio.wait` and prints `[result] 1` and `[result] 2`.
 //!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
+//!
 //! evloop has no `wait` combinator yet, so [`wait_all`] below rebuilds the mechanism asyncio's
 //! `wait` uses internally: a counter, a promise, and a done callback on every task that counts
 //! down and resolves the promise when the last task finishes. In trace mode (`EVLOOP_TRACE=1`)

@@ -17,6 +17,31 @@
 //! assert_eq!(evloop::run(f()).unwrap(), 10); // asyncio.run(f())
 //! ```
 //!
+//! A program's `main` says the same with an attribute, and reads like tokio code, because
+//! evloop offers tokio's names where asyncio has none (`TcpListener`, `BufReader`, `select!`):
+//!
+//! ```no_run
+//! use evloop::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+//! use evloop::net::TcpListener;
+//!
+//! #[evloop::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let listener = TcpListener::bind("127.0.0.1:8080").await?;
+//!     loop {
+//!         let (mut socket, _) = listener.accept().await?;
+//!         evloop::spawn(async move {
+//!             let (rd, mut wr) = socket.split();
+//!             let mut lines = BufReader::new(rd).lines();
+//!             while let Ok(Some(line)) = lines.next_line().await {
+//!                 if wr.write_all(format!("{}\n", line.to_uppercase()).as_bytes()).await.is_err() {
+//!                     break;
+//!                 }
+//!             }
+//!         });
+//!     }
+//! }
+//! ```
+//!
 //! ## Map of the crate
 //! One folder per layer; a file imports only from its own folder and the ones below it (a test
 //! in `tests/tests/workspace_rules.rs` checks every `crate::` path), and this file only declares
@@ -25,11 +50,11 @@
 //! | rank | folder | modules |
 //! |---|---|---|
 //! | 4 | `os/` | [`signal`] (asyncio's `add_signal_handler`, awaitable signals), [`process`] (subprocesses through pidfds), `executor` (`run_in_executor`'s thread pool) |
-//! | 3 | `io/` | `mod` ([`AsyncFd`], [`AsyncRead`]/[`AsyncWrite`]), [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), [`stream`] (open_connection, start_server), `protocol` ([`Protocol`], [`Transport`], [`Server`]), `datagram`, [`pipe`] |
-//! | 3 | `sync/` | [`sync`] itself (Event, Lock, Mutex, Semaphore, Condition, Barrier), [`queue`], [`channel`] (oneshot, mpsc, threadsafe), `combinator` ([`gather`], [`wait`], [`as_completed`], [`select`], [`shield`]), `group` ([`TaskGroup`]) |
-//! | 2 | `task/` | `mod` ([`spawn`], [`run`], [`Task`]), `promise` ([`Promise`]), `time` ([`sleep`], [`timeout`], [`yield_now`]) |
+//! | 3 | [`io`] | `mod` ([`AsyncFd`], [`AsyncRead`]/[`AsyncWrite`]), `addr` ([`net::ToSocketAddrs`]), [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), `split` (borrowed halves), `buf` ([`io::BufReader`], [`io::BufWriter`], [`io::AsyncBufReadExt`]), `copy` ([`io::copy`], [`io::copy_bidirectional`]), [`stream`] (open_connection, start_server), `protocol` ([`Protocol`], [`Transport`], [`Server`]), `datagram`, [`pipe`] |
+//! | 3 | `sync/` | [`sync`] itself (Event, Lock, Mutex, Semaphore, Condition, Barrier), [`queue`], [`channel`] (oneshot, mpsc, threadsafe), `combinator` ([`gather`], [`wait`], [`as_completed`], [`select`](fn@select), [`shield`]), `group` ([`TaskGroup`]), `macros` ([`select!`], [`join!`], [`try_join!`]) |
+//! | 2 | `task/` | `mod` ([`spawn`], [`run`], [`Task`]), `promise` ([`Promise`]), `time` ([`sleep`], [`timeout`], [`yield_now`]), `timeouts` ([`Timeout`]), `runner` ([`Runner`]) |
 //! | 1 | `event_loop/` | `mod` (the five phases, [`EventLoop`], [`LoopHandle`]), `handle`, `clock`, `reactor` (epoll), `slab`, `waker`, `trace`, `error`, `extension` (per-loop state of higher layers) |
-//! | 0 | crates | `evloop-syscalls` (every syscall, all the unsafe code), `evloop-timers` (the timer heap) |
+//! | 0 | crates | `evloop-syscalls` (every syscall, all the unsafe code), `evloop-timers` (the timer heap), `evloop-macros` ([`macro@main`], [`macro@test`]) |
 //!
 //! The loop knows tasks only through a small trait (`Steppable`) that the task module
 //! implements, and the `os` layer's per-loop state only as an `Extension`, so it never depends
@@ -44,7 +69,7 @@
 //! known footgun evloop fixes it: the loop holds tasks strongly, timers are exact to the
 //! nanosecond with `epoll_pwait2`, and a task that keeps waking itself runs once per iteration.
 
-// `unsafe` is denied everywhere in this crate except the modules DESIGN.md allows by name (the
+// `unsafe` is denied everywhere in this crate except the modules docs/design.md allows by name (the
 // raw task cell, the fiber register switch), each opted back in with `#[allow(unsafe_code)]` on
 // its `mod` line and listed in tests/tests/workspace_rules.rs; every block there says why it holds.
 #![deny(unsafe_code)]
@@ -53,7 +78,7 @@
 #![deny(missing_docs)]
 
 mod event_loop;
-mod io;
+pub mod io;
 mod os;
 pub mod sync;
 mod task;
@@ -65,7 +90,7 @@ pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
 pub use event_loop::trace::{Awaiting, QueueOp};
 pub use event_loop::{
     default_exception_handler, get_running_loop, BoxedExceptionHandler, Builder, EventLoop, ExceptionContext,
-    ExceptionKind, LoopHandle, LoopStats, RemoteHandle,
+    ExceptionKind, LoopHandle, LoopStats, RemoteHandle, SharedExceptionHandler,
 };
 pub use io::datagram::{
     DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, DEFAULT_DATAGRAM_QUEUE_LIMIT,
@@ -92,9 +117,15 @@ pub use sync::{
     SyncError, SyncOp,
 };
 pub use task::promise::{Promise, PromiseFuture};
+pub use task::runner::Runner;
 pub use task::time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
+pub use task::timeouts::{Timeout, TimeoutHandle};
 pub use task::tree::{task_tree, TaskNode, TaskTree};
 pub use task::{all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState};
+
+/// `#[evloop::main]` and `#[evloop::test]`: an `async fn` run on a new loop (`asyncio.run`);
+/// options `trace` and `virtual_clock`. See the crate documentation's first example.
+pub use evloop_macros::{main, test};
 
 /// The syscall layer, re-exported so users can read the per-thread call counters
 /// (`evloop::sys::counters::snapshot()`) without another dependency.

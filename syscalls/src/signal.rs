@@ -74,9 +74,13 @@ static ONE: [u8; 8] = 1u64.to_ne_bytes();
 // Signal numbers
 // ---------------------------------------------------------------------------
 
-/// A validated signal number: `1..=SIGRTMAX`, not `SIGKILL` or `SIGSTOP`
-/// (which cannot be caught), nor the realtime signals below `SIGRTMIN` that
-/// glibc reserves for itself (32 and 33).
+/// A validated signal number: `1..=SIGRTMAX`, not the realtime signals below
+/// `SIGRTMIN` that glibc reserves for itself (32 and 33).
+///
+/// [`Signal::new`] accepts the signals a program can catch, so it refuses
+/// `SIGKILL` and `SIGSTOP`; those two exist as the constants [`Signal::KILL`]
+/// and [`Signal::STOP`], to be *sent* (`pidfd_send_signal`, `kill`), and
+/// [`register_signal`] refuses them with an error naming them.
 ///
 /// `Display` prints [`Signal::name`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -186,8 +190,16 @@ impl Signal {
     pub const WINCH: Signal = Signal(libc::SIGWINCH);
     /// `SIGALRM`: a timer set with `alarm(2)`/`setitimer(2)` expired.
     pub const ALRM: Signal = Signal(libc::SIGALRM);
+    /// `SIGCONT`: continue a stopped process.
+    pub const CONT: Signal = Signal(libc::SIGCONT);
+    /// `SIGKILL` (9): ends the process at once. It can be sent, never caught:
+    /// [`register_signal`] refuses it.
+    pub const KILL: Signal = Signal(libc::SIGKILL);
+    /// `SIGSTOP`: stops the process. It can be sent, never caught:
+    /// [`register_signal`] refuses it.
+    pub const STOP: Signal = Signal(libc::SIGSTOP);
 
-    /// Validates `signum`.
+    /// Validates `signum` as a signal a program can catch.
     ///
     /// Errors ([`io::ErrorKind::InvalidInput`], with a message naming the
     /// signal): a number outside `1..=SIGRTMAX` (64 with glibc); `SIGKILL`
@@ -211,6 +223,12 @@ impl Signal {
             )));
         }
         Ok(Signal(signum))
+    }
+
+    /// Whether a handler can be installed for it (everything but `SIGKILL`
+    /// and `SIGSTOP`).
+    pub const fn is_catchable(self) -> bool {
+        self.0 != libc::SIGKILL && self.0 != libc::SIGSTOP
     }
 
     /// The signal number.
@@ -460,6 +478,12 @@ pub struct SignalRegistration {
 #[doc(alias = "sigaction")]
 #[doc(alias = "set_wakeup_fd")]
 pub fn register_signal(signal: Signal, wake_fd: BorrowedFd<'_>) -> io::Result<SignalRegistration> {
+    if !signal.is_catchable() {
+        return Err(invalid(format!(
+            "register_signal({signal}): {signal} ({}) cannot be caught",
+            signal.raw()
+        )));
+    }
     let flags = call(Syscall::Fcntl, || {
         // SAFETY: F_GETFL takes no third argument and touches no user memory.
         unsafe { libc::fcntl(wake_fd.as_raw_fd(), libc::F_GETFL) }

@@ -148,6 +148,25 @@ fn signal_names_and_numbers() {
     }
 }
 
+#[test]
+fn kill_and_stop_exist_to_be_sent_but_registering_them_is_an_error_naming_them() {
+    assert_eq!((Signal::KILL.raw(), Signal::KILL.name()), (9, "SIGKILL"));
+    assert_eq!(Signal::STOP.name(), "SIGSTOP");
+    assert!(!Signal::KILL.is_catchable() && !Signal::STOP.is_catchable());
+    assert!(Signal::CONT.is_catchable() && Signal::INT.is_catchable());
+    let efd = eventfd(0).unwrap();
+    for sig in [Signal::KILL, Signal::STOP] {
+        let Err(e) = register_signal(sig, efd.as_fd()) else {
+            panic!("registering {sig} must fail");
+        };
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(
+            e.to_string().contains(sig.name()) && e.to_string().contains("cannot be caught"),
+            "{e}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Registration and delivery
 // ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ Known unfairness and surprises:
   ...)` and a future: what `asyncio.sleep` does with `call_later`, with the deadline kept. asyncio rounds its epoll
   timeout to whole milliseconds (late by up to 1 ms); uvloop's `loop.time()` is libuv's cached,
   millisecond-truncated clock, so its timers can fire before the deadline as read from
-  `time.monotonic()` (counted in "early"; DESIGN.md cites up to 1.4 ms).
+  `time.monotonic()` (counted in "early"; docs/design.md cites up to 1.4 ms).
 - cpu_s comes from `resource.getrusage` (microseconds); the Rust peers read /proc/self/stat
   (10 ms ticks).
 - idle_tasks keeps every task in a list (8 bytes each; asyncio holds tasks only weakly, and a

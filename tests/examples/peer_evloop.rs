@@ -154,16 +154,16 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
         match variant.as_str() {
             "streams" => {
                 let server = evloop::start_server(echo_stream, "127.0.0.1", port).await?;
-                announce(server.local_addr().ok_or("start_server: no TCP address")?)?;
+                announce(server.local_addr())?;
                 std::future::pending::<()>().await;
             }
             "lines" => {
                 let server = evloop::start_server(echo_lines, "127.0.0.1", port).await?;
-                announce(server.local_addr().ok_or("start_server: no TCP address")?)?;
+                announce(server.local_addr())?;
                 std::future::pending::<()>().await;
             }
             "tcpstream" => {
-                let listener = TcpListener::bind(([127, 0, 0, 1], port).into())?;
+                let listener = TcpListener::bind(("127.0.0.1", port)).await?;
                 announce(listener.local_addr()?)?;
                 loop {
                     let conn = match listener.accept().await {
@@ -180,7 +180,7 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
             }
             "protocol" => {
                 let server = lp.create_server(|| Echo { transport: None }, "127.0.0.1", port).await?;
-                announce(server.local_addr().ok_or("create_server: no TCP address")?)?;
+                announce(server.local_addr())?;
                 std::future::pending::<()>().await;
             }
             _ => {

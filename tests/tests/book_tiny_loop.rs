@@ -75,7 +75,7 @@ fn evloop_registers_each_socket_once_and_sleeps_while_idle() {
     let server = std::thread::spawn(move || {
         evloop::run(async move {
             let lp = evloop::get_running_loop()?;
-            let listener = evloop::net::TcpListener::bind(([127, 0, 0, 1], 0).into())?;
+            let listener = evloop::net::TcpListener::bind("127.0.0.1:0").await?;
             tx.send(listener.local_addr()?).expect("send the address");
             let before = counters::snapshot();
             let (conn, _) = listener.accept().await?;

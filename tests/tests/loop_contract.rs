@@ -1,4 +1,4 @@
-//! The loop part of evloop's behaviour contract (`DESIGN.md`, "Behaviour contract / Loop"): the
+//! The loop part of evloop's behaviour contract (`docs/design.md`, "Behaviour contract / Loop"): the
 //! ready queue, timers, handles and their cancellation, `stop` / `run_*`, `close`, the exception
 //! handler and `get_running_loop`. One `#[test]` per contract line, named after it.
 //!
@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use evloop::sys::{counters, Syscall};
 use evloop::*;
+// `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
+use std::prelude::v1::test;
 // The shared log helpers under this file's names: `new_log()` for a log of any element type,
 // `taken(&log)` for what it holds so far.
 use evloop_tests::{entries as taken, log as new_log, record_exceptions_with, spin_once, Log};

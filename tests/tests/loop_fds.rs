@@ -1,4 +1,4 @@
-//! `add_reader` / `add_writer` (`DESIGN.md`, "File descriptors", first line) and bad fd input:
+//! `add_reader` / `add_writer` (`docs/design.md`, "File descriptors", first line) and bad fd input:
 //! asyncio's level-triggered callbacks, replacement, removal, and errors that name the fd.
 //!
 //! Only pipes and Unix socket pairs; every fd is an `OwnedFd` closed at the end of its test.
@@ -9,7 +9,9 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 
 use evloop::*;
+// `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
 use evloop_tests::{record_exceptions_with, spin_once};
+use std::prelude::v1::test;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).

@@ -1,4 +1,4 @@
-//! Loop options (`DESIGN.md`, "Time" and "Transparency"): the virtual clock, trace mode and
+//! Loop options (`docs/design.md`, "Time" and "Transparency"): the virtual clock, trace mode and
 //! debug mode, seen from the loop's side.
 
 use std::cell::{Cell, RefCell};
@@ -6,6 +6,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use evloop::*;
+// `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
+use std::prelude::v1::test;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).

@@ -1,4 +1,4 @@
-//! The loop and other threads (`DESIGN.md`, "Loop"): `call_soon_threadsafe` and
+//! The loop and other threads (`docs/design.md`, "Loop"): `call_soon_threadsafe` and
 //! `RemoteHandle::stop` wake a blocked loop at once; an idle loop sleeps in one poll with no
 //! timeout; `run_in_executor`'s pool starts lazily, stays bounded and shuts down with the loop.
 //!
@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use evloop::sys::{counters, Syscall};
 use evloop::*;
+// `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
 use evloop_tests::{procfs, spin_once};
+use std::prelude::v1::test;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).

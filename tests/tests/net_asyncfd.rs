@@ -90,7 +90,7 @@ fn a_socket_registers_once_and_steady_state_reads_and_writes_make_no_epoll_ctl()
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     let (setup, steady, teardown) = run_bounded(&lp, async {
-        let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         counters::reset();
         let (client, accepted) = {
@@ -346,7 +346,7 @@ fn a_transport_that_spends_its_read_budget_continues_without_a_new_edge() {
         let rec = Record::default();
         let r = rec.clone();
         let server = h.create_server(move || r.protocol(), "127.0.0.1", 0).await.unwrap();
-        let mut client = TcpStream::connect(server.local_addr().unwrap()).await.unwrap();
+        let mut client = TcpStream::connect(server.local_addr()).await.unwrap();
         while rec.transport.borrow().is_none() {
             yield_now().await;
         }
@@ -433,7 +433,7 @@ fn a_transport_closed_in_the_iteration_its_event_arrived_never_feeds_the_socket_
         let rec = Record::default();
         let r = rec.clone();
         let server = h.create_server(move || r.protocol(), "127.0.0.1", 0).await.unwrap();
-        let mut client = TcpStream::connect(server.local_addr().unwrap()).await.unwrap();
+        let mut client = TcpStream::connect(server.local_addr()).await.unwrap();
         while rec.transport.borrow().is_none() {
             yield_now().await;
         }

@@ -75,7 +75,7 @@ fn emfile_scenario() {
     let lp2 = h.clone();
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
-        let addr = server.local_addr().unwrap();
+        let addr = server.local_addr();
 
         // Every client socket is created now, while fds are plentiful.
         let mut prepared: Vec<OwnedFd> = (0..FIRST_WAVE + SECOND_WAVE + THIRD_WAVE)
@@ -229,7 +229,7 @@ fn an_injected_emfile_on_accept_sheds_the_pending_connection_and_the_next_one_is
     let h = lp.handle();
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
-        let addr = server.local_addr().unwrap();
+        let addr = server.local_addr();
         fault::fail_nth(Syscall::Accept4, 1, sys::errno::EMFILE);
         let mut a = TcpStream::connect(addr).await.unwrap();
         assert_eq!(served(&mut a).await, Some(false), "the first connection is shed");
@@ -258,7 +258,7 @@ fn without_its_spare_fd_a_server_out_of_fds_pauses_instead_of_spinning_and_serve
     let w = waited.clone();
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
-        let addr = server.local_addr().unwrap();
+        let addr = server.local_addr();
         // The first EMFILE sheds with the spare fd, which then cannot be reopened.
         fault::fail_nth(Syscall::Accept4, 1, sys::errno::EMFILE);
         fault::fail_nth(Syscall::Open, 1, sys::errno::EMFILE);

@@ -51,14 +51,14 @@ fn loopback4() -> SocketAddr {
 /// An address on loopback where nothing listens: bound once (so the port was free), then closed.
 fn closed_port(lp: &LoopHandle) -> SocketAddr {
     run_bounded(lp, async {
-        let l = TcpListener::bind(loopback4()).unwrap();
+        let l = TcpListener::bind(loopback4()).await.unwrap();
         l.local_addr().unwrap()
     })
 }
 
 /// A connected TCP pair on loopback: (client, accepted).
 async fn tcp_pair() -> (TcpStream, TcpStream) {
-    let listener = TcpListener::bind(loopback4()).unwrap();
+    let listener = TcpListener::bind(loopback4()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let accept = evloop::spawn(async move { listener.accept().await.unwrap().0 });
     let c = TcpStream::connect(addr).await.unwrap();
@@ -132,7 +132,7 @@ fn connecting_to_a_closed_port_on_other_loopback_addresses_and_port_zero_fails_p
             SocketAddr::new("127.0.0.2".parse().unwrap(), closed.port()),
             "127.0.0.1:0".parse().unwrap(),
         ];
-        if TcpListener::bind("[::1]:0".parse().unwrap()).is_ok() {
+        if TcpListener::bind("[::1]:0").await.is_ok() {
             targets.push(SocketAddr::new("::1".parse().unwrap(), closed.port()));
         } else {
             println!("note: ::1 not available, IPv6 target skipped");
@@ -180,9 +180,9 @@ fn binding_an_address_in_use_is_addr_in_use_naming_the_address() {
     let lp = new_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
-        let first = TcpListener::bind(loopback4()).unwrap();
+        let first = TcpListener::bind(loopback4()).await.unwrap();
         let addr = first.local_addr().unwrap();
-        let e = TcpListener::bind(addr).unwrap_err();
+        let e = TcpListener::bind(addr).await.unwrap_err();
         println!("TcpListener::bind twice: {e}");
         assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
         assert!(e.to_string().contains(&addr.to_string()), "{e}");
@@ -195,9 +195,9 @@ fn binding_an_address_in_use_is_addr_in_use_naming_the_address() {
         assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
         assert!(e.to_string().contains(&addr.to_string()), "{e}");
 
-        let u = UdpSocket::bind(loopback4()).unwrap();
+        let u = UdpSocket::bind(loopback4()).await.unwrap();
         let uaddr = u.local_addr().unwrap();
-        let e = UdpSocket::bind(uaddr).unwrap_err();
+        let e = UdpSocket::bind(uaddr).await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
         assert!(e.to_string().contains(&uaddr.to_string()), "{e}");
 
@@ -291,7 +291,7 @@ fn a_peer_reset_gives_the_protocol_connection_lost_with_the_error() {
             .create_server(move || Watcher(s2.clone()), "127.0.0.1", 0)
             .await
             .unwrap();
-        let mut c = TcpStream::connect(server.local_addr().unwrap()).await.unwrap();
+        let mut c = TcpStream::connect(server.local_addr()).await.unwrap();
         c.write_all(b"hello").await.unwrap();
         until(|| seen.data.borrow().len() == 5).await;
         sys::set_linger_zero(c.socket().as_fd()).unwrap();
@@ -303,7 +303,7 @@ fn a_peer_reset_gives_the_protocol_connection_lost_with_the_error() {
         until(|| server.active_connections() == 0).await;
 
         // The same for a client-side transport whose server resets.
-        let listener = TcpListener::bind(loopback4()).unwrap();
+        let listener = TcpListener::bind(loopback4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let client_seen = Seen::default();
         let t = h
@@ -358,7 +358,7 @@ fn a_protocol_that_keeps_the_transport_open_on_eof_can_still_write_back() {
             .create_server(move || Watcher(s2.clone()), "127.0.0.1", 0)
             .await
             .unwrap();
-        let mut c = TcpStream::connect(server.local_addr().unwrap()).await.unwrap();
+        let mut c = TcpStream::connect(server.local_addr()).await.unwrap();
         c.write_all(&[0u8; 12_345]).await.unwrap();
         c.shutdown().await.unwrap();
         let mut resp = Vec::new();
@@ -422,7 +422,7 @@ fn write_to_closed_peers_scenario() {
         // A transport (kept open by its protocol when the peer's EOF arrives, so its writes
         // reach the socket): the write error closes it with connection_lost(Some(EPIPE or
         // ECONNRESET)).
-        let listener = TcpListener::bind(loopback4()).unwrap();
+        let listener = TcpListener::bind(loopback4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let seen = Seen {
             keep_open_on_eof: true,
@@ -654,7 +654,7 @@ fn a_transport_write_of_nothing_makes_no_syscall() {
             .create_server(move || Watcher(s2.clone()), "127.0.0.1", 0)
             .await
             .unwrap();
-        let c = TcpStream::connect(server.local_addr().unwrap()).await.unwrap();
+        let c = TcpStream::connect(server.local_addr()).await.unwrap();
         until(|| seen.transport.borrow().is_some()).await;
         let t = seen.transport.borrow().clone().unwrap();
         counters::reset();
@@ -676,7 +676,7 @@ fn eintr_on_send_recv_and_accept_is_retried_transparently() {
     let _serial = serial();
     let lp = new_loop();
     run_bounded(&lp, async {
-        let listener = TcpListener::bind(loopback4()).unwrap();
+        let listener = TcpListener::bind(loopback4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut c = TcpStream::connect(addr).await.unwrap();
         listener.socket().async_fd().readable().await.unwrap();
@@ -724,7 +724,7 @@ fn an_injected_econnreset_on_recv_reaches_the_reader_and_the_protocol() {
             .create_server(move || Watcher(s2.clone()), "127.0.0.1", 0)
             .await
             .unwrap();
-        let mut c = TcpStream::connect(server.local_addr().unwrap()).await.unwrap();
+        let mut c = TcpStream::connect(server.local_addr()).await.unwrap();
         until(|| seen.transport.borrow().is_some()).await;
         // The transport's next recv fails.
         fault::fail_nth(Syscall::Recv, 1, sys::errno::ECONNRESET);
@@ -746,7 +746,7 @@ fn an_injected_emfile_on_accept_is_returned_and_the_next_accept_works() {
     let _serial = serial();
     let lp = new_loop();
     run_bounded(&lp, async {
-        let listener = TcpListener::bind(loopback4()).unwrap();
+        let listener = TcpListener::bind(loopback4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let _c1 = TcpStream::connect(addr).await.unwrap();
         listener.socket().async_fd().readable().await.unwrap();
@@ -766,7 +766,7 @@ fn injected_failures_while_creating_a_socket_leave_no_fd_behind() {
     let h = lp.handle();
     let addr = closed_port(&lp);
     run_bounded(&lp, async move {
-        let listener = TcpListener::bind(loopback4()).unwrap();
+        let listener = TcpListener::bind(loopback4()).await.unwrap();
         let live = listener.local_addr().unwrap();
         let before = evloop_tests::net::open_fd_count();
 
@@ -820,8 +820,8 @@ fn a_udp_receive_after_an_icmp_error_waits_instead_of_spinning() {
             let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
             s.local_addr().unwrap()
         };
-        let udp = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        udp.connect(closed_port).unwrap();
+        let udp = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        udp.connect(closed_port).await.unwrap();
         udp.send(b"anyone?").await.unwrap();
         let mut buf = [0u8; 16];
         let first = evloop::timeout(Duration::from_secs(5), udp.recv(&mut buf)).await;

@@ -142,7 +142,7 @@ fn ten_thousand_sequential_connections_through_a_task_echo_server() {
     let _g = fd_lock();
     with_fd_check("10,000 sequential, task server", |lp| {
         run_bounded(lp, async {
-            let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let open = Rc::new(Cell::new(0));
             let server = task_server(listener, open.clone());
@@ -166,7 +166,7 @@ fn ten_thousand_sequential_connections_through_a_protocol_echo_server() {
         let h = lp.clone();
         run_bounded(lp, async move {
             let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
-            let addr = server.local_addr().unwrap();
+            let addr = server.local_addr();
             evloop::sys::counters::reset();
             for i in 0..SEQUENTIAL {
                 let c = exchange(addr, i).await.unwrap();
@@ -218,7 +218,7 @@ fn thousand_concurrent_connections_through_a_task_echo_server() {
     with_fd_check("1,000 concurrent, task server", |lp| {
         let h = lp.clone();
         run_bounded(lp, async move {
-            let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let open = Rc::new(Cell::new(0));
             let server = task_server(listener, open.clone());
@@ -299,7 +299,7 @@ fn thousand_concurrent_connections_through_a_protocol_echo_server() {
         let h = lp.clone();
         run_bounded(lp, async move {
             let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
-            let port = server.local_addr().unwrap().port();
+            let port = server.local_addr().port();
             let base = open_socket_count();
             let barrier = Barrier::new(&h);
             let lost = Rc::new(Cell::new(0));

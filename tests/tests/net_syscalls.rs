@@ -181,7 +181,7 @@ fn protocol_server_steady_state_echo_makes_no_epoll_ctl_and_one_recv_and_one_sen
             )
             .await
             .unwrap();
-        let client = std_client(server.local_addr().unwrap(), WARMUP + ROUND_TRIPS);
+        let client = std_client(server.local_addr(), WARMUP + ROUND_TRIPS);
         done.await.unwrap();
         client.join().unwrap().unwrap();
         server.close();
@@ -197,7 +197,7 @@ fn task_server_steady_state_echo_makes_no_epoll_ctl_and_one_recv_and_one_send_pe
     let h = lp.handle();
     let c = run_bounded(&lp, async move {
         let (mut window, counts, _done) = Window::new(&h);
-        let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = std_client(listener.local_addr().unwrap(), WARMUP + ROUND_TRIPS);
         let (mut s, _) = listener.accept().await.unwrap();
         let mut buf = [0u8; 4096];
@@ -354,7 +354,7 @@ fn a_server_side_transport_makes_exactly_two_epoll_ctl_calls_in_its_lifetime() {
             .await
             .unwrap();
         counters::reset();
-        let client = std_client(server.local_addr().unwrap(), 100);
+        let client = std_client(server.local_addr(), 100);
         done.await.unwrap();
         client.join().unwrap().unwrap();
         server.close();
@@ -439,7 +439,7 @@ fn same_thread_echo(rounds: usize) {
             .create_server(evloop_tests::net::Echo::new, "127.0.0.1", 0)
             .await
             .unwrap();
-        let mut s = TcpStream::connect(server.local_addr().unwrap()).await.unwrap();
+        let mut s = TcpStream::connect(server.local_addr()).await.unwrap();
         let mut buf = [0u8; 4096];
         for i in 0..rounds {
             s.write_all(&[i as u8; MSG]).await.unwrap();

@@ -269,7 +269,7 @@ fn send_signal_after_the_child_was_reaped_is_an_error() {
     });
     assert!(p.returncode().is_some());
     for e in [
-        p.send_signal(15).unwrap_err(),
+        p.send_signal(evloop::signal::Signal::TERM).unwrap_err(),
         p.terminate().unwrap_err(),
         p.kill().unwrap_err(),
     ] {
@@ -478,7 +478,7 @@ fn a_child_inherits_only_its_stdio_fds() {
     let h = lp.handle();
     let listing = run_bounded(&lp, async move {
         // Open some of the loop's fds in the parent: a listener, a pipe, a timer-driven task.
-        let _listener = evloop::net::TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let _listener = evloop::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (_r, _w) = evloop::pipe::pipe().unwrap();
         let mut p = h.subprocess_exec_with("ls", ["/proc/self/fd"], &piped_out()).unwrap();
         let out = p.communicate(None).await.unwrap();

@@ -30,7 +30,7 @@ fn a_signal_handler_runs_on_the_loop_thread() {
     let ran_on = Rc::new(Cell::new(None));
     let r = ran_on.clone();
     let h = lp.handle();
-    lp.add_signal_handler(Signal::USR1.raw(), move || {
+    lp.add_signal_handler(Signal::USR1, move || {
         r.set(Some(thread::current().id()));
         h.stop();
     })
@@ -40,7 +40,7 @@ fn a_signal_handler_runs_on_the_loop_thread() {
     lp.run_forever().unwrap();
     assert!(!dog.finish(), "the signal never reached the loop");
     assert_eq!(ran_on.get(), Some(thread::current().id()));
-    assert!(lp.remove_signal_handler(Signal::USR1.raw()));
+    assert!(lp.remove_signal_handler(Signal::USR1));
 }
 
 #[test]
@@ -49,7 +49,7 @@ fn kill_from_another_thread_wakes_a_loop_blocked_in_poll() {
     let lp = EventLoop::new().unwrap();
     let hits = Rc::new(Cell::new(0));
     let (c, h) = (hits.clone(), lp.handle());
-    lp.add_signal_handler(Signal::USR2.raw(), move || {
+    lp.add_signal_handler(Signal::USR2, move || {
         c.set(c.get() + 1);
         h.stop();
     })
@@ -64,7 +64,7 @@ fn kill_from_another_thread_wakes_a_loop_blocked_in_poll() {
     killer.join().unwrap();
     assert!(!dog.finish(), "the loop was not woken by the signal");
     assert_eq!(hits.get(), 1);
-    lp.remove_signal_handler(Signal::USR2.raw());
+    lp.remove_signal_handler(Signal::USR2);
 }
 
 #[test]
@@ -73,11 +73,11 @@ fn removing_the_handler_restores_the_previous_disposition() {
     let lp = EventLoop::new().unwrap();
     let sig = Signal::HUP;
     let before = disposition(sig);
-    lp.add_signal_handler(sig.raw(), || {}).unwrap();
+    lp.add_signal_handler(sig, || {}).unwrap();
     assert_eq!(disposition(sig), Disposition::Handler);
-    assert!(lp.remove_signal_handler(sig.raw()));
+    assert!(lp.remove_signal_handler(sig));
     assert_eq!(disposition(sig), before);
-    assert!(!lp.remove_signal_handler(sig.raw()), "nothing left to remove");
+    assert!(!lp.remove_signal_handler(sig), "nothing left to remove");
 }
 
 #[test]
@@ -86,28 +86,31 @@ fn closing_the_loop_restores_every_disposition() {
     let sig = Signal::WINCH;
     let before = disposition(sig);
     let lp = EventLoop::new().unwrap();
-    lp.add_signal_handler(sig.raw(), || {}).unwrap();
+    lp.add_signal_handler(sig, || {}).unwrap();
     assert_eq!(disposition(sig), Disposition::Handler);
     lp.close().unwrap();
     assert_eq!(disposition(sig), before);
-    assert!(
-        lp.add_signal_handler(sig.raw(), || {}).is_err(),
-        "a closed loop refuses"
-    );
+    assert!(lp.add_signal_handler(sig, || {}).is_err(), "a closed loop refuses");
 }
 
 #[test]
 fn invalid_signal_numbers_and_sigkill_sigstop_are_errors_naming_the_signal() {
     let _s = serial();
     let lp = EventLoop::new().unwrap();
+    // Bad numbers never become a `Signal`: the typed API cannot be handed one.
     for bad in [0, -1, 9, 19, 100] {
-        let err = lp.add_signal_handler(bad, || {}).unwrap_err();
+        let err = Signal::new(bad).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{bad}: {err}");
         let text = err.to_string();
         assert!(text.contains(&bad.to_string()) || text.contains("SIG"), "{bad}: {text}");
     }
-    let kill = lp.add_signal_handler(9, || {}).unwrap_err().to_string();
-    assert!(kill.contains("SIGKILL"), "{kill}");
+    // SIGKILL and SIGSTOP exist (to be sent), but handling them is an error naming them.
+    for sig in [Signal::KILL, Signal::STOP] {
+        let err = lp.add_signal_handler(sig, || {}).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{sig}: {err}");
+        assert!(err.to_string().contains(sig.name()), "{err}");
+        assert!(!lp.remove_signal_handler(sig));
+    }
     // The loop still works.
     let out = lp.run_until_complete(async { 5 }).unwrap();
     assert_eq!(out, 5);
@@ -119,8 +122,7 @@ fn a_burst_of_signals_while_the_loop_is_busy_runs_the_handler_at_least_once_with
     let lp = EventLoop::new().unwrap();
     let hits = Rc::new(Cell::new(0u32));
     let c = hits.clone();
-    lp.add_signal_handler(Signal::USR1.raw(), move || c.set(c.get() + 1))
-        .unwrap();
+    lp.add_signal_handler(Signal::USR1, move || c.set(c.get() + 1)).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let pid = sys::getpid();
@@ -149,7 +151,7 @@ fn a_burst_of_signals_while_the_loop_is_busy_runs_the_handler_at_least_once_with
         "more handler runs ({}) than signals ({sent})",
         hits.get()
     );
-    lp.remove_signal_handler(Signal::USR1.raw());
+    lp.remove_signal_handler(Signal::USR1);
 }
 
 /// Reading the eventfd back to zero wakes its writers, and the edge-triggered registration reports
@@ -161,8 +163,7 @@ fn one_delivery_costs_one_eventfd_read_on_the_loop_thread() {
     let lp = EventLoop::new().unwrap();
     let hits = Rc::new(Cell::new(0u32));
     let c = hits.clone();
-    lp.add_signal_handler(Signal::USR2.raw(), move || c.set(c.get() + 1))
-        .unwrap();
+    lp.add_signal_handler(Signal::USR2, move || c.set(c.get() + 1)).unwrap();
     // Let the registration's first (writable) edge go by before counting.
     run_bounded(&lp, evloop::sleep(Duration::from_millis(5)));
     let before = sys::counters::snapshot();
@@ -184,7 +185,7 @@ fn one_delivery_costs_one_eventfd_read_on_the_loop_thread() {
     let reads = sys::counters::snapshot().since(&before).get(sys::Syscall::Read);
     assert_eq!(hits.get(), 1, "the handler runs once per delivery");
     assert_eq!(reads, 1, "one eventfd read per delivery, no read on the writable edge");
-    assert!(lp.remove_signal_handler(Signal::USR2.raw()));
+    assert!(lp.remove_signal_handler(Signal::USR2));
 }
 
 #[test]
@@ -193,7 +194,7 @@ fn signal_recv_completes_at_the_next_delivery() {
     let lp = EventLoop::new().unwrap();
     let pid = sys::getpid();
     run_bounded(&lp, async move {
-        let waiting = signal::recv(Signal::USR2.raw());
+        let waiting = signal::recv(Signal::USR2);
         let raiser = thread::spawn(move || {
             thread::sleep(Duration::from_millis(30));
             sys::kill(pid, Signal::USR2.raw()).unwrap();
@@ -222,14 +223,14 @@ fn ctrl_c_resolves_on_sigint_and_restores_the_default_action() {
 }
 
 #[test]
-fn signal_recv_with_a_bad_number_or_no_loop_is_an_error() {
+fn signal_recv_of_an_uncatchable_signal_or_with_no_loop_is_an_error() {
     let _s = serial();
     let lp = EventLoop::new().unwrap();
-    let err = lp.run_until_complete(signal::recv(9)).unwrap().unwrap_err();
+    let err = lp.run_until_complete(signal::recv(Signal::KILL)).unwrap().unwrap_err();
     assert!(err.to_string().contains("SIGKILL"), "{err}");
     // Created outside a running loop, it starts watching at its first poll (inside one) and
     // then waits for a delivery: bounded here, nothing is raised.
-    let early = signal::recv(Signal::USR1.raw());
+    let early = signal::recv(Signal::USR1);
     let waited = lp
         .run_until_complete(async move { evloop::timeout(Duration::from_millis(30), early).await })
         .unwrap();
@@ -252,7 +253,7 @@ fn two_loops_on_two_threads_both_receive_one_signal() {
         threads.push(thread::spawn(move || {
             let lp = EventLoop::new().unwrap();
             let h: LoopHandle = lp.handle();
-            lp.add_signal_handler(Signal::USR2.raw(), move || h.stop()).unwrap();
+            lp.add_signal_handler(Signal::USR2, move || h.stop()).unwrap();
             let dog = Watchdog::start(lp.remote(), Duration::from_secs(10));
             ready.wait();
             lp.run_forever().unwrap();

@@ -1,4 +1,4 @@
-//! The promise contract (DESIGN.md, "Promise"): asyncio's `Future` as `loop.create_future()`.
+//! The promise contract (docs/design.md, "Promise"): asyncio's `Future` as `loop.create_future()`.
 //!
 //! - States pending / finished / cancelled. Setting a result twice is an `InvalidState` error,
 //!   not a panic.

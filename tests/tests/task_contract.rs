@@ -1,4 +1,4 @@
-//! The task contract (DESIGN.md, "Task"), plus the regressions of "Failures of the runtimes we
+//! The task contract (docs/design.md, "Task"), plus the regressions of "Failures of the runtimes we
 //! learn from" that concern tasks:
 //!
 //! - Its first step is scheduled with `call_soon` (an eager start is an explicit opt-in).

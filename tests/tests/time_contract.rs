@@ -1,4 +1,4 @@
-//! Time for tasks (DESIGN.md, "Time", and the timer regressions of "Failures of the runtimes we
+//! Time for tasks (docs/design.md, "Time", and the timer regressions of "Failures of the runtimes we
 //! learn from"): `sleep`, `sleep_until`, `yield_now`, `timeout`.
 //!
 //! - Never early: asyncio timers can fire early (CPython #127859, #116342, #145703), uvloop by up

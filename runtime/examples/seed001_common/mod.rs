@@ -1,6 +1,9 @@
 //! What the three seed 001 echo servers share: their command line, the `listening on` line a
 //! script reads the port from, and how they stop. (A directory without a `main.rs` is not an
 //! example of its own; each server includes this file with `mod seed001_common;`.)
+//!
+//! (The `seed*` examples are Rust versions of the short Python asyncio programs in the study
+//! notes that evloop's design was worked out from, numbered after the note each comes from.)
 
 use std::fmt::Display;
 use std::io::{self, Write};

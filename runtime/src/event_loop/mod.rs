@@ -67,7 +67,7 @@ pub(crate) mod error;
 pub(crate) mod extension;
 pub(crate) mod handle;
 pub(crate) mod reactor;
-// The raw task cell: one of the two modules of this crate allowed `unsafe` (DESIGN.md).
+// The raw task cell: one of the two modules of this crate allowed `unsafe` (docs/design.md).
 #[allow(unsafe_code)]
 pub(crate) mod raw_task;
 pub(crate) mod sites;
@@ -147,6 +147,9 @@ type ExceptionHandler = dyn Fn(&LoopHandle, &ExceptionContext);
 
 /// A boxed exception handler, as [`LoopHandle::set_exception_handler`] takes it.
 pub type BoxedExceptionHandler = Box<ExceptionHandler>;
+
+/// The installed exception handler, as [`LoopHandle::get_exception_handler`] returns it.
+pub type SharedExceptionHandler = Rc<ExceptionHandler>;
 
 /// The default exception handler: one line on stderr (asyncio logs at ERROR level).
 pub fn default_exception_handler(ctx: &ExceptionContext) {
@@ -1526,6 +1529,26 @@ impl LoopHandle {
         let new: Option<Rc<ExceptionHandler>> = handler.map(Rc::from);
         let old = std::mem::replace(&mut *self.inner.exception_handler.borrow_mut(), new);
         drop(old);
+    }
+
+    /// The handler installed with [`LoopHandle::set_exception_handler`], `None` while the
+    /// default one is in use (asyncio's `get_exception_handler`). Keep it to chain to it from
+    /// a new handler, or to put it back later.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// assert!(lp.get_exception_handler().is_none());
+    /// lp.set_exception_handler(Some(Box::new(|_lp, ctx| eprintln!("first: {}", ctx.message))));
+    /// let first = lp.get_exception_handler().expect("installed");
+    /// // A second handler that adds a line and then calls the first.
+    /// lp.set_exception_handler(Some(Box::new(move |lp, ctx| {
+    ///     eprintln!("second");
+    ///     first(lp, ctx);
+    /// })));
+    /// # Ok::<(), evloop::LoopError>(())
+    /// ```
+    pub fn get_exception_handler(&self) -> Option<SharedExceptionHandler> {
+        self.inner.exception_handler.borrow().clone()
     }
 
     /// Passes `ctx` to the exception handler (asyncio's `call_exception_handler`).

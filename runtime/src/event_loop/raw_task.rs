@@ -1,7 +1,7 @@
 //! The raw task cell: one allocation per task, holding a small header and then the future, whose
 //! slot is reused for the output; its `Waker` is a pointer to the header with a hand-written
 //! vtable. This module and the fiber switch are the only places outside `evloop-syscalls` where
-//! evloop writes `unsafe` (DESIGN.md; `docs/11-the-task-cell.md` explains why, with numbers).
+//! evloop writes `unsafe` (docs/design.md; `docs/11-the-task-cell.md` explains why, with numbers).
 //!
 //! # Layout
 //! ```text

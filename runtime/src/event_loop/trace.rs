@@ -1,7 +1,7 @@
 //! Trace mode: a line for every loop phase, handle run, task step, wake and promise completion.
 //!
-//! Trace mode is the runtime narrating itself, in the spirit of the traced asyncio runs in the
-//! source notes (`[Task-1.__step()] start`, `_run_once`, ...). It is switched on by
+//! Trace mode is the runtime narrating itself, in the spirit of an asyncio run annotated step by
+//! step by hand (`[Task-1.__step()] start`, `_run_once`, ...). It is switched on by
 //! `EVLOOP_TRACE=1` or [`Builder::trace`](crate::Builder::trace), and costs one branch per event
 //! when it is off: every call site passes a closure that formats the line only when a tracer
 //! exists.

@@ -4,7 +4,7 @@
 //! An [`AsyncFd`] registers its fd with the loop's reactor once, edge-triggered
 //! (`EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET`), and keeps the registration until it is dropped: no
 //! `epoll_ctl` in steady state. It starts "not ready". A read goes like this:
-//! 1. [`AsyncFd::poll_read_io`] sees no readable bit, parks the task's waker in the registration
+//! 1. [`AsyncFd::poll_io`] sees no readable bit, parks the task's waker in the registration
 //!    and returns `Pending`; the task's step ends.
 //! 2. Data arrives; phase 3 of the loop (`epoll_pwait2`) reports the edge, the reactor ORs
 //!    `READABLE` into the registration and wakes the parked waker: the task is queued.
@@ -21,15 +21,29 @@
 //!
 //! # The `io/` folder (layer 3)
 //! This file holds `AsyncFd` and the I/O traits; beside it are sockets and the `sock_*` API
-//! (`net`), protocols and transports (`protocol`), streams on top of them (`stream`), datagram
-//! endpoints (`datagram`) and async pipes (`pipe`). It builds on `task/` and `event_loop/`, and
-//! does not use `sync/` (its sibling at the same rank).
+//! (`net`), the address forms they take (`addr`), borrowed stream halves (`split`), buffered
+//! readers and writers (`buf`), copies between streams (`copy`), protocols and transports
+//! (`protocol`), streams on top of them (`stream`), datagram endpoints (`datagram`) and async
+//! pipes (`pipe`). It builds on `task/` and `event_loop/`, and does not use `sync/` (its sibling
+//! at the same rank).
+//!
+//! As `evloop::io` this module is also the tokio-shaped namespace: `evloop::io::{AsyncReadExt,
+//! AsyncWriteExt, AsyncBufReadExt, BufReader, BufWriter, copy}` are where `tokio::io` has them.
 
+pub(crate) mod addr;
+pub(crate) mod buf;
+pub(crate) mod copy;
 pub(crate) mod datagram;
 pub mod net;
 pub mod pipe;
 pub(crate) mod protocol;
+pub(crate) mod split;
 pub mod stream;
+
+pub use self::buf::{
+    AsyncBufRead, AsyncBufReadExt, BufReader, BufStream, BufWriter, FillBuf, Lines, Split, DEFAULT_BUF_SIZE,
+};
+pub use self::copy::{copy, copy_bidirectional, copy_buf};
 
 use std::future::poll_fn;
 use std::io::{self, IoSlice};

@@ -26,6 +26,9 @@ pub use evloop_syscalls::{Domain, Shutdown, SockAddr, SockType, UnixAddr};
 
 use crate::event_loop::error::with_context;
 use crate::event_loop::LoopHandle;
+pub use crate::io::addr::ToSocketAddrs;
+use crate::io::addr::{each_addr, Resolving};
+pub use crate::io::split::{ReadHalf, WriteHalf};
 use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest};
 
 fn addr_context(op: &str, addr: &dyn fmt::Display, e: io::Error) -> io::Error {
@@ -298,14 +301,30 @@ pub struct TcpListener {
 }
 
 impl TcpListener {
-    /// Binds and listens (`SO_REUSEADDR`, backlog 1024), on the running loop. Port 0 picks a
-    /// free port: see [`TcpListener::local_addr`].
-    pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
-        let sock = Socket::new(domain_of(&addr), SockType::Stream)?;
-        sock.set_reuseaddr(true)?;
-        sock.bind(&SockAddr::Inet(addr))?;
-        sock.listen(1024)?;
-        Ok(TcpListener { sock })
+    /// Binds and listens (`SO_REUSEADDR`, backlog 1024), on the running loop. `addr` is
+    /// anything [`ToSocketAddrs`] takes (`"127.0.0.1:8080"`, `("localhost", 8080)`, a
+    /// `SocketAddr`); with several addresses the first that binds wins. Port 0 picks a free
+    /// port: see [`TcpListener::local_addr`].
+    ///
+    /// ```
+    /// use evloop::net::TcpListener;
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     assert_ne!(listener.local_addr()?.port(), 0);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
+        each_addr("TcpListener::bind", Resolving::new(&addr), |addr| async move {
+            let sock = Socket::new(domain_of(&addr), SockType::Stream)?;
+            sock.set_reuseaddr(true)?;
+            sock.bind(&SockAddr::Inet(addr))?;
+            sock.listen(1024)?;
+            Ok(TcpListener { sock })
+        })
+        .await
     }
 
     /// The bound address.
@@ -333,12 +352,28 @@ pub struct TcpStream {
 }
 
 impl TcpStream {
-    /// Connects to `addr`.
-    pub async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
-        let sock = Socket::new(domain_of(&addr), SockType::Stream)?;
-        sock.connect(&SockAddr::Inet(addr)).await?;
-        sock.set_nodelay(true)?;
-        Ok(TcpStream { sock })
+    /// Connects to `addr`: anything [`ToSocketAddrs`] takes, each resolved address tried in
+    /// turn (`TCP_NODELAY` is set, as asyncio does).
+    ///
+    /// ```
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let stream = TcpStream::connect(listener.local_addr()?).await?;
+    ///     assert!(stream.nodelay()?);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
+        each_addr("TcpStream::connect", Resolving::new(&addr), |addr| async move {
+            let sock = Socket::new(domain_of(&addr), SockType::Stream)?;
+            sock.connect(&SockAddr::Inet(addr)).await?;
+            sock.set_nodelay(true)?;
+            Ok(TcpStream { sock })
+        })
+        .await
     }
 
     fn from_accepted(fd: OwnedFd) -> io::Result<TcpStream> {
@@ -448,11 +483,30 @@ pub struct UdpSocket {
 }
 
 impl UdpSocket {
-    /// Binds a UDP socket (port 0 picks a free port).
-    pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
-        let sock = Socket::new(domain_of(&addr), SockType::Datagram)?;
-        sock.bind(&SockAddr::Inet(addr))?;
-        Ok(UdpSocket { sock })
+    /// Binds a UDP socket to `addr` (anything [`ToSocketAddrs`] takes; port 0 picks a free
+    /// port).
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    ///
+    /// evloop::run(async {
+    ///     let a = UdpSocket::bind("127.0.0.1:0").await?;
+    ///     let b = UdpSocket::bind(("127.0.0.1", 0)).await?;
+    ///     b.send_to(b"ping", a.local_addr()?).await?;
+    ///     let mut buf = [0u8; 16];
+    ///     let (n, from) = a.recv_from(&mut buf).await?;
+    ///     assert_eq!((&buf[..n], from), (&b"ping"[..], b.local_addr()?));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<UdpSocket> {
+        each_addr("UdpSocket::bind", Resolving::new(&addr), |addr| async move {
+            let sock = Socket::new(domain_of(&addr), SockType::Datagram)?;
+            sock.bind(&SockAddr::Inet(addr))?;
+            Ok(UdpSocket { sock })
+        })
+        .await
     }
 
     /// The bound address.
@@ -465,9 +519,13 @@ impl UdpSocket {
         inet(self.sock.peer_addr()?, "UdpSocket::peer_addr")
     }
 
-    /// Sets the default destination (and filters incoming datagrams to it).
-    pub fn connect(&self, addr: SocketAddr) -> io::Result<()> {
-        sys::connect(self.sock.as_fd(), &SockAddr::Inet(addr)).map_err(|e| addr_context("connect", &addr, e))
+    /// Sets the default destination (and filters incoming datagrams to it); a name is
+    /// resolved off the loop and its first address that connects is used.
+    pub async fn connect<A: ToSocketAddrs>(&self, addr: A) -> io::Result<()> {
+        each_addr("UdpSocket::connect", Resolving::new(&addr), |addr| async move {
+            sys::connect(self.sock.as_fd(), &SockAddr::Inet(addr)).map_err(|e| addr_context("connect", &addr, e))
+        })
+        .await
     }
 
     /// `SO_BROADCAST`.
@@ -475,8 +533,12 @@ impl UdpSocket {
         sys::set_broadcast(self.sock.as_fd(), on)
     }
 
-    /// Sends one datagram to `addr`.
-    pub async fn send_to(&self, buf: &[u8], addr: SocketAddr) -> io::Result<usize> {
+    /// Sends one datagram to `target` (its first address, when a name resolves to several).
+    pub async fn send_to<A: ToSocketAddrs>(&self, buf: &[u8], target: A) -> io::Result<usize> {
+        let addr = match Resolving::new(&target).addrs("UdpSocket::send_to").await?.first() {
+            Some(a) => *a,
+            None => unreachable!("Resolving::addrs never returns an empty list"),
+        };
         self.sock.send_to(buf, &SockAddr::Inet(addr)).await
     }
 

@@ -771,9 +771,15 @@ impl fmt::Debug for Transport {
 // Servers.
 
 /// Listening sockets serving a protocol factory (asyncio's `Server`).
+///
+/// `A` is the kind of address it listens on: a [`SocketAddr`] for a TCP server
+/// ([`LoopHandle::create_server`], [`start_server`](crate::io::stream::start_server)), a
+/// [`UnixAddr`] for a Unix one; [`Server::local_addr`] returns it, no `Option` to unwrap.
 #[derive(Clone)]
-pub struct Server {
+pub struct Server<A = SocketAddr> {
     inner: Rc<ServerInner>,
+    /// The first listening address, kept after `close()` (for logs and reconnect loops).
+    addr: A,
 }
 
 type Factory = dyn Fn() -> Box<dyn Protocol>;
@@ -955,8 +961,13 @@ fn maybe_wake_closed(server: &Rc<ServerInner>) {
     }
 }
 
-impl Server {
-    fn start(lp: &Rc<LoopInner>, factory: Box<Factory>, sockets: Vec<(OwnedFd, SockAddr)>) -> io::Result<Server> {
+impl<A> Server<A> {
+    fn start(
+        lp: &Rc<LoopInner>,
+        factory: Box<Factory>,
+        sockets: Vec<(OwnedFd, SockAddr)>,
+        addr: A,
+    ) -> io::Result<Server<A>> {
         let inner = Rc::new(ServerInner {
             lp: lp.clone(),
             factory,
@@ -982,20 +993,31 @@ impl Server {
             listener.io.set_handler(Some(handler));
             inner.listeners.borrow_mut().push(listener);
         }
-        Ok(Server { inner })
+        Ok(Server { inner, addr })
     }
 
-    /// The addresses the server listens on.
+    /// The addresses the server listens on (empty once closed, as asyncio's `sockets`).
     pub fn addresses(&self) -> Vec<SockAddr> {
         self.inner.listeners.borrow().iter().map(|l| l.addr.clone()).collect()
     }
 
-    /// The first TCP address (handy with port 0).
-    pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.addresses().into_iter().find_map(|a| match a {
-            SockAddr::Inet(a) => Some(a),
-            _ => None,
-        })
+    /// The first address it listens on, as bound (so port 0 shows the port the kernel picked);
+    /// still known after [`Server::close`].
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_reader, _writer| async {}, "127.0.0.1", 0).await?;
+    ///     let addr: std::net::SocketAddr = server.local_addr();
+    ///     assert!(addr.ip().is_loopback() && addr.port() != 0);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn local_addr(&self) -> A
+    where
+        A: Clone,
+    {
+        self.addr.clone()
     }
 
     /// Whether it accepts connections.
@@ -1051,10 +1073,11 @@ impl Server {
     }
 }
 
-impl fmt::Debug for Server {
+impl<A> fmt::Debug for Server<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let addrs: Vec<String> = self.addresses().iter().map(|a| a.to_string()).collect();
-        write!(f, "<Server serving={} {}>", self.is_serving(), addrs.join(", "))
+        let serving = self.inner.serving.get();
+        write!(f, "<Server serving={serving} {}>", addrs.join(", "))
     }
 }
 
@@ -1088,26 +1111,37 @@ impl LoopHandle {
     {
         let addrs = self.getaddrinfo_passive(host, port).await?;
         let mut sockets = Vec::new();
+        let mut first = None;
         for a in addrs {
             let addr = SockAddr::Inet(a);
             let fd = listen_socket(&addr, 1024)?;
             let bound = sys::local_addr(fd.as_fd())?;
+            if first.is_none() {
+                first = bound.as_inet();
+            }
             sockets.push((fd, bound));
         }
+        let Some(first) = first else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("create_server({host}:{port}): no address to listen on"),
+            ));
+        };
         let factory: Box<Factory> = Box::new(move || Box::new(factory()));
-        Server::start(&self.inner, factory, sockets)
+        Server::start(&self.inner, factory, sockets, first)
     }
 
     /// Serves `factory`'s protocols on a Unix socket (asyncio's `create_unix_server`).
-    pub fn create_unix_server<P, F>(&self, factory: F, addr: &UnixAddr) -> io::Result<Server>
+    pub fn create_unix_server<P, F>(&self, factory: F, addr: &UnixAddr) -> io::Result<Server<UnixAddr>>
     where
         P: Protocol,
         F: Fn() -> P + 'static,
     {
+        let unix = addr.clone();
         let addr = SockAddr::Unix(addr.clone());
         let fd = listen_socket(&addr, 1024)?;
         let factory: Box<Factory> = Box::new(move || Box::new(factory()));
-        Server::start(&self.inner, factory, vec![(fd, addr)])
+        Server::start(&self.inner, factory, vec![(fd, addr)], unix)
     }
 
     /// Connects to `host:port`, trying each resolved address in turn, and runs `protocol` on

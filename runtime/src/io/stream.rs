@@ -1216,7 +1216,7 @@ impl LoopHandle {
 
     /// Serves on a Unix socket (asyncio's `start_unix_server`); see
     /// [`LoopHandle::start_server`]. A pathname socket's file is removed by `Server::close`.
-    pub fn start_unix_server<H, Fut>(&self, handler: H, addr: &UnixAddr) -> io::Result<Server>
+    pub fn start_unix_server<H, Fut>(&self, handler: H, addr: &UnixAddr) -> io::Result<Server<UnixAddr>>
     where
         H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
         Fut: Future<Output = ()> + 'static,
@@ -1230,7 +1230,7 @@ impl LoopHandle {
         handler: H,
         addr: &UnixAddr,
         config: StreamConfig,
-    ) -> io::Result<Server>
+    ) -> io::Result<Server<UnixAddr>>
     where
         H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
         Fut: Future<Output = ()> + 'static,
@@ -1302,7 +1302,7 @@ where
 }
 
 /// Serves `handler` on a Unix socket on the running loop (asyncio's `start_unix_server`).
-pub fn start_unix_server<H, Fut>(handler: H, addr: &UnixAddr) -> io::Result<Server>
+pub fn start_unix_server<H, Fut>(handler: H, addr: &UnixAddr) -> io::Result<Server<UnixAddr>>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,
@@ -1311,7 +1311,7 @@ where
 }
 
 /// [`start_unix_server`] with options.
-pub fn start_unix_server_with<H, Fut>(handler: H, addr: &UnixAddr, config: StreamConfig) -> io::Result<Server>
+pub fn start_unix_server_with<H, Fut>(handler: H, addr: &UnixAddr, config: StreamConfig) -> io::Result<Server<UnixAddr>>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,

@@ -57,7 +57,7 @@ use std::rc::{Rc, Weak};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use evloop_syscalls::{self as sys, EpollEvent, EpollFlags};
+use evloop_syscalls::{self as sys, EpollEvent, EpollFlags, Signal};
 
 use crate::event_loop::error::{with_context, LoopError, LoopErrorKind};
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta};
@@ -403,10 +403,25 @@ impl Process {
         }
     }
 
-    /// Sends signal `sig` to the child (`pidfd_send_signal`, so never to a process that reused
+    /// Sends `signal` to the child (`pidfd_send_signal`, so never to a process that reused
     /// its pid). After the child was reaped it is an `ESRCH` error naming the pid; a child that
     /// exited but is not reaped yet accepts and ignores it.
-    pub fn send_signal(&self, sig: i32) -> io::Result<()> {
+    ///
+    /// ```
+    /// use evloop::signal::Signal;
+    ///
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["10"])?;
+    ///     child.send_signal(Signal::TERM)?;
+    ///     let status = child.wait().await?;
+    ///     assert_eq!(status.signal(), Some(Signal::TERM.raw()));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn send_signal(&self, signal: Signal) -> io::Result<()> {
+        let sig = signal.raw();
         let slot = self.pidfd.borrow();
         let what = format!("send_signal(pid {}, {})", self.pid, describe_signal(sig));
         match slot.as_ref() {
@@ -423,12 +438,12 @@ impl Process {
 
     /// Sends `SIGTERM` (asyncio's `terminate`).
     pub fn terminate(&self) -> io::Result<()> {
-        self.send_signal(libc_sig::SIGTERM)
+        self.send_signal(Signal::TERM)
     }
 
     /// Sends `SIGKILL` (asyncio's `kill`).
     pub fn kill(&self) -> io::Result<()> {
-        self.send_signal(libc_sig::SIGKILL)
+        self.send_signal(Signal::KILL)
     }
 
     /// Writes `input` to the child's stdin and closes it, reads its stdout and stderr to the
@@ -467,12 +482,6 @@ impl Process {
         let status = self.wait().await?;
         Ok(Output { status, stdout, stderr })
     }
-}
-
-/// The two signal numbers `terminate` and `kill` send (the same on every Linux architecture).
-mod libc_sig {
-    pub(super) const SIGKILL: i32 = 9;
-    pub(super) const SIGTERM: i32 = 15;
 }
 
 fn lost(pid: u32) -> io::Error {
@@ -618,7 +627,7 @@ fn spawn(
             // The pidfd is gone with the error, but the child is not reaped, so its pid is still
             // its own: kill it and let the reaper collect it.
             if let Ok(p) = i32::try_from(pid) {
-                let _ = sys::kill(p, libc_sig::SIGKILL);
+                let _ = sys::kill(p, Signal::KILL.raw());
                 if let Ok(fd) = sys::pidfd_open(p) {
                     reap_later(fd);
                 }

@@ -175,14 +175,23 @@ impl Extension for SignalState {
 }
 
 impl LoopHandle {
-    /// Calls `f` on the loop thread, in the iteration after `signum` arrives (asyncio's
+    /// Calls `f` on the loop thread, in the iteration after `signal` arrives (asyncio's
     /// `add_signal_handler`); adding again replaces the handler. Signals that arrive while the
     /// loop is busy are coalesced: the handler runs at least once.
     ///
-    /// Errors: an invalid number, `SIGKILL`/`SIGSTOP` (cannot be caught), a closed loop.
+    /// ```
+    /// use evloop::signal::Signal;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// lp.add_signal_handler(Signal::USR1, || println!("got SIGUSR1"))?;
+    /// assert!(lp.remove_signal_handler(Signal::USR1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// Errors: [`Signal::KILL`] / [`Signal::STOP`] (they cannot be caught), a closed loop.
     #[track_caller]
-    pub fn add_signal_handler<F: FnMut() + 'static>(&self, signum: i32, f: F) -> io::Result<()> {
-        let signal = Signal::new(signum)?;
+    pub fn add_signal_handler<F: FnMut() + 'static>(&self, signal: Signal, f: F) -> io::Result<()> {
+        let signum = signal.raw();
         let state = signal_state(&self.inner, "add_signal_handler")?;
         watch(&state, signal)?;
         let cb = RepeatCallback::new_rc(HandleKind::Signal, Location::caller(), f);
@@ -208,14 +217,14 @@ impl LoopHandle {
     /// evloop::run(async {
     ///     let lp = evloop::get_running_loop().unwrap();
     ///     lp.print_task_tree_on(Signal::USR1).unwrap();
-    ///     assert!(lp.remove_signal_handler(Signal::USR1.raw()));
+    ///     assert!(lp.remove_signal_handler(Signal::USR1));
     /// })
     /// .unwrap();
     /// ```
     #[track_caller]
     pub fn print_task_tree_on(&self, signal: Signal) -> io::Result<()> {
         let lp = std::rc::Rc::downgrade(&self.inner);
-        self.add_signal_handler(signal.raw(), move || {
+        self.add_signal_handler(signal, move || {
             if let Some(inner) = lp.upgrade() {
                 let tree = LoopHandle { inner }.task_tree();
                 eprint!("evloop: task tree on {}:\n{tree}", signal.name());
@@ -223,10 +232,11 @@ impl LoopHandle {
         })
     }
 
-    /// Removes the handler of `signum`; returns whether there was one (asyncio's
+    /// Removes the handler of `signal`; returns whether there was one (asyncio's
     /// `remove_signal_handler`). When nothing else on this loop waits for the signal, its
     /// previous disposition is restored.
-    pub fn remove_signal_handler(&self, signum: i32) -> bool {
+    pub fn remove_signal_handler(&self, signal: Signal) -> bool {
+        let signum = signal.raw();
         let Some(state) = self.inner.extension::<SignalState>() else {
             return false;
         };
@@ -244,13 +254,22 @@ impl LoopHandle {
     }
 }
 
-/// Waits for the next delivery of `signum` to this process (on the loop running on this
+/// Waits for the next delivery of `signal` to this process (on the loop running on this
 /// thread). The signal is watched from the moment this is called (when a loop is running) or
-/// first polled, so a delivery in between is not missed. An invalid signal number or a missing
-/// loop is an error the future returns.
-pub fn recv(signum: i32) -> Recv {
+/// first polled, so a delivery in between is not missed. A signal that cannot be caught
+/// ([`Signal::KILL`], [`Signal::STOP`]) or a missing loop is an error the future returns.
+///
+/// ```no_run
+/// use evloop::signal::{self, Signal};
+///
+/// # async fn demo() -> std::io::Result<()> {
+/// signal::recv(Signal::TERM).await?; // the next SIGTERM
+/// println!("shutting down");
+/// # Ok(()) }
+/// ```
+pub fn recv(signal: Signal) -> Recv {
     let mut r = Recv {
-        signum,
+        signal,
         state: None,
         start: 0,
         error: None,
@@ -263,12 +282,12 @@ pub fn recv(signum: i32) -> Recv {
 
 /// Waits for Ctrl-C (`SIGINT`).
 pub fn ctrl_c() -> Recv {
-    recv(Signal::INT.raw())
+    recv(Signal::INT)
 }
 
 /// The future of [`recv`].
 pub struct Recv {
-    signum: i32,
+    signal: Signal,
     state: Option<Rc<SignalState>>,
     start: u64,
     error: Option<io::Error>,
@@ -276,14 +295,15 @@ pub struct Recv {
 
 impl Recv {
     fn start_watching(&mut self, lp: &Rc<LoopInner>) {
-        let watched = Signal::new(self.signum).and_then(|signal| {
+        let signal = self.signal;
+        let watched = (|| {
             let state = signal_state(lp, "signal::recv")?;
             let start = watch(&state, signal)?;
-            if let Some(e) = state.entries.borrow_mut().get_mut(&self.signum) {
+            if let Some(e) = state.entries.borrow_mut().get_mut(&signal.raw()) {
                 e.listeners += 1;
             }
-            Ok((state, start))
-        });
+            Ok::<_, io::Error>((state, start))
+        })();
         match watched {
             Ok((state, start)) => {
                 self.state = Some(state);
@@ -313,7 +333,7 @@ impl Future for Recv {
         }
         let Some(state) = &this.state else { return Poll::Pending };
         let mut entries = state.entries.borrow_mut();
-        let Some(e) = entries.get_mut(&this.signum) else {
+        let Some(e) = entries.get_mut(&this.signal.raw()) else {
             return Poll::Ready(Err(LoopError::new(LoopErrorKind::Closed, "signal::recv").into()));
         };
         if e.generation > this.start {
@@ -322,7 +342,7 @@ impl Future for Recv {
         if !e.waiters.iter().any(|w| w.will_wake(cx.waker())) {
             e.waiters.push(cx.waker().clone());
         }
-        note_awaiting(Awaiting::Signal(this.signum));
+        note_awaiting(Awaiting::Signal(this.signal.raw()));
         Poll::Pending
     }
 }
@@ -331,7 +351,7 @@ impl Drop for Recv {
     fn drop(&mut self) {
         if let Some(state) = self.state.take() {
             let listed = match state.entries.try_borrow_mut() {
-                Ok(mut entries) => match entries.get_mut(&self.signum) {
+                Ok(mut entries) => match entries.get_mut(&self.signal.raw()) {
                     Some(e) => {
                         e.listeners = e.listeners.saturating_sub(1);
                         true
@@ -341,7 +361,7 @@ impl Drop for Recv {
                 Err(_) => false,
             };
             if listed {
-                release(&state, self.signum);
+                release(&state, self.signal.raw());
             }
         }
     }
@@ -349,10 +369,6 @@ impl Drop for Recv {
 
 impl std::fmt::Debug for Recv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "signal::Recv({})",
-            Signal::new(self.signum).map_or("invalid", |s| s.name())
-        )
+        write!(f, "signal::Recv({})", self.signal)
     }
 }

@@ -100,12 +100,14 @@
 //!
 //! # The `sync/` folder (layer 3)
 //! This file holds the primitives; beside them are [`queue`], [`channel`], the combinators
-//! (`combinator`: `gather`, `wait`, `select`, `shield`, ...) and `TaskGroup` (`group`). It builds
+//! (`combinator`: `gather`, `wait`, `select`, `shield`, ...), `TaskGroup` (`group`) and the
+//! `select!` / `join!` / `try_join!` macros (`macros`). It builds
 //! on `task/` and `event_loop/`, and does not use `io/` (its sibling at the same rank).
 
 pub mod channel;
 pub(crate) mod combinator;
 pub(crate) mod group;
+pub(crate) mod macros;
 pub mod queue;
 
 use std::cell::{RefCell, RefMut};

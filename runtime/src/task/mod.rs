@@ -32,12 +32,15 @@
 //! without being awaited) goes to the exception handler, once.
 //!
 //! # The `task/` folder (layer 2)
-//! Tasks (this file), promises (`promise`), time (`time`: `sleep`, `timeout`, `yield_now`) and the
+//! Tasks (this file), promises (`promise`), time (`time`: `sleep`, `timeout`, `yield_now`),
+//! asyncio's timeout object (`timeouts`: `Timeout`, `TimeoutHandle`), `Runner` (`runner`) and the
 //! task tree (`tree`: who awaits whom, deadlocks):
 //! the futures the loop drives, built on `event_loop/` only. `io/`, `sync/` and `os/` build on them.
 
 pub(crate) mod promise;
+pub(crate) mod runner;
 pub(crate) mod time;
+pub(crate) mod timeouts;
 pub(crate) mod tree;
 
 use std::fmt;
@@ -1008,7 +1011,7 @@ where
 
 /// Cancels every unfinished task and runs the loop until their futures are dropped (a few
 /// iterations; destructors that start new tasks get those cancelled too, up to a bound).
-fn cancel_leftover_tasks(lp: &LoopHandle) {
+pub(crate) fn cancel_leftover_tasks(lp: &LoopHandle) {
     for _ in 0..16 {
         let tasks = lp.all_tasks();
         if tasks.is_empty() {

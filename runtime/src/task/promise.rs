@@ -83,6 +83,22 @@ impl<T: 'static> Promise<T> {
         self.inner.id
     }
 
+    /// The loop it belongs to (asyncio's `Future.get_loop()`); `None` only once that loop is
+    /// gone (its `EventLoop` and every `LoopHandle` dropped): a promise does not keep its loop
+    /// alive.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let p = lp.create_future::<u32>();
+    /// assert!(p.get_loop().is_some_and(|l| l.same_loop(&lp)));
+    /// drop(lp);
+    /// assert!(p.get_loop().is_none());
+    /// # Ok::<(), evloop::LoopError>(())
+    /// ```
+    pub fn get_loop(&self) -> Option<LoopHandle> {
+        self.inner.lp.upgrade().map(|inner| LoopHandle { inner })
+    }
+
     fn label(&self) -> String {
         format!("Promise#{}", self.inner.id)
     }

@@ -12,9 +12,10 @@
 //! ```text
 //! cargo build --release -p evloop --examples
 //! cargo build --release -p evloop-tests --no-default-features --examples
-//! target/release/examples/bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls] [--runs N] [--out FILE]
+//! target/release/examples/bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps] [--runs N] [--out FILE]
 //! ```
 
+mod apps;
 mod cases;
 mod json;
 mod procs;
@@ -134,6 +135,8 @@ pub struct Results {
     pub idle_tasks: Option<Table>,
     pub conn_memory: Option<Table>,
     pub syscalls: Option<Table>,
+    /// The example applications under wrk and redis-benchmark (bench/apps.rs).
+    pub apps: Vec<Table>,
     /// Seconds per section, and what other processes used of the machine meanwhile.
     pub timings: Vec<(String, f64, Option<procs::ForeignLoad>)>,
     /// The same over the whole run.
@@ -444,6 +447,9 @@ fn run_all(env: &Env, plan: &Plan, only: &[String]) -> Results {
     section(&mut results, only, "syscalls", |r| {
         r.syscalls = Some(cases::syscalls(env, &ECHO_RUNTIMES, plan.strace_s));
     });
+    section(&mut results, only, "apps", |r| {
+        r.apps = apps::apps(env, runs, plan.quick);
+    });
     results.foreign = procs::load_sample()
         .zip(start)
         .map(|(end, start)| end.since(&start, cores()));
@@ -455,7 +461,7 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "bench: {e}\nusage: bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls] [--runs N] [--out FILE]"
+                "bench: {e}\nusage: bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps] [--runs N] [--out FILE]"
             );
             return ExitCode::from(2);
         }

@@ -1,4 +1,4 @@
-//! The report: machine and date, the DESIGN.md targets with evloop's measured values and a plain
+//! The report: machine and date, the docs/design.md targets with evloop's measured values and a plain
 //! verdict, one table per case, and the SVG charts; plus the raw per-run values as JSON lines.
 
 use std::fmt::Write as _;
@@ -680,6 +680,7 @@ fn raw_lines(results: &Results) -> String {
     tables.extend(results.idle_tasks.iter());
     tables.extend(results.conn_memory.iter());
     tables.extend(results.syscalls.iter());
+    tables.extend(results.apps.iter());
     let mut out = String::new();
     for t in tables {
         for r in &t.rows {
@@ -817,7 +818,7 @@ pub fn write(
         w,
         "- On a {}-core machine the client (an evloop program) and the server share the cores, so round trips/s \
          compress toward what one client can drive; server CPU per round trip is the figure that separates the \
-         runtimes (DESIGN.md, performance targets). The cores are shared and noisy: judge a difference against the \
+         runtimes (docs/design.md, performance targets). The cores are shared and noisy: judge a difference against the \
          spread.\n",
         m.cores
     );
@@ -825,7 +826,7 @@ pub fn write(
     let _ = writeln!(w, "## Targets\n");
     let _ = writeln!(
         w,
-        "Each performance target of DESIGN.md with evloop's value from this run. Ratios are pairwise medians as above.\n"
+        "Each performance target of docs/design.md with evloop's value from this run. Ratios are pairwise medians as above.\n"
     );
     let _ = writeln!(w, "| target | evloop measured | verdict |\n|---|---|---|");
     for t in targets(res) {
@@ -913,7 +914,7 @@ pub fn write(
         let _ = writeln!(
             w,
             "N tasks each sleep a random 0-100 ms; lateness is how long after its deadline each one ran. Process CPU time \
-             and peak RSS are the peer's own (getrusage). DESIGN.md wants evloop never early, and sub-millisecond \
+             and peak RSS are the peer's own (getrusage). docs/design.md wants evloop never early, and sub-millisecond \
              lateness (tokio's timer wheel has 1 ms granularity; uvloop truncates to milliseconds).\n"
         );
         for ((tasks, spread), t) in &res.timers {
@@ -974,11 +975,24 @@ pub fn write(
         let _ = writeln!(w, "## 5. Syscalls per echo round trip\n");
         let _ = writeln!(
             w,
-            "DESIGN.md's target for evloop: one read and one write per round trip in the steady state, and no \
+            "docs/design.md's target for evloop: one read and one write per round trip in the steady state, and no \
              `epoll_ctl` (each socket is registered once, edge-triggered). The connects and closes are inside the \
              counted window but amortised over thousands of round trips.\n"
         );
         let _ = writeln!(w, "{}", t.to_markdown());
+    }
+
+    if !res.apps.is_empty() {
+        let _ = writeln!(w, "## 6. Example applications under wrk and redis-benchmark\n");
+        let _ = writeln!(
+            w,
+            "The gallery's HTTP and Redis-protocol servers (`runtime/examples/`) beside the same source compiled \
+             against tokio (`tests/examples/peer_tokio_*.rs`: only the `use` lines differ). Rows say n/a where the \
+             load tool is not installed.\n"
+        );
+        for t in &res.apps {
+            let _ = writeln!(w, "### {}\n\n{}", t.title, t.to_markdown());
+        }
     }
 
     let _ = writeln!(w, "## Run time\n");

@@ -1,0 +1,108 @@
+//! Borrowed halves of a stream: `TcpStream::split` and `UnixStream::split` (tokio's), beside the
+//! owned halves of `into_split`.
+//!
+//! A [`ReadHalf`] and a [`WriteHalf`] both borrow the stream's socket, so they cost nothing (no
+//! `Rc`, no allocation) and can be used at the same time in one task: one `select!` branch or
+//! `join!` arm reading while another writes, or [`copy`](crate::io::copy::copy) from one half to
+//! the other. The registration is shared as it is for the owned halves: a reader waits on the
+//! read side of the socket's registration and a writer on its write side, so each half may have
+//! one task waiting. Use `into_split` when the halves must go to different tasks.
+
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::io::net::{Shutdown, Socket, TcpStream, UnixStream};
+use crate::io::{AsyncRead, AsyncWrite};
+
+/// The reading half of a borrowed split ([`TcpStream::split`], [`UnixStream::split`]).
+#[derive(Debug)]
+pub struct ReadHalf<'a> {
+    sock: &'a Socket,
+}
+
+/// The writing half of a borrowed split. `shutdown()` (from
+/// [`AsyncWriteExt`](crate::io::AsyncWriteExt)) sends FIN; dropping it does not.
+#[derive(Debug)]
+pub struct WriteHalf<'a> {
+    sock: &'a Socket,
+}
+
+impl ReadHalf<'_> {
+    /// The shared socket.
+    pub fn socket(&self) -> &Socket {
+        self.sock
+    }
+}
+
+impl WriteHalf<'_> {
+    /// The shared socket.
+    pub fn socket(&self) -> &Socket {
+        self.sock
+    }
+}
+
+fn halves(sock: &Socket) -> (ReadHalf<'_>, WriteHalf<'_>) {
+    (ReadHalf { sock }, WriteHalf { sock })
+}
+
+impl TcpStream {
+    /// Splits into a read half and a write half that borrow the stream (tokio's `split`):
+    /// free, usable together in one task.
+    ///
+    /// ```
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let mut client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (mut server, _) = listener.accept().await?;
+    ///     // An echo of one connection: copy the read half into the write half.
+    ///     let echo = evloop::spawn(async move {
+    ///         let (mut rd, mut wr) = server.split();
+    ///         evloop::io::copy(&mut rd, &mut wr).await
+    ///     });
+    ///     client.write_all(b"echo me").await?;
+    ///     client.shutdown().await?;
+    ///     let mut back = Vec::new();
+    ///     client.read_to_end(&mut back).await?;
+    ///     assert_eq!(back, b"echo me");
+    ///     assert_eq!(echo.await??, 7);
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        halves(self.socket())
+    }
+}
+
+impl UnixStream {
+    /// Splits into borrowed read and write halves, as [`TcpStream::split`] does.
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        halves(self.socket())
+    }
+}
+
+impl AsyncRead for ReadHalf<'_> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.sock.poll_recv(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteHalf<'_> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.sock.poll_send(cx, buf)
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.sock.poll_send_vectored(cx, bufs)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.sock.shutdown(Shutdown::Write))
+    }
+}

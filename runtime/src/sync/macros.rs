@@ -1,0 +1,428 @@
+//! `select!`, `join!` and `try_join!`: waiting on several futures in one task, as
+//! `macro_rules!` with no dependency (tokio's macros, with tokio's syntax, so code written for
+//! them compiles against evloop by changing the import).
+//!
+//! All three run their futures *in the calling task*: no task is spawned, nothing is
+//! allocated. The futures are pinned on the caller's stack (`core::pin::pin!`) and polled from
+//! one `poll_fn`; a wake of any of them wakes the task, which polls them again. What differs is
+//! when they stop:
+//! - [`join!`](crate::join) waits for all of them and returns their outputs as a tuple;
+//! - [`try_join!`](crate::try_join) waits for all of them unless one fails: the first `Err`
+//!   returns at once and the others are dropped, which cancels them;
+//! - [`select!`](crate::select) waits for the first one whose output matches its branch's
+//!   pattern, drops (cancels) the others, then runs that branch's handler.
+//!
+//! # How the macros are built
+//! A `macro_rules!` macro cannot count or invent names, yet each branch needs its own local
+//! variables. The parsing rules read one branch per step and append it to an accumulator,
+//! together with identifiers written in that step's expansion (`__fut`, `__out`, ...): every
+//! expansion of a macro gets its own hygiene context, so the identifiers of different steps are
+//! different variables even though they are spelled the same. The last step expands all
+//! branches at once with those identifiers. A pattern is read token by token (to find the `=`
+//! that ends it), so branches with long patterns use more of the compiler's recursion limit
+//! (128 nested expansions by default, enough for dozens of branches; a crate can raise it with
+//! `#![recursion_limit = "256"]`).
+//!
+//! The layer: these macros use only `core` and `std`, so they could live anywhere; they sit in
+//! `sync/` beside the function forms of the same ideas (`gather`, `select`, `race` in
+//! `combinator`).
+
+/// Waits on several futures at once and runs the handler of the first one to complete with a
+/// value that matches its pattern; the others are dropped (cancelled). tokio's `select!`.
+///
+/// ```text
+/// select! {
+///     [biased;]
+///     <pattern> = <future> [, if <precondition>] => <handler>,
+///     ...
+///     [else => <expression>]
+/// }
+/// ```
+///
+/// 1. Every `<precondition>` is evaluated, in order; a branch whose precondition is `false` is
+///    disabled for this call. Then every `<future>` expression is evaluated, in order (disabled
+///    ones too, but those are never polled). Anything that implements `IntoFuture` works (a
+///    [`Task`](crate::Task), a [`Promise`](crate::Promise)).
+/// 2. The enabled futures are polled in the calling task until one completes.
+/// 3. If its output matches `<pattern>`, every other future is dropped, then `<handler>` runs
+///    with the pattern's bindings. If it does not match, that branch is disabled and the others
+///    keep running (`Some(msg) = rx.recv()` stops listening to a closed channel).
+/// 4. When every branch is disabled, the `else` expression is the result. With no `else`
+///    that is a bug in the calling code, and it panics with a message saying so (as tokio's
+///    does): add an `else` when all branches can be disabled.
+///
+/// The handler runs outside of any closure: it may `.await`, use `?`, `return`, and `break` or
+/// `continue` an enclosing loop. The value of the whole `select!` is the handler's value.
+///
+/// # Cancellation
+/// When a branch wins, the futures of the other branches are dropped before its handler runs:
+/// their destructors run, timers they set are cancelled, and work they were waiting for is
+/// abandoned. A losing future may already have done part of its work: a read that was cancelled
+/// can have taken bytes out of a buffer it owned. Give `select!` futures that are *cancel-safe*
+/// (a channel's `recv`, `sleep`, `Lines::next_line`, `accept`, awaiting a task), or keep the
+/// state outside the future and pass `&mut` to it, as for a `Lines` reader in a loop.
+///
+/// # Fairness: which branch is polled first
+/// Not random, not fixed: the first branch polled *rotates*. Each `select!` in the source has
+/// its own counter (a thread-local), advanced at every poll, and polling starts at the branch
+/// it names and wraps around. In a loop where several branches are always ready, each gets its
+/// turn: none starves, as with tokio's random start. Unlike a random start it is deterministic,
+/// which this runtime values: the same program makes the same choices on every run (with the
+/// virtual clock, a test replays exactly, and `EVLOOP_TRACE=1` shows the same story twice).
+/// Write `biased;` first to poll the branches strictly in order (priorities: a shutdown
+/// signal before work), accepting that an always-ready first branch starves the rest.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// evloop::run(async {
+///     let (tx, mut rx) = evloop::channel::mpsc::unbounded::<u32>();
+///     evloop::spawn(async move {
+///         for i in 0..3 {
+///             tx.send(i).await.unwrap();
+///             evloop::sleep(Duration::from_millis(1)).await;
+///         }
+///     });
+///     let mut got = Vec::new();
+///     loop {
+///         evloop::select! {
+///             Some(n) = rx.recv() => got.push(n),
+///             _ = evloop::sleep(Duration::from_secs(5)) => panic!("too slow"),
+///             else => break, // the channel closed: every branch that can match is done
+///         }
+///         if got.len() == 3 {
+///             break;
+///         }
+///     }
+///     assert_eq!(got, [0, 1, 2]);
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
+#[macro_export]
+macro_rules! select {
+    // ---- @clean: a pattern with its `mut` binding modes removed, to test a match through a
+    // reference before the value is moved into the real bindings. A stack of saved
+    // accumulators handles groups: `{ [outer] kind [rest] }` per open group.
+    (@clean [] [$($acc:tt)*]) => { $($acc)* };
+    (@clean [{ [$($outer:tt)*] paren [$($rest:tt)*] } $($stack:tt)*] [$($acc:tt)*]) => {
+        $crate::select!(@clean [$($stack)*] [$($outer)* ($($acc)*)] $($rest)*)
+    };
+    (@clean [{ [$($outer:tt)*] bracket [$($rest:tt)*] } $($stack:tt)*] [$($acc:tt)*]) => {
+        $crate::select!(@clean [$($stack)*] [$($outer)* [$($acc)*]] $($rest)*)
+    };
+    (@clean [{ [$($outer:tt)*] brace [$($rest:tt)*] } $($stack:tt)*] [$($acc:tt)*]) => {
+        $crate::select!(@clean [$($stack)*] [$($outer)* {$($acc)*}] $($rest)*)
+    };
+    (@clean $stack:tt [$($acc:tt)*] mut $($rest:tt)*) => {
+        $crate::select!(@clean $stack [$($acc)*] $($rest)*)
+    };
+    (@clean [$($stack:tt)*] [$($acc:tt)*] ($($inner:tt)*) $($rest:tt)*) => {
+        $crate::select!(@clean [{ [$($acc)*] paren [$($rest)*] } $($stack)*] [] $($inner)*)
+    };
+    (@clean [$($stack:tt)*] [$($acc:tt)*] [$($inner:tt)*] $($rest:tt)*) => {
+        $crate::select!(@clean [{ [$($acc)*] bracket [$($rest)*] } $($stack)*] [] $($inner)*)
+    };
+    (@clean [$($stack:tt)*] [$($acc:tt)*] {$($inner:tt)*} $($rest:tt)*) => {
+        $crate::select!(@clean [{ [$($acc)*] brace [$($rest)*] } $($stack)*] [] $($inner)*)
+    };
+    (@clean $stack:tt [$($acc:tt)*] $t:tt $($rest:tt)*) => {
+        $crate::select!(@clean $stack [$($acc)* $t] $($rest)*)
+    };
+
+    // ---- @branch: one branch's future, precondition and handler, after its pattern.
+    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr, if $cond:expr => $body:block, $($rest:tt)*) => {
+        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) ($cond) ($body) }] $($rest)*)
+    };
+    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr, if $cond:expr => $body:block $($rest:tt)*) => {
+        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) ($cond) ($body) }] $($rest)*)
+    };
+    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr, if $cond:expr => $body:expr, $($rest:tt)*) => {
+        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) ($cond) ($body) }] $($rest)*)
+    };
+    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr, if $cond:expr => $body:expr) => {
+        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) ($cond) ($body) }])
+    };
+    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr => $body:block, $($rest:tt)*) => {
+        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) (true) ($body) }] $($rest)*)
+    };
+    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr => $body:block $($rest:tt)*) => {
+        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) (true) ($body) }] $($rest)*)
+    };
+    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr => $body:expr, $($rest:tt)*) => {
+        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) (true) ($body) }] $($rest)*)
+    };
+    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr => $body:expr) => {
+        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) (true) ($body) }])
+    };
+
+    // ---- @pat: the pattern's tokens, up to the `=` that ends it.
+    (@pat $mode:tt $done:tt [$($pat:tt)*] = $($rest:tt)*) => {
+        $crate::select!(@branch $mode $done [$($pat)*] $($rest)*)
+    };
+    (@pat $mode:tt $done:tt [$($pat:tt)*] $t:tt $($rest:tt)*) => {
+        $crate::select!(@pat $mode $done [$($pat)* $t] $($rest)*)
+    };
+
+    // ---- @parse: the next branch, the `else`, or the end.
+    (@parse $mode:tt $done:tt) => {
+        $crate::select!(@expand $mode $done (::core::panic!(
+            "select!: every branch is disabled and there is no `else` branch"
+        )))
+    };
+    (@parse $mode:tt $done:tt else => $else:block $(,)?) => {
+        $crate::select!(@expand $mode $done ($else))
+    };
+    (@parse $mode:tt $done:tt else => $else:expr $(,)?) => {
+        $crate::select!(@expand $mode $done ($else))
+    };
+    // Common pattern shapes in one step (`x`, `_`, `Some(x)`, `Ok(v)`), saving recursion depth.
+    (@parse $mode:tt $done:tt $p:ident = $($rest:tt)*) => {
+        $crate::select!(@branch $mode $done [$p] $($rest)*)
+    };
+    (@parse $mode:tt $done:tt _ = $($rest:tt)*) => {
+        $crate::select!(@branch $mode $done [_] $($rest)*)
+    };
+    (@parse $mode:tt $done:tt $p:ident ($($inner:tt)*) = $($rest:tt)*) => {
+        $crate::select!(@branch $mode $done [$p ($($inner)*)] $($rest)*)
+    };
+    (@parse $mode:tt $done:tt $($rest:tt)+) => {
+        $crate::select!(@pat $mode $done [] $($rest)+)
+    };
+
+    // ---- @expand: the code.
+    (@expand $mode:tt [$({ $fut:ident $out:ident $on:ident $idx:ident [$($pat:tt)*] ($f:expr) ($cond:expr) ($body:expr) })+] ($else:expr)) => {{
+        let mut __branches: usize = 0;
+        $(
+            let $idx = __branches;
+            __branches += 1;
+        )+
+        $( let $on: bool = $cond; )+
+        $( let mut $out = ::core::option::Option::None; )+
+        let __any: bool = {
+            $(
+                let $fut = ::core::future::IntoFuture::into_future($f);
+                let mut $fut = ::core::pin::pin!(if $on {
+                    ::core::option::Option::Some($fut)
+                } else {
+                    ::core::option::Option::None
+                });
+            )+
+            ::core::future::poll_fn(|__cx| {
+                let __start: usize = $crate::select!(@start $mode __branches);
+                let mut __live = false;
+                for __turn in 0..__branches {
+                    let __b = (__start + __turn) % __branches;
+                    $(
+                        if __b == $idx {
+                            if let ::core::option::Option::Some(__f) = $fut.as_mut().as_pin_mut() {
+                                match ::core::future::Future::poll(__f, __cx) {
+                                    ::core::task::Poll::Ready(__v) => {
+                                        $fut.set(::core::option::Option::None);
+                                        #[allow(unused_variables, unreachable_patterns, clippy::redundant_pattern_matching)]
+                                        let __matches = match &__v {
+                                            $crate::select!(@clean [] [] $($pat)*) => true,
+                                            _ => false,
+                                        };
+                                        if __matches {
+                                            $out = ::core::option::Option::Some(__v);
+                                            return ::core::task::Poll::Ready(true);
+                                        }
+                                    }
+                                    ::core::task::Poll::Pending => __live = true,
+                                }
+                            }
+                        }
+                    )+
+                }
+                if __live {
+                    ::core::task::Poll::Pending
+                } else {
+                    ::core::task::Poll::Ready(false)
+                }
+            })
+            .await
+        };
+        // The futures are dropped (cancelled) by now; run the winner's handler.
+        let _ = __any;
+        $(
+            if let ::core::option::Option::Some($($pat)*) = $out {
+                $body
+            } else
+        )+
+        {
+            $else
+        }
+    }};
+
+    (@start biased $n:ident) => { 0 };
+    (@start rotate $n:ident) => {{
+        ::std::thread_local! {
+            static __EVLOOP_SELECT_NEXT: ::core::cell::Cell<usize> = const { ::core::cell::Cell::new(0) };
+        }
+        __EVLOOP_SELECT_NEXT.with(|__c| {
+            let __s = __c.get();
+            __c.set(__s.wrapping_add(1));
+            __s % $n
+        })
+    }};
+
+    // ---- Entry points.
+    (biased; $($rest:tt)+) => {
+        $crate::select!(@parse biased [] $($rest)+)
+    };
+    ($($rest:tt)+) => {
+        $crate::select!(@parse rotate [] $($rest)+)
+    };
+}
+
+/// Runs several futures concurrently in the calling task and waits for all of them; the
+/// result is the tuple of their outputs, in order. tokio's `join!` (asyncio's `gather` without
+/// a task per coroutine).
+///
+/// Each unfinished future is polled, in order, every time the task is woken, and dropped as
+/// soon as it completes (its output is kept). A future that is always ready cannot starve the
+/// others: each is polled once per poll of the `join!`. Dropping the `join!` (the task was
+/// cancelled, a `select!` branch lost) drops every unfinished future.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// async fn after(ms: u64, v: &'static str) -> &'static str {
+///     evloop::sleep(Duration::from_millis(ms)).await;
+///     v
+/// }
+///
+/// evloop::run(async {
+///     let lp = evloop::get_running_loop().unwrap();
+///     let start = lp.time();
+///     let (a, b, c) = evloop::join!(after(20, "a"), after(10, "b"), async { 3 });
+///     assert_eq!((a, b, c), ("a", "b", 3));
+///     let took = lp.time() - start;
+///     assert!(took >= Duration::from_millis(20), "concurrently, not one after the other");
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
+#[macro_export]
+macro_rules! join {
+    (@munch [$($done:tt)*] $e:expr, $($rest:tt)+) => {
+        $crate::join!(@munch [$($done)* { __fut __out ($e) }] $($rest)+)
+    };
+    (@munch [$($done:tt)*] $e:expr $(,)?) => {
+        $crate::join!(@expand [$($done)* { __fut __out ($e) }])
+    };
+    (@expand [$({ $fut:ident $out:ident ($e:expr) })+]) => {{
+        $(
+            let $fut = ::core::future::IntoFuture::into_future($e);
+            let mut $fut = ::core::pin::pin!(::core::option::Option::Some($fut));
+            let mut $out = ::core::option::Option::None;
+        )+
+        ::core::future::poll_fn(|__cx| {
+            let mut __all = true;
+            $(
+                if let ::core::option::Option::Some(__f) = $fut.as_mut().as_pin_mut() {
+                    match ::core::future::Future::poll(__f, __cx) {
+                        ::core::task::Poll::Ready(__v) => {
+                            $fut.set(::core::option::Option::None);
+                            $out = ::core::option::Option::Some(__v);
+                        }
+                        ::core::task::Poll::Pending => __all = false,
+                    }
+                }
+            )+
+            if __all {
+                ::core::task::Poll::Ready(())
+            } else {
+                ::core::task::Poll::Pending
+            }
+        })
+        .await;
+        ($(
+            match $out {
+                ::core::option::Option::Some(__v) => __v,
+                ::core::option::Option::None => ::core::unreachable!("join!: a future finished without an output"),
+            },
+        )+)
+    }};
+    () => { () };
+    ($($rest:tt)+) => {
+        $crate::join!(@munch [] $($rest)+)
+    };
+}
+
+/// Like [`join!`](crate::join) for futures that return `Result`s with one error type: `Ok` of
+/// the tuple of their values when all succeed; the first `Err` as soon as it happens, after
+/// which the other futures are dropped (cancelled). tokio's `try_join!`.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// async fn fails_after(ms: u64) -> Result<(), String> {
+///     evloop::sleep(Duration::from_millis(ms)).await;
+///     Err(format!("failed after {ms} ms"))
+/// }
+///
+/// evloop::run(async {
+///     let ok = evloop::try_join!(async { Ok::<_, String>(1) }, async { Ok(2) });
+///     assert_eq!(ok, Ok((1, 2)));
+///     let never = async {
+///         evloop::sleep(Duration::from_secs(3600)).await;
+///         Ok::<(), String>(())
+///     };
+///     // The first error wins at once; the hour-long sleep is cancelled.
+///     let err = evloop::try_join!(never, fails_after(5));
+///     assert_eq!(err, Err("failed after 5 ms".to_string()));
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
+#[macro_export]
+macro_rules! try_join {
+    (@munch [$($done:tt)*] $e:expr, $($rest:tt)+) => {
+        $crate::try_join!(@munch [$($done)* { __fut __out ($e) }] $($rest)+)
+    };
+    (@munch [$($done:tt)*] $e:expr $(,)?) => {
+        $crate::try_join!(@expand [$($done)* { __fut __out ($e) }])
+    };
+    (@expand [$({ $fut:ident $out:ident ($e:expr) })+]) => {{
+        $(
+            let $fut = ::core::future::IntoFuture::into_future($e);
+            let mut $fut = ::core::pin::pin!(::core::option::Option::Some($fut));
+            let mut $out = ::core::option::Option::None;
+        )+
+        let __done = ::core::future::poll_fn(|__cx| {
+            let mut __all = true;
+            $(
+                if let ::core::option::Option::Some(__f) = $fut.as_mut().as_pin_mut() {
+                    match ::core::future::Future::poll(__f, __cx) {
+                        ::core::task::Poll::Ready(::core::result::Result::Ok(__v)) => {
+                            $fut.set(::core::option::Option::None);
+                            $out = ::core::option::Option::Some(__v);
+                        }
+                        ::core::task::Poll::Ready(::core::result::Result::Err(__e)) => {
+                            return ::core::task::Poll::Ready(::core::result::Result::Err(__e));
+                        }
+                        ::core::task::Poll::Pending => __all = false,
+                    }
+                }
+            )+
+            if __all {
+                ::core::task::Poll::Ready(::core::result::Result::Ok(()))
+            } else {
+                ::core::task::Poll::Pending
+            }
+        })
+        .await;
+        match __done {
+            ::core::result::Result::Ok(()) => ::core::result::Result::Ok(($(
+                match $out {
+                    ::core::option::Option::Some(__v) => __v,
+                    ::core::option::Option::None => ::core::unreachable!("try_join!: a future finished without an output"),
+                },
+            )+)),
+            ::core::result::Result::Err(__e) => ::core::result::Result::Err(__e),
+        }
+    }};
+    () => { ::core::result::Result::Ok(()) };
+    ($($rest:tt)+) => {
+        $crate::try_join!(@munch [] $($rest)+)
+    };
+}

@@ -1,0 +1,128 @@
+//! [`Runner`]: asyncio 3.11's `asyncio.Runner`, one loop for several top-level `run` calls.
+//!
+//! [`run`](crate::run) is `asyncio.run`: a new loop for one future, torn down after it. A
+//! `Runner` keeps its loop between calls, so state that lives in the loop (tasks started by an
+//! earlier call and still running, servers, a warm executor, a virtual clock's time) carries
+//! over from one `run` to the next; [`Runner::close`], or dropping the runner, does the
+//! teardown `evloop::run` does after its one future: cancel the tasks that are left (running
+//! the loop until their futures are dropped), wait for the executor's jobs, close the loop.
+//!
+//! Unlike asyncio's `Runner`, it does not install a `SIGINT` handler that cancels the main
+//! task (signals are a layer above tasks here): race the future with `signal::ctrl_c()` in a
+//! `select!` for that.
+
+use std::fmt;
+use std::future::Future;
+
+use crate::event_loop::error::{LoopError, LoopErrorKind, RunError};
+use crate::event_loop::{Builder, EventLoop, LoopHandle};
+use crate::task::cancel_leftover_tasks;
+
+/// One event loop for several top-level [`Runner::run`] calls, then closed (`asyncio.Runner`).
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let mut runner = evloop::Runner::new()?;
+/// // A task started by the first run keeps running during the second.
+/// let ticks = std::rc::Rc::new(std::cell::Cell::new(0));
+/// let t = ticks.clone();
+/// runner.run(async move {
+///     evloop::spawn(async move {
+///         loop {
+///             t.set(t.get() + 1);
+///             evloop::sleep(Duration::from_millis(1)).await;
+///         }
+///     });
+/// })?;
+/// let before = ticks.get();
+/// runner.run(evloop::sleep(Duration::from_millis(20)))?;
+/// assert!(ticks.get() > before, "the background task ran during the second run");
+/// runner.close()?; // cancels the background task and closes the loop
+/// assert!(runner.run(async {}).is_err(), "a closed runner runs nothing");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Runner {
+    /// `None` once closed.
+    lp: Option<EventLoop>,
+}
+
+impl Runner {
+    /// A runner with a default loop.
+    pub fn new() -> Result<Runner, LoopError> {
+        Runner::with_builder(Builder::new())
+    }
+
+    /// A runner whose loop is made by `builder` (trace mode, a virtual clock, debug mode: the
+    /// options asyncio's `Runner(debug=..., loop_factory=...)` takes).
+    pub fn with_builder(builder: Builder) -> Result<Runner, LoopError> {
+        Ok(Runner {
+            lp: Some(builder.build()?),
+        })
+    }
+
+    /// Runs `fut` on the runner's loop until it completes and returns its output, as
+    /// [`LoopHandle::run_until_complete`] does. Tasks it started and did not finish stay in
+    /// the loop and run again during the next call. Errors: the runner is closed, the loop is
+    /// already running on this thread (a `run` from inside a `run`), or the future's task
+    /// panicked or was cancelled.
+    #[track_caller]
+    pub fn run<F>(&self, fut: F) -> Result<F::Output, RunError>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        match &self.lp {
+            Some(lp) => lp.run_until_complete(fut),
+            None => Err(RunError::Loop(LoopError::new(LoopErrorKind::Closed, "Runner::run"))),
+        }
+    }
+
+    /// The runner's loop (asyncio's `Runner.get_loop()`); an error once the runner is closed.
+    pub fn get_loop(&self) -> Result<LoopHandle, LoopError> {
+        match &self.lp {
+            Some(lp) => Ok(lp.handle()),
+            None => Err(LoopError::new(LoopErrorKind::Closed, "Runner::get_loop")),
+        }
+    }
+
+    /// Whether [`Runner::close`] ran.
+    pub fn is_closed(&self) -> bool {
+        self.lp.is_none()
+    }
+
+    /// Cancels the tasks still in the loop and runs it until their futures are dropped, waits
+    /// for the executor's running jobs, and closes the loop (what [`run`](crate::run) does after
+    /// its future). Idempotent. An error if called while the loop runs (from inside `run`) or
+    /// if closing the loop's descriptors failed; the runner is closed either way except in the
+    /// first case.
+    pub fn close(&mut self) -> Result<(), LoopError> {
+        let Some(lp) = &self.lp else {
+            return Ok(());
+        };
+        if lp.is_running() {
+            return Err(LoopError::new(LoopErrorKind::Running, "Runner::close"));
+        }
+        cancel_leftover_tasks(lp);
+        lp.shutdown_default_executor();
+        let closed = lp.close();
+        self.lp = None;
+        closed
+    }
+}
+
+impl Drop for Runner {
+    /// Closes the runner as [`Runner::close`] does (errors are dropped).
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+impl fmt::Debug for Runner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.lp {
+            Some(lp) => write!(f, "Runner({lp:?})"),
+            None => f.write_str("Runner(closed)"),
+        }
+    }
+}
