@@ -135,7 +135,7 @@ fn a_function_that_is_not_async_is_a_compile_error_naming_the_keyword() {
     );
     assert_error(
         "not_async_test",
-        "fn main() {}\n#[evloop::test]\nfn t() {}",
+        "fn main() {}\n#[evloop::test(trace)]\nfn t() {}",
         "the `async` keyword is missing",
         3,
     );
@@ -213,4 +213,14 @@ fn the_macro_crate_has_no_dependencies() {
         "evloop-macros must stay dependency-free: {entries:?}"
     );
     assert!(!text.contains("[dev-dependencies]") && !text.contains("[build-dependencies]"));
+}
+
+mod plain_tests_through_the_attribute {
+    use evloop::test;
+
+    /// `#[evloop::test]` on a function that is not `async` is the built-in `#[test]`.
+    #[test]
+    fn a_plain_test_function_runs_as_an_ordinary_test() {
+        assert!(evloop::get_running_loop().is_err(), "no loop: it is not run on one");
+    }
 }

@@ -68,12 +68,35 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// payload, so `#[should_panic(expected = "...")]` matches the body's own message. Options as
 /// for [`macro@main`]: `trace`, `virtual_clock`, `crate = "path"`.
 ///
-/// A file that does `use evloop::*;` imports this attribute as `test`, which then hides the
-/// built-in `#[test]` (a glob import shadows the prelude). Import names one by one, or add
+/// On a function that is not `async`, with no options, it is the built-in `#[test]`, so a file
+/// that imports it (`use evloop::test;`) keeps its ordinary `#[test] fn`s.
+///
+/// As with tokio's `#[tokio::test]`, a file that does `use evloop::*;` and also writes the
+/// built-in `#[test]` gets an ambiguity error (a glob-imported macro may not hide a prelude
+/// macro): write `#[evloop::test]` by path, import names one by one, or add
 /// `use std::prelude::v1::test;` after the glob.
 #[proc_macro_attribute]
 pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    if args.is_empty() && !is_async_fn(&item) {
+        let mut out = parse("#[::core::prelude::v1::test]");
+        out.extend(item);
+        return out;
+    }
     expand(Kind::Test, args, item)
+}
+
+/// Whether the item is an `async fn` (the keyword comes before `fn`, after any attributes).
+fn is_async_fn(item: &TokenStream) -> bool {
+    for tt in item.clone() {
+        if let TokenTree::Ident(id) = tt {
+            match id.to_string().as_str() {
+                "async" => return true,
+                "fn" => return false,
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 #[derive(Clone, Copy, PartialEq)]
