@@ -49,11 +49,11 @@
 //!
 //! | rank | folder | modules |
 //! |---|---|---|
-//! | 4 | `os/` | [`signal`] (asyncio's `add_signal_handler`, awaitable signals), [`process`] (subprocesses through pidfds), `executor` (`run_in_executor`'s thread pool) |
+//! | 4 | `os/` | [`signal`] (asyncio's `add_signal_handler`, awaitable signals), [`process`] (subprocesses through pidfds) |
 //! | 3 | [`io`] | `mod` ([`AsyncFd`], [`AsyncRead`]/[`AsyncWrite`]), `addr` ([`net::ToSocketAddrs`]), [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), `split` (borrowed halves), `buf` ([`io::BufReader`], [`io::BufWriter`], [`io::AsyncBufReadExt`]), `copy` ([`io::copy`], [`io::copy_bidirectional`]), [`stream`] (open_connection, start_server), `protocol` ([`Protocol`], [`Transport`], [`Server`]), `datagram`, [`pipe`] |
 //! | 3 | `sync/` | [`sync`] itself (Event, Lock, Mutex, Semaphore, Condition, Barrier), [`queue`], [`channel`] (oneshot, mpsc, threadsafe), `combinator` ([`gather`], [`wait`], [`as_completed`], [`select`](fn@select), [`shield`]), `group` ([`TaskGroup`]), `macros` ([`select!`], [`join!`], [`try_join!`]) |
 //! | 2 | `task/` | `mod` ([`spawn`], [`run`], [`Task`]), `promise` ([`Promise`]), `time` ([`sleep`], [`timeout`], [`yield_now`]), `timeouts` ([`Timeout`]), `runner` ([`Runner`]) |
-//! | 1 | `event_loop/` | `mod` (the five phases, [`EventLoop`], [`LoopHandle`]), `handle`, `clock`, `reactor` (epoll), `slab`, `waker`, `trace`, `error`, `extension` (per-loop state of higher layers) |
+//! | 1 | `event_loop/` | `mod` (the five phases, [`EventLoop`], [`LoopHandle`]), `handle`, `clock`, `reactor` (epoll), `slab`, `waker`, `trace`, `error`, `executor` (`run_in_executor`'s thread pool), `extension` (per-loop state of higher layers) |
 //! | 0 | crates | `evloop-syscalls` (every syscall, all the unsafe code), `evloop-timers` (the timer heap), `evloop-macros` ([`macro@main`], [`macro@test`]) |
 //!
 //! The loop knows tasks only through a small trait (`Steppable`) that the task module
@@ -86,6 +86,7 @@ mod task;
 pub use event_loop::error::{
     os_error, InvalidStateError, LoopError, LoopErrorKind, OpError, Panic, PromiseError, RunError, TaskError,
 };
+pub use event_loop::executor::{ExecutorError, ExecutorJob};
 pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
 pub use event_loop::trace::{Awaiting, QueueOp};
 pub use event_loop::{
@@ -103,7 +104,6 @@ pub use io::stream::{
 };
 pub use io::{net, pipe, stream};
 pub use io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
-pub use os::executor::{ExecutorError, ExecutorJob};
 pub use os::{process, signal};
 pub use sync::combinator::{
     as_completed, gather, race, select, shield, shield_future, timeout_at, try_gather, wait, AsCompleted, Either,

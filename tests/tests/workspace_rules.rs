@@ -514,3 +514,88 @@ fn the_layer_check_catches_upward_sibling_and_root_imports() {
     )
     .is_empty());
 }
+
+/// The methods each layer adds to `LoopHandle` (its own `impl LoopHandle` blocks): a name and
+/// the layer's rank, for names that only one layer defines.
+fn loop_handle_methods() -> Vec<(String, String, u8)> {
+    let src = root().join("runtime/src");
+    let mut found: Vec<(String, String, u8)> = Vec::new();
+    for file in rust_files(&src) {
+        let rel = file.strip_prefix(&src).expect("under src");
+        let folder = rel.iter().next().expect("a path").to_string_lossy().into_owned();
+        let Some(&(_, rank)) = LAYERS.iter().find(|(f, _)| *f == folder) else {
+            continue;
+        };
+        let code = code_only(&fs::read_to_string(&file).expect("source"));
+        let mut rest = code.as_str();
+        while let Some(i) = rest.find("impl LoopHandle {") {
+            let body = &rest[i + "impl LoopHandle {".len()..];
+            let mut depth = 1;
+            let end = body
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(body.len(), |(j, _)| j);
+            let block = &body[..end];
+            for (k, _) in block.match_indices("fn ") {
+                let name: String = block[k + 3..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    found.push((name, folder.clone(), rank));
+                }
+            }
+            rest = &body[end..];
+        }
+    }
+    let unique: Vec<(String, String, u8)> = found
+        .iter()
+        .filter(|(n, _, r)| found.iter().filter(|(m, _, s)| m == n && s != r).count() == 0)
+        .cloned()
+        .collect();
+    unique
+}
+
+#[test]
+fn no_file_calls_a_loop_method_that_a_higher_layer_defines() {
+    // `impl LoopHandle` blocks let every layer add loop methods (create_task in task/,
+    // create_server in io/, add_signal_handler in os/); calling one from a lower layer is an
+    // upward dependency that no `use` line shows.
+    let methods = loop_handle_methods();
+    assert!(
+        methods.iter().any(|(n, _, _)| n == "create_task"),
+        "the scan found no loop methods"
+    );
+    let src = root().join("runtime/src");
+    let mut problems = Vec::new();
+    for file in rust_files(&src) {
+        let rel = file.strip_prefix(&src).expect("under src");
+        let folder = rel.iter().next().expect("a path").to_string_lossy().into_owned();
+        let Some(&(_, mine)) = LAYERS.iter().find(|(f, _)| *f == folder) else {
+            continue;
+        };
+        let code = code_only(&fs::read_to_string(&file).expect("source"));
+        for (name, owner, rank) in &methods {
+            // A method of the same name on one of this file's own types is not the loop's.
+            let own = code.contains(&format!("fn {name}("));
+            if *rank > mine && !own && code.contains(&format!(".{name}(")) {
+                problems.push(format!(
+                    "{}: calls `{name}`, a loop method of `{owner}` (rank {rank})",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "calls against the layer order:\n{}",
+        problems.join("\n")
+    );
+}

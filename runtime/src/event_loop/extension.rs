@@ -1,8 +1,9 @@
 //! Per-loop extensions: state that a higher layer attaches to one loop, so that the loop can
 //! hold it and close it without naming its type.
 //!
-//! The signal dispatcher (`os::signal`) and the executor pool (`os::executor`) live above the
-//! loop, yet their state belongs to one loop and must be released when it closes. Rather than
+//! The signal dispatcher (`os::signal`) lives above the loop, yet its state belongs to one loop
+//! and must be released when the loop closes (the executor pool, `executor`, uses the same hook
+//! from inside the loop layer, created lazily by the first `run_in_executor`). Rather than
 //! name their types (an import that would run up the layers, and made `event_loop` and `signal`
 //! import each other), the loop keeps a short list of `Rc<dyn Extension>`: a module creates its
 //! state on first use with [`LoopInner::extension_or_insert`], finds it again by type, and the

@@ -64,6 +64,7 @@ use crate::event_loop::trace::{fmt_duration, TraceSink, Tracer};
 
 pub(crate) mod clock;
 pub(crate) mod error;
+pub(crate) mod executor;
 pub(crate) mod extension;
 pub(crate) mod handle;
 pub(crate) mod reactor;

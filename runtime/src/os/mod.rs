@@ -5,13 +5,12 @@
 //!   `recv` and `ctrl_c`), through a `sigaction` handler that writes to a per-loop eventfd.
 //! - [`process`]: subprocesses waited for through pidfds on the reactor, with async pipes for
 //!   their stdio (`io::pipe`) and `communicate` built on `sync`'s `gather`.
-//! - `executor`: the bounded thread pool behind `run_in_executor`.
 //!
 //! This is the top layer of the runtime: it may use everything below (`sync`, `io`, `task`,
-//! `event_loop`) and nothing imports it. Its per-loop state (the signal dispatcher, the
-//! executor pool) hangs on the loop as an extension (`event_loop::extension`), so the loop can
-//! close it without knowing its type.
+//! `event_loop`) and nothing imports it. Its per-loop state (the signal dispatcher) hangs on the
+//! loop as an extension (`event_loop::extension`), so the loop can close it without knowing its
+//! type. (The executor behind `run_in_executor` is a loop-layer mechanism, `event_loop::executor`:
+//! the I/O layer's name resolution runs on it too.)
 
-pub(crate) mod executor;
 pub mod process;
 pub mod signal;
