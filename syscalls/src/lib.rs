@@ -60,6 +60,21 @@
 //! readable when the child exits, [`waitid_pidfd`] reaps it, and
 //! [`pidfd_send_signal`] signals it without the pid-reuse race of [`kill`].
 //!
+//! # Memory for stacks
+//!
+//! [`mmap_anonymous`] maps the memory fiber stacks are cut from, as a
+//! [`Mapping`] that owns its range (it unmaps it when dropped, splits into
+//! pieces that own their parts, joins adjacent pieces back);
+//! [`Mapping::protect`] and [`Mapping::advise`] install guard pages (with
+//! `MADV_GUARD_INSTALL` where the kernel has it, so that a guard does not
+//! cost two of the process's `vm.max_map_count` mappings) and give unused
+//! stack memory back. [`register_stack_guards`] makes an overflow into one
+//! of those guard pages print `fiber '<name>' has overflowed its stack`
+//! and abort, like std's report for thread stacks, from a `SIGSEGV`/`SIGBUS`
+//! handler that runs on the alternate signal stack
+//! ([`ensure_alt_signal_stack`]) and passes every other fault on to the
+//! handler it replaced.
+//!
 //! # EINTR policy
 //!
 //! A signal delivered to the thread while it sits in a blocking system call
@@ -82,7 +97,9 @@
 //! [`shutdown`], [`local_addr`], [`peer_addr`], the socket options,
 //! [`dup`], the rlimit calls, [`register_signal`], [`signal_disposition`],
 //! [`kill`], [`getpid`], [`raise_in_process`], [`pidfd_open`],
-//! [`pidfd_send_signal`], [`block_sigpipe_on_this_thread`], ...) makes a
+//! [`pidfd_send_signal`], [`block_sigpipe_on_this_thread`], the memory
+//! calls [`mmap_anonymous`], [`Mapping::protect`], [`Mapping::advise`],
+//! [`Mapping::unmap`], [`ensure_alt_signal_stack`], ...) makes a
 //! call that does not block and
 //! therefore does not fail with `EINTR`; it passes any error through
 //! unchanged.
@@ -145,6 +162,7 @@ pub mod fault;
 mod fd;
 mod file;
 mod io;
+mod mman;
 mod pipe;
 mod process;
 mod raw;
@@ -154,6 +172,7 @@ mod sigpipe;
 mod sockaddr;
 mod socket;
 mod sockopt;
+mod stack_guard;
 mod syscall;
 mod time;
 mod timer;
@@ -171,6 +190,7 @@ pub use eventfd::{eventfd, eventfd_read, eventfd_write};
 pub use fd::{close, fd_is_open, set_nonblocking};
 pub use file::{dup, nofile_limit, open_dev_null, open_readonly, set_nofile_limit};
 pub use io::{read, readv, write, writev, IOV_MAX};
+pub use mman::{max_map_count, mmap_anonymous, page_size, Advice, Mapping, Prot};
 pub use pipe::{pipe2, socketpair_stream};
 pub use process::{pidfd_open, pidfd_send_signal, reset_signals_on_exec, waitid_pidfd, ExitStatus};
 pub use resolve::{getaddrinfo, getnameinfo, AddrHints, AddrInfoError};
@@ -188,6 +208,9 @@ pub use sockopt::{
     nodelay, recv_buffer_size, send_buffer_size, set_broadcast, set_keepalive, set_linger_zero, set_nodelay,
     set_recv_buffer_size, set_reuseaddr, set_reuseport, set_send_buffer_size, set_v6only, socket_type,
     take_socket_error,
+};
+pub use stack_guard::{
+    ensure_alt_signal_stack, register_stack_guards, StackGuards, MAX_STACK_REGIONS, STACK_LABEL_LEN,
 };
 pub use syscall::Syscall;
 pub use time::{clock_gettime, clock_monotonic, Clock};

@@ -124,6 +124,16 @@ pub enum Syscall {
     PidfdSendSignal,
     /// `waitid(2)`
     Waitid,
+    /// `mmap(2)` (anonymous mappings: fiber stacks, alternate signal stacks)
+    Mmap,
+    /// `munmap(2)`
+    Munmap,
+    /// `mprotect(2)`
+    Mprotect,
+    /// `madvise(2)`
+    Madvise,
+    /// `sigaltstack(2)`
+    Sigaltstack,
 }
 
 /// Number of [`Syscall`] variants (the length of [`Syscall::ALL`]).
@@ -179,6 +189,11 @@ impl Syscall {
         Syscall::PidfdOpen,
         Syscall::PidfdSendSignal,
         Syscall::Waitid,
+        Syscall::Mmap,
+        Syscall::Munmap,
+        Syscall::Mprotect,
+        Syscall::Madvise,
+        Syscall::Sigaltstack,
     ];
 
     /// The name of the C function, e.g. `"epoll_ctl"`.
@@ -231,6 +246,11 @@ impl Syscall {
             Syscall::PidfdOpen => "pidfd_open",
             Syscall::PidfdSendSignal => "pidfd_send_signal",
             Syscall::Waitid => "waitid",
+            Syscall::Mmap => "mmap",
+            Syscall::Munmap => "munmap",
+            Syscall::Mprotect => "mprotect",
+            Syscall::Madvise => "madvise",
+            Syscall::Sigaltstack => "sigaltstack",
         }
     }
 
@@ -292,7 +312,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Syscall::ALL.len());
-        assert_eq!(SYSCALL_COUNT, 47);
+        assert_eq!(SYSCALL_COUNT, 52);
     }
 
     #[test]
