@@ -3,8 +3,9 @@
 //! Python asyncio's event loop rebuilt from scratch in Rust on raw Linux syscalls: an epoll
 //! reactor, a min-heap timer queue behind `call_at`/`call_later`, a `call_soon` ready queue,
 //! promises (asyncio's `Future`) and tasks driven by wakers and done-callback chains. No
-//! third-party async crates; the only dependencies are this workspace's `evloop-syscalls` (every
-//! line of unsafe code is there) and `evloop-timers`.
+//! third-party async crates; the only dependencies are this workspace's `evloop-syscalls` (the
+//! kernel boundary, where the unsafe code lives, apart from the fiber register switch) and
+//! `evloop-timers`.
 //!
 //! ```
 //! use std::time::Duration;
@@ -49,6 +50,7 @@
 //!
 //! | rank | folder | modules |
 //! |---|---|---|
+//! | 4 | [`fiber`] | `mod` ([`fiber::Fiber`]: greenlet's switch, parents, throw), `switch` (the register switch in assembly: with the raw task cell, the only unsafe code outside `evloop-syscalls`), `stack` (mmap'd guarded stacks), `value`, `hub` ([`fiber::spawn`], [`fiber::block_on`]: blocking-style code on the loop); a sibling of `os/` that does not import it |
 //! | 4 | `os/` | [`signal`] (asyncio's `add_signal_handler`, awaitable signals), [`process`] (subprocesses through pidfds) |
 //! | 3 | [`io`] | `mod` ([`AsyncFd`], [`AsyncRead`]/[`AsyncWrite`]), `addr` ([`net::ToSocketAddrs`]), [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), `split` (borrowed halves), `buf` ([`io::BufReader`], [`io::BufWriter`], [`io::AsyncBufReadExt`]), `copy` ([`io::copy`], [`io::copy_bidirectional`]), [`stream`] (open_connection, start_server), `protocol` ([`Protocol`], [`Transport`], [`Server`]), `datagram`, [`pipe`] |
 //! | 3 | `sync/` | [`sync`] itself (Event, Lock, Mutex, Semaphore, Condition, Barrier), [`queue`], [`channel`] (oneshot, mpsc, threadsafe), `combinator` ([`gather`], [`wait`], [`as_completed`], [`select`](fn@select), [`shield`]), `group` ([`TaskGroup`]), `macros` ([`select!`], [`join!`], [`try_join!`]) |
@@ -78,6 +80,7 @@
 #![deny(missing_docs)]
 
 mod event_loop;
+pub mod fiber;
 pub mod io;
 mod os;
 pub mod sync;

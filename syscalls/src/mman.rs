@@ -91,7 +91,10 @@ pub fn page_size() -> usize {
     }
     // SAFETY: sysconf takes an integer and touches no user memory.
     let raw = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    let page = usize::try_from(raw).ok().filter(|p| p.is_power_of_two()).unwrap_or(4096);
+    let page = usize::try_from(raw)
+        .ok()
+        .filter(|p| p.is_power_of_two())
+        .unwrap_or(4096);
     PAGE.store(page, Ordering::Relaxed);
     page
 }

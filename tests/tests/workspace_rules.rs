@@ -282,8 +282,16 @@ fn every_module_opens_with_a_doc_paragraph() {
 /// The runtime's layers, lowest first, as folders of `runtime/src` (the book's chapter 1 has the
 /// same table). A file may import from its own folder, from a folder of a lower rank, and from
 /// the `evloop-syscalls` / `evloop-timers` crates below them all; never from a higher rank.
-/// `io` and `sync` share a rank and must not import each other: neither was put below the other.
-const LAYERS: &[(&str, u8)] = &[("event_loop", 1), ("task", 2), ("io", 3), ("sync", 3), ("os", 4)];
+/// `io` and `sync` share a rank and must not import each other: neither was put below the other;
+/// nor may `os` and `fiber`.
+const LAYERS: &[(&str, u8)] = &[
+    ("event_loop", 1),
+    ("task", 2),
+    ("io", 3),
+    ("sync", 3),
+    ("os", 4),
+    ("fiber", 4),
+];
 
 /// The code of a source file with comments and string literals blanked out, so that doc links
 /// and messages that name a module are not mistaken for imports.
@@ -502,6 +510,8 @@ fn the_layer_check_catches_upward_sibling_and_root_imports() {
     // A macro calling itself through `$crate::` is fine; `$crate::` paths to items are not.
     assert!(layer_violations("sync", "macro_rules! m { () => { $crate::m!(@x) } }").is_empty());
     assert!(layer_violations("sync", "macro_rules! m { () => { $crate::Lock::new() } }")[0].contains("re-exports"));
+    assert!(layer_violations("fiber", "use crate::os::signal::recv;")[0].contains("sibling"));
+    assert!(layer_violations("fiber", "use crate::{io::net::TcpStream, task::Task};").is_empty());
     assert!(layer_violations(
         "os",
         "use crate::event_loop::X;\nuse crate::sync::Y;\nuse crate::io::Z;"

@@ -1,0 +1,890 @@
+//! Fibers: greenlet's stackful coroutines, and blocking-style code on evloop's loop.
+//!
+//! A [`Fiber`] is a function running on a stack of its own. [`Fiber::switch`] stops the
+//! current fiber where it is (in the middle of any call chain, which is what "stackful" means)
+//! and resumes another one, handing it a [`Value`]; the value the current fiber gets back is
+//! whatever is handed to it when something switches back to it. The model and the names are
+//! greenlet's (gevent's coroutines; source note 004):
+//!
+//! * every thread has a **main fiber**, the thread's own stack ([`Fiber::main`]); the fiber
+//!   running now is [`Fiber::current`];
+//! * a new fiber's **parent** is the fiber that created it ([`Fiber::parent`],
+//!   [`Fiber::set_parent`], which refuses cycles); when a fiber's function returns, its value
+//!   is switched to its parent (to the nearest one still alive), and a switch to a dead fiber
+//!   goes to its parent too;
+//! * a **panic** inside a fiber is caught at the bottom of its stack and delivered to its
+//!   parent as [`FiberError::Panicked`], the return value of the parent's pending `switch`;
+//!   no panic ever unwinds from one stack into another;
+//! * [`Fiber::throw`] makes a suspended fiber's pending `switch` unwind with [`FiberExit`]
+//!   (greenlet's `GreenletExit`): its destructors run, and its parent receives a
+//!   `Value` holding `FiberExit`; dropping the last handle of a suspended fiber does the same,
+//!   so a fiber is never leaked with its stack and its destructors pending.
+//!
+//! ```
+//! use evloop::fiber::Fiber;
+//!
+//! let child = Fiber::new(|first| {
+//!     let first = first.downcast::<u64>().unwrap();
+//!     // Back to the parent (main) with a value; resumed by the next switch to us.
+//!     let second = Fiber::main().switch(first + 1).unwrap().downcast::<u64>().unwrap();
+//!     first + second // returning switches to the parent
+//! });
+//! assert_eq!(child.switch(1u64).unwrap().downcast::<u64>().ok(), Some(2));
+//! assert_eq!(child.switch(10u64).unwrap().downcast::<u64>().ok(), Some(11));
+//! assert!(child.is_dead());
+//! ```
+//!
+//! # On the loop (gevent's hub)
+//! [`spawn`] runs a function in a fiber driven by the running loop, as a task: the task's
+//! future switches into the fiber each time it is polled. Inside, [`block_on`] polls any evloop
+//! future with the task's waker; while it is pending it switches back out, so the task's poll
+//! returns `Pending`, and the task's next wake switches in again. Blocking-style code
+//! ([`sleep`], [`accept`], [`read`], [`write_all`], ...) and async tasks share one loop, with the
+//! loop's wakers, cancellation and trace mode.
+//!
+//! # How data flows
+//! `mod.rs` (this file) keeps the fibers of a thread: which one runs (`CURRENT`), their parent
+//! links and states, and hands every switch a message (a value, a throw, or an error) through
+//! the target's inbox. `switch.rs` does the switch itself in assembly (the only `unsafe` code of
+//! this folder), `stack.rs` maps, guards, labels and recycles the stacks, `value.rs` is the
+//! [`Value`] type, and `hub.rs` is the loop integration. In trace mode (`EVLOOP_TRACE=1`) every
+//! switch and every fiber's end is a trace line: `Fiber-2 switch -> main (7u64)`,
+//! `Fiber-1 -> dead, 42u64 to main`.
+//!
+//! # The `fiber/` folder (layer 4)
+//! A sibling of `os/`: it builds on `task/` (tasks, `sleep`), `io/` (sockets for the blocking
+//! helpers) and `event_loop/` (the trace hook), and nothing imports it.
+
+mod hub;
+pub(crate) mod stack;
+// The register switch: the one module of this folder allowed to use `unsafe` (DESIGN.md,
+// ground rules; tests/tests/workspace_rules.rs checks this exact line).
+#[allow(unsafe_code)]
+mod switch;
+mod value;
+
+use std::cell::{Cell, OnceCell, RefCell};
+use std::fmt;
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+
+use crate::event_loop::error::{LoopError, Panic};
+use crate::event_loop::with_running;
+
+pub use hub::{accept, accept_unix, block_on, connect, read, read_exact, sleep, spawn, write, write_all, yield_now};
+pub use stack::{GuardKind, StackStats};
+pub use value::Value;
+
+use switch::{Context, Finish};
+
+/// greenlet's `GreenletExit`: the panic payload [`Fiber::throw`] (and dropping the last handle
+/// of a suspended fiber) unwinds a fiber with, and the value its parent receives when the fiber
+/// dies of it.
+///
+/// Code that catches panics inside a fiber (`catch_unwind`) should let it continue
+/// (`std::panic::resume_unwind`): a fiber that swallows it and keeps running cannot be
+/// stopped, and is leaked (with a warning on stderr) when its last handle goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FiberExit;
+
+impl fmt::Display for FiberExit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FiberExit")
+    }
+}
+
+/// What went wrong with a fiber operation. Messages name the fiber (`main`, `Fiber-3` or the
+/// name it was given) and the operation.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FiberError {
+    /// A fiber panicked; its parent receives the panic from its pending `switch` (or, for a
+    /// fiber run with [`spawn`], its task ends with `TaskError::Panicked`).
+    Panicked {
+        /// The fiber that panicked.
+        fiber: String,
+        /// The caught panic (with its payload, for `resume_unwind`).
+        panic: Panic,
+    },
+    /// The fiber's stack could not be allocated (out of memory or address space, or out of
+    /// memory mappings: see the message).
+    Stack {
+        /// The fiber that needed it.
+        fiber: String,
+        /// The operating system's error, with what to change.
+        error: io::Error,
+    },
+    /// `set_parent` would make a fiber its own ancestor.
+    ParentCycle {
+        /// The fiber being re-parented.
+        fiber: String,
+        /// The parent refused.
+        parent: String,
+    },
+    /// The main fiber has no parent and cannot be given one.
+    MainHasNoParent,
+    /// `throw` into the main fiber, which would unwind the thread's own stack.
+    ThrowToMain,
+    /// [`block_on`] (or a helper built on it) outside a fiber run by the loop: on the loop's own
+    /// stack it would wait for itself forever.
+    NotInLoopFiber {
+        /// The operation, e.g. `"fiber::block_on"`.
+        op: &'static str,
+        /// The fiber it was called from (`main` for the thread's own stack).
+        fiber: String,
+    },
+    /// [`block_on`] in a fiber that is being unwound (its task was cancelled, or it was
+    /// thrown out): it can no longer wait.
+    Cancelled {
+        /// The fiber.
+        fiber: String,
+    },
+    /// The loop refused to run the fiber's task (none running, or it is closed).
+    Loop(LoopError),
+    /// The thread is exiting: its fibers can no longer be switched.
+    ThreadExiting,
+}
+
+impl FiberError {
+    /// The caught panic, for [`FiberError::Panicked`].
+    pub fn panic(&self) -> Option<&Panic> {
+        match self {
+            FiberError::Panicked { panic, .. } => Some(panic),
+            _ => None,
+        }
+    }
+
+    /// True for [`FiberError::Panicked`].
+    pub fn is_panic(&self) -> bool {
+        matches!(self, FiberError::Panicked { .. })
+    }
+}
+
+impl fmt::Display for FiberError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FiberError::Panicked { fiber, panic } => write!(f, "fiber '{fiber}' {panic}"),
+            FiberError::Stack { fiber, error } => write!(f, "fiber '{fiber}': cannot allocate its stack: {error}"),
+            FiberError::ParentCycle { fiber, parent } => write!(
+                f,
+                "set_parent: fiber '{parent}' cannot be the parent of '{fiber}': it descends from it (cyclic parent chain)"
+            ),
+            FiberError::MainHasNoParent => f.write_str("set_parent: the main fiber has no parent and cannot get one"),
+            FiberError::ThrowToMain => f.write_str("throw: cannot throw into the main fiber (the thread's own stack)"),
+            FiberError::NotInLoopFiber { op, fiber } => write!(
+                f,
+                "{op}: called in '{fiber}', which is not a fiber run by the loop (start one with fiber::spawn; \
+                 on the loop's own stack, await the future instead: waiting here would deadlock)"
+            ),
+            FiberError::Cancelled { fiber } => {
+                write!(f, "fiber '{fiber}' is being unwound (cancelled or thrown out) and can no longer wait")
+            }
+            FiberError::Loop(e) => write!(f, "fiber::spawn: {e}"),
+            FiberError::ThreadExiting => f.write_str("fiber: the thread is exiting; its fibers can no longer run"),
+        }
+    }
+}
+
+impl std::error::Error for FiberError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FiberError::Stack { error, .. } => Some(error),
+            FiberError::Loop(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<FiberError> for io::Error {
+    fn from(e: FiberError) -> io::Error {
+        let kind = match &e {
+            FiberError::Stack { error, .. } => error.kind(),
+            FiberError::Cancelled { .. } => io::ErrorKind::Interrupted,
+            FiberError::NotInLoopFiber { .. } => io::ErrorKind::Unsupported,
+            _ => io::ErrorKind::Other,
+        };
+        // The panic payload is not `Sync`: only the message crosses over.
+        io::Error::new(kind, e.to_string())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-fiber state.
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum State {
+    /// Created, never switched to: no stack yet.
+    Fresh,
+    /// Running now (one per thread).
+    Running,
+    /// Stopped in a `switch`.
+    Suspended,
+    /// Its function returned, panicked, or it was thrown out.
+    Dead,
+}
+
+/// What a switch hands over, through the target's inbox.
+enum Message {
+    /// `switch(value)`, or a child's return value.
+    Value(Value),
+    /// `throw()`: unwind with `FiberExit`.
+    Throw,
+    /// A child's failure (a panic), delivered to its parent.
+    Error(FiberError),
+}
+
+type Body = Box<dyn FnOnce(Value) -> Value>;
+
+/// A fiber, shared by its handles, its children (as their parent) and, while it runs or is
+/// suspended, its own stack.
+///
+/// Invariants: exactly one fiber of the thread is `Running`, and it is in `CURRENT`; a
+/// `Suspended` fiber is stopped inside `transfer` (or `fiber_main` has not started yet for a
+/// `Fresh` one) and its stack holds a reference to this `Core`, so the `Core` outlives its
+/// frames; `handles` counts the `Fiber` values (including parent links) and reaching zero on a
+/// suspended fiber kills it.
+struct Core {
+    /// 0 for the main fiber; `Fiber-N` otherwise unless named.
+    number: u64,
+    name: Option<Box<str>>,
+    state: Cell<State>,
+    handles: Cell<usize>,
+    /// The execution context: the thread's for main, made with the stack at the first switch
+    /// for the others.
+    ctx: OnceCell<Rc<Context>>,
+    body: Cell<Option<Body>>,
+    /// `None` only for the main fiber.
+    parent: RefCell<Option<Fiber>>,
+    inbox: Cell<Option<Message>>,
+    stack_size: usize,
+    /// A throw is unwinding it: `block_on` refuses to wait.
+    killing: Cell<bool>,
+    /// Loop state, for fibers run by `spawn`.
+    hub: Option<hub::HubState>,
+}
+
+impl Core {
+    fn is_main(&self) -> bool {
+        self.number == 0
+    }
+
+    fn label(&self) -> String {
+        match (&self.name, self.number) {
+            (Some(n), _) => n.to_string(),
+            (None, 0) => "main".to_string(),
+            (None, n) => format!("Fiber-{n}"),
+        }
+    }
+
+    fn parent_core(&self) -> Option<Rc<Core>> {
+        self.parent.borrow().as_ref().map(|f| f.core.clone())
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        // The closure of a fiber that never ran: its captured values are dropped here, and a
+        // panicking destructor must not unwind into whoever dropped the last reference.
+        if let Some(body) = self.body.take() {
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(body)));
+        }
+    }
+}
+
+thread_local! {
+    /// The running fiber of this thread (`None` until the first fiber operation).
+    static CURRENT: Cell<Option<Rc<Core>>> = const { Cell::new(None) };
+    /// The fiber that switched to the current one, until the current one has looked at it
+    /// (a suspended fiber nobody can reach any more is killed then) and let go of it.
+    static PREVIOUS: Cell<Option<Rc<Core>>> = const { Cell::new(None) };
+    /// The main fiber, kept alive while other fibers run.
+    static MAIN: Cell<Option<Rc<Core>>> = const { Cell::new(None) };
+    static NEXT_NUMBER: Cell<u64> = const { Cell::new(1) };
+}
+
+/// The running fiber; the first call on a thread creates the thread's main fiber. `None` while
+/// the thread's locals are being destroyed.
+fn current_core() -> Option<Rc<Core>> {
+    CURRENT
+        .try_with(|c| {
+            let cur = match c.take() {
+                Some(cur) => cur,
+                None => make_main()?,
+            };
+            let out = cur.clone();
+            c.set(Some(cur));
+            Some(out)
+        })
+        .ok()
+        .flatten()
+}
+
+fn make_main() -> Option<Rc<Core>> {
+    let ctx = Context::for_thread()?;
+    let core = Rc::new(Core {
+        number: 0,
+        name: None,
+        state: Cell::new(State::Running),
+        handles: Cell::new(0),
+        ctx: OnceCell::from(ctx),
+        body: Cell::new(None),
+        parent: RefCell::new(None),
+        inbox: Cell::new(None),
+        stack_size: 0,
+        killing: Cell::new(false),
+        hub: None,
+    });
+    MAIN.try_with(|m| m.set(Some(core.clone()))).ok()?;
+    Some(core)
+}
+
+/// Emits a trace line on the loop running on this thread, if it is in trace mode.
+fn trace(line: impl FnOnce() -> String) {
+    with_running(|lp| lp.trace(line));
+}
+
+fn describe(msg: &Message) -> String {
+    match msg {
+        Message::Value(v) if v.is::<hub::Blocked>() => "blocked".to_string(),
+        Message::Value(v) => format!("{v:?}"),
+        Message::Throw => "throw FiberExit".to_string(),
+        Message::Error(e) => format!("error: {e}"),
+    }
+}
+
+/// `t`, or its nearest ancestor that is not dead (greenlet switches to a dead greenlet's
+/// parent). The main fiber never dies, so the walk ends.
+fn live_target(t: &Rc<Core>) -> Rc<Core> {
+    let mut t = t.clone();
+    while t.state.get() == State::Dead {
+        match t.parent_core() {
+            Some(p) => t = p,
+            None => break,
+        }
+    }
+    t
+}
+
+/// Gives a fresh fiber its stack and context (greenlet allocates at the first switch too).
+fn ensure_context(core: &Core) -> Result<(), FiberError> {
+    if core.ctx.get().is_some() {
+        return Ok(());
+    }
+    let stack = stack::allocate(core.stack_size, &core.label()).map_err(|error| FiberError::Stack {
+        fiber: core.label(),
+        error,
+    })?;
+    let _ = core.ctx.set(Context::new(stack, fiber_main));
+    Ok(())
+}
+
+/// Switches from the running fiber to `target` (or its nearest live ancestor) carrying `msg`;
+/// returns the message the running fiber is resumed with.
+fn transfer(target: &Rc<Core>, msg: Message) -> Result<Message, FiberError> {
+    let me = current_core().ok_or(FiberError::ThreadExiting)?;
+    let target = live_target(target);
+    if Rc::ptr_eq(&target, &me) {
+        return Ok(msg);
+    }
+    if target.state.get() == State::Fresh {
+        ensure_context(&target)?;
+    }
+    let (Some(my_ctx), Some(to_ctx)) = (me.ctx.get(), target.ctx.get().cloned()) else {
+        return Err(FiberError::ThreadExiting);
+    };
+    trace(|| format!("  {} switch -> {} ({})", me.label(), target.label(), describe(&msg)));
+    target.inbox.set(Some(msg));
+    me.state.set(State::Suspended);
+    target.state.set(State::Running);
+    let leaving = CURRENT.try_with(|c| c.replace(Some(target))).ok().flatten();
+    let _ = PREVIOUS.try_with(|p| p.set(leaving));
+    switch::switch(my_ctx, to_ctx, 0);
+    // Resumed: whoever switched here made `me` current again and left a message.
+    let msg = me.inbox.take();
+    after_resume();
+    Ok(msg.unwrap_or(Message::Value(Value::unit())))
+}
+
+/// Looks at the fiber that just switched to us: if it is suspended and nothing can reach it
+/// any more (no handle, not a parent), it can never run again, so it is killed now (greenlet
+/// does the same when the garbage collector finds such a greenlet).
+fn after_resume() {
+    let Some(prev) = PREVIOUS.try_with(Cell::take).ok().flatten() else {
+        return;
+    };
+    if prev.state.get() == State::Suspended && prev.handles.get() == 0 && !prev.is_main() {
+        kill(&prev);
+    }
+    drop(prev);
+}
+
+/// What a resumed `switch` returns: a value, a failure, or (for `throw`) an unwind.
+fn receive(msg: Message) -> Result<Value, FiberError> {
+    match msg {
+        Message::Value(v) => Ok(v),
+        Message::Error(e) => Err(e),
+        Message::Throw => {
+            if let Some(me) = current_core() {
+                me.killing.set(true);
+            }
+            std::panic::resume_unwind(Box::new(FiberExit))
+        }
+    }
+}
+
+/// The body of every fiber stack: runs the fiber's function, then hands its outcome to the
+/// parent and tells the switch where to go.
+fn fiber_main(_arg: usize) -> Finish {
+    let Some(me) = current_core() else {
+        // Unreachable: the switch into a fresh fiber made it current first.
+        eprintln!("evloop: fatal: a fiber started with no current fiber");
+        std::process::abort();
+    };
+    let msg = me.inbox.take();
+    after_resume();
+    let body = me.body.take();
+    let outcome = match msg {
+        Some(Message::Value(v)) => run(&me, body, v),
+        None => run(&me, body, Value::unit()),
+        Some(Message::Throw) => {
+            drop_body(body);
+            Message::Value(Value::new(FiberExit))
+        }
+        // A failure delivered to a fiber that had not started (its child died first): it never
+        // runs and passes the failure on, as greenlet raises it at the greenlet's start.
+        Some(Message::Error(e)) => {
+            drop_body(body);
+            Message::Error(e)
+        }
+    };
+    die(me, outcome)
+}
+
+fn run(me: &Core, body: Option<Body>, v: Value) -> Message {
+    let Some(body) = body else {
+        return Message::Value(Value::unit());
+    };
+    match catch_unwind(AssertUnwindSafe(move || body(v))) {
+        Ok(v) => Message::Value(v),
+        Err(p) if p.is::<FiberExit>() => Message::Value(Value::new(FiberExit)),
+        Err(p) => Message::Error(FiberError::Panicked {
+            fiber: me.label(),
+            panic: Panic::from_payload(p),
+        }),
+    }
+}
+
+fn drop_body(body: Option<Body>) {
+    if let Some(body) = body {
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(body)));
+    }
+}
+
+/// The end of a fiber: marks it dead, delivers `outcome` to its nearest live ancestor and
+/// returns the switch that goes there (the fiber's last references leave with it).
+fn die(me: Rc<Core>, outcome: Message) -> Finish {
+    me.state.set(State::Dead);
+    me.killing.set(false);
+    let mut outcome = outcome;
+    let mut target = me.parent_core().map(|p| live_target(&p));
+    // A parent that never ran starts now with the outcome (greenlet's rule); one that cannot
+    // get a stack passes the failure up instead.
+    while let Some(t) = target.clone() {
+        if t.state.get() != State::Fresh {
+            break;
+        }
+        match ensure_context(&t) {
+            Ok(()) => break,
+            Err(e) => {
+                outcome = Message::Error(e);
+                target = t.parent_core().map(|p| live_target(&p));
+            }
+        }
+    }
+    let target = match target {
+        Some(t) => t,
+        None => {
+            // Unreachable: every fiber but main has a parent, and main never dies.
+            eprintln!("evloop: fatal: fiber '{}' ended with nowhere to go", me.label());
+            std::process::abort();
+        }
+    };
+    trace(|| match &outcome {
+        Message::Value(v) if v.is::<FiberExit>() => {
+            format!(
+                "  {} -> dead (thrown out, stack unwound), FiberExit to {}",
+                me.label(),
+                target.label()
+            )
+        }
+        Message::Value(v) => format!("  {} -> dead, {v:?} to {}", me.label(), target.label()),
+        Message::Error(e) => format!("  {} -> dead: {e}; delivered to {}", me.label(), target.label()),
+        Message::Throw => format!("  {} -> dead", me.label()),
+    });
+    target.inbox.set(Some(outcome));
+    target.state.set(State::Running);
+    let Some(to) = target.ctx.get().cloned() else {
+        eprintln!("evloop: fatal: fiber '{}' has no context to return to", target.label());
+        std::process::abort();
+    };
+    let leaving = CURRENT.try_with(|c| c.replace(Some(target))).ok().flatten();
+    let _ = PREVIOUS.try_with(|p| p.set(leaving));
+    // Not the last reference: `PREVIOUS` holds one until the target has switched stacks.
+    drop(me);
+    Finish { to, arg: 0 }
+}
+
+/// Unwinds `target` now: a fresh fiber just dies (its closure is dropped); a suspended one is
+/// thrown into with its parent temporarily set to the running fiber, so that its death comes
+/// back here (greenlet's dealloc does the same). Problems are reported on stderr, since no
+/// caller can receive them (this runs in destructors).
+fn kill(target: &Rc<Core>) {
+    match target.state.get() {
+        State::Fresh => {
+            target.state.set(State::Dead);
+            drop_body(target.body.take());
+            trace(|| format!("  {} -> dead (dropped before it ran)", target.label()));
+        }
+        State::Suspended => {
+            let Some(me) = current_core() else {
+                // The thread is exiting: the fiber cannot run again; its stack stays mapped.
+                return;
+            };
+            let old = target.parent.replace(Some(Fiber::from_core(me)));
+            let result = transfer(target, Message::Throw);
+            let ours = target.parent.replace(old);
+            drop(ours);
+            match result {
+                Ok(Message::Error(e)) => eprintln!("evloop: while it was being unwound, {e}"),
+                Err(e) => eprintln!("evloop: could not unwind fiber '{}': {e}", target.label()),
+                Ok(_) => {}
+            }
+            if target.state.get() != State::Dead {
+                eprintln!(
+                    "evloop: fiber '{}' caught FiberExit and kept running; it cannot be stopped and is leaked",
+                    target.label()
+                );
+            }
+        }
+        State::Running | State::Dead => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The public handle.
+
+/// A handle to a fiber (greenlet's `greenlet` object). Cloning gives another handle to the same
+/// fiber; when the last handle of a suspended fiber goes (children hold their parent), the fiber
+/// is unwound (see [`Fiber::throw`]). Fibers belong to the thread that created them.
+pub struct Fiber {
+    core: Rc<Core>,
+}
+
+impl Fiber {
+    fn from_core(core: Rc<Core>) -> Fiber {
+        core.handles.set(core.handles.get() + 1);
+        Fiber { core }
+    }
+
+    /// A fiber that will run `f` with the value of the first switch to it, as a child of the
+    /// running fiber (greenlet's `greenlet(run)`). Nothing runs, and no stack is allocated,
+    /// until the first switch.
+    pub fn new<F, R>(f: F) -> Fiber
+    where
+        F: FnOnce(Value) -> R + 'static,
+        R: 'static,
+    {
+        Builder::new().build(f)
+    }
+
+    /// A builder for a fiber with a name, a stack size or another parent.
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// The running fiber (greenlet's `getcurrent()`): the thread's main fiber outside any other.
+    ///
+    /// # Panics
+    /// While the thread's locals are being destroyed (like `std::thread::current`).
+    pub fn current() -> Fiber {
+        match current_core() {
+            Some(c) => Fiber::from_core(c),
+            None => panic!("fiber::Fiber::current: the thread's locals have been destroyed"),
+        }
+    }
+
+    /// The thread's main fiber (its own stack), the root of every parent chain.
+    ///
+    /// # Panics
+    /// While the thread's locals are being destroyed.
+    pub fn main() -> Fiber {
+        let _ = current_core();
+        match MAIN.try_with(|m| {
+            let main = m.take();
+            let out = main.clone();
+            m.set(main);
+            out
+        }) {
+            Ok(Some(c)) => Fiber::from_core(c),
+            _ => panic!("fiber::Fiber::main: the thread's locals have been destroyed"),
+        }
+    }
+
+    /// Switches to this fiber, handing it `value`; returns what is handed back when something
+    /// switches to the calling fiber again (greenlet's `g.switch(value)`).
+    ///
+    /// If this fiber has not started, it starts with `value` as its function's argument; if it
+    /// is dead, the switch goes to its nearest live ancestor; if it is the running fiber, `value`
+    /// comes straight back. Errors: a child of the caller panicked ([`FiberError::Panicked`],
+    /// delivered here because the caller is its parent), or the fiber's stack could not be
+    /// allocated ([`FiberError::Stack`]).
+    pub fn switch<T: 'static>(&self, value: T) -> Result<Value, FiberError> {
+        receive(transfer(&self.core, Message::Value(Value::new(value)))?)
+    }
+
+    /// Unwinds this fiber (greenlet's `g.throw()`): its pending `switch` panics with
+    /// [`FiberExit`], its stack unwinds running its destructors, and its parent receives a
+    /// [`Value`] holding `FiberExit`. Returns what is switched back to the caller (that value,
+    /// when the caller is the parent).
+    ///
+    /// A fiber that has not started dies without running (its closure is dropped) and its parent
+    /// receives `FiberExit`; a dead fiber gives `FiberExit` back at once. Throwing into the
+    /// running fiber unwinds it from here; throwing into the main fiber is
+    /// [`FiberError::ThrowToMain`].
+    pub fn throw(&self) -> Result<Value, FiberError> {
+        let core = &self.core;
+        match core.state.get() {
+            State::Dead => Ok(Value::new(FiberExit)),
+            State::Running if core.is_main() => Err(FiberError::ThrowToMain),
+            State::Running => {
+                core.killing.set(true);
+                std::panic::resume_unwind(Box::new(FiberExit))
+            }
+            State::Suspended if core.is_main() => Err(FiberError::ThrowToMain),
+            State::Suspended => receive(transfer(core, Message::Throw)?),
+            State::Fresh => {
+                core.state.set(State::Dead);
+                drop_body(core.body.take());
+                trace(|| format!("  {} -> dead (thrown out before it ran)", core.label()));
+                match core.parent_core() {
+                    Some(p) => receive(transfer(&p, Message::Value(Value::new(FiberExit)))?),
+                    None => Ok(Value::new(FiberExit)),
+                }
+            }
+        }
+    }
+
+    /// The parent: where the fiber's result (or panic) goes when it ends. `None` for the main
+    /// fiber.
+    pub fn parent(&self) -> Option<Fiber> {
+        self.core.parent.borrow().clone()
+    }
+
+    /// Makes `parent` this fiber's parent. Refused, leaving everything as it was, when it
+    /// would make a cycle ([`FiberError::ParentCycle`]: `parent` is this fiber or one of its
+    /// descendants) or when this is the main fiber ([`FiberError::MainHasNoParent`]).
+    pub fn set_parent(&self, parent: &Fiber) -> Result<(), FiberError> {
+        if self.core.is_main() {
+            return Err(FiberError::MainHasNoParent);
+        }
+        let mut p = Some(parent.core.clone());
+        while let Some(c) = p {
+            if Rc::ptr_eq(&c, &self.core) {
+                return Err(FiberError::ParentCycle {
+                    fiber: self.core.label(),
+                    parent: parent.core.label(),
+                });
+            }
+            p = c.parent_core();
+        }
+        let old = self.core.parent.replace(Some(parent.clone()));
+        // Dropped after the borrow ends: it may have been the old parent's last handle.
+        drop(old);
+        Ok(())
+    }
+
+    /// Whether its function has returned, panicked, or it was thrown out (greenlet's `dead`).
+    pub fn is_dead(&self) -> bool {
+        self.core.state.get() == State::Dead
+    }
+
+    /// Whether it has started and is not dead (greenlet's `bool(g)`): running or suspended.
+    pub fn is_active(&self) -> bool {
+        matches!(self.core.state.get(), State::Running | State::Suspended)
+    }
+
+    /// Whether it is the fiber running now.
+    pub fn is_current(&self) -> bool {
+        self.core.state.get() == State::Running
+    }
+
+    /// Whether it is a thread's main fiber.
+    pub fn is_main(&self) -> bool {
+        self.core.is_main()
+    }
+
+    /// Its name: `main`, `Fiber-N` (N counts the thread's fibers from 1), or the builder's.
+    pub fn name(&self) -> String {
+        self.core.label()
+    }
+
+    /// Whether two handles are the same fiber.
+    pub fn ptr_eq(&self, other: &Fiber) -> bool {
+        Rc::ptr_eq(&self.core, &other.core)
+    }
+}
+
+impl Clone for Fiber {
+    fn clone(&self) -> Fiber {
+        Fiber::from_core(self.core.clone())
+    }
+}
+
+impl PartialEq for Fiber {
+    fn eq(&self, other: &Fiber) -> bool {
+        self.ptr_eq(other)
+    }
+}
+
+impl Eq for Fiber {}
+
+impl Drop for Fiber {
+    fn drop(&mut self) {
+        let n = self.core.handles.get().saturating_sub(1);
+        self.core.handles.set(n);
+        if n == 0 && !self.core.is_main() && matches!(self.core.state.get(), State::Suspended | State::Fresh) {
+            kill(&self.core);
+        }
+    }
+}
+
+impl fmt::Debug for Fiber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.core.state.get() {
+            State::Fresh => "not started",
+            State::Running => "running",
+            State::Suspended => "suspended",
+            State::Dead => "dead",
+        };
+        write!(f, "Fiber({}, {state})", self.core.label())
+    }
+}
+
+/// Options for a new fiber: a name, the stack size, the parent.
+///
+/// ```
+/// use evloop::fiber::{Builder, Fiber};
+///
+/// let f = Builder::new().name("worker").stack_size(64 * 1024).build(|_| "done");
+/// assert_eq!(f.name(), "worker");
+/// assert_eq!(f.switch(()).unwrap().downcast::<&str>().ok(), Some("done"));
+/// ```
+#[derive(Default)]
+pub struct Builder {
+    name: Option<String>,
+    stack_size: Option<usize>,
+    parent: Option<Fiber>,
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("name", &self.name)
+            .field("stack_size", &self.stack_size)
+            .field("parent", &self.parent)
+            .finish()
+    }
+}
+
+impl Builder {
+    /// Default options: `Fiber-N`, a 256 KiB stack, the running fiber as parent.
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Names the fiber (in trace lines, errors and the overflow message).
+    pub fn name(mut self, name: impl Into<String>) -> Builder {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The usable stack size in bytes, rounded up to whole pages, at least 16 KiB and at most
+    /// 1 GiB (default 256 KiB). Only touched pages take memory.
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// The parent (default: the fiber running when the fiber is built).
+    pub fn parent(mut self, parent: &Fiber) -> Builder {
+        self.parent = Some(parent.clone());
+        self
+    }
+
+    /// The fiber, not started: it runs `f` at the first switch to it.
+    pub fn build<F, R>(self, f: F) -> Fiber
+    where
+        F: FnOnce(Value) -> R + 'static,
+        R: 'static,
+    {
+        self.make(Box::new(move |v| Value::new(f(v))), None)
+    }
+
+    fn make(self, body: Body, hub: Option<hub::HubState>) -> Fiber {
+        let parent = self.parent.unwrap_or_else(Fiber::current);
+        let number = NEXT_NUMBER
+            .try_with(|n| {
+                let v = n.get();
+                n.set(v + 1);
+                v
+            })
+            .unwrap_or(u64::MAX);
+        Fiber::from_core(Rc::new(Core {
+            number,
+            name: self.name.map(String::into_boxed_str),
+            state: Cell::new(State::Fresh),
+            handles: Cell::new(0),
+            ctx: OnceCell::new(),
+            body: Cell::new(Some(body)),
+            parent: RefCell::new(Some(parent)),
+            inbox: Cell::new(None),
+            stack_size: self.stack_size.unwrap_or(stack::DEFAULT_STACK_SIZE),
+            killing: Cell::new(false),
+            hub,
+        }))
+    }
+}
+
+/// The calling thread's fiber stacks: in use, free in its pool, mapped; and how this process
+/// installs guard pages.
+pub fn stack_stats() -> StackStats {
+    stack::stats()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_running_fiber_is_main_at_first() {
+        let m = Fiber::current();
+        assert!(m.is_main() && m.is_current() && m.is_active() && !m.is_dead());
+        assert_eq!(m.name(), "main");
+        assert!(m.parent().is_none());
+        assert_eq!(m, Fiber::main());
+        assert_eq!(format!("{m:?}"), "Fiber(main, running)");
+    }
+
+    #[test]
+    fn a_switch_to_self_returns_the_value() {
+        let v = Fiber::current().switch(5u32).unwrap();
+        assert_eq!(v.downcast::<u32>().ok(), Some(5));
+    }
+
+    #[test]
+    fn core_stays_small() {
+        // Every suspended fiber pays for it, next to its stack pages.
+        assert!(std::mem::size_of::<Core>() <= 200, "{}", std::mem::size_of::<Core>());
+    }
+}
