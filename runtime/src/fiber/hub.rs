@@ -62,9 +62,9 @@ impl<T: 'static> Future for FiberFuture<T> {
             }
             // The fiber comes back here when it blocks or ends: whoever polls is its parent.
             if let Some(me) = current_core() {
-                let same = core.parent.borrow().as_ref().is_some_and(|p| Rc::ptr_eq(&p.core, &me));
+                let same = core.parent.borrow().as_ref().is_some_and(|p| Rc::ptr_eq(p, &me));
                 if !same {
-                    let old = core.parent.replace(Some(Fiber::from_core(me)));
+                    let old = core.parent.replace(Some(me));
                     drop(old);
                 }
             }

@@ -254,8 +254,9 @@ struct Core {
     /// for the others.
     ctx: OnceCell<Rc<Context>>,
     body: Cell<Option<Body>>,
-    /// `None` only for the main fiber.
-    parent: RefCell<Option<Fiber>>,
+    /// Where its result goes; `None` only for the main fiber. Not a handle: a parent link
+    /// does not keep a suspended parent from being unwound when its last handle goes.
+    parent: RefCell<Option<Rc<Core>>>,
     inbox: Cell<Option<Message>>,
     stack_size: usize,
     /// A throw is unwinding it: `block_on` refuses to wait.
@@ -278,7 +279,7 @@ impl Core {
     }
 
     fn parent_core(&self) -> Option<Rc<Core>> {
-        self.parent.borrow().as_ref().map(|f| f.core.clone())
+        self.parent.borrow().clone()
     }
 }
 
@@ -413,10 +414,23 @@ fn after_resume() {
     let Some(prev) = PREVIOUS.try_with(Cell::take).ok().flatten() else {
         return;
     };
-    if prev.state.get() == State::Suspended && prev.handles.get() == 0 && !prev.is_main() {
+    // A fiber that is already unwinding (it switched here from a destructor) has a killer
+    // waiting for it; throwing again would be a panic inside a destructor during cleanup.
+    if prev.state.get() == State::Suspended && prev.handles.get() == 0 && !prev.is_main() && !prev.killing.get() {
         kill(&prev);
     }
     drop(prev);
+}
+
+/// How to throw into `target`: with an unwind, or, if it is unwinding already (stopped in a
+/// switch made by one of its destructors), by resuming it with `FiberExit` as a value, so that
+/// its unwinding goes on (a second panic during cleanup would abort the process).
+fn throw_message(target: &Core) -> Message {
+    if target.killing.get() {
+        Message::Value(Value::new(FiberExit))
+    } else {
+        Message::Throw
+    }
 }
 
 /// What a resumed `switch` returns: a value, a failure, or (for `throw`) an unwind.
@@ -551,8 +565,8 @@ fn kill(target: &Rc<Core>) {
                 // The thread is exiting: the fiber cannot run again; its stack stays mapped.
                 return;
             };
-            let old = target.parent.replace(Some(Fiber::from_core(me)));
-            let result = transfer(target, Message::Throw);
+            let old = target.parent.replace(Some(me));
+            let result = transfer(target, throw_message(target));
             let ours = target.parent.replace(old);
             drop(ours);
             match result {
@@ -575,8 +589,21 @@ fn kill(target: &Rc<Core>) {
 // The public handle.
 
 /// A handle to a fiber (greenlet's `greenlet` object). Cloning gives another handle to the same
-/// fiber; when the last handle of a suspended fiber goes (children hold their parent), the fiber
-/// is unwound (see [`Fiber::throw`]). Fibers belong to the thread that created them.
+/// fiber; when the last handle of a suspended fiber goes, the fiber is unwound (see
+/// [`Fiber::throw`]), so a fiber is never leaked with its destructors pending.
+///
+/// Unlike greenlet, a child's link to its parent is not a handle: a parent whose last handle is
+/// dropped is unwound even if a child of it is still suspended (the child's result then goes to
+/// the nearest live ancestor). Python's garbage collector can free a parent and a child that
+/// refer to each other; reference counting cannot, and the common case (a fiber holding handles
+/// to the children it started) would otherwise leak both.
+///
+/// Fibers belong to the thread that created them (`Fiber` is neither `Send` nor `Sync`):
+///
+/// ```compile_fail
+/// let f = evloop::fiber::Fiber::new(|_| ());
+/// std::thread::spawn(move || f.switch(())); // error: `Rc<...>` cannot be sent between threads
+/// ```
 pub struct Fiber {
     core: Rc<Core>,
 }
@@ -662,7 +689,7 @@ impl Fiber {
                 std::panic::resume_unwind(Box::new(FiberExit))
             }
             State::Suspended if core.is_main() => Err(FiberError::ThrowToMain),
-            State::Suspended => receive(transfer(core, Message::Throw)?),
+            State::Suspended => receive(transfer(core, throw_message(core))?),
             State::Fresh => {
                 core.state.set(State::Dead);
                 drop_body(core.body.take());
@@ -678,7 +705,7 @@ impl Fiber {
     /// The parent: where the fiber's result (or panic) goes when it ends. `None` for the main
     /// fiber.
     pub fn parent(&self) -> Option<Fiber> {
-        self.core.parent.borrow().clone()
+        self.core.parent_core().map(Fiber::from_core)
     }
 
     /// Makes `parent` this fiber's parent. Refused, leaving everything as it was, when it
@@ -698,8 +725,7 @@ impl Fiber {
             }
             p = c.parent_core();
         }
-        let old = self.core.parent.replace(Some(parent.clone()));
-        // Dropped after the borrow ends: it may have been the old parent's last handle.
+        let old = self.core.parent.replace(Some(parent.core.clone()));
         drop(old);
         Ok(())
     }
@@ -832,7 +858,10 @@ impl Builder {
     }
 
     fn make(self, body: Body, hub: Option<hub::HubState>) -> Fiber {
-        let parent = self.parent.unwrap_or_else(Fiber::current);
+        let parent = match self.parent {
+            Some(p) => Some(p.core.clone()),
+            None => current_core(),
+        };
         let number = NEXT_NUMBER
             .try_with(|n| {
                 let v = n.get();
@@ -847,7 +876,7 @@ impl Builder {
             handles: Cell::new(0),
             ctx: OnceCell::new(),
             body: Cell::new(Some(body)),
-            parent: RefCell::new(Some(parent)),
+            parent: RefCell::new(parent),
             inbox: Cell::new(None),
             stack_size: self.stack_size.unwrap_or(stack::DEFAULT_STACK_SIZE),
             killing: Cell::new(false),
