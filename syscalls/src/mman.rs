@@ -140,7 +140,8 @@ unsafe impl Send for Mapping {}
 /// * `MAP_STACK`: a hint that the memory holds stacks; since Linux 6.7 it also keeps transparent
 ///   huge pages away from it.
 ///
-/// `len == 0` is `EINVAL`, as the kernel says. Counted as [`Syscall::Mmap`].
+/// `len == 0` is `InvalidInput` without a call. Errors are the kernel's `errno`, unwrapped
+/// (`raw_os_error()` works), as for every wrapper of this module. Counted as [`Syscall::Mmap`].
 #[doc(alias = "mmap(2)")]
 #[doc(alias = "mmap")]
 pub fn mmap_anonymous(len: usize, prot: Prot) -> io::Result<Mapping> {
@@ -170,8 +171,7 @@ pub fn mmap_anonymous(len: usize, prot: Prot) -> io::Result<Mapping> {
         )
     };
     if ret == libc::MAP_FAILED {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("mmap({len} bytes): {e}")));
+        return Err(io::Error::last_os_error());
     }
     match NonNull::new(ret.cast::<u8>()) {
         Some(ptr) => Ok(Mapping { ptr, len }),
@@ -235,8 +235,7 @@ impl Mapping {
             // `sub_range`); the kernel reads no user memory. The Mapping hands out no
             // references, so no Rust reference can point into pages that become inaccessible.
             unsafe { libc::mprotect(addr, len, prot.raw()) }
-        })
-        .map_err(|e| io::Error::new(e.kind(), format!("mprotect({len} bytes at +{offset}): {e}")))?;
+        })?;
         Ok(())
     }
 
@@ -256,8 +255,7 @@ impl Mapping {
             // `sub_range`); the kernel reads no user memory. Discarding or guarding pages of
             // this range can only affect memory this Mapping owns, which it never lends out.
             unsafe { libc::madvise(addr, len, advice.raw()) }
-        })
-        .map_err(|e| io::Error::new(e.kind(), format!("madvise({advice:?}, {len} bytes at +{offset}): {e}")))?;
+        })?;
         Ok(())
     }
 
@@ -319,8 +317,7 @@ fn munmap(ptr: NonNull<u8>, len: usize) -> io::Result<()> {
         // owned; that Mapping is consumed (or being dropped), so nothing refers to the range
         // any more.
         unsafe { libc::munmap(ptr.as_ptr().cast(), len) }
-    })
-    .map_err(|e| io::Error::new(e.kind(), format!("munmap({len} bytes): {e}")))?;
+    })?;
     Ok(())
 }
 

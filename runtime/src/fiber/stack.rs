@@ -49,6 +49,8 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use evloop_syscalls as sys;
 use sys::{Advice, Mapping, Prot};
 
+use crate::event_loop::error::with_context;
+
 /// The default usable size of a fiber stack: 256 KiB (std threads get 2 MiB; a fiber that needs
 /// more asks for it with `fiber::Builder::stack_size`).
 pub(crate) const DEFAULT_STACK_SIZE: usize = 256 * 1024;
@@ -367,7 +369,7 @@ fn new_chunk(size: usize, guard: usize) -> io::Result<(usize, Vec<Slot>)> {
         Ok(m) => m,
         Err(e) => {
             release(vmas);
-            return Err(io::Error::new(e.kind(), format!("fiber stacks: {e}")));
+            return Err(with_context(format!("mmap({bytes} bytes for {count} fiber stacks)"), e));
         }
     };
     if let Err(e) = install_guards(&map, stride, guard, count, &mut vmas) {
@@ -381,7 +383,7 @@ fn new_chunk(size: usize, guard: usize) -> io::Result<(usize, Vec<Slot>)> {
         Ok(g) => g,
         Err(e) => {
             release(vmas);
-            return Err(io::Error::new(e.kind(), format!("fiber stacks: {e}")));
+            return Err(with_context("fiber stacks: overflow reports".to_string(), e));
         }
     };
     let chunk = Rc::new(Chunk { guards, vmas });
@@ -450,7 +452,12 @@ fn install_guards(map: &Mapping, stride: usize, guard: usize, count: usize, vmas
                     *vmas = 2 * count;
                     reserve_vmas(*vmas, count).inspect_err(|_| *vmas = 0)?;
                 }
-                Err(e) => return Err(io::Error::new(e.kind(), format!("fiber stacks: guard page: {e}"))),
+                Err(e) => {
+                    return Err(with_context(
+                        "madvise(MADV_GUARD_INSTALL) for a fiber stack's guard page".into(),
+                        e,
+                    ))
+                }
             }
         }
         if let Err(e) = map.protect(at, guard, Prot::NONE) {
@@ -464,7 +471,10 @@ fn install_guards(map: &Mapping, stride: usize, guard: usize, count: usize, vmas
                     reserve,
                 ));
             }
-            return Err(io::Error::new(e.kind(), format!("fiber stacks: guard page: {e}")));
+            return Err(with_context(
+                "mprotect(PROT_NONE) for a fiber stack's guard page".into(),
+                e,
+            ));
         }
     }
     Ok(())
