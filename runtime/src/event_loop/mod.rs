@@ -292,6 +292,9 @@ thread_local! {
     /// Every loop created on this thread that still exists, so that a task can find its loop by
     /// id when that loop is not the running one (cancelling leftovers between runs, say).
     static LOCAL_LOOPS: RefCell<Vec<std::rc::Weak<LoopInner>>> = const { RefCell::new(Vec::new()) };
+    /// The loop in `RUNNING` is in trace mode: one load for hot paths (a fiber switch) that
+    /// only need to know whether to format a trace line.
+    static RUNNING_TRACES: Cell<bool> = const { Cell::new(false) };
     /// (loops alive on this thread that asked for a slack, the slack to restore).
     static SLACK: Cell<(u32, u64)> = const { Cell::new((0, 0)) };
 }
@@ -327,6 +330,13 @@ fn register_local(lp: &Rc<LoopInner>) {
             loops.push(Rc::downgrade(lp));
         }
     });
+}
+
+/// Whether the loop running on this thread is in trace mode (a thread-local load, for hot
+/// paths; `with_running` then gives the loop to trace on).
+#[inline]
+pub(crate) fn running_loop_traces() -> bool {
+    RUNNING_TRACES.try_with(Cell::get).unwrap_or(false)
 }
 
 /// The loop running on this thread (asyncio's `get_running_loop()`).
@@ -383,6 +393,7 @@ impl RunGuard {
             return Err(LoopError::new(LoopErrorKind::AnotherLoopRunning, op));
         }
         lp.running.set(true);
+        let _ = RUNNING_TRACES.try_with(|t| t.set(lp.tracing()));
         Ok(RunGuard { lp: lp.clone() })
     }
 }
@@ -390,6 +401,7 @@ impl RunGuard {
 impl Drop for RunGuard {
     fn drop(&mut self) {
         self.lp.running.set(false);
+        let _ = RUNNING_TRACES.try_with(|t| t.set(false));
         RUNNING.with(|r| {
             // Take it out first, drop it after the borrow ends.
             let old = r.borrow_mut().take();

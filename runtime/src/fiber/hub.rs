@@ -68,7 +68,7 @@ impl<T: 'static> Future for FiberFuture<T> {
                     drop(old);
                 }
             }
-            let resumed = transfer(core, Message::Value(Value::unit())).and_then(receive);
+            let resumed = receive(transfer(core, Message::Value(Value::unit())));
             match resumed {
                 Ok(_) => {}
                 Err(FiberError::Panicked { mut panic, .. }) => match panic.take_payload() {
@@ -200,7 +200,7 @@ impl Builder {
 /// assert!(e.to_string().contains("not a fiber run by the loop"), "{e}");
 /// ```
 pub fn block_on<F: Future>(fut: F) -> Result<F::Output, FiberError> {
-    let me = current_core().ok_or(FiberError::ThreadExiting)?;
+    let me = current_core().ok_or_else(|| FiberError::ThreadExiting)?;
     let Some(hub) = &me.hub else {
         return Err(FiberError::NotInLoopFiber {
             op: "fiber::block_on",
@@ -227,7 +227,7 @@ pub fn block_on<F: Future>(fut: F) -> Result<F::Output, FiberError> {
         let Some(poller) = me.parent_core() else {
             return Err(FiberError::ThreadExiting);
         };
-        receive(transfer(&poller, Message::Value(Value::new(Blocked)))?)?;
+        receive(transfer(&poller, Message::Value(Value::new(Blocked))))?;
     }
 }
 

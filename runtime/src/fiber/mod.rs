@@ -43,7 +43,7 @@
 //! loop's wakers, cancellation and trace mode.
 //!
 //! # How data flows
-//! `mod.rs` (this file) keeps the fibers of a thread: which one runs (`CURRENT`), their parent
+//! `mod.rs` (this file) keeps the fibers of a thread: which one runs (`FIBERS`), their parent
 //! links and states, and hands every switch a message (a value, a throw, or an error) through
 //! the target's inbox. `switch.rs` does the switch itself in assembly (the only `unsafe` code of
 //! this folder), `stack.rs` maps, guards, labels and recycles the stacks, `value.rs` is the
@@ -70,7 +70,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 
 use crate::event_loop::error::{LoopError, Panic};
-use crate::event_loop::with_running;
+use crate::event_loop::{running_loop_traces, with_running};
 
 pub use hub::{accept, accept_unix, block_on, connect, read, read_exact, sleep, spawn, write, write_all, yield_now};
 pub use stack::{GuardKind, StackStats};
@@ -230,8 +230,9 @@ enum Message {
     Value(Value),
     /// `throw()`: unwind with `FiberExit`.
     Throw,
-    /// A child's failure (a panic), delivered to its parent.
-    Error(FiberError),
+    /// A child's failure (a panic), delivered to its parent. Boxed: a message crosses every
+    /// switch, and the common ones (values) are three words.
+    Error(Box<FiberError>),
 }
 
 type Body = Box<dyn FnOnce(Value) -> Value>;
@@ -239,7 +240,7 @@ type Body = Box<dyn FnOnce(Value) -> Value>;
 /// A fiber, shared by its handles, its children (as their parent) and, while it runs or is
 /// suspended, its own stack.
 ///
-/// Invariants: exactly one fiber of the thread is `Running`, and it is in `CURRENT`; a
+/// Invariants: exactly one fiber of the thread is `Running`, and it is `FIBERS.current`; a
 /// `Suspended` fiber is stopped inside `transfer` (or `fiber_main` has not started yet for a
 /// `Fresh` one) and its stack holds a reference to this `Core`, so the `Core` outlives its
 /// frames; `handles` counts the `Fiber` values (including parent links) and reaching zero on a
@@ -293,35 +294,71 @@ impl Drop for Core {
     }
 }
 
-thread_local! {
-    /// The running fiber of this thread (`None` until the first fiber operation).
-    static CURRENT: Cell<Option<Rc<Core>>> = const { Cell::new(None) };
+/// The fibers of one thread: one thread-local, so that a switch touches thread-local storage
+/// once.
+struct Fibers {
+    /// The running fiber (`None` until the first fiber operation of the thread).
+    current: Cell<Option<Rc<Core>>>,
     /// The fiber that switched to the current one, until the current one has looked at it
     /// (a suspended fiber nobody can reach any more is killed then) and let go of it.
-    static PREVIOUS: Cell<Option<Rc<Core>>> = const { Cell::new(None) };
+    previous: Cell<Option<Rc<Core>>>,
     /// The main fiber, kept alive while other fibers run.
-    static MAIN: Cell<Option<Rc<Core>>> = const { Cell::new(None) };
-    static NEXT_NUMBER: Cell<u64> = const { Cell::new(1) };
+    main: Cell<Option<Rc<Core>>>,
+    next_number: Cell<u64>,
+}
+
+thread_local! {
+    static FIBERS: Fibers = const {
+        Fibers {
+            current: Cell::new(None),
+            previous: Cell::new(None),
+            main: Cell::new(None),
+            next_number: Cell::new(1),
+        }
+    };
+}
+
+impl Fibers {
+    /// The running fiber; the first call on a thread creates the thread's main fiber.
+    #[inline]
+    fn current(&self) -> Option<Rc<Core>> {
+        let cur = match self.current.take() {
+            Some(cur) => cur,
+            None => make_main(self)?,
+        };
+        let out = cur.clone();
+        self.current.set(Some(cur));
+        Some(out)
+    }
+
+    /// Makes `target` the running fiber; the one it replaces waits in `previous` for the
+    /// target to look at it (`after_resume`) once the stacks have switched.
+    #[inline]
+    fn hand_over(&self, target: Rc<Core>) {
+        let leaving = self.current.replace(Some(target));
+        put(&self.previous, leaving);
+    }
+}
+
+/// Stores `value` in a slot that is empty on this path; dropping the old `None` through the
+/// generic drop glue costs a call on every switch, so it is only done when there is something.
+#[inline(always)]
+fn put<T>(slot: &Cell<Option<T>>, value: Option<T>) {
+    let old = slot.replace(value);
+    if old.is_some() {
+        drop(old);
+    } else {
+        std::mem::forget(old);
+    }
 }
 
 /// The running fiber; the first call on a thread creates the thread's main fiber. `None` while
 /// the thread's locals are being destroyed.
 fn current_core() -> Option<Rc<Core>> {
-    CURRENT
-        .try_with(|c| {
-            let cur = match c.take() {
-                Some(cur) => cur,
-                None => make_main()?,
-            };
-            let out = cur.clone();
-            c.set(Some(cur));
-            Some(out)
-        })
-        .ok()
-        .flatten()
+    FIBERS.try_with(Fibers::current).ok().flatten()
 }
 
-fn make_main() -> Option<Rc<Core>> {
+fn make_main(fibers: &Fibers) -> Option<Rc<Core>> {
     let ctx = Context::for_thread()?;
     let core = Rc::new(Core {
         number: 0,
@@ -336,13 +373,17 @@ fn make_main() -> Option<Rc<Core>> {
         killing: Cell::new(false),
         hub: None,
     });
-    MAIN.try_with(|m| m.set(Some(core.clone()))).ok()?;
+    fibers.main.set(Some(core.clone()));
     Some(core)
 }
 
-/// Emits a trace line on the loop running on this thread, if it is in trace mode.
+/// Emits a trace line on the loop running on this thread, if it is in trace mode (one
+/// thread-local load when it is not: this is on every switch).
+#[inline]
 fn trace(line: impl FnOnce() -> String) {
-    with_running(|lp| lp.trace(line));
+    if running_loop_traces() {
+        with_running(|lp| lp.trace(line));
+    }
 }
 
 fn describe(msg: &Message) -> String {
@@ -381,37 +422,59 @@ fn ensure_context(core: &Core) -> Result<(), FiberError> {
 }
 
 /// Switches from the running fiber to `target` (or its nearest live ancestor) carrying `msg`;
-/// returns the message the running fiber is resumed with.
-fn transfer(target: &Rc<Core>, msg: Message) -> Result<Message, FiberError> {
-    let me = current_core().ok_or(FiberError::ThreadExiting)?;
-    let target = live_target(target);
+/// returns the message the running fiber is resumed with (a failure to switch, such as a stack
+/// that cannot be allocated, comes back as an error message without switching).
+#[inline]
+fn transfer(target: &Rc<Core>, msg: Message) -> Message {
+    match FIBERS.try_with(|fibers| transfer_in(fibers, target, msg)) {
+        Ok(m) => m,
+        Err(_) => Message::Error(Box::new(FiberError::ThreadExiting)),
+    }
+}
+
+#[inline]
+fn transfer_in(fibers: &Fibers, target: &Rc<Core>, msg: Message) -> Message {
+    let Some(me) = fibers.current() else {
+        return Message::Error(Box::new(FiberError::ThreadExiting));
+    };
+    let target = if target.state.get() == State::Dead {
+        live_target(target)
+    } else {
+        target.clone()
+    };
     if Rc::ptr_eq(&target, &me) {
-        return Ok(msg);
+        return msg;
     }
     if target.state.get() == State::Fresh {
-        ensure_context(&target)?;
+        if let Err(e) = ensure_context(&target) {
+            return Message::Error(Box::new(e));
+        }
     }
     let (Some(my_ctx), Some(to_ctx)) = (me.ctx.get(), target.ctx.get().cloned()) else {
-        return Err(FiberError::ThreadExiting);
+        return Message::Error(Box::new(FiberError::ThreadExiting));
     };
     trace(|| format!("  {} switch -> {} ({})", me.label(), target.label(), describe(&msg)));
-    target.inbox.set(Some(msg));
+    put(&target.inbox, Some(msg));
     me.state.set(State::Suspended);
     target.state.set(State::Running);
-    let leaving = CURRENT.try_with(|c| c.replace(Some(target))).ok().flatten();
-    let _ = PREVIOUS.try_with(|p| p.set(leaving));
+    fibers.hand_over(target);
     switch::switch(my_ctx, to_ctx, 0);
     // Resumed: whoever switched here made `me` current again and left a message.
     let msg = me.inbox.take();
-    after_resume();
-    Ok(msg.unwrap_or(Message::Value(Value::unit())))
+    after_resume_in(fibers);
+    msg.unwrap_or_else(|| Message::Value(Value::unit()))
 }
 
 /// Looks at the fiber that just switched to us: if it is suspended and nothing can reach it
 /// any more (no handle, not a parent), it can never run again, so it is killed now (greenlet
 /// does the same when the garbage collector finds such a greenlet).
 fn after_resume() {
-    let Some(prev) = PREVIOUS.try_with(Cell::take).ok().flatten() else {
+    let _ = FIBERS.try_with(after_resume_in);
+}
+
+#[inline]
+fn after_resume_in(fibers: &Fibers) {
+    let Some(prev) = fibers.previous.take() else {
         return;
     };
     // A fiber that is already unwinding (it switched here from a destructor) has a killer
@@ -434,10 +497,11 @@ fn throw_message(target: &Core) -> Message {
 }
 
 /// What a resumed `switch` returns: a value, a failure, or (for `throw`) an unwind.
+#[inline]
 fn receive(msg: Message) -> Result<Value, FiberError> {
     match msg {
         Message::Value(v) => Ok(v),
-        Message::Error(e) => Err(e),
+        Message::Error(e) => Err(*e),
         Message::Throw => {
             if let Some(me) = current_core() {
                 me.killing.set(true);
@@ -482,10 +546,10 @@ fn run(me: &Core, body: Option<Body>, v: Value) -> Message {
     match catch_unwind(AssertUnwindSafe(move || body(v))) {
         Ok(v) => Message::Value(v),
         Err(p) if p.is::<FiberExit>() => Message::Value(Value::new(FiberExit)),
-        Err(p) => Message::Error(FiberError::Panicked {
+        Err(p) => Message::Error(Box::new(FiberError::Panicked {
             fiber: me.label(),
             panic: Panic::from_payload(p),
-        }),
+        })),
     }
 }
 
@@ -511,7 +575,7 @@ fn die(me: Rc<Core>, outcome: Message) -> Finish {
         match ensure_context(&t) {
             Ok(()) => break,
             Err(e) => {
-                outcome = Message::Error(e);
+                outcome = Message::Error(Box::new(e));
                 target = t.parent_core().map(|p| live_target(&p));
             }
         }
@@ -536,15 +600,14 @@ fn die(me: Rc<Core>, outcome: Message) -> Finish {
         Message::Error(e) => format!("  {} -> dead: {e}; delivered to {}", me.label(), target.label()),
         Message::Throw => format!("  {} -> dead", me.label()),
     });
-    target.inbox.set(Some(outcome));
+    put(&target.inbox, Some(outcome));
     target.state.set(State::Running);
     let Some(to) = target.ctx.get().cloned() else {
         eprintln!("evloop: fatal: fiber '{}' has no context to return to", target.label());
         std::process::abort();
     };
-    let leaving = CURRENT.try_with(|c| c.replace(Some(target))).ok().flatten();
-    let _ = PREVIOUS.try_with(|p| p.set(leaving));
-    // Not the last reference: `PREVIOUS` holds one until the target has switched stacks.
+    let _ = FIBERS.try_with(|f| f.hand_over(target));
+    // Not the last reference: `previous` holds one until the target has switched stacks.
     drop(me);
     Finish { to, arg: 0 }
 }
@@ -569,10 +632,8 @@ fn kill(target: &Rc<Core>) {
             let result = transfer(target, throw_message(target));
             let ours = target.parent.replace(old);
             drop(ours);
-            match result {
-                Ok(Message::Error(e)) => eprintln!("evloop: while it was being unwound, {e}"),
-                Err(e) => eprintln!("evloop: could not unwind fiber '{}': {e}", target.label()),
-                Ok(_) => {}
+            if let Message::Error(e) = result {
+                eprintln!("evloop: while fiber '{}' was being unwound: {e}", target.label());
             }
             if target.state.get() != State::Dead {
                 eprintln!(
@@ -647,10 +708,10 @@ impl Fiber {
     /// While the thread's locals are being destroyed.
     pub fn main() -> Fiber {
         let _ = current_core();
-        match MAIN.try_with(|m| {
-            let main = m.take();
+        match FIBERS.try_with(|f| {
+            let main = f.main.take();
             let out = main.clone();
-            m.set(main);
+            f.main.set(main);
             out
         }) {
             Ok(Some(c)) => Fiber::from_core(c),
@@ -667,7 +728,7 @@ impl Fiber {
     /// delivered here because the caller is its parent), or the fiber's stack could not be
     /// allocated ([`FiberError::Stack`]).
     pub fn switch<T: 'static>(&self, value: T) -> Result<Value, FiberError> {
-        receive(transfer(&self.core, Message::Value(Value::new(value)))?)
+        receive(transfer(&self.core, Message::Value(Value::new(value))))
     }
 
     /// Unwinds this fiber (greenlet's `g.throw()`): its pending `switch` panics with
@@ -689,13 +750,13 @@ impl Fiber {
                 std::panic::resume_unwind(Box::new(FiberExit))
             }
             State::Suspended if core.is_main() => Err(FiberError::ThrowToMain),
-            State::Suspended => receive(transfer(core, throw_message(core))?),
+            State::Suspended => receive(transfer(core, throw_message(core))),
             State::Fresh => {
                 core.state.set(State::Dead);
                 drop_body(core.body.take());
                 trace(|| format!("  {} -> dead (thrown out before it ran)", core.label()));
                 match core.parent_core() {
-                    Some(p) => receive(transfer(&p, Message::Value(Value::new(FiberExit)))?),
+                    Some(p) => receive(transfer(&p, Message::Value(Value::new(FiberExit)))),
                     None => Ok(Value::new(FiberExit)),
                 }
             }
@@ -862,10 +923,10 @@ impl Builder {
             Some(p) => Some(p.core.clone()),
             None => current_core(),
         };
-        let number = NEXT_NUMBER
-            .try_with(|n| {
-                let v = n.get();
-                n.set(v + 1);
+        let number = FIBERS
+            .try_with(|f| {
+                let v = f.next_number.get();
+                f.next_number.set(v + 1);
                 v
             })
             .unwrap_or(u64::MAX);

@@ -30,7 +30,25 @@ use std::fmt;
 /// ```
 pub struct Value {
     repr: Repr,
-    type_name: &'static str,
+}
+
+/// A boxed value that can say what it is (`dyn Any` cannot name its type).
+trait Named: Any {
+    fn type_name(&self) -> &'static str;
+    fn as_any(&self) -> &dyn Any;
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<T: Any> Named for T {
+    fn type_name(&self) -> &'static str {
+        type_name::<T>()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
 }
 
 enum Repr {
@@ -45,12 +63,13 @@ enum Repr {
     F64(f64),
     Char(char),
     Str(&'static str),
-    Boxed(Box<dyn Any>),
+    Boxed(Box<dyn Named>),
 }
 
 /// Moves `t` into `Some` of the `Option<X>` that `slot` is, if `X` is `T`'s type. The
 /// `Option` trick lets a generic `T` be moved into a concrete type without `unsafe`: both sides
 /// are seen as `dyn Any` and matched by `TypeId`.
+#[inline(always)]
 fn put<X: 'static>(slot: &mut dyn Any, x: X) -> bool {
     match slot.downcast_mut::<Option<X>>() {
         Some(s) => {
@@ -63,6 +82,7 @@ fn put<X: 'static>(slot: &mut dyn Any, x: X) -> bool {
 
 impl Value {
     /// Wraps `value`. A `Value` given to `Value::new` is returned as it is (not wrapped twice).
+    #[inline]
     pub fn new<T: 'static>(value: T) -> Value {
         let mut slot = Some(value);
         let any: &mut dyn Any = &mut slot;
@@ -70,7 +90,7 @@ impl Value {
             ($($ty:ty => $variant:ident),*) => {
                 $(if let Some(v) = any.downcast_mut::<Option<$ty>>() {
                     if let Some(v) = v.take() {
-                        return Value { repr: Repr::$variant(v), type_name: type_name::<T>() };
+                        return Value { repr: Repr::$variant(v) };
                     }
                 })*
             };
@@ -90,7 +110,6 @@ impl Value {
         match slot {
             Some(v) => Value {
                 repr: Repr::Boxed(Box::new(v)),
-                type_name: type_name::<T>(),
             },
             // Unreachable: every branch above that took the value returned.
             None => Value::unit(),
@@ -99,10 +118,7 @@ impl Value {
 
     /// `()`: what a plain `switch(())` carries.
     pub fn unit() -> Value {
-        Value {
-            repr: Repr::Unit,
-            type_name: "()",
-        }
+        Value { repr: Repr::Unit }
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -118,7 +134,7 @@ impl Value {
             Repr::F64(v) => v,
             Repr::Char(v) => v,
             Repr::Str(v) => v,
-            Repr::Boxed(b) => &**b,
+            Repr::Boxed(b) => (**b).as_any(),
         }
     }
 
@@ -134,6 +150,7 @@ impl Value {
 
     /// The `T` inside; the value itself back if it holds something else. `downcast::<Value>()`
     /// returns it unchanged.
+    #[inline]
     pub fn downcast<T: 'static>(self) -> Result<T, Value> {
         let mut out: Option<T> = None;
         let slot: &mut dyn Any = &mut out;
@@ -141,7 +158,6 @@ impl Value {
             put(slot, self);
             return out.ok_or_else(Value::unit);
         }
-        let type_name = self.type_name;
         let taken = match self.repr {
             Repr::Unit => put(slot, ()),
             Repr::Bool(v) => put(slot, v),
@@ -155,13 +171,14 @@ impl Value {
             Repr::Char(v) => put(slot, v),
             Repr::Str(v) => put(slot, v),
             Repr::Boxed(b) => {
-                return match b.downcast::<T>() {
-                    Ok(v) => Ok(*v),
-                    Err(b) => Err(Value {
-                        repr: Repr::Boxed(b),
-                        type_name,
-                    }),
+                if !(*b).as_any().is::<T>() {
+                    return Err(Value { repr: Repr::Boxed(b) });
                 }
+                return match b.into_any().downcast::<T>() {
+                    Ok(v) => Ok(*v),
+                    // Unreachable: the type was just checked.
+                    Err(_) => Err(Value::unit()),
+                };
             }
         };
         match out {
@@ -176,7 +193,20 @@ impl Value {
     /// The Rust type name of what it holds (`"u64"`, `"alloc::string::String"`, ...), for
     /// messages and trace lines.
     pub fn type_name(&self) -> &'static str {
-        self.type_name
+        match &self.repr {
+            Repr::Unit => "()",
+            Repr::Bool(_) => "bool",
+            Repr::U64(_) => "u64",
+            Repr::I64(_) => "i64",
+            Repr::Usize(_) => "usize",
+            Repr::Isize(_) => "isize",
+            Repr::U32(_) => "u32",
+            Repr::I32(_) => "i32",
+            Repr::F64(_) => "f64",
+            Repr::Char(_) => "char",
+            Repr::Str(_) => "&str",
+            Repr::Boxed(b) => (**b).type_name(),
+        }
     }
 }
 
@@ -200,9 +230,9 @@ impl fmt::Debug for Value {
             Repr::F64(v) => write!(f, "{v:?}f64"),
             Repr::Char(v) => write!(f, "{v:?}"),
             Repr::Str(v) => write!(f, "{v:?}"),
-            Repr::Boxed(b) => match b.downcast_ref::<String>() {
+            Repr::Boxed(b) => match (**b).as_any().downcast_ref::<String>() {
                 Some(s) => write!(f, "{s:?}"),
-                None => write!(f, "a {}", self.type_name),
+                None => write!(f, "a {}", (**b).type_name()),
             },
         }
     }
@@ -240,6 +270,12 @@ mod tests {
         let v = Value::new(String::from("s")).downcast::<u64>().unwrap_err();
         assert_eq!(format!("{v:?}"), "\"s\"");
         assert_eq!(v.downcast::<String>().ok().as_deref(), Some("s"));
+    }
+
+    #[test]
+    fn a_value_is_three_words() {
+        assert_eq!(std::mem::size_of::<Value>(), 24);
+        assert_eq!(Value::new('x').type_name(), "char");
     }
 
     #[test]
