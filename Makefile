@@ -35,8 +35,8 @@ bench-build:
 	$(CARGO) build --release -p evloop --examples
 	$(CARGO) build --release -p evloop-tests --no-default-features --examples
 
-## bench-venv: a virtual environment with uvloop for the Python peers ($(BENCH_VENV)/, gitignored).
-## Never fails: without venv or pip (offline), asyncio runs on python3 and uvloop shows as n/a.
+## bench-venv: a virtual environment with uvloop and greenlet for the Python peers ($(BENCH_VENV)/, gitignored).
+## Never fails: without venv or pip (offline), asyncio runs on python3 and uvloop and greenlet show as n/a.
 bench-venv:
 	@if [ ! -x $(BENCH_PY) ]; then \
 		python3 -m venv $(BENCH_VENV) || echo "bench-venv: cannot create $(BENCH_VENV): uvloop will show as n/a"; \
@@ -44,6 +44,10 @@ bench-venv:
 	@if [ -x $(BENCH_PY) ] && ! $(BENCH_PY) -c 'import uvloop' 2>/dev/null; then \
 		$(BENCH_PY) -m pip install --quiet --disable-pip-version-check --timeout 20 --retries 1 uvloop \
 			|| echo "bench-venv: pip could not install uvloop (offline?): uvloop will show as n/a"; \
+	fi
+	@if [ -x $(BENCH_PY) ] && ! $(BENCH_PY) -c 'import greenlet' 2>/dev/null; then \
+		$(BENCH_PY) -m pip install --quiet --disable-pip-version-check --timeout 20 --retries 1 greenlet \
+			|| echo "bench-venv: pip could not install greenlet (offline?): greenlet will show as n/a"; \
 	fi
 
 ## lint: formatting and clippy, warnings are errors

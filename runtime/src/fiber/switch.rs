@@ -190,7 +190,7 @@ fn fatal(what: &str) -> ! {
 /// Switches from `from` (the context running now) to `to` (fresh or suspended), passing `arg`;
 /// returns the word passed by whoever switches back to `from` later.
 #[inline]
-pub(crate) fn switch(from: &Context, to: Rc<Context>, arg: usize) -> usize {
+pub(crate) fn switch(from: &Context, to: &Rc<Context>, arg: usize) -> usize {
     if from.state.get() != State::Running {
         fatal("switch from a context that is not running");
     }
@@ -201,21 +201,19 @@ pub(crate) fn switch(from: &Context, to: Rc<Context>, arg: usize) -> usize {
     let fresh = to.state.get() == State::Fresh;
     from.state.set(State::Suspended);
     to.state.set(State::Running);
-    // A fresh `to` must survive the jump even if the caller's reference was the last one: a
-    // reference goes into its own `keep` slot, which `fiber_start` takes as the fiber's own.
-    // A suspended one is kept alive by its own frames (or, for the thread's context, by the
-    // thread's reference).
+    // Once `to` runs, it must not depend on the caller's reference (the caller is suspended,
+    // and whoever drops the last other reference could free it): a suspended `to` is held by
+    // its own frames (its `fiber_start`, or for the thread's context the thread's reference); a
+    // fresh one gets a reference in its own `keep` slot, which `fiber_start` takes as its own.
     if fresh {
-        keep_self(to);
-    } else {
-        drop(to);
+        keep_self(to.clone());
     }
     // SAFETY: `to_sp` is the stack pointer `to` saved when it was suspended, or the one of the
-    // first frame `Context::new` wrote; its stack is alive (owned by `to`, which is alive
-    // through its `keep` slot) and nothing has run on it since. `from.sp` is a live Cell of a
-    // context that stays alive while suspended (its own frames or the thread's reference hold
-    // it). The switch saves exactly the registers the calling convention makes callee-saved,
-    // which is all a call is allowed to assume preserved.
+    // first frame `Context::new` wrote; its stack is alive (owned by `to`, alive as explained
+    // above) and nothing has run on it since. `from.sp` is a live Cell of a context that stays
+    // alive while suspended (its own frames or the thread's reference hold it). The switch
+    // saves exactly the registers the calling convention makes callee-saved, which is all a
+    // call is allowed to assume preserved.
     let ret = unsafe { arch::evloop_fiber_switch(arg, to_sp, from.sp.as_ptr()) };
     // Back on `from`'s stack: whoever switched here set `from` running.
     from.bury();
@@ -719,7 +717,7 @@ mod tests {
             let main = main_ctx();
             let fiber = Context::new(stack::allocate(64 * 1024, "t").unwrap(), entry);
             assert!(fiber.is_fresh());
-            let back = switch(&main, fiber.clone(), 7);
+            let back = switch(&main, &fiber, 7);
             assert_eq!(back, 70);
             assert_eq!(LOG.with(|l| l.borrow().clone()), [7]);
             assert_eq!(fiber.state.get(), State::Finished);
@@ -753,7 +751,7 @@ mod raw_bench {
     fn bounce(_arg: usize) -> Finish {
         let (main, me) = PEER.with(|p| p.borrow().clone()).unwrap();
         loop {
-            switch(&me, main.clone(), 0);
+            switch(&me, &main, 0);
         }
     }
 
@@ -767,7 +765,7 @@ mod raw_bench {
             let n = 20_000_000u32;
             let t = std::time::Instant::now();
             for _ in 0..n {
-                switch(&main, f.clone(), 0);
+                switch(&main, &f, 0);
             }
             let ns = t.elapsed().as_nanos() as f64 / (2.0 * n as f64);
             eprintln!("raw switch: {ns:.2} ns");

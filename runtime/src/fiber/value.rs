@@ -51,6 +51,7 @@ impl<T: Any> Named for T {
     }
 }
 
+#[repr(C, u64)]
 enum Repr {
     Unit,
     Bool(bool),

@@ -12,11 +12,12 @@
 //! ```text
 //! cargo build --release -p evloop --examples
 //! cargo build --release -p evloop-tests --no-default-features --examples
-//! target/release/examples/bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps] [--runs N] [--out FILE]
+//! target/release/examples/bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps,fibers] [--runs N] [--out FILE]
 //! ```
 
 mod apps;
 mod cases;
+mod fibers;
 mod json;
 mod procs;
 mod report;
@@ -137,6 +138,8 @@ pub struct Results {
     pub syscalls: Option<Table>,
     /// The example applications under wrk and redis-benchmark (bench/apps.rs).
     pub apps: Vec<Table>,
+    /// The fibers section (fibers.rs).
+    pub fibers: fibers::FiberResults,
     /// Seconds per section, and what other processes used of the machine meanwhile.
     pub timings: Vec<(String, f64, Option<procs::ForeignLoad>)>,
     /// The same over the whole run.
@@ -450,6 +453,9 @@ fn run_all(env: &Env, plan: &Plan, only: &[String]) -> Results {
     section(&mut results, only, "apps", |r| {
         r.apps = apps::apps(env, runs, plan.quick);
     });
+    section(&mut results, only, "fibers", |r| {
+        r.fibers = fibers::run(env, plan);
+    });
     results.foreign = procs::load_sample()
         .zip(start)
         .map(|(end, start)| end.since(&start, cores()));
@@ -461,7 +467,7 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "bench: {e}\nusage: bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps] [--runs N] [--out FILE]"
+                "bench: {e}\nusage: bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps,fibers] [--runs N] [--out FILE]"
             );
             return ExitCode::from(2);
         }

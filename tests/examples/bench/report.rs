@@ -641,6 +641,15 @@ fn targets(res: &Results) -> Vec<Target> {
         }
         None => out.push(not_measured("Echo syscalls per round trip", "the case did not run")),
     }
+    if !res.fibers.tables().is_empty() {
+        for (what, measured, verdict) in crate::fibers::targets(&res.fibers) {
+            out.push(Target {
+                what,
+                measured,
+                verdict,
+            });
+        }
+    }
     out
 }
 
@@ -681,6 +690,7 @@ fn raw_lines(results: &Results) -> String {
     tables.extend(results.conn_memory.iter());
     tables.extend(results.syscalls.iter());
     tables.extend(results.apps.iter());
+    tables.extend(results.fibers.tables());
     let mut out = String::new();
     for t in tables {
         for r in &t.rows {
@@ -994,6 +1004,7 @@ pub fn write(
             let _ = writeln!(w, "### {}\n\n{}", t.title, t.to_markdown());
         }
     }
+    let _ = write!(w, "{}", crate::fibers::markdown(&res.fibers));
 
     let _ = writeln!(w, "## Run time\n");
     let parts: Vec<String> = res
