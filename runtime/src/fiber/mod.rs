@@ -430,7 +430,7 @@ fn ensure_context(core: &Core) -> Result<(), FiberError> {
 /// and read here, in the caller's frame, so that a value is not copied through the out-of-line
 /// part with loads wider than the stores that wrote it (a store-forwarding stall on every
 /// switch, measured at about a third of its cost).
-#[inline]
+#[inline(always)]
 fn transfer(target: &Rc<Core>, msg: Message) -> Message {
     put(&target.inbox, Some(msg));
     match FIBERS.try_with(|fibers| transfer_in(fibers, target)) {
