@@ -145,6 +145,7 @@ fn without_madvise_guards_the_mprotect_fallback_keeps_to_its_map_budget() {
             assert!(alive.len() < limit, "no budget was enforced");
         };
         let msg = err.to_string();
+        println!("the refusal: {msg}");
         for needle in ["MADV_GUARD_INSTALL", "vm.max_map_count", "Raise vm.max_map_count"] {
             assert!(msg.contains(needle), "{needle}: {msg}");
         }
