@@ -57,7 +57,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         let reader = Builder::new().name("reader").spawn(move || {
             let mut buf = [0u8; 16];
             let n = fiber::read(&mut theirs, &mut buf)?;
-            println!("[reader] read {:?} in blocking style", String::from_utf8_lossy(&buf[..n]));
+            println!(
+                "[reader] read {:?} in blocking style",
+                String::from_utf8_lossy(&buf[..n])
+            );
             Ok::<usize, std::io::Error>(n)
         })?;
         let writer = evloop::spawn(async move {

@@ -765,7 +765,10 @@ mod raw_bench {
             let main = Context::for_thread().unwrap();
             let f = Context::new(stack::allocate(64 * 1024, "b").unwrap(), bounce);
             PEER.with(|p| *p.borrow_mut() = Some((main.clone(), f.clone())));
-            let n: u32 = std::env::var("RAW_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000_000);
+            let n: u32 = std::env::var("RAW_N")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(20_000_000);
             let t = std::time::Instant::now();
             for _ in 0..n {
                 switch(&main, &f, 0);
