@@ -85,6 +85,7 @@ book_programs!(
     book_coroutines,
     book_task_cell,
     book_task_tree,
+    fiber_trace,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {
