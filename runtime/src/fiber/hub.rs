@@ -127,6 +127,10 @@ impl<T> Drop for FiberFuture<T> {
 ///
 /// Errors: no loop runs on this thread ([`FiberError::Loop`]), or no stack could be
 /// allocated ([`FiberError::Stack`]).
+///
+/// Inside the fiber, wait with [`block_on`] and the helpers built on it. A plain
+/// [`Fiber::switch`] away from it is allowed, but suspends its task too: nothing polls the task
+/// again until something switches back into the fiber and it waits with `block_on`.
 #[track_caller]
 pub fn spawn<F, T>(f: F) -> Result<Task<T>, FiberError>
 where
