@@ -639,3 +639,36 @@ fn a_suspended_fiber_holding_its_child_unwinds_both() {
     drop(outer);
     assert_eq!(entries(&log), ["outer unwound", "inner unwound"]);
 }
+
+#[test]
+fn a_thread_may_exit_with_fibers_suspended_in_its_thread_locals() {
+    thread_local! {
+        static KEPT: RefCell<Option<Fiber>> = const { RefCell::new(None) };
+    }
+    let unwound = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let u = unwound.clone();
+    std::thread::spawn(move || {
+        // One fiber dropped normally at the end of the thread's function: unwound.
+        let local = Fiber::new(move |_| {
+            struct Flag(std::sync::Arc<std::sync::atomic::AtomicBool>);
+            impl Drop for Flag {
+                fn drop(&mut self) {
+                    self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            let _f = Flag(u);
+            to_parent(()).unwrap();
+        });
+        local.switch(()).unwrap();
+        // One left in a thread-local, dropped while the thread's locals are torn down, when
+        // fibers can no longer run: it must not crash the process.
+        let kept = Fiber::new(|_| {
+            to_parent(()).unwrap();
+        });
+        kept.switch(()).unwrap();
+        KEPT.with(|k| *k.borrow_mut() = Some(kept));
+    })
+    .join()
+    .expect("the thread exits cleanly");
+    assert!(unwound.load(std::sync::atomic::Ordering::SeqCst));
+}
