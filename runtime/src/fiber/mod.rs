@@ -508,11 +508,17 @@ fn after_resume() {
 /// `after_resume` for a fiber resumed in `transfer_in`: `me`'s inbox holds the message it was
 /// resumed with, which killing an orphan must not overwrite (the orphan's death is reported to
 /// its killer, `me`, through the same inbox).
-#[inline]
+#[inline(always)]
 fn after_resume_in(fibers: &Fibers, me: Option<&Core>) {
     let Some(prev) = fibers.previous.take() else {
         return;
     };
+    after_resume_slow(prev, me);
+}
+
+/// The rare part of `after_resume_in`: a fiber was handed over.
+#[inline(never)]
+fn after_resume_slow(prev: Rc<Core>, me: Option<&Core>) {
     // A fiber that is already unwinding (it switched here from a destructor) has a killer
     // waiting for it; throwing again would be a panic inside a destructor during cleanup.
     if prev.state.get() == State::Suspended && prev.handles.get() == 0 && !prev.is_main() && !prev.killing.get() {

@@ -148,11 +148,10 @@ impl Context {
 
     /// Drops what a switch into this context left for it: a finished context (whose stack
     /// goes back to the pool now, on this stack) and the reference that kept it alive.
-    #[inline]
+    #[inline(always)]
     fn bury(&self) {
         if let Some(dead) = self.grave.take() {
-            dead.release_stack();
-            drop(dead);
+            bury_dead(dead);
         }
         if let Some(keep) = self.keep.take() {
             drop(keep);
@@ -166,6 +165,14 @@ impl Context {
         }
         drop(stack);
     }
+}
+
+/// Gives a finished context's stack back and drops the reference it left (out of line: once
+/// per fiber, not once per switch).
+#[inline(never)]
+fn bury_dead(dead: Rc<Context>) {
+    dead.release_stack();
+    drop(dead);
 }
 
 impl Drop for Context {

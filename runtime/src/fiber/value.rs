@@ -151,7 +151,7 @@ impl Value {
 
     /// The `T` inside; the value itself back if it holds something else. `downcast::<Value>()`
     /// returns it unchanged.
-    #[inline]
+    #[inline(always)]
     pub fn downcast<T: 'static>(self) -> Result<T, Value> {
         let mut out: Option<T> = None;
         let slot: &mut dyn Any = &mut out;
