@@ -290,7 +290,7 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
     };
     evloop::run(async move {
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let listener = TcpListener::bind(addr)?;
+        let listener = TcpListener::bind(addr).await?;
         announce(listener.local_addr()?)?;
         if fibers {
             let server = fiber::spawn(move || loop {

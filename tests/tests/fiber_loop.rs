@@ -361,7 +361,7 @@ fn an_echo_server_in_blocking_style_serves_a_load_client() {
     let s = served.clone();
     let (done, counts) = run_bounded(&lp, async move {
         counters::reset();
-        let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = fiber::spawn(move || {
             let mut handlers = Vec::new();

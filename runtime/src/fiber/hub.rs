@@ -28,6 +28,7 @@ use std::time::Duration;
 use crate::event_loop::get_running_loop;
 use crate::event_loop::LoopHandle;
 use crate::fiber::{current_core, kill, receive, transfer, Builder, Fiber, FiberError, Message, State, Value};
+use crate::io::addr::ToSocketAddrs;
 use crate::io::net::{TcpListener, TcpStream, UnixAddr, UnixListener, UnixStream};
 use crate::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::task::{Task, TaskBuilder};
@@ -255,8 +256,10 @@ pub fn accept_unix(listener: &UnixListener) -> io::Result<(UnixStream, UnixAddr)
     block_on(listener.accept())?
 }
 
-/// Connects to `addr` (TCP, `TCP_NODELAY` on), blocking this fiber until it is established.
-pub fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+/// Connects to `addr` (anything [`ToSocketAddrs`] takes: `"127.0.0.1:8080"`,
+/// `("localhost", 8080)`, a `SocketAddr`; `TCP_NODELAY` on), blocking this fiber until the
+/// connection is established; a name is resolved on the loop's executor meanwhile.
+pub fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
     block_on(TcpStream::connect(addr))?
 }
 
