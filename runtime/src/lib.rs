@@ -3,9 +3,9 @@
 //! Python asyncio's event loop rebuilt from scratch in Rust on raw Linux syscalls: an epoll
 //! reactor, a min-heap timer queue behind `call_at`/`call_later`, a `call_soon` ready queue,
 //! promises (asyncio's `Future`) and tasks driven by wakers and done-callback chains. No
-//! third-party async crates; the only dependencies are this workspace's `evloop-syscalls` (the
-//! kernel boundary, where the unsafe code lives, apart from the fiber register switch) and
-//! `evloop-timers`.
+//! third-party async crates; the only dependencies are this workspace's own crates:
+//! `evloop-syscalls` (the kernel boundary, where the unsafe code lives, apart from the raw task
+//! cell and the fiber register switch), `evloop-timers` and `evloop-macros`.
 //!
 //! ```
 //! use std::time::Duration;
