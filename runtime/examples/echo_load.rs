@@ -12,6 +12,12 @@
 //! `--pipeline P` (1) sends P requests in one write and waits for the P replies: a round counts
 //! as P round trips (requests), so servers are compared per request.
 //!
+//! `--round-trips N` makes the work exact instead of timed: each connection does N rounds and
+//! stops (N x C rounds in all; a run longer than two minutes fails). Two runs that differ only
+//! in N give a server exactly the same connections, set-up and teardown, so the difference of
+//! what it spent (instructions under callgrind: `make bench-instr`) is the cost of the extra
+//! round trips alone.
+//!
 //! `--lines N` instead sends N short lines on one connection and prints each reply.
 //!
 //! Before connecting, the client raises its own `RLIMIT_NOFILE` soft limit toward the hard limit
@@ -35,6 +41,8 @@ struct Args {
     conns: usize,
     size: usize,
     seconds: Duration,
+    /// Rounds per connection, instead of running for `seconds`.
+    round_trips: Option<u64>,
     lines: Option<usize>,
     /// Requests per write.
     pipeline: usize,
@@ -56,20 +64,25 @@ fn bad_reply(sent: &[u8], got: &[u8]) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("sent {sent:?}, got {got:?}"))
 }
 
-/// One connection's ping-pong until `until`; returns each round trip's duration in ns (one entry
+/// When a connection's ping-pong ends.
+#[derive(Clone, Copy)]
+enum Stop {
+    At(Instant),
+    After(u64),
+}
+
+/// One connection's ping-pong until `stop`; returns each round trip's duration in ns (one entry
 /// per request: `pipeline` requests leave in one write and share a round's duration).
-async fn ping_pong(
-    mut conn: TcpStream,
-    size: usize,
-    pipeline: usize,
-    until: Instant,
-    plain: bool,
-) -> io::Result<Vec<u32>> {
+async fn ping_pong(mut conn: TcpStream, size: usize, pipeline: usize, stop: Stop, plain: bool) -> io::Result<Vec<u32>> {
     let req = request(size).repeat(pipeline);
     let want = if plain { req.clone() } else { req.to_ascii_uppercase() };
     let mut reply = vec![0; req.len()];
-    let mut rtts = Vec::with_capacity(1 << 16);
+    let mut rtts = match stop {
+        Stop::After(rounds) => Vec::with_capacity(usize::try_from(rounds).unwrap_or(0).saturating_mul(pipeline)),
+        Stop::At(_) => Vec::with_capacity(1 << 16),
+    };
     let mut started = Instant::now();
+    let mut rounds = 0u64;
     loop {
         conn.write_all(&req).await?; // one send(2) for a small request
         conn.read_exact(&mut reply).await?; // recv(2), parking on EAGAIN until the reply's edge
@@ -80,7 +93,12 @@ async fn ping_pong(
         let rtt = u32::try_from((now - started).as_nanos()).unwrap_or(u32::MAX);
         rtts.extend(std::iter::repeat_n(rtt, pipeline));
         started = now;
-        if now >= until {
+        rounds += 1;
+        let done = match stop {
+            Stop::At(until) => now >= until,
+            Stop::After(n) => rounds >= n,
+        };
+        if done {
             return Ok(rtts);
         }
     }
@@ -106,11 +124,14 @@ async fn load(a: &Args) -> Result<(), Box<dyn Error>> {
         conns.push(conn.map_err(|e| format!("connection {i}: {e}"))?);
     }
     let start = Instant::now();
-    let until = start + a.seconds;
-    let limit = a.seconds + Duration::from_secs(5); // a server that stops answering fails the run
+    // A server that stops answering fails the run.
+    let (stop, limit) = match a.round_trips {
+        Some(n) => (Stop::After(n), Duration::from_secs(120)),
+        None => (Stop::At(start + a.seconds), a.seconds + Duration::from_secs(5)),
+    };
     let tasks: Vec<_> = conns
         .into_iter()
-        .map(|c| evloop::spawn(evloop::timeout(limit, ping_pong(c, a.size, a.pipeline, until, a.plain))))
+        .map(|c| evloop::spawn(evloop::timeout(limit, ping_pong(c, a.size, a.pipeline, stop, a.plain))))
         .collect();
     let (mut rtts, mut failed) = (Vec::new(), 0);
     for (i, task) in tasks.into_iter().enumerate() {
@@ -189,6 +210,7 @@ fn args() -> Result<Args, String> {
         conns: 50,
         size: 64,
         seconds: Duration::from_secs(3),
+        round_trips: None,
         lines: None,
         pipeline: 1,
         plain: false,
@@ -217,19 +239,20 @@ fn args() -> Result<Args, String> {
                 let s: f64 = value.parse().map_err(|e| bad(&e))?;
                 a.seconds = Duration::try_from_secs_f64(s).map_err(|e| bad(&e))?;
             }
+            "--round-trips" => a.round_trips = Some(value.parse().map_err(|e| bad(&e))?),
             "--lines" => a.lines = Some(value.parse().map_err(|e| bad(&e))?),
             "--pipeline" => a.pipeline = value.parse().map_err(|e| bad(&e))?,
             _ => return Err(format!("unknown argument {name}")),
         }
     }
-    if a.addr.port() == 0 || a.conns == 0 || a.size == 0 || a.pipeline == 0 {
-        return Err("need --addr HOST:PORT, and --conns, --size and --pipeline of at least 1".into());
+    if a.addr.port() == 0 || a.conns == 0 || a.size == 0 || a.pipeline == 0 || a.round_trips == Some(0) {
+        return Err("need --addr HOST:PORT, and --conns, --size, --pipeline and --round-trips of at least 1".into());
     }
     Ok(a)
 }
 
 fn main() -> ExitCode {
-    let usage = "usage: echo_load --addr HOST:PORT [--conns C] [--size M] [--seconds D] [--pipeline P] [--lines N] [--plain] [--json]";
+    let usage = "usage: echo_load --addr HOST:PORT [--conns C] [--size M] [--seconds D | --round-trips N] [--pipeline P] [--lines N] [--plain] [--json]";
     let a = match args() {
         Ok(a) => a,
         Err(e) => {

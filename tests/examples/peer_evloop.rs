@@ -7,7 +7,8 @@
 //!                                                                        # | lines | tcpstream
 //! target/release/examples/peer_evloop timers --tasks 100000 --spread-ms 100
 //! target/release/examples/peer_evloop spawn --n 1000000     # also call_soon, promise_chain,
-//! target/release/examples/peer_evloop threadsafe --n 10000  # idle_tasks
+//! target/release/examples/peer_evloop threadsafe --n 10000  # idle_tasks, timer_wake,
+//!                                                            # thread_wake
 //! ```
 //!
 //! One thread, one `EventLoop` with default options.
@@ -43,7 +44,7 @@ use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Strea
 
 use common::{
     announce, check_idle_started, cpu_seconds, exit_at_stdin_eof, idle_task, lateness_ms, measure_idle_tasks,
-    peer_main, print_per_sec, print_rtts, print_spawn, print_timers, Cmd, Delays,
+    peer_main, print_per_sec, print_rtts, print_spawn, print_timers, Cmd, Delays, ThreadWake, TIMER_WAKE_DELAY,
 };
 
 const READ_SIZE: usize = 64 * 1024;
@@ -64,6 +65,8 @@ fn main() -> ExitCode {
             Cmd::PromiseChain { n } => promise_chain(n),
             Cmd::Threadsafe { n } => threadsafe(n),
             Cmd::IdleTasks { n } => idle_tasks(n),
+            Cmd::TimerWake { n } => timer_wake(n),
+            Cmd::ThreadWake { n } => thread_wake(n),
         },
     )
 }
@@ -209,7 +212,7 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// timers, spawn, call_soon, promise_chain, threadsafe, idle_tasks
+// timers, spawn, call_soon, promise_chain, threadsafe, idle_tasks, timer_wake, thread_wake
 
 fn timers(tasks: usize, spread_ms: u64, from_spawn: bool) -> Result<(), Box<dyn Error>> {
     let lp = EventLoop::new()?;
@@ -342,4 +345,39 @@ fn idle_tasks(n: usize) -> Result<(), Box<dyn Error>> {
         lp.run_once()?;
         check_idle_started(target)
     })
+}
+
+/// One spawned task: `evloop::sleep(TIMER_WAKE_DELAY)` N times.
+fn timer_wake(n: usize) -> Result<(), Box<dyn Error>> {
+    let lp = EventLoop::new()?;
+    let started = Instant::now();
+    lp.run_until_complete(async move {
+        evloop::spawn(async move {
+            for _ in 0..n {
+                evloop::sleep(TIMER_WAKE_DELAY).await;
+            }
+        })
+        .await
+    })??;
+    print_per_sec(n, started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// One spawned task parked N times, each time woken by another thread's `Waker::wake`.
+fn thread_wake(n: usize) -> Result<(), Box<dyn Error>> {
+    let lp = EventLoop::new()?;
+    let wake = ThreadWake::default();
+    let started = Instant::now();
+    let waker = wake.start_waker_thread(n);
+    lp.run_until_complete(async move {
+        evloop::spawn(async move {
+            for _ in 0..n {
+                wake.parked().await;
+            }
+        })
+        .await
+    })??;
+    waker.join().map_err(|_| "the waker thread panicked")?;
+    print_per_sec(n, started.elapsed().as_secs_f64());
+    Ok(())
 }

@@ -55,6 +55,8 @@ fn main() -> ExitCode {
             Cmd::PromiseChain { .. } => "no promises in the raw epoll loop",
             Cmd::Threadsafe { .. } => "no cross-thread wake-up in the raw epoll loop",
             Cmd::IdleTasks { .. } => "no tasks in the raw epoll loop",
+            Cmd::TimerWake { .. } => "no timers in the raw epoll loop",
+            Cmd::ThreadWake { .. } => "no tasks in the raw epoll loop",
         };
         print_na(na);
         Ok(())

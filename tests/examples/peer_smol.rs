@@ -7,7 +7,8 @@
 //! target/release/examples/peer_smol echo --port 0
 //! target/release/examples/peer_smol timers --tasks 100000 --spread-ms 100
 //! target/release/examples/peer_smol spawn --n 1000000     # also promise_chain, threadsafe,
-//! target/release/examples/peer_smol idle_tasks --n 100000 # call_soon (n/a)
+//! target/release/examples/peer_smol idle_tasks --n 100000 # call_soon (n/a), timer_wake,
+//!                                                         # thread_wake
 //! ```
 //!
 //! One executor thread: a `LocalExecutor` run under `smol::block_on` (async-io's `block_on`,
@@ -39,7 +40,8 @@ use smol::{Async, LocalExecutor, Timer};
 
 use common::{
     announce, check_idle_started, cpu_seconds, exit_at_stdin_eof, idle_task, lateness_ms, measure_idle_tasks,
-    peer_main, print_na, print_per_sec, print_rtts, print_spawn, print_timers, Cmd, Delays,
+    peer_main, print_na, print_per_sec, print_rtts, print_spawn, print_timers, Cmd, Delays, ThreadWake,
+    TIMER_WAKE_DELAY,
 };
 
 const READ_SIZE: usize = 64 * 1024;
@@ -60,6 +62,8 @@ fn main() -> ExitCode {
         Cmd::PromiseChain { n } => promise_chain(n),
         Cmd::Threadsafe { n } => threadsafe(n),
         Cmd::IdleTasks { n } => idle_tasks(n),
+        Cmd::TimerWake { n } => timer_wake(n),
+        Cmd::ThreadWake { n } => thread_wake(n),
     })
 }
 
@@ -101,7 +105,7 @@ fn echo(port: u16) -> Result<(), Box<dyn Error>> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// timers, spawn, promise_chain, threadsafe, idle_tasks
+// timers, spawn, promise_chain, threadsafe, idle_tasks, timer_wake, thread_wake
 
 fn timers(tasks: usize, spread_ms: u64, from_spawn: bool) -> Result<(), Box<dyn Error>> {
     let ex = LocalExecutor::new();
@@ -211,4 +215,35 @@ fn idle_tasks(n: usize) -> Result<(), Box<dyn Error>> {
         while ex.try_tick() {}
         check_idle_started(target)
     })
+}
+
+/// One spawned task: `Timer::after(TIMER_WAKE_DELAY)` N times.
+fn timer_wake(n: usize) -> Result<(), Box<dyn Error>> {
+    let ex = LocalExecutor::new();
+    let started = Instant::now();
+    let sleeper = ex.spawn(async move {
+        for _ in 0..n {
+            Timer::after(TIMER_WAKE_DELAY).await;
+        }
+    });
+    smol::block_on(ex.run(sleeper));
+    print_per_sec(n, started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// One spawned task parked N times, each time woken by another thread's `Waker::wake`.
+fn thread_wake(n: usize) -> Result<(), Box<dyn Error>> {
+    let ex = LocalExecutor::new();
+    let wake = ThreadWake::default();
+    let started = Instant::now();
+    let waker = wake.start_waker_thread(n);
+    let parked = ex.spawn(async move {
+        for _ in 0..n {
+            wake.parked().await;
+        }
+    });
+    smol::block_on(ex.run(parked));
+    waker.join().map_err(|_| "the waker thread panicked")?;
+    print_per_sec(n, started.elapsed().as_secs_f64());
+    Ok(())
 }

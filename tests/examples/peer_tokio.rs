@@ -7,7 +7,8 @@
 //! target/release/examples/peer_tokio echo --port 0
 //! target/release/examples/peer_tokio timers --tasks 100000 --spread-ms 100
 //! target/release/examples/peer_tokio spawn --n 1000000     # also promise_chain, threadsafe,
-//! target/release/examples/peer_tokio idle_tasks --n 100000 # call_soon (n/a)
+//! target/release/examples/peer_tokio idle_tasks --n 100000 # call_soon (n/a), timer_wake,
+//!                                                          # thread_wake
 //! ```
 //!
 //! One thread: `Builder::new_current_thread().enable_all()`, tasks with `tokio::spawn`.
@@ -38,7 +39,8 @@ use tokio::runtime::Runtime;
 
 use common::{
     announce, check_idle_started, cpu_seconds, exit_at_stdin_eof, idle_task, lateness_ms, measure_idle_tasks,
-    peer_main, print_na, print_per_sec, print_rtts, print_spawn, print_timers, Cmd, Delays, STARTED,
+    peer_main, print_na, print_per_sec, print_rtts, print_spawn, print_timers, Cmd, Delays, ThreadWake, STARTED,
+    TIMER_WAKE_DELAY,
 };
 
 const READ_SIZE: usize = 64 * 1024;
@@ -59,6 +61,8 @@ fn main() -> ExitCode {
         Cmd::PromiseChain { n } => promise_chain(n),
         Cmd::Threadsafe { n } => threadsafe(n),
         Cmd::IdleTasks { n } => idle_tasks(n),
+        Cmd::TimerWake { n } => timer_wake(n),
+        Cmd::ThreadWake { n } => thread_wake(n),
     })
 }
 
@@ -103,7 +107,7 @@ fn echo(port: u16) -> Result<(), Box<dyn Error>> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// timers, spawn, promise_chain, threadsafe, idle_tasks
+// timers, spawn, promise_chain, threadsafe, idle_tasks, timer_wake, thread_wake
 
 fn timers(tasks: usize, spread_ms: u64, from_spawn: bool) -> Result<(), Box<dyn Error>> {
     let rt = runtime()?;
@@ -218,4 +222,40 @@ fn idle_tasks(n: usize) -> Result<(), Box<dyn Error>> {
         });
         check_idle_started(target)
     })
+}
+
+/// One spawned task: `tokio::time::sleep(TIMER_WAKE_DELAY)` N times (each rounded up to the
+/// timer wheel's next millisecond tick).
+fn timer_wake(n: usize) -> Result<(), Box<dyn Error>> {
+    let rt = runtime()?;
+    let started = Instant::now();
+    rt.block_on(async move {
+        tokio::spawn(async move {
+            for _ in 0..n {
+                tokio::time::sleep(TIMER_WAKE_DELAY).await;
+            }
+        })
+        .await
+    })?;
+    print_per_sec(n, started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// One spawned task parked N times, each time woken by another thread's `Waker::wake`.
+fn thread_wake(n: usize) -> Result<(), Box<dyn Error>> {
+    let rt = runtime()?;
+    let wake = ThreadWake::default();
+    let started = Instant::now();
+    let waker = wake.start_waker_thread(n);
+    rt.block_on(async move {
+        tokio::spawn(async move {
+            for _ in 0..n {
+                wake.parked().await;
+            }
+        })
+        .await
+    })?;
+    waker.join().map_err(|_| "the waker thread panicked")?;
+    print_per_sec(n, started.elapsed().as_secs_f64());
+    Ok(())
 }

@@ -46,6 +46,10 @@ pub enum Cmd {
     PromiseChain { n: usize },
     /// `n` round trips from another OS thread into the loop.
     Threadsafe { n: usize },
+    /// One task sleeping [`TIMER_WAKE_DELAY`] `n` times.
+    TimerWake { n: usize },
+    /// One task parked `n` times, each time woken by another OS thread ([`ThreadWake`]).
+    ThreadWake { n: usize },
     /// RSS growth per parked task over a second batch of `n`.
     IdleTasks { n: usize },
 }
@@ -60,6 +64,8 @@ const USAGE: &str = "subcommands (one thread each):
   call_soon [--n N]                      N call_soon callbacks (1000000)
   promise_chain [--n N]                  N create/set/await rounds of a one-shot future (1000000)
   threadsafe [--n N]                     N round trips from another thread into the loop (10000)
+  timer_wake [--n N]                     one task sleeping 1 us, N times (1000)
+  thread_wake [--n N]                    one task parked N times, woken by another thread (10000)
   idle_tasks [--n N]                     RSS per parked task, second batch of N (100000)";
 
 /// Parses the arguments after the program name. `variants` are the names `echo --variant`
@@ -71,7 +77,9 @@ fn parse_args(args: &[String], variants: &[&str]) -> Result<Cmd, String> {
     let allowed: &[&str] = match sub.as_str() {
         "echo" => &["--variant", "--port"],
         "timers" => &["--tasks", "--spread-ms", "--deadline"],
-        "spawn" | "call_soon" | "promise_chain" | "threadsafe" | "idle_tasks" => &["--n"],
+        "spawn" | "call_soon" | "promise_chain" | "threadsafe" | "idle_tasks" | "timer_wake" | "thread_wake" => {
+            &["--n"]
+        }
         other => return Err(format!("unknown subcommand {other:?}")),
     };
     let mut flags: Vec<(&str, &str)> = Vec::new();
@@ -126,6 +134,8 @@ fn parse_args(args: &[String], variants: &[&str]) -> Result<Cmd, String> {
         "call_soon" => Cmd::CallSoon { n: n(1_000_000)? },
         "promise_chain" => Cmd::PromiseChain { n: n(1_000_000)? },
         "threadsafe" => Cmd::Threadsafe { n: n(10_000)? },
+        "timer_wake" => Cmd::TimerWake { n: n(1_000)? },
+        "thread_wake" => Cmd::ThreadWake { n: n(10_000)? },
         _ => Cmd::IdleTasks { n: n(100_000)? },
     })
 }
@@ -349,4 +359,103 @@ pub fn measure_idle_tasks(
 fn print_idle(rss_before_kib: u64, rss_after_kib: u64, n: usize, future_bytes: usize) {
     let per_task = rss_after_kib.saturating_sub(rss_before_kib) as f64 * 1024.0 / n as f64;
     println!("{{\"bytes_per_task\":{per_task:.1},\"future_bytes\":{future_bytes}}}");
+}
+
+/// The delay of each sleep in the timer_wake case: shorter than any runtime's timer resolution,
+/// so each sleep is one trip through the timer queue and the poll, whatever the granularity
+/// (tokio rounds it up to its next millisecond tick).
+pub const TIMER_WAKE_DELAY: Duration = Duration::from_micros(1);
+
+/// The thread_wake case, written against `std::task` alone so that every runtime runs the same
+/// code: a task awaits [`ThreadWake::parked`] `n` times, and each time another OS thread
+/// ([`ThreadWake::start_waker_thread`]) waits until the task has parked (its waker is stored),
+/// then wakes it. What differs between runtimes is only what `Waker::wake` from a foreign
+/// thread costs them (a remote queue and an eventfd write, in each of them) and how the parked
+/// loop gets back to the task.
+#[derive(Clone, Default)]
+pub struct ThreadWake {
+    shared: std::sync::Arc<(std::sync::Mutex<WakeState>, std::sync::Condvar)>,
+}
+
+#[derive(Default)]
+struct WakeState {
+    /// The parked task's waker; taken by the thread that wakes it.
+    waker: Option<std::task::Waker>,
+    /// Set with the wake, cleared by the poll that sees it.
+    woken: bool,
+}
+
+impl ThreadWake {
+    /// A future that is pending until the other thread wakes it (once).
+    pub fn parked(&self) -> impl std::future::Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| {
+            let (lock, parked) = &*self.shared;
+            let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+            if st.woken {
+                st.woken = false;
+                return std::task::Poll::Ready(());
+            }
+            st.waker = Some(cx.waker().clone());
+            drop(st); // unlock first, so that the waking thread does not find the lock held
+            parked.notify_one();
+            std::task::Poll::Pending
+        })
+    }
+
+    /// The other thread: `n` times, wait until the task has parked and the loop's thread sleeps
+    /// in its poll, then wake the task.
+    pub fn start_waker_thread(&self, n: usize) -> std::thread::JoinHandle<()> {
+        let me = self.clone();
+        std::thread::spawn(move || {
+            let (lock, parked) = &*me.shared;
+            for _ in 0..n {
+                let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while st.waker.is_none() {
+                    st = parked.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+                st.woken = true;
+                let waker = st.waker.take();
+                drop(st); // wake outside the lock: the loop thread may poll at once
+                wait_until_loop_sleeps();
+                if let Some(w) = waker {
+                    w.wake();
+                }
+            }
+        })
+    }
+}
+
+/// Waits (up to 100 ms) until the main thread, which runs the loop, sleeps: blocked in an epoll
+/// wait (evloop, tokio), or in a futex wait (smol's `block_on` parks there while async-io's
+/// helper thread polls). A wake that finds the loop still running takes a cheaper path in every
+/// runtime (no eventfd write, or one more pass of the ready queue), so without this the
+/// thread_wake case would measure a mix of the two that depends on timing. `make bench-instr`
+/// leaves this function out of its count (`valgrind --toggle-collect`): its polling of /proc is
+/// not part of a wake.
+#[inline(never)]
+pub fn wait_until_loop_sleeps() {
+    #[cfg(target_arch = "x86_64")]
+    const SLEEPS: [libc::c_long; 4] = [
+        libc::SYS_epoll_wait,
+        libc::SYS_epoll_pwait,
+        libc::SYS_epoll_pwait2,
+        libc::SYS_futex,
+    ];
+    #[cfg(not(target_arch = "x86_64"))]
+    const SLEEPS: [libc::c_long; 3] = [libc::SYS_epoll_pwait, libc::SYS_epoll_pwait2, libc::SYS_futex];
+    // The main thread's id is the process id; the file holds the number of the system call the
+    // thread is blocked in, or "running".
+    let path = format!("/proc/self/task/{}/syscall", std::process::id());
+    let deadline = Instant::now() + Duration::from_millis(100);
+    while Instant::now() < deadline {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let nr = text
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<libc::c_long>().ok());
+        if nr.is_some_and(|nr| SLEEPS.contains(&nr)) {
+            return;
+        }
+        std::thread::yield_now();
+    }
 }
