@@ -5,7 +5,8 @@ BENCH_VENV := .bench-venv
 BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH := $(or $(CARGO_TARGET_DIR),target)/release/examples/bench
 
-.PHONY: all test demo bench bench-quick bench-build bench-venv lint doc book book-traces publish-check fmt clean miri
+.PHONY: all test demo bench bench-quick bench-build bench-venv bench-instr bench-instr-gate bench-instr-baseline \
+	lint doc book book-traces publish-check fmt clean miri
 
 all: test
 
@@ -28,6 +29,22 @@ bench-quick: bench-build bench-venv
 ## writes docs/benchmarks.md and docs/bench/*.svg
 bench: bench-build bench-venv
 	$(BENCH)
+
+## bench-instr: user-space instructions per operation under callgrind (valgrind), evloop and the Rust
+## peers, each case run twice with different amounts of work (about 5 minutes); writes the
+## "Instructions per operation" section of docs/benchmarks.md and docs/bench/instructions.tsv
+bench-instr: bench-build
+	$(BENCH) instr
+
+## bench-instr-gate: the CI regression gate: a few evloop cases under callgrind (under a minute),
+## failing when one costs more than 5% above docs/bench/instructions-baseline.tsv
+bench-instr-gate: bench-build
+	$(BENCH) instr --gate
+
+## bench-instr-baseline: measure the gate's cases and rewrite docs/bench/instructions-baseline.tsv;
+## commit it with a message that says why the figures changed
+bench-instr-baseline: bench-build
+	$(BENCH) instr --baseline
 
 ## bench-build: the peers, the load client and the harness in release mode; the tests crate WITHOUT
 ## its default fault-injection feature, so the measured runtime carries no injection checks

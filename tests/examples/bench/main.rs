@@ -13,11 +13,13 @@
 //! cargo build --release -p evloop --examples
 //! cargo build --release -p evloop-tests --no-default-features --examples
 //! target/release/examples/bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps,fibers] [--runs N] [--out FILE]
+//! target/release/examples/bench instr ...   # instructions per operation under callgrind (instr.rs)
 //! ```
 
 mod apps;
 mod cases;
 mod fibers;
+mod instr;
 mod json;
 mod procs;
 mod report;
@@ -463,6 +465,10 @@ fn run_all(env: &Env, plan: &Plan, only: &[String]) -> Results {
 }
 
 fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().is_some_and(|a| a == "instr") {
+        return instr::main(&argv[1..]);
+    }
     let a = match args() {
         Ok(a) => a,
         Err(e) => {
