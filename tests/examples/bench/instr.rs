@@ -141,7 +141,7 @@ const CASES: [Case; 7] = [
     },
     Case {
         key: "timer_wake",
-        title: "timer wake: a task sleeps 1 µs",
+        title: "timer wake: a task sleeps 1 ms",
         op: "sleep",
         work: Work::Sub {
             name: "timer_wake",
@@ -726,6 +726,15 @@ fn ratio_text(cells: &Cells, case: &str, rt: &str, reference: &str) -> String {
     }
 }
 
+/// `+1,234` or `-56`.
+fn signed(x: f64) -> String {
+    if x < 0.0 {
+        fmt_num(x)
+    } else {
+        format!("+{}", fmt_num(x))
+    }
+}
+
 fn cell_text(cells: &Cells, case: &str, rt: &str) -> String {
     cell(cells, case, rt).map_or_else(|| "-".into(), Outcome::text)
 }
@@ -863,7 +872,7 @@ fn section(env: &Env, cells: &Cells, took: Duration) -> String {
             let mut row = format!("| {} |", rt.label);
             for c in &echo {
                 let above = match (figure(cells, c.key, rt.label), figure(cells, c.key, "raw epoll")) {
-                    (Some(x), Some(raw)) if rt.label != "raw epoll" => format!("{:+.0}", x - raw),
+                    (Some(x), Some(raw)) if rt.label != "raw epoll" => signed(x - raw),
                     _ => "-".into(),
                 };
                 let _ = write!(
@@ -890,10 +899,9 @@ fn section(env: &Env, cells: &Cells, took: Duration) -> String {
         );
         let _ = writeln!(
             w,
-            "- \"Above raw epoll\" is what a runtime adds to the hand-written loop, which pays the same syscall \
-             wrappers (libc's `recv`, `send` and `epoll_wait` with their cancellation-point bookkeeping, and \
-             `evloop_syscalls`' error mapping and counters): the raw loop is the floor of this design, so \
-             this column is the part a runtime can cut.\n"
+            "- \"Above raw epoll\" is what a runtime adds to the hand-written loop, which makes the same system \
+             calls through the same syscall layer (`evloop_syscalls`): the raw loop is the floor of this design, \
+             so this column is the part a runtime can cut.\n"
         );
     }
 
@@ -933,7 +941,7 @@ fn section(env: &Env, cells: &Cells, took: Duration) -> String {
             w,
             "- spawn: N tasks spawned, then each awaited and its output summed (the loop's task table, the \
              ready queue and the join, per task). call_soon: N callbacks scheduled, then one iteration runs them \
-             (tokio and smol have no call_soon). timer wake: one task sleeps 1 µs N times (`evloop::sleep`, \
+             (tokio and smol have no call_soon). timer wake: one task sleeps 1 ms N times (`evloop::sleep`, \
              `tokio::time::sleep`, which rounds it up to its next millisecond tick, `smol::Timer::after`): a trip \
              through the timer queue and the poll per sleep. cross-thread wake: one task parked N times; each time \
              another thread waits until the loop's thread sleeps in its poll (not counted: `--toggle-collect`), then \
@@ -943,10 +951,13 @@ fn section(env: &Env, cells: &Cells, took: Duration) -> String {
         );
         let _ = writeln!(
             w,
-            "- smol's async-io runs a helper thread that takes over polling when the main thread is busy; under \
-             callgrind, which runs one thread at a time, how much of the work it gets depends on timing, so smol's \
-             figures vary from run to run (the spread is shown). tokio's `current_thread` runtime and evloop do all \
-             the work on the loop's thread.\n"
+            "- smol's async-io runs a helper thread that wakes up on a timer (50 µs to 10 ms) while `block_on` runs \
+             and polls the reactor when the main thread has not; under callgrind, which runs one thread at a time \
+             and some 50 times slower, how much work that thread does depends on timing, so smol's figures vary \
+             from run to run by more than the differences they would show (even below zero): read its cells as \
+             ranges, and its server CPU per round trip in section 1 as the better comparison. tokio's \
+             `current_thread` runtime and evloop do all the work on the loop's thread. The other spreads come from \
+             locks that two threads contend for (the spin before a futex wait is timing-dependent).\n"
         );
     }
 
@@ -964,8 +975,7 @@ fn section(env: &Env, cells: &Cells, took: Duration) -> String {
         figure(cells, "echo-c50", "raw epoll"),
         figure(cells, "echo-c1", "raw epoll"),
     ) {
-        let margin =
-            |case: &str, rt: &str, raw: f64| figure(cells, case, rt).map_or("-".into(), |x| format!("{:+.0}", x - raw));
+        let margin = |case: &str, rt: &str, raw: f64| figure(cells, case, rt).map_or("-".into(), |x| signed(x - raw));
         let _ = writeln!(
             w,
             "Issue 15 set the echo targets against its own count, in which the raw epoll loop executed 71 / 97 \

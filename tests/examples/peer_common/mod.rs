@@ -64,7 +64,7 @@ const USAGE: &str = "subcommands (one thread each):
   call_soon [--n N]                      N call_soon callbacks (1000000)
   promise_chain [--n N]                  N create/set/await rounds of a one-shot future (1000000)
   threadsafe [--n N]                     N round trips from another thread into the loop (10000)
-  timer_wake [--n N]                     one task sleeping 1 us, N times (1000)
+  timer_wake [--n N]                     one task sleeping 1 ms, N times (1000)
   thread_wake [--n N]                    one task parked N times, woken by another thread (10000)
   idle_tasks [--n N]                     RSS per parked task, second batch of N (100000)";
 
@@ -361,10 +361,13 @@ fn print_idle(rss_before_kib: u64, rss_after_kib: u64, n: usize, future_bytes: u
     println!("{{\"bytes_per_task\":{per_task:.1},\"future_bytes\":{future_bytes}}}");
 }
 
-/// The delay of each sleep in the timer_wake case: shorter than any runtime's timer resolution,
-/// so each sleep is one trip through the timer queue and the poll, whatever the granularity
-/// (tokio rounds it up to its next millisecond tick).
-pub const TIMER_WAKE_DELAY: Duration = Duration::from_micros(1);
+/// The delay of each sleep in the timer_wake case: long enough that the deadline is still ahead
+/// when the sleep is first polled, even under valgrind, which runs a program some 50 times
+/// slower (with 1 µs, evloop's sleep found its deadline passed at its first poll and returned
+/// at once, never reaching the timer queue); so every sleep is one trip through the timer queue,
+/// a poll that blocks until the deadline, and a wake. tokio rounds it up to its next
+/// millisecond tick.
+pub const TIMER_WAKE_DELAY: Duration = Duration::from_millis(1);
 
 /// The thread_wake case, written against `std::task` alone so that every runtime runs the same
 /// code: a task awaits [`ThreadWake::parked`] `n` times, and each time another OS thread
