@@ -36,7 +36,7 @@ bench: bench-build bench-venv
 bench-instr: bench-build
 	$(BENCH) instr
 
-## bench-instr-gate: the CI regression gate: a few evloop cases under callgrind (under a minute),
+## bench-instr-gate: the CI regression gate: a few evloop cases under callgrind (some ten seconds),
 ## failing when one costs more than 5% above docs/bench/instructions-baseline.tsv
 bench-instr-gate: bench-build
 	$(BENCH) instr --gate
