@@ -52,6 +52,8 @@ const BASELINE: &str = "docs/bench/instructions-baseline.tsv";
 const GATE_TOLERANCE: f64 = 0.05;
 /// Two pairs further apart than this (relative) make a cell noisy: three more pairs run.
 const NOISY: f64 = 0.01;
+/// A cell whose pairs spread wider than this (relative) gets no ratio.
+const TOO_WIDE: f64 = 0.10;
 /// Any one program run under callgrind: a server or subcommand taking longer has hung.
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 /// valgrind's options for every run besides the output file.
@@ -725,8 +727,16 @@ fn figure(cells: &Cells, case: &str, rt: &str) -> Option<f64> {
     cell(cells, case, rt).and_then(Outcome::median)
 }
 
+/// The figure of a cell whose spread is under [`TOO_WIDE`] of it: a ratio of a wider one would
+/// read as a result.
+fn comparable(cells: &Cells, case: &str, rt: &str) -> Option<f64> {
+    let o = cell(cells, case, rt)?;
+    let (m, (lo, hi)) = (o.median()?, o.range()?);
+    (hi - lo <= TOO_WIDE * m.abs()).then_some(m)
+}
+
 fn ratio_text(cells: &Cells, case: &str, rt: &str, reference: &str) -> String {
-    match (figure(cells, case, rt), figure(cells, case, reference)) {
+    match (comparable(cells, case, rt), comparable(cells, case, reference)) {
         (Some(x), Some(r)) if r > 0.0 => fmt_ratio(x / r),
         _ => "-".into(),
     }
@@ -877,7 +887,10 @@ fn section(env: &Env, cells: &Cells, took: Duration) -> String {
         for rt in runtimes(echo[0]) {
             let mut row = format!("| {} |", rt.label);
             for c in &echo {
-                let above = match (figure(cells, c.key, rt.label), figure(cells, c.key, "raw epoll")) {
+                let above = match (
+                    comparable(cells, c.key, rt.label),
+                    comparable(cells, c.key, "raw epoll"),
+                ) {
                     (Some(x), Some(raw)) if rt.label != "raw epoll" => signed(x - raw),
                     _ => "-".into(),
                 };
@@ -961,8 +974,9 @@ fn section(env: &Env, cells: &Cells, took: Duration) -> String {
              and polls the reactor when the main thread has not; under callgrind, which runs one thread at a time \
              and some 50 times slower, how much work that thread does depends on timing, so smol's figures vary \
              from run to run by more than the differences they would show (even below zero): read its cells as \
-             ranges, and its server CPU per round trip in section 1 as the better comparison. tokio's \
-             `current_thread` runtime and evloop do all the work on the loop's thread. The other spreads come from \
+             ranges (a cell whose spread exceeds 10% gets no ratio), and its server CPU per round trip in \
+             section 1 as the better comparison. tokio's `current_thread` runtime and evloop do all the work on \
+             the loop's thread. The other spreads come from \
              locks that two threads contend for (the spin before a futex wait is timing-dependent): the two \
              cross-thread cases move between runs of `make bench-instr` by up to 15%, so compare their runtimes \
              within one run.\n"
