@@ -16,6 +16,13 @@
 //! edge). A reader that stops early without either keeps the bit, so no edge is ever lost
 //! (the failure mode of mio #45).
 //!
+//! The other way round, readiness observed before an operation started never completes it:
+//! an unconnected stream socket reports itself writable and hung up as soon as it is
+//! registered, so `connect` forgets every bit when the attempt starts and believes only the
+//! edges that follow (checked with `SO_ERROR` and `getpeername`). And an `EAGAIN` clears every
+//! bit of its direction, hang-up and error included, so a stale bit can never make a waiting
+//! operation spin.
+//!
 //! One task may wait for reading and one for writing at a time (the two halves of a stream);
 //! a second waiter on the same side replaces the first's waker.
 //!
@@ -163,15 +170,35 @@ impl<T: AsFd> AsyncFd<T> {
 
     /// Forgets readiness for `interest` until the next edge. Call it when a syscall returned
     /// `EAGAIN` (the `*_io` methods do it for you).
+    ///
+    /// Every bit of that direction goes, not only "readable" or "writable": `EAGAIN` also
+    /// proves that no error is pending (the syscall would have returned it) and that the side
+    /// is not closed (a read of a closed side returns 0, a write fails with `EPIPE`). A bit
+    /// left behind would make the fd look ready forever and `poll_io` spin on `EAGAIN`: the
+    /// `ERROR` of an ICMP error a datagram socket once reported, or the hang-up an unconnected
+    /// stream socket reports before it is connected.
     pub fn clear_ready(&self, interest: Interest) {
-        // EAGAIN also proves no error is pending (the syscall would have returned it), so the
-        // ERROR bit goes too; otherwise a datagram socket that once reported an ICMP error
-        // would look ready forever and `poll_io` would spin on EAGAIN.
         let bits = match interest {
-            Interest::Read => ready::READABLE | ready::ERROR,
-            Interest::Write => ready::WRITABLE | ready::ERROR,
+            Interest::Read => ready::READABLE | ready::READ_CLOSED | ready::ERROR,
+            Interest::Write => ready::WRITABLE | ready::WRITE_CLOSED | ready::ERROR,
         };
         self.state.clear(bits);
+    }
+
+    /// Forgets only "readable" (or "writable") after a short read (write): the kernel's queue
+    /// was drained (filled), but a hang-up or error that came with the same edge still holds
+    /// and raises no new edge, so it must stay.
+    pub(crate) fn clear_after_short_transfer(&self, interest: Interest) {
+        self.state.clear(match interest {
+            Interest::Read => ready::READABLE,
+            Interest::Write => ready::WRITABLE,
+        });
+    }
+
+    /// Forgets every readiness bit: the operation starting now (a `connect`) makes everything
+    /// observed before it stale, and only the next edge says how it went.
+    pub(crate) fn reset_readiness(&self) {
+        self.state.clear(!0);
     }
 
     /// `Ready` once the fd is ready for `interest`; otherwise parks the task's waker.

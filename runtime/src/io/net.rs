@@ -127,18 +127,31 @@ impl Socket {
         &self.fd
     }
 
-    /// Connects (non-blocking `connect`, then a wait for writability and `SO_ERROR`).
+    /// Connects (non-blocking `connect`, then a wait for writability, `SO_ERROR`, and
+    /// `getpeername` to confirm).
+    ///
+    /// Readiness seen before the `connect` call never completes it: an unconnected socket
+    /// reports itself writable (and hung up) as soon as it is registered, so the bits the
+    /// registration holds are forgotten when the connection attempt starts, and a wake-up is
+    /// believed only once `SO_ERROR` is clear *and* the kernel knows the peer. A wake-up that
+    /// turns out stale (`ENOTCONN`) goes back to waiting.
     pub async fn connect(&self, addr: &SockAddr) -> io::Result<()> {
         match sys::connect(self.as_fd(), addr) {
             Ok(()) => return Ok(()),
             Err(e) if e.raw_os_error() == Some(sys::errno::EINPROGRESS) => {}
             Err(e) => return Err(addr_context("connect", addr, e)),
         }
-        // A fresh registration has no readiness yet: the first edge reports the outcome.
-        self.fd.writable().await?;
-        match self.take_error()? {
-            None => Ok(()),
-            Some(e) => Err(addr_context("connect", addr, e)),
+        self.fd.reset_readiness();
+        loop {
+            self.fd.writable().await?;
+            if let Some(e) = self.take_error()? {
+                return Err(addr_context("connect", addr, e));
+            }
+            match sys::peer_addr(self.as_fd()) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(sys::errno::ENOTCONN) => self.fd.reset_readiness(),
+                Err(e) => return Err(addr_context("connect", addr, e)),
+            }
         }
     }
 
@@ -162,7 +175,8 @@ impl Socket {
         if let Poll::Ready(Ok(n)) = r {
             if n > 0 && n < wanted {
                 // A short read drained the receive queue: skip the recv that would say EAGAIN.
-                self.fd.clear_ready(Interest::Read);
+                // (A FIN that came with the data keeps its bit: the next read returns 0.)
+                self.fd.clear_after_short_transfer(Interest::Read);
             }
         }
         r
@@ -182,7 +196,7 @@ impl Socket {
         if let Poll::Ready(Ok(n)) = r {
             if n < buf.len() {
                 // A short write filled the send buffer.
-                self.fd.clear_ready(Interest::Write);
+                self.fd.clear_after_short_transfer(Interest::Write);
             }
         }
         r
@@ -199,7 +213,7 @@ impl Socket {
             .poll_io(cx, Interest::Write, |fd| sys::send_vectored(fd.as_fd(), bufs));
         if let Poll::Ready(Ok(n)) = r {
             if n < total {
-                self.fd.clear_ready(Interest::Write);
+                self.fd.clear_after_short_transfer(Interest::Write);
             }
         }
         r
