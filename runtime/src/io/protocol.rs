@@ -50,6 +50,9 @@ const READ_BUFFER: usize = 64 * 1024;
 const READS_PER_EVENT: usize = 16;
 /// Accepts per event, likewise.
 const ACCEPTS_PER_EVENT: usize = 128;
+/// Writes dropped by a closing transport before it warns (asyncio's
+/// `LOG_THRESHOLD_FOR_CONNLOST_WRITES`).
+const WRITES_AFTER_CLOSE_WARNING: usize = 5;
 
 /// A stream protocol (asyncio's `Protocol`): the callbacks a transport calls.
 pub trait Protocol: 'static {
@@ -470,9 +473,11 @@ impl Transport {
         if t.closed.get() || t.closing.get() || t.write.borrow().eof_pending || t.kind == TransportKind::ReadPipe {
             let n = t.writes_after_close.get() + 1;
             t.writes_after_close.set(n);
-            if n == 1 && t.lp.debug() {
+            // asyncio warns from its fifth write to a lost connection on
+            // (LOG_THRESHOLD_FOR_CONNLOST_WRITES); once is enough here. Debug mode warns at once.
+            if (n == 1 && t.lp.debug()) || n == WRITES_AFTER_CLOSE_WARNING {
                 eprintln!(
-                    "evloop: warning: write() on a closing transport ({} bytes dropped)",
+                    "evloop: warning: write() on a closing transport ({n} write(s) dropped, the last of {} bytes)",
                     data.len()
                 );
             }

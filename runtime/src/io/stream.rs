@@ -50,7 +50,8 @@
 //! `FlowControlMixin`). [`StreamWriter::drain`] returns at once unless writing is paused; then
 //! it parks the task until `resume_writing` (or `connection_lost`) wakes it (`_drain_helper`).
 //! A producer that calls `drain` after each `write` therefore never queues much more than the
-//! high-water mark. [`AsyncWrite`] for [`StreamWriter`] applies the same rule before each write.
+//! high-water mark. On a closing transport `drain` never succeeds: it waits for
+//! `connection_lost` and reports the lost connection (bpo-25441), so such a producer stops. [`AsyncWrite`] for [`StreamWriter`] applies the same rule before each write.
 //!
 //! # Where evloop differs from asyncio (deliberately)
 //! - **Lifetimes instead of `close()` to avoid leaks**: the connection is closed
@@ -923,8 +924,10 @@ pub struct StreamWriter {
 impl StreamWriter {
     /// Writes `data`: buffered by the transport and sent, with everything else written to this
     /// connection during the same loop iteration, in one `send` when the iteration's callbacks
-    /// and task steps have run (see [`Transport::write`]). After `close()` or `write_eof()` the
-    /// data is dropped, as asyncio does.
+    /// and task steps have run (see [`Transport::write`]). After `close()` or `write_eof()`, or
+    /// once the connection failed, the data is dropped, as asyncio does (with a warning on
+    /// stderr from the fifth such write on); the next [`drain`](StreamWriter::drain) reports
+    /// the closed connection.
     pub fn write(&self, data: &[u8]) {
         self.transport.write(data);
     }
@@ -937,6 +940,12 @@ impl StreamWriter {
     /// Waits until the transport's write buffer is back under the high-water mark, if it went
     /// above it (asyncio's `drain`). Returns at once when writing is not paused. An error if the
     /// connection is lost: its error if it failed, `ConnectionReset` if it closed.
+    ///
+    /// Once the transport is closing (`close()` was called, or the connection failed and its
+    /// `connection_lost` is on its way), `drain` never returns `Ok`: it yields until the
+    /// connection is lost, then reports it (asyncio, bpo-25441). So a `write` + `drain` loop
+    /// ends, instead of spinning forever on a closed stream without ever letting the loop run
+    /// the callback that would tell it so.
     pub async fn drain(&self) -> io::Result<()> {
         poll_fn(|cx| self.poll_drain(cx, "drain")).await
     }
@@ -945,6 +954,11 @@ impl StreamWriter {
         let c = &self.conn;
         if c.lost.get() {
             return Poll::Ready(Err(c.lost_io(op, io::ErrorKind::ConnectionReset)));
+        }
+        if self.transport.is_closing() {
+            // `connection_lost` wakes the writers: then the branch above reports it.
+            c.park_writer(cx);
+            return Poll::Pending;
         }
         if !c.write_paused.get() {
             return Poll::Ready(Ok(()));
