@@ -36,6 +36,13 @@ const CHILD_ENV: &str = "EVLOOP_NET_EMFILE_CHILD";
 // ---------------------------------------------------------------------------------------------
 // Helpers (local to this binary).
 
+/// The server's pause between accept attempts while out of fds.
+const RETRY: Duration = Duration::from_millis(100);
+
+fn new_loop() -> EventLoop {
+    EventLoop::builder().accept_retry_delay(RETRY).build().unwrap()
+}
+
 fn exceptions(lp: &LoopHandle) -> Log<(ExceptionKind, String)> {
     record_exceptions_with(lp, |_, ctx| (ctx.kind, ctx.message.clone()))
 }
@@ -68,7 +75,7 @@ async fn served(c: &mut TcpStream) -> Option<bool> {
 fn emfile_scenario() {
     let start_fds = open_fd_count();
     let (soft, hard) = sys::nofile_limit().unwrap();
-    let lp = EventLoop::new().unwrap();
+    let lp = new_loop();
     spin_once(&lp);
     let seen = exceptions(&lp);
     let h = lp.handle();
@@ -147,6 +154,8 @@ fn emfile_scenario() {
             wave2.push(connect_prepared(prepared.pop().unwrap(), addr).await.unwrap());
             sleep(Duration::from_millis(20)).await;
         }
+        // The server accepts (sheds) only every RETRY while out of fds: give it two rounds.
+        sleep(RETRY * 2).await;
         let busy = lp2.stats().iterations - it1;
         println!(
             "out of fds: {idle} iterations in 300 ms idle, {busy} iterations for {SECOND_WAVE} shed connections in {:?}",
@@ -223,7 +232,7 @@ fn a_server_out_of_fds_sheds_connections_keeps_serving_without_spinning_and_reco
 
 #[test]
 fn an_injected_emfile_on_accept_sheds_the_pending_connection_and_the_next_one_is_served() {
-    let lp = EventLoop::new().unwrap();
+    let lp = new_loop();
     spin_once(&lp);
     let seen = exceptions(&lp);
     let h = lp.handle();
@@ -248,7 +257,7 @@ fn an_injected_emfile_on_accept_sheds_the_pending_connection_and_the_next_one_is
 
 #[test]
 fn without_its_spare_fd_a_server_out_of_fds_pauses_instead_of_spinning_and_serves_later() {
-    let lp = EventLoop::new().unwrap();
+    let lp = new_loop();
     spin_once(&lp);
     let seen = exceptions(&lp);
     let h = lp.handle();

@@ -29,6 +29,8 @@ pub enum LoopErrorKind {
     NoRunningLoop,
     /// An operating-system call failed (creating the loop, polling, registering an fd).
     Io,
+    /// A configuration value is out of its range (a [`Builder`](crate::Builder) option).
+    InvalidConfig,
 }
 
 /// An error from an [`EventLoop`](crate::EventLoop) operation.
@@ -52,6 +54,15 @@ impl LoopError {
             kind: LoopErrorKind::Io,
             op,
             io: Some(err),
+        }
+    }
+
+    /// A configuration error: `detail` says which value and why.
+    pub(crate) fn invalid_config(op: &'static str, detail: String) -> Self {
+        LoopError {
+            kind: LoopErrorKind::InvalidConfig,
+            op,
+            io: Some(io::Error::new(io::ErrorKind::InvalidInput, detail)),
         }
     }
 
@@ -81,6 +92,7 @@ impl fmt::Display for LoopError {
             LoopErrorKind::Stopped => "the event loop stopped before the future completed",
             LoopErrorKind::NoRunningLoop => "no event loop is running on this thread",
             LoopErrorKind::Io => "operating-system error",
+            LoopErrorKind::InvalidConfig => "invalid configuration",
         };
         match &self.io {
             Some(e) => write!(f, "{}: {what}: {e}", self.op),
@@ -98,7 +110,9 @@ impl std::error::Error for LoopError {
 impl From<LoopError> for io::Error {
     fn from(e: LoopError) -> io::Error {
         let kind = match e.kind {
-            LoopErrorKind::Io => e.io.as_ref().map_or(io::ErrorKind::Other, |e| e.kind()),
+            LoopErrorKind::Io | LoopErrorKind::InvalidConfig => {
+                e.io.as_ref().map_or(io::ErrorKind::Other, |e| e.kind())
+            }
             _ => io::ErrorKind::Other,
         };
         io::Error::new(kind, e)

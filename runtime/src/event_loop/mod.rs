@@ -83,6 +83,27 @@ pub(crate) const SPARE_EXTRAS: usize = 1024;
 /// asyncio caps a poll at one day; a longer timer simply polls again.
 const MAX_POLL: Duration = Duration::from_secs(86_400);
 
+/// asyncio's `ACCEPT_RETRY_DELAY`: how long a server waits before it retries `accept` after
+/// running out of a resource.
+pub const DEFAULT_ACCEPT_RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// The range `Builder::accept_retry_delay` and `Server::set_accept_retry_delay` accept.
+const ACCEPT_RETRY_DELAY_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(1)..=Duration::from_secs(3600);
+
+/// Checks an accept retry delay: a description of the problem if it is out of range.
+pub(crate) fn check_accept_retry_delay(delay: Duration) -> Result<(), String> {
+    if ACCEPT_RETRY_DELAY_RANGE.contains(&delay) {
+        Ok(())
+    } else {
+        Err(format!(
+            "an accept retry delay of {delay:?} is outside {:?}..={:?} (shorter would spin, longer never retries)",
+            ACCEPT_RETRY_DELAY_RANGE.start(),
+            ACCEPT_RETRY_DELAY_RANGE.end()
+        ))
+    }
+}
+
 /// Work in the ready queue: a callback, or a task to step (a counted reference to its cell).
 pub(crate) enum Ready {
     Callback(Rc<dyn Callback>),
@@ -423,6 +444,7 @@ pub struct Builder {
     timer_slack: Option<Duration>,
     eager_tasks: bool,
     executor_threads: usize,
+    accept_retry_delay: Duration,
 }
 
 impl Default for Builder {
@@ -455,6 +477,7 @@ impl Builder {
             timer_slack: Some(Duration::from_nanos(1)),
             eager_tasks: false,
             executor_threads: default_executor_threads(),
+            accept_retry_delay: DEFAULT_ACCEPT_RETRY_DELAY,
         }
     }
 
@@ -511,8 +534,27 @@ impl Builder {
         self
     }
 
+    /// How long a server waits before it tries `accept` again after the process or system ran
+    /// out of a resource (`EMFILE`, `ENFILE`, `ENOMEM`, `ENOBUFS`, ...): asyncio's
+    /// `ACCEPT_RETRY_DELAY`, 1 s by default. Connections keep queueing in the kernel meanwhile;
+    /// a server still out of fds when the delay ends sheds them (see
+    /// [`Server::shed_connections`](crate::Server::shed_connections)). Each server can change
+    /// its own with [`Server::set_accept_retry_delay`](crate::Server::set_accept_retry_delay).
+    ///
+    /// It must lie within 1 ms (a shorter delay would make a server that cannot accept spin)
+    /// and 1 hour; [`build`](Builder::build) refuses other values.
+    pub fn accept_retry_delay(mut self, delay: Duration) -> Self {
+        self.accept_retry_delay = delay;
+        self
+    }
+
     /// Creates the loop: an epoll instance and a wake-up eventfd (both `O_CLOEXEC`).
+    ///
+    /// Errors: an option out of its range ([`LoopErrorKind::InvalidConfig`], naming the
+    /// option), or the OS refused the epoll instance or the eventfd.
     pub fn build(self) -> Result<EventLoop, LoopError> {
+        check_accept_retry_delay(self.accept_retry_delay)
+            .map_err(|e| LoopError::invalid_config("Builder::build (accept_retry_delay)", e))?;
         // Loop ids are u32 (a task's header stores its loop's id); ids are never reused, so a
         // wake can never reach a later loop. Four billion loops in one process is the limit.
         static NEXT_LOOP_ID: AtomicU32 = AtomicU32::new(1);
@@ -564,6 +606,7 @@ impl Builder {
             slow_callback: self.slow_callback,
             tracer,
             eager_tasks: self.eager_tasks,
+            accept_retry_delay: self.accept_retry_delay,
             slack_acquired: Cell::new(self.timer_slack.is_some()),
             executor_threads: Cell::new(self.executor_threads),
             sigpipe_block: RefCell::new(None),
@@ -637,6 +680,8 @@ pub(crate) struct LoopInner {
     slow_callback: Duration,
     tracer: Option<Tracer>,
     pub(crate) eager_tasks: bool,
+    /// The accept retry delay new servers start with (`Builder::accept_retry_delay`).
+    pub(crate) accept_retry_delay: Duration,
     slack_acquired: Cell<bool>,
     /// The bound of the next executor pool (`Builder::executor_threads`, `set_default_executor`);
     /// the pool itself is an extension of the `os` layer.

@@ -37,9 +37,11 @@ use std::time::Duration;
 
 use evloop_syscalls as sys;
 
-use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
+use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback, TimerHandle};
 use crate::event_loop::reactor::{ready, IoState};
-use crate::event_loop::{DeferredFlush, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready};
+use crate::event_loop::{
+    check_accept_retry_delay, DeferredFlush, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready,
+};
 use crate::io::net::{Shutdown, SockAddr, SockType, UnixAddr};
 use crate::task::promise::Promise;
 
@@ -793,6 +795,12 @@ struct Listener {
     fd: RefCell<Option<OwnedFd>>,
     io: Rc<IoState>,
     addr: SockAddr,
+    /// The retry timer while accepting is paused after a process or system error; events that
+    /// arrive meanwhile leave the queue to the timer (the readiness bit stays set).
+    retry: RefCell<Option<TimerHandle>>,
+    /// The last attempt failed for want of fds: if the retry fails the same way, the
+    /// condition persists and the queue is shed.
+    out_of_fds: Cell<bool>,
 }
 
 struct ServerInner {
@@ -806,6 +814,9 @@ struct ServerInner {
     reserve: RefCell<Option<OwnedFd>>,
     /// Connections shed because the process was out of fds.
     shed: Cell<u64>,
+    /// How long accepting pauses after a process or system error (asyncio's
+    /// `ACCEPT_RETRY_DELAY`).
+    retry_delay: Cell<Duration>,
     closed_waiters: RefCell<Vec<Promise<()>>>,
 }
 
@@ -843,8 +854,38 @@ fn is_out_of_fds(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(sys::errno::EMFILE) | Some(sys::errno::ENFILE))
 }
 
+/// Errors that concern the one connection `accept4` was taking, not the listener: that
+/// connection is gone, the next one may be fine. `accept(2)`: "Linux accept() passes
+/// already-pending network errors on the new socket as an error code from accept() ... For
+/// reliable operation the application should ... treat them like EAGAIN by retrying", naming
+/// these for TCP; `ECONNABORTED` is the peer's reset before the accept, `EPERM` a firewall rule
+/// that refused this connection.
+fn is_per_connection(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(
+            sys::errno::ECONNABORTED
+                | sys::errno::EPERM
+                | sys::errno::ENOPROTOOPT
+                | sys::errno::EOPNOTSUPP
+                | sys::errno::EHOSTUNREACH
+                | sys::errno::ENETUNREACH
+                | sys::errno::EPROTO
+                | sys::errno::ENETDOWN
+                | sys::errno::EHOSTDOWN
+                | sys::errno::ENONET
+        )
+    )
+}
+
+/// Accepts what the listener's queue holds, up to a budget.
+///
+/// The listener is edge-triggered, so its `READABLE` bit is the only memory of the connections
+/// waiting: it is cleared only by `EAGAIN`, never by an error, or a queued connection would
+/// wait for the next one to arrive. A per-connection error is skipped; any other error pauses
+/// accepting for the retry delay (see `back_off`).
 fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
-    if !server.serving.get() {
+    if !server.serving.get() || listener.retry.borrow().is_some() {
         return;
     }
     for _ in 0..ACCEPTS_PER_EVENT {
@@ -855,10 +896,11 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
         };
         match accepted {
             Ok((fd, _peer)) => {
+                listener.out_of_fds.set(false);
                 if listener.addr.as_inet().is_some() {
                     let _ = sys::set_nodelay(fd.as_fd(), true);
                 }
-                let protocol = (server.factory)();
+                let Some(protocol) = server.new_protocol() else { return };
                 server.active.set(server.active.get() + 1);
                 let s = server.clone();
                 let on_close: Box<dyn FnOnce()> = Box::new(move || connection_closed(&s));
@@ -871,17 +913,23 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                listener.out_of_fds.set(false);
                 listener.io.clear(ready::READABLE);
                 return;
             }
-            Err(e) if e.raw_os_error() == Some(sys::errno::ECONNABORTED) => continue,
+            Err(e) if is_per_connection(&e) => continue,
             Err(e) if is_out_of_fds(&e) => {
-                shed_connections(server, listener, &e);
+                out_of_fds(server, listener, &e);
                 return;
             }
             Err(e) => {
-                report(server, format!("accept on {}: {e}", listener.addr));
-                listener.io.clear(ready::READABLE);
+                listener.out_of_fds.set(false);
+                let delay = server.retry_delay.get();
+                report(
+                    server,
+                    format!("accept on {}: {e}; retrying in {delay:?}", listener.addr),
+                );
+                back_off(server, listener);
                 return;
             }
         }
@@ -892,9 +940,44 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
     server.lp.push_ready(Ready::Callback(cb));
 }
 
-/// Out of fds: close the spare fd, accept and drop pending connections until the queue is
-/// empty, reopen the spare. Without a spare, stop accepting for a moment (asyncio's way).
-fn shed_connections(server: &Rc<ServerInner>, listener: &Rc<Listener>, err: &io::Error) {
+/// Pauses accepting on `listener` for the retry delay (asyncio removes the reader and calls
+/// `_start_serving` again after `ACCEPT_RETRY_DELAY`). The readiness bit stays set, so the
+/// retry finds the queued connections; events that arrive meanwhile do nothing, so a server
+/// that cannot accept idles instead of spinning.
+fn back_off(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
+    let (s, l) = (server.clone(), listener.clone());
+    let lp = LoopHandle {
+        inner: server.lp.clone(),
+    };
+    let timer = lp.call_later(server.retry_delay.get(), move || {
+        let timer = l.retry.borrow_mut().take();
+        drop(timer);
+        accept_ready(&s, &l);
+    });
+    // A closed loop refuses the timer, and then nothing would ever accept again anyway.
+    *listener.retry.borrow_mut() = timer.ok();
+}
+
+/// Out of fds (`EMFILE`, `ENFILE`): sheds the queue (libuv's reserve-fd trick, see
+/// `shed_connections`) and backs off.
+fn out_of_fds(server: &Rc<ServerInner>, listener: &Rc<Listener>, err: &io::Error) {
+    let delay = server.retry_delay.get();
+    let shed = shed_connections(server, listener);
+    report(
+        server,
+        format!(
+            "accept on {}: {err}; shed {shed} pending connection(s), retrying in {delay:?}",
+            listener.addr
+        ),
+    );
+    back_off(server, listener);
+}
+
+/// Closes the spare fd, accepts and drops pending connections until the queue is empty (or
+/// accept fails again), and reopens the spare: the pending clients see their connection
+/// closed. Returns how many were shed. Without a spare (it could not be reopened last time),
+/// nothing is shed.
+fn shed_connections(server: &Rc<ServerInner>, listener: &Rc<Listener>) -> u64 {
     let spare = server.reserve.borrow_mut().take();
     let mut shed = 0u64;
     if let Some(spare) = spare {
@@ -914,32 +997,23 @@ fn shed_connections(server: &Rc<ServerInner>, listener: &Rc<Listener>, err: &io:
                     listener.io.clear(ready::READABLE);
                     break;
                 }
+                Err(e) if is_per_connection(&e) => continue,
                 Err(_) => break,
             }
         }
         server.shed.set(server.shed.get() + shed);
     }
-    // Reopen the spare now, or at the next EMFILE if the process is still out of fds.
+    // Reopen the spare now, or at the next attempt if the process is still out of fds.
     if server.reserve.borrow().is_none() {
         *server.reserve.borrow_mut() = sys::open_dev_null().ok();
     }
-    let draining = listener.io.readiness() & ready::READABLE != 0;
-    if shed > 0 || draining {
-        report(
-            server,
-            format!(
-                "accept on {}: {err}; shed {shed} pending connection(s), still serving",
-                listener.addr
-            ),
-        );
-    }
-    if draining {
-        // Could not drain the queue: retry after a pause instead of spinning.
-        let (s, l) = (server.clone(), listener.clone());
-        let lp = LoopHandle {
-            inner: server.lp.clone(),
-        };
-        let _ = lp.call_later(Duration::from_millis(100), move || accept_ready(&s, &l));
+    shed
+}
+
+impl ServerInner {
+    /// A protocol for a new connection, from the user's factory.
+    fn new_protocol(&self) -> Option<Box<dyn Protocol>> {
+        Some((self.factory)())
     }
 }
 
@@ -981,6 +1055,7 @@ impl<A> Server<A> {
             active: Cell::new(0),
             reserve: RefCell::new(sys::open_dev_null().ok()),
             shed: Cell::new(0),
+            retry_delay: Cell::new(lp.accept_retry_delay),
             closed_waiters: RefCell::new(Vec::new()),
         });
         for (fd, addr) in sockets {
@@ -989,6 +1064,8 @@ impl<A> Server<A> {
                 fd: RefCell::new(Some(fd)),
                 io,
                 addr,
+                retry: RefCell::new(None),
+                out_of_fds: Cell::new(false),
             });
             let handler: Rc<dyn Callback> = Rc::new(AcceptHandler {
                 meta: HandleMeta::new(HandleKind::Io, Location::caller()),
@@ -1035,9 +1112,51 @@ impl<A> Server<A> {
         self.inner.active.get()
     }
 
-    /// Connections accepted and dropped because the process was out of fds.
+    /// Connections accepted and dropped because the process was out of fds for longer than
+    /// the accept retry delay.
     pub fn shed_connections(&self) -> u64 {
         self.inner.shed.get()
+    }
+
+    /// How long accepting pauses after the process or system ran out of a resource (see
+    /// [`Builder::accept_retry_delay`](crate::Builder::accept_retry_delay), where new servers
+    /// take it from).
+    pub fn accept_retry_delay(&self) -> Duration {
+        self.inner.retry_delay.get()
+    }
+
+    /// Changes this server's accept retry delay; a pause already under way keeps its timer.
+    /// An `InvalidInput` error (and no change) outside 1 ms ..= 1 hour.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let lp = evloop::EventLoop::new()?;
+    /// let h = lp.handle();
+    /// lp.run_until_complete(async move {
+    ///     let server = h.create_unix_server(
+    ///         || evloop_doc_protocol(),
+    ///         &evloop::net::UnixAddr::abstract_name(b"evloop-doc-retry")?,
+    ///     )?;
+    ///     server.set_accept_retry_delay(Duration::from_millis(200))?;
+    ///     assert_eq!(server.accept_retry_delay(), Duration::from_millis(200));
+    ///     assert!(server.set_accept_retry_delay(Duration::ZERO).is_err());
+    ///     server.close();
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # struct P;
+    /// # impl evloop::Protocol for P { fn data_received(&mut self, _: &[u8]) {} }
+    /// # fn evloop_doc_protocol() -> P { P }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_accept_retry_delay(&self, delay: Duration) -> io::Result<()> {
+        check_accept_retry_delay(delay).map_err(|detail| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("Server::set_accept_retry_delay: {detail}"),
+            )
+        })?;
+        self.inner.retry_delay.set(delay);
+        Ok(())
     }
 
     /// Stops listening (closes the listening sockets); open connections are left alone.
@@ -1048,6 +1167,10 @@ impl<A> Server<A> {
         }
         let listeners = std::mem::take(&mut *s.listeners.borrow_mut());
         for l in listeners {
+            let retry = l.retry.borrow_mut().take();
+            if let Some(t) = retry {
+                t.cancel();
+            }
             s.lp.deregister_io(&l.io);
             if let Some(fd) = l.fd.borrow_mut().take() {
                 let _ = sys::close(fd);
