@@ -155,3 +155,104 @@ fn a_per_connection_accept_error_is_skipped_at_once_and_not_reported() {
         server.close();
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Out of fds: back off first, shed only if it lasts.
+
+#[test]
+fn a_brief_out_of_fds_condition_backs_off_and_sheds_nothing() {
+    for (errno, times) in [
+        (sys::errno::ENFILE, 1),
+        (sys::errno::EMFILE, 1),
+        (sys::errno::ENFILE, 5),
+    ] {
+        let lp = new_loop();
+        let seen = exceptions(&lp);
+        let (server, addr) = echo_server(&lp);
+        let clients = queued_clients(addr, CLIENTS);
+        fault::fail_times(Syscall::Accept4, 1, times, errno);
+        let got = run_bounded(&lp, outcomes(clients, Duration::from_secs(5)));
+        fault::clear();
+        let err = io::Error::from_raw_os_error(errno);
+        println!("{times} x {err}: {got:?}; reports: {:?}", seen.borrow());
+        assert_eq!(
+            served(&got),
+            CLIENTS,
+            "{times} x {err}: every queued client is served: {got:?}"
+        );
+        assert_eq!(server.shed_connections(), 0, "{times} x {err}: nothing shed");
+        assert!(!seen.borrow().is_empty(), "the condition is reported");
+        server.close();
+    }
+}
+
+#[test]
+fn an_out_of_fds_condition_that_outlasts_the_retry_delay_sheds_the_queue() {
+    let delay = Duration::from_millis(300);
+    let lp = EventLoop::builder().accept_retry_delay(delay).build().unwrap();
+    let seen = exceptions(&lp);
+    let (server, addr) = echo_server(&lp);
+    let clients = queued_clients(addr, CLIENTS);
+    // The first attempt and the retry fail; the shedding accepts (made with the spare fd's
+    // number free) work.
+    fault::fail_times(Syscall::Accept4, 1, 2, sys::errno::EMFILE);
+    let h = lp.handle();
+    let s = server.clone();
+    let (early, got) = run_bounded(&lp, async move {
+        // Half the delay in: backed off, nothing shed yet.
+        evloop::sleep(delay / 2).await;
+        let early = s.shed_connections();
+        let _ = &h;
+        (early, outcomes(clients, Duration::from_secs(5)).await)
+    });
+    fault::clear();
+    println!("lasting EMFILE: {got:?}; reports: {:?}", seen.borrow());
+    assert_eq!(early, 0, "nothing is shed before the condition has lasted one delay");
+    assert_eq!(server.shed_connections(), CLIENTS as u64);
+    assert_eq!(served(&got), 0, "every queued client was shed: {got:?}");
+    assert!(
+        got.iter().all(|o| *o == Some(false)),
+        "shed clients see their connection closed: {got:?}"
+    );
+    let seen = seen.borrow();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[0].1.contains("retrying in"), "{}", seen[0].1);
+    assert!(seen[1].1.contains(&format!("shed {CLIENTS}")), "{}", seen[1].1);
+    // And once accept works again, new clients are served.
+    let late = queued_clients(addr, 2);
+    let got = run_bounded(&lp, outcomes(late, Duration::from_secs(5)));
+    assert_eq!(served(&got), 2, "{got:?}");
+    server.close();
+}
+
+#[test]
+fn a_server_out_of_fds_for_good_idles_with_bounded_cpu_and_no_spin() {
+    let lp = EventLoop::builder()
+        .accept_retry_delay(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let seen = exceptions(&lp);
+    let (server, addr) = echo_server(&lp);
+    let _clients = queued_clients(addr, 4);
+    // Every accept fails, and so would reopening the spare fd: nothing can help, the server can
+    // only wait.
+    fault::fail_times(Syscall::Accept4, 1, u64::MAX, sys::errno::EMFILE);
+    fault::fail_times(Syscall::Open, 1, u64::MAX, sys::errno::EMFILE);
+    let iterations = lp.stats().iterations;
+    let cpu = evloop_tests::thread_cpu_time();
+    let wall = std::time::Instant::now();
+    run_bounded(&lp, evloop::sleep(Duration::from_secs(1)));
+    let cpu = evloop_tests::thread_cpu_time() - cpu;
+    let wall = wall.elapsed();
+    let iterations = lp.stats().iterations - iterations;
+    fault::clear();
+    println!(
+        "1 s out of fds: {iterations} iterations, {cpu:?} CPU in {wall:?}, {} reports",
+        seen.borrow().len()
+    );
+    // One attempt per 20 ms delay is about 50 iterations; a spinning loop makes millions.
+    assert!(iterations <= 200, "{iterations} iterations in {wall:?}");
+    assert!(cpu < wall / 4, "the loop used {cpu:?} of CPU in {wall:?}");
+    assert!(server.is_serving());
+    server.close();
+}

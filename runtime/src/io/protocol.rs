@@ -37,6 +37,7 @@ use std::time::Duration;
 
 use evloop_syscalls as sys;
 
+use crate::event_loop::clock::duration_to_ns;
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback, TimerHandle};
 use crate::event_loop::reactor::{ready, IoState};
 use crate::event_loop::{
@@ -798,9 +799,9 @@ struct Listener {
     /// The retry timer while accepting is paused after a process or system error; events that
     /// arrive meanwhile leave the queue to the timer (the readiness bit stays set).
     retry: RefCell<Option<TimerHandle>>,
-    /// The last attempt failed for want of fds: if the retry fails the same way, the
-    /// condition persists and the queue is shed.
-    out_of_fds: Cell<bool>,
+    /// Loop time of the first of the consecutive attempts that failed for want of fds: once
+    /// the condition has lasted a retry delay, the queue is shed.
+    out_of_fds_since: Cell<Option<u64>>,
 }
 
 struct ServerInner {
@@ -896,7 +897,7 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
         };
         match accepted {
             Ok((fd, _peer)) => {
-                listener.out_of_fds.set(false);
+                listener.out_of_fds_since.set(None);
                 if listener.addr.as_inet().is_some() {
                     let _ = sys::set_nodelay(fd.as_fd(), true);
                 }
@@ -913,7 +914,7 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                listener.out_of_fds.set(false);
+                listener.out_of_fds_since.set(None);
                 listener.io.clear(ready::READABLE);
                 return;
             }
@@ -923,7 +924,7 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
                 return;
             }
             Err(e) => {
-                listener.out_of_fds.set(false);
+                listener.out_of_fds_since.set(None);
                 let delay = server.retry_delay.get();
                 report(
                     server,
@@ -952,24 +953,47 @@ fn back_off(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
     let timer = lp.call_later(server.retry_delay.get(), move || {
         let timer = l.retry.borrow_mut().take();
         drop(timer);
-        accept_ready(&s, &l);
+        // Only if connections wait: an empty queue (shed, or never filled) is left to the next
+        // edge, so a server out of fds with nobody connecting makes no attempt at all.
+        if l.io.readiness() & ready::READABLE != 0 {
+            accept_ready(&s, &l);
+        }
     });
     // A closed loop refuses the timer, and then nothing would ever accept again anyway.
     *listener.retry.borrow_mut() = timer.ok();
 }
 
-/// Out of fds (`EMFILE`, `ENFILE`): sheds the queue (libuv's reserve-fd trick, see
-/// `shed_connections`) and backs off.
+/// Out of fds (`EMFILE`, `ENFILE`). At first the server only backs off: the condition often
+/// lasts a moment (a burst of connections, a child holding pipes), and the connections waiting
+/// in the kernel's queue can be served once it is over. If it has lasted a whole retry delay,
+/// it persists: the queue is shed (libuv's reserve-fd trick, see `shed_connections`), so that
+/// its clients see their connection closed now instead of waiting in the backlog for as long
+/// as the condition lasts, and the server backs off again.
 fn out_of_fds(server: &Rc<ServerInner>, listener: &Rc<Listener>, err: &io::Error) {
     let delay = server.retry_delay.get();
-    let shed = shed_connections(server, listener);
-    report(
-        server,
-        format!(
-            "accept on {}: {err}; shed {shed} pending connection(s), retrying in {delay:?}",
-            listener.addr
-        ),
-    );
+    let now = server.lp.now();
+    let since = match listener.out_of_fds_since.get() {
+        Some(t) => t,
+        None => {
+            listener.out_of_fds_since.set(Some(now));
+            now
+        }
+    };
+    if now.saturating_sub(since) >= duration_to_ns(delay) {
+        let shed = shed_connections(server, listener);
+        report(
+            server,
+            format!(
+                "accept on {}: {err}, still after {delay:?}; shed {shed} pending connection(s), retrying in {delay:?}",
+                listener.addr
+            ),
+        );
+    } else {
+        report(
+            server,
+            format!("accept on {}: {err}; retrying in {delay:?}", listener.addr),
+        );
+    }
     back_off(server, listener);
 }
 
@@ -1065,7 +1089,7 @@ impl<A> Server<A> {
                 io,
                 addr,
                 retry: RefCell::new(None),
-                out_of_fds: Cell::new(false),
+                out_of_fds_since: Cell::new(None),
             });
             let handler: Rc<dyn Callback> = Rc::new(AcceptHandler {
                 meta: HandleMeta::new(HandleKind::Io, Location::caller()),
