@@ -201,8 +201,8 @@ pub use signal::{
 pub use sigpipe::{block_sigpipe_on_this_thread, write_nosigpipe, writev_nosigpipe, SigpipeBlock};
 pub use sockaddr::{Domain, SockAddr, UnixAddr};
 pub use socket::{
-    accept4, bind, connect, listen, local_addr, peer_addr, recv, recv_from, recv_peek, send, send_to, send_vectored,
-    sendfile, shutdown, socket, socketpair, Shutdown, SockType,
+    accept4, bind, connect, listen, local_addr, peek_datagram_len, peer_addr, recv, recv_from, recv_peek, send,
+    send_to, send_vectored, sendfile, shutdown, socket, socketpair, Shutdown, SockType,
 };
 pub use sockopt::{
     nodelay, recv_buffer_size, send_buffer_size, set_broadcast, set_keepalive, set_linger_zero, set_nodelay,

@@ -827,10 +827,16 @@ impl LoopHandle {
     }
 
     /// Receives up to `n` bytes (asyncio's `sock_recv`); empty at end of stream.
+    ///
+    /// `n` bounds the result, not the memory set aside: a stream socket receives at most
+    /// 256 KiB per call, however large `n` is (any `n`, even `usize::MAX`, is fine), and a
+    /// datagram socket gets a buffer the size of its next datagram when `n` is larger than
+    /// that, so a datagram is truncated only to `n`. The result holds no more capacity than
+    /// it needs.
     pub async fn sock_recv(&self, sock: &Socket, n: usize) -> io::Result<Vec<u8>> {
-        let mut buf = vec![0u8; n];
+        let mut buf = recv_buffer(sock, n).await?;
         let got = sock.recv(&mut buf).await?;
-        buf.truncate(got);
+        fit(&mut buf, got);
         Ok(buf)
     }
 
@@ -855,11 +861,12 @@ impl LoopHandle {
         Ok((Socket::with_loop(self, fd)?, addr))
     }
 
-    /// Receives a datagram and its sender (asyncio's `sock_recvfrom`).
+    /// Receives a datagram and its sender (asyncio's `sock_recvfrom`): up to `n` bytes of it,
+    /// with the memory rule of [`sock_recv`](LoopHandle::sock_recv) (any `n` is fine).
     pub async fn sock_recvfrom(&self, sock: &Socket, n: usize) -> io::Result<(Vec<u8>, SockAddr)> {
-        let mut buf = vec![0u8; n];
+        let mut buf = recv_buffer(sock, n).await?;
         let (got, addr) = sock.recv_from(&mut buf).await?;
-        buf.truncate(got);
+        fit(&mut buf, got);
         Ok((buf, addr))
     }
 
@@ -932,6 +939,39 @@ impl LoopHandle {
                 sent += n as u64;
             }
         }
+    }
+}
+
+/// The most `sock_recv` / `sock_recvfrom` set aside up front for a stream socket.
+const RECV_BUFFER_MAX: usize = 256 * 1024;
+
+/// A zeroed buffer for receiving at most `n` bytes from `sock`, never allocated from `n`
+/// alone: asyncio allocates `n` bytes, which for a large `n` is an allocation failure (an
+/// abort in Rust) or a capacity overflow (a panic). Up to `RECV_BUFFER_MAX`, `n` is taken as
+/// it is. Beyond it, a stream socket gets `RECV_BUFFER_MAX` (a stream read may return less
+/// than asked), and a datagram socket waits for its next datagram and gets its exact size, so
+/// that no datagram is cut short of `n`.
+async fn recv_buffer(sock: &Socket, n: usize) -> io::Result<Vec<u8>> {
+    if n <= RECV_BUFFER_MAX {
+        return Ok(vec![0u8; n]);
+    }
+    let len = match sys::socket_type(sock.as_fd())? {
+        SockType::Stream => RECV_BUFFER_MAX,
+        SockType::Datagram => {
+            sock.fd
+                .io(Interest::Read, |fd| sys::peek_datagram_len(fd.as_fd()))
+                .await?
+        }
+    };
+    Ok(vec![0u8; len.min(n)])
+}
+
+/// Truncates a receive buffer to what was received, giving back memory that a short receive
+/// left unused.
+fn fit(buf: &mut Vec<u8>, got: usize) {
+    buf.truncate(got);
+    if buf.capacity() > 4096 && buf.capacity() / 2 > got {
+        buf.shrink_to_fit();
     }
 }
 
