@@ -1476,8 +1476,7 @@ impl LoopHandle {
         Ok(self.schedule_at(deadline, Some(when), Location::caller(), f))
     }
 
-    /// Inserts the timer; `when` is the caller's own instant for `call_at` (kept as given, even
-    /// if it lies before the loop's epoch and so maps to loop time 0).
+    /// Inserts the timer; `when` is the caller's own instant for `call_at` (kept as given).
     fn schedule_at<F: FnOnce() + 'static>(
         &self,
         deadline: u64,

@@ -128,7 +128,9 @@ impl Future for Sleep {
                 this.registered = Some((lp.clone(), id));
             }
         }
-        note_awaiting(Awaiting::Sleep(Duration::from_nanos(deadline)));
+        note_awaiting(Awaiting::Sleep(Duration::from_nanos(
+            deadline.saturating_sub(lp.clock.origin()),
+        )));
         Poll::Pending
     }
 }
