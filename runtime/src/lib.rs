@@ -88,6 +88,7 @@ mod task;
 
 pub use event_loop::error::{
     os_error, InvalidStateError, LoopError, LoopErrorKind, OpError, Panic, PromiseError, RunError, TaskError,
+    WrongLoopError,
 };
 pub use event_loop::executor::{ExecutorError, ExecutorJob};
 pub use event_loop::handle::{CallbackId, Handle, TimerHandle};

@@ -360,6 +360,12 @@ pub(crate) fn running_loop_traces() -> bool {
     RUNNING_TRACES.try_with(Cell::get).unwrap_or(false)
 }
 
+/// The id of the loop running on this thread, if any (what loop-bound objects compare theirs
+/// with before they let a task wait).
+pub(crate) fn running_loop_id() -> Option<u64> {
+    with_running(|lp| u64::from(lp.id))
+}
+
 /// The loop running on this thread (asyncio's `get_running_loop()`).
 pub fn get_running_loop() -> Result<LoopHandle, LoopError> {
     with_running(|lp| LoopHandle { inner: lp.clone() })
@@ -1646,5 +1652,12 @@ impl LoopHandle {
     /// Whether both handles refer to the same loop.
     pub fn same_loop(&self, other: &LoopHandle) -> bool {
         Rc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The loop's number: unique in the process, counting from 1 in creation order. Debug
+    /// output (`<EventLoop #2 running ...>`) and [`WrongLoopError`](crate::WrongLoopError) name
+    /// loops by it.
+    pub fn id(&self) -> u64 {
+        u64::from(self.inner.id)
     }
 }

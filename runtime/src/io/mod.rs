@@ -59,10 +59,10 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
-use crate::event_loop::error::{LoopError, LoopErrorKind};
+use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
 use crate::event_loop::reactor::{ready, IoState};
 use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{with_running, LoopHandle, LoopInner};
+use crate::event_loop::{running_loop_id, with_running, LoopHandle, LoopInner};
 
 /// Which direction an operation needs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -202,12 +202,30 @@ impl<T: AsFd> AsyncFd<T> {
     }
 
     /// `Ready` once the fd is ready for `interest`; otherwise parks the task's waker.
+    ///
+    /// Errors: the loop the fd is registered with is closed, or it is not the loop running
+    /// now ([`WrongLoopError`](crate::WrongLoopError): only that loop's poll can report the
+    /// fd's events, and it cannot run while another loop does).
     pub fn poll_ready(&self, cx: &mut Context<'_>, interest: Interest) -> Poll<io::Result<()>> {
         if self.lp.is_closed() {
             return Poll::Ready(Err(LoopError::new(LoopErrorKind::Closed, "AsyncFd").into()));
         }
         if self.is_ready(interest) {
             return Poll::Ready(Ok(()));
+        }
+        if let Some(running) = running_loop_id() {
+            if running != u64::from(self.lp.id) {
+                return Poll::Ready(Err(WrongLoopError {
+                    op: match interest {
+                        Interest::Read => "wait for readability",
+                        Interest::Write => "wait for writability",
+                    },
+                    object: format!("fd {}", self.state.fd()),
+                    bound: u64::from(self.lp.id),
+                    running,
+                }
+                .into()));
+            }
         }
         match interest {
             Interest::Read => self.state.set_reader(cx.waker()),

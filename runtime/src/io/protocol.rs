@@ -756,6 +756,11 @@ impl Transport {
     pub fn fd(&self) -> Option<i32> {
         self.inner.fd.borrow().as_ref().map(|f| f.as_raw_fd())
     }
+
+    /// The id of the loop the transport runs on.
+    pub(crate) fn loop_id(&self) -> u64 {
+        u64::from(self.inner.lp.id)
+    }
 }
 
 impl fmt::Debug for Transport {

@@ -74,8 +74,9 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
+use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{get_running_loop, LoopHandle};
+use crate::event_loop::{get_running_loop, running_loop_id, LoopHandle};
 use crate::io::net::{SockAddr, UnixAddr};
 use crate::io::protocol::{Protocol, Server, Transport};
 use crate::io::{AsyncRead, AsyncWrite};
@@ -471,13 +472,38 @@ impl Conn {
         }
     }
 
-    fn park_writer(&self, cx: &mut Context<'_>) {
+    /// Parks a writing task until `resume_writing` or `connection_lost`; an error instead if
+    /// the task belongs to another loop than the connection (see `check_loop`).
+    fn park_writer(&self, cx: &mut Context<'_>, op: &'static str) -> io::Result<()> {
+        self.check_loop(op)?;
         let mut waiters = self.writer_waiters.borrow_mut();
         if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
             waiters.push(cx.waker().clone());
         }
         drop(waiters);
         self.note_fd();
+        Ok(())
+    }
+
+    /// Only a task of the connection's own loop may wait for it: its transport's events come
+    /// from that loop's poll, which cannot run while another loop does.
+    fn check_loop(&self, op: &'static str) -> io::Result<()> {
+        let Some(running) = running_loop_id() else {
+            return Ok(());
+        };
+        let Some(bound) = self.transport.borrow().as_ref().map(Transport::loop_id) else {
+            return Ok(());
+        };
+        if running == bound {
+            return Ok(());
+        }
+        Err(WrongLoopError {
+            op,
+            object: "the stream".to_string(),
+            bound,
+            running,
+        }
+        .into())
     }
 
     fn note_fd(&self) {
@@ -613,8 +639,12 @@ impl StreamReader {
         Ok(ReadGuard { conn: &self.conn })
     }
 
-    /// Parks the task until something is fed (bytes, end of stream, error).
-    async fn wait_for_data(&self) {
+    /// Parks the task until something is fed (bytes, end of stream, error); an error instead
+    /// if the task belongs to another loop than the connection.
+    async fn wait_for_data(&self, op: &'static str) -> Result<(), StreamError> {
+        self.conn
+            .check_loop(op)
+            .map_err(|error| StreamError::Io { op, error })?;
         let seen = self.conn.read.borrow().fed;
         self.conn.ensure_reading();
         poll_fn(|cx| {
@@ -630,7 +660,8 @@ impl StreamReader {
             self.conn.note_fd();
             Poll::Pending
         })
-        .await
+        .await;
+        Ok(())
     }
 
     fn error(&self, op: &'static str) -> Option<StreamError> {
@@ -668,7 +699,7 @@ impl StreamReader {
                     };
                 }
             }
-            self.wait_for_data().await;
+            self.wait_for_data(op).await?;
         }
     }
 
@@ -699,7 +730,7 @@ impl StreamReader {
                     return Ok(out);
                 }
             }
-            self.wait_for_data().await;
+            self.wait_for_data(op).await?;
         }
     }
 
@@ -774,7 +805,7 @@ impl StreamReader {
                     };
                 }
             }
-            self.wait_for_data().await;
+            self.wait_for_data(op).await?;
         }
     }
 
@@ -806,7 +837,7 @@ impl StreamReader {
                     });
                 }
             }
-            self.wait_for_data().await;
+            self.wait_for_data(op).await?;
         }
     }
 
@@ -884,8 +915,11 @@ impl AsyncRead for StreamReader {
                 None => Ok(0),
             });
         }
-        st.waiter = Some(cx.waker().clone());
         drop(st);
+        if let Err(e) = self.conn.check_loop(op) {
+            return Poll::Ready(Err(e));
+        }
+        self.conn.read.borrow_mut().waiter = Some(cx.waker().clone());
         self.conn.ensure_reading();
         self.conn.note_fd();
         Poll::Pending
@@ -957,14 +991,18 @@ impl StreamWriter {
         }
         if self.transport.is_closing() {
             // `connection_lost` wakes the writers: then the branch above reports it.
-            c.park_writer(cx);
-            return Poll::Pending;
+            return match c.park_writer(cx, "drain") {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            };
         }
         if !c.write_paused.get() {
             return Poll::Ready(Ok(()));
         }
-        c.park_writer(cx);
-        Poll::Pending
+        match c.park_writer(cx, "drain") {
+            Ok(()) => Poll::Pending,
+            Err(e) => Poll::Ready(Err(e)),
+        }
     }
 
     /// Half-closes: the transport sends FIN once its buffer is flushed (asyncio's
@@ -1001,8 +1039,10 @@ impl StreamWriter {
                     None => Ok(()),
                 });
             }
-            c.park_writer(cx);
-            Poll::Pending
+            match c.park_writer(cx, "wait_closed") {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            }
         })
         .await
     }
@@ -1071,8 +1111,10 @@ impl AsyncWrite for StreamWriter {
             return Poll::Ready(Err(e));
         }
         if self.conn.write_paused.get() {
-            self.conn.park_writer(cx);
-            return Poll::Pending;
+            return match self.conn.park_writer(cx, "poll_write") {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            };
         }
         self.transport.write(buf);
         Poll::Ready(Ok(buf.len()))
@@ -1091,8 +1133,10 @@ impl AsyncWrite for StreamWriter {
             return Poll::Ready(Err(e));
         }
         if self.conn.write_paused.get() {
-            self.conn.park_writer(cx);
-            return Poll::Pending;
+            return match self.conn.park_writer(cx, "poll_write") {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            };
         }
         self.transport.writelines(bufs.iter().map(|b| &**b));
         Poll::Ready(Ok(total))
