@@ -276,9 +276,32 @@ pub struct RemoteHandle {
 impl RemoteHandle {
     /// Schedules `f` to run on the loop's thread, in the loop's next iteration, waking the loop
     /// at once if it is blocked (one eventfd write per sleep, however many calls).
+    ///
+    /// FIFO with `call_soon`, as in asyncio: called on the loop's own thread while the loop
+    /// runs, it *is* `call_soon` (no remote queue, no eventfd); from another thread its
+    /// callback waits in the remote queue, which the loop moves to its ready queue at the next
+    /// poll or before the next `call_soon` of the loop's thread, whichever comes first, so a
+    /// callback scheduled earlier runs earlier.
     #[track_caller]
     pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
-        let item = Remote::Call(Box::new(f), Location::caller());
+        let site = Location::caller();
+        // On the loop's own thread while it runs, this is `call_soon`: queued in order with
+        // the callbacks scheduled around it (asyncio appends to `_ready` directly).
+        let mut f = Some(f);
+        let local = with_running(|lp| {
+            if lp.id != self.shared.loop_id || lp.is_closed() {
+                return false;
+            }
+            if let Some(f) = f.take() {
+                lp.call_soon_local(HandleKind::Threadsafe, site, f);
+            }
+            true
+        });
+        if local == Some(true) {
+            return Ok(());
+        }
+        let Some(f) = f else { return Ok(()) };
+        let item = Remote::Call(Box::new(f), site);
         self.shared.push(item).map_err(|item| {
             drop(item);
             LoopError::new(LoopErrorKind::Closed, "call_soon_threadsafe")
@@ -809,6 +832,24 @@ impl LoopInner {
     /// Loop time, nanoseconds since the loop's epoch.
     pub(crate) fn now(&self) -> u64 {
         self.clock.now()
+    }
+
+    /// `call_soon` on the loop's thread, after the checks: the callback joins the ready queue
+    /// behind whatever was scheduled before it, including work other threads queued remotely
+    /// before this call (moved over first), so scheduling is FIFO across threads as in
+    /// asyncio, whose `call_soon_threadsafe` appends to the same deque.
+    pub(crate) fn call_soon_local<F: FnOnce() + 'static>(
+        self: &Rc<Self>,
+        kind: HandleKind,
+        site: &'static Location<'static>,
+        f: F,
+    ) -> Rc<dyn Callback> {
+        if self.shared.has_pending() {
+            self.drain_remote(false);
+        }
+        let cb = OnceCallback::new_rc(kind, site, f);
+        self.push_ready(Ready::Callback(cb.clone()));
+        cb
     }
 
     /// Schedules a one-shot callback for the next phase 5 (call_soon without the checks).
@@ -1452,16 +1493,20 @@ impl LoopHandle {
     #[track_caller]
     pub fn call_soon<F: FnOnce() + 'static>(&self, f: F) -> Result<Handle, LoopError> {
         self.check_open("call_soon")?;
-        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), f);
-        self.inner.push_ready(Ready::Callback(cb.clone()));
+        let cb = self.inner.call_soon_local(HandleKind::CallSoon, Location::caller(), f);
         Ok(Handle { inner: cb })
     }
 
-    /// Schedules `f` from any thread (asyncio's `call_soon_threadsafe`); see
-    /// [`RemoteHandle::call_soon_threadsafe`].
+    /// Schedules `f` (asyncio's `call_soon_threadsafe`). A `LoopHandle` lives on the loop's
+    /// own thread, so here this is [`call_soon`](LoopHandle::call_soon) without the handle:
+    /// FIFO with the callbacks scheduled around it. From other threads, use
+    /// [`RemoteHandle::call_soon_threadsafe`] (`lp.remote()`).
     #[track_caller]
     pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
-        self.remote().call_soon_threadsafe(f)
+        self.check_open("call_soon_threadsafe")?;
+        self.inner
+            .call_soon_local(HandleKind::Threadsafe, Location::caller(), f);
+        Ok(())
     }
 
     /// Runs `f` once `delay` has passed (asyncio's `call_later`); never early. A zero delay runs
