@@ -164,10 +164,29 @@ struct ReleaseProtocol(Transport);
 
 impl Drop for ReleaseProtocol {
     fn drop(&mut self) {
-        if let Ok(mut p) = self.0.inner.protocol.try_borrow_mut() {
+        self.0.inner.release();
+    }
+}
+
+impl TransportInner {
+    /// Lets go of everything the transport holds for its owners once it is closed: the protocol
+    /// (the user's object, which usually holds the transport) and the close callback (a
+    /// server's, which holds the server and with it the user's protocol factory). The callback
+    /// is run if it has not been: it only counts the connection off its server. Called when
+    /// `connection_lost` has run, or when the loop closes under the transport; without it a
+    /// transport kept by user state that the factory captured would keep itself alive.
+    fn release(&self) {
+        if let Ok(mut p) = self.protocol.try_borrow_mut() {
             let protocol = p.take();
             drop(p);
             drop(protocol);
+        }
+        let on_close = match self.on_close.try_borrow_mut() {
+            Ok(mut f) => f.take(),
+            Err(_) => None,
+        };
+        if let Some(f) = on_close {
+            f();
         }
     }
 }
@@ -189,11 +208,11 @@ impl Drop for TransportHandler {
             if let Some(fd) = t.fd.borrow_mut().take() {
                 let _ = sys::close(fd);
             }
-            if let Ok(mut p) = t.protocol.try_borrow_mut() {
-                let protocol = p.take();
-                drop(p);
-                drop(protocol);
+            if let Ok(mut w) = t.write.try_borrow_mut() {
+                w.buf = Vec::new();
+                w.pos = 0;
             }
+            t.release();
         }
     }
 }
@@ -811,7 +830,8 @@ struct Listener {
 
 struct ServerInner {
     lp: Rc<LoopInner>,
-    factory: Box<Factory>,
+    /// The user's protocol factory; `None` once the loop has closed.
+    factory: RefCell<Option<Box<Factory>>>,
     listeners: RefCell<Vec<Rc<Listener>>>,
     serving: Cell<bool>,
     active: Cell<usize>,
@@ -834,12 +854,16 @@ struct AcceptHandler {
 
 impl Drop for AcceptHandler {
     /// Dropped when the server closes (the listener is already closed) or when the loop closes
-    /// under a serving server: then its listening socket is closed here.
+    /// under a serving server: then its listening socket is closed here, and the server lets go
+    /// of what it holds (see `ServerInner::release`).
     fn drop(&mut self) {
         if let Ok(mut fd) = self.listener.fd.try_borrow_mut() {
             if let Some(fd) = fd.take() {
                 let _ = sys::close(fd);
             }
+        }
+        if self.server.lp.is_closed() {
+            self.server.release();
         }
     }
 }
@@ -1040,9 +1064,28 @@ fn shed_connections(server: &Rc<ServerInner>, listener: &Rc<Listener>) -> u64 {
 }
 
 impl ServerInner {
-    /// A protocol for a new connection, from the user's factory.
+    /// A protocol for a new connection, from the user's factory (`None` once the loop closed).
     fn new_protocol(&self) -> Option<Box<dyn Protocol>> {
-        Some((self.factory)())
+        let factory = self.factory.try_borrow().ok()?;
+        factory.as_ref().map(|f| f())
+    }
+
+    /// The loop is closing: the server stops serving and lets go of the user's protocol
+    /// factory (which may hold user state that holds the server's transports), its spare fd,
+    /// its listeners and the promises of `wait_closed`.
+    fn release(&self) {
+        self.serving.set(false);
+        let factory = self.factory.try_borrow_mut().ok().and_then(|mut f| f.take());
+        drop(factory);
+        let spare = self.reserve.try_borrow_mut().ok().and_then(|mut r| r.take());
+        drop(spare);
+        let listeners = self.listeners.try_borrow_mut().map(|mut l| std::mem::take(&mut *l));
+        drop(listeners);
+        let waiters = self
+            .closed_waiters
+            .try_borrow_mut()
+            .map(|mut w| std::mem::take(&mut *w));
+        drop(waiters);
     }
 }
 
@@ -1078,7 +1121,7 @@ impl<A> Server<A> {
     ) -> io::Result<Server<A>> {
         let inner = Rc::new(ServerInner {
             lp: lp.clone(),
-            factory,
+            factory: RefCell::new(Some(factory)),
             listeners: RefCell::new(Vec::new()),
             serving: Cell::new(true),
             active: Cell::new(0),
