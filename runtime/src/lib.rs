@@ -96,6 +96,7 @@ pub use event_loop::trace::{Awaiting, QueueOp};
 pub use event_loop::{
     default_exception_handler, get_running_loop, BoxedExceptionHandler, Builder, EventLoop, ExceptionContext,
     ExceptionKind, LoopHandle, LoopStats, RemoteHandle, SharedExceptionHandler, DEFAULT_ACCEPT_RETRY_DELAY,
+    MAX_TIMER_SLACK,
 };
 pub use io::datagram::{
     DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, DEFAULT_DATAGRAM_QUEUE_LIMIT,

@@ -83,6 +83,10 @@ pub(crate) const SPARE_EXTRAS: usize = 1024;
 /// asyncio caps a poll at one day; a longer timer simply polls again.
 const MAX_POLL: Duration = Duration::from_secs(86_400);
 
+/// The largest timer slack [`Builder::timer_slack`] accepts: every timer of the loop may fire
+/// that much late.
+pub const MAX_TIMER_SLACK: Duration = Duration::from_secs(1);
+
 /// asyncio's `ACCEPT_RETRY_DELAY`: how long a server waits before it retries `accept` after
 /// running out of a resource.
 pub const DEFAULT_ACCEPT_RETRY_DELAY: Duration = Duration::from_secs(1);
@@ -545,7 +549,12 @@ impl Builder {
     /// The timer slack the loop's thread gets while a loop lives on it (`prctl(PR_SET_TIMERSLACK)`).
     /// The kernel stretches every poll timeout by the thread's slack (50 us by default), which
     /// makes timers late; evloop sets 1 ns by default and restores the old value when the last
-    /// loop of the thread closes. `None` leaves the thread's slack alone.
+    /// loop of the thread closes. `None` leaves the thread's slack alone; zero is taken as 1 ns
+    /// (the kernel reads 0 as "back to the default").
+    ///
+    /// At most [`MAX_TIMER_SLACK`] (1 s): every timer of the loop may be that late, and the
+    /// kernel would take anything up to 584 years (a `Duration::MAX` slack made a 10 ms sleep
+    /// never finish). [`build`](Builder::build) refuses more.
     pub fn timer_slack(mut self, slack: Option<Duration>) -> Self {
         self.timer_slack = slack;
         self
@@ -584,6 +593,16 @@ impl Builder {
     pub fn build(self) -> Result<EventLoop, LoopError> {
         check_accept_retry_delay(self.accept_retry_delay)
             .map_err(|e| LoopError::invalid_config("Builder::build (accept_retry_delay)", e))?;
+        if let Some(slack) = self.timer_slack {
+            if slack > MAX_TIMER_SLACK {
+                return Err(LoopError::invalid_config(
+                    "Builder::build (timer_slack)",
+                    format!(
+                        "a timer slack of {slack:?} exceeds the maximum of {MAX_TIMER_SLACK:?} (every timer may be that late)"
+                    ),
+                ));
+            }
+        }
         // Loop ids are u32 (a task's header stores its loop's id); ids are never reused, so a
         // wake can never reach a later loop. Four billion loops in one process is the limit.
         static NEXT_LOOP_ID: AtomicU32 = AtomicU32::new(1);
