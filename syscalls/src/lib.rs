@@ -120,7 +120,9 @@
 //! [`Syscall::Setsockopt`]. [`write_nosigpipe`] and [`writev_nosigpipe`]
 //! count their [`Syscall::Write`]/[`Syscall::Writev`] and each signal-mask
 //! call they make ([`Syscall::Sigprocmask`], [`Syscall::Sigpending`],
-//! [`Syscall::Sigtimedwait`]); [`register_signal`] counts its two
+//! [`Syscall::Sigtimedwait`], and after taking a `SIGPIPE` back
+//! [`Syscall::Getpid`] and possibly [`Syscall::Sigqueueinfo`], as does
+//! [`sendfile`]); [`register_signal`] counts its two
 //! [`Syscall::Fcntl`]s and, for a signal's first registration, a
 //! [`Syscall::Sigaction`]; [`signal_disposition`] counts as
 //! [`Syscall::Sigaction`]; [`raise_in_process`] as [`Syscall::Getpid`] and

@@ -573,8 +573,10 @@ pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, SockA
 ///   never lets the signal reach the process: it blocks `SIGPIPE` on the
 ///   calling thread around the call and then consumes a `SIGPIPE` the call
 ///   raised with a zero-timeout `sigtimedwait` (unless one was already pending
-///   before, which stays pending). That costs four more system calls per call
-///   (`pthread_sigmask` twice, `sigpending`, `sigtimedwait`), counted under
+///   before, which stays pending; and one that another process sent meanwhile
+///   is put back, see [`write_nosigpipe`](crate::write_nosigpipe)). That costs
+///   four more system calls per call (`pthread_sigmask` twice, `sigpending`,
+///   `sigtimedwait`, plus a `getpid` when a signal was taken), counted under
 ///   their own [`Syscall`]s; `sendfile` moves large chunks, so they are cheap
 ///   next to it.
 ///   If the thread already blocks `SIGPIPE`, the wrapper leaves the mask and
