@@ -61,8 +61,7 @@ use crate::event_loop::trace::{
 use crate::event_loop::waker::LoopScheduler;
 use crate::event_loop::{
     default_exception_handler, local_loop, running_loop_id, sites, with_running, Builder, EventLoop, ExceptionContext,
-    ExceptionKind,
-    LoopHandle, LoopInner, Ready, TaskHooks, SPARE_EXTRAS,
+    ExceptionKind, LoopHandle, LoopInner, Ready, TaskHooks, SPARE_EXTRAS,
 };
 
 /// Where a task is in its life.
