@@ -149,7 +149,18 @@ impl Socket {
             }
             match sys::peer_addr(self.as_fd()) {
                 Ok(_) => return Ok(()),
-                Err(e) if e.raw_os_error() == Some(sys::errno::ENOTCONN) => self.fd.reset_readiness(),
+                Err(e) if e.raw_os_error() == Some(sys::errno::ENOTCONN) => {}
+                Err(e) => return Err(addr_context("connect", addr, e)),
+            }
+            // A stale wake-up: ask the kernel where the attempt stands. A second `connect` says
+            // `EALREADY` while the first is under way, `EISCONN` once it has completed, and
+            // starts one (`EINPROGRESS`) if none exists (the first call was interrupted, or
+            // failed in a way that left nothing behind).
+            self.fd.reset_readiness();
+            match sys::connect(self.as_fd(), addr) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(sys::errno::EISCONN) => return Ok(()),
+                Err(e) if matches!(e.raw_os_error(), Some(sys::errno::EALREADY | sys::errno::EINPROGRESS)) => {}
                 Err(e) => return Err(addr_context("connect", addr, e)),
             }
         }
