@@ -3,11 +3,12 @@
 //! caller, the error names the operation and the fd.
 #![cfg(feature = "fault-injection")]
 
+use std::io;
 use std::time::Duration;
 
-use evloop::net::{TcpListener, TcpStream};
+use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream};
 use evloop::sys::{fault, Syscall};
-use evloop::EventLoop;
+use evloop::{os_error, AsyncReadExt, AsyncWriteExt, EventLoop};
 use evloop_syscalls as sys;
 use evloop_tests::run_bounded;
 
@@ -27,5 +28,52 @@ fn a_connect_whose_first_call_left_no_attempt_behind_still_connects() {
         let s = connected.expect("connect waited forever").unwrap();
         assert_eq!(s.peer_addr().unwrap(), addr);
         accept.await.unwrap().unwrap();
+    });
+}
+
+#[test]
+fn socket_and_pipe_io_errors_name_the_operation_and_the_fd() {
+    let lp = EventLoop::new().unwrap();
+    let h = lp.handle();
+    run_bounded(&lp, async move {
+        // TCP read.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        let (mut s, _) = listener.accept().await.unwrap();
+        c.write_all(b"x").await.unwrap();
+        fault::fail_nth(Syscall::Recv, 1, sys::errno::ECONNRESET);
+        let mut buf = [0u8; 4];
+        let e = s.read(&mut buf).await.unwrap_err();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(s.socket());
+        println!("{e}");
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionReset);
+        assert_eq!(os_error(&e), Some(sys::errno::ECONNRESET), "the errno is still there");
+        assert!(e.to_string().starts_with(&format!("recv(fd {fd}): ")), "{e}");
+        // TCP vectored write.
+        fault::fail_nth(Syscall::Sendmsg, 1, sys::errno::EPIPE);
+        let e = c
+            .write_vectored(&[io::IoSlice::new(b"a"), io::IoSlice::new(b"b")])
+            .await
+            .unwrap_err();
+        assert!(e.to_string().starts_with("sendmsg(fd "), "{e}");
+        // UDP.
+        let u = Socket::new(Domain::Inet, SockType::Datagram).unwrap();
+        u.bind(&SockAddr::Inet("127.0.0.1:0".parse().unwrap())).unwrap();
+        let to = u.local_addr().unwrap();
+        h.sock_sendto(&u, b"d", &to).await.unwrap();
+        fault::fail_nth(Syscall::Recvfrom, 1, sys::errno::ENOMEM);
+        let e = h.sock_recvfrom(&u, 16).await.unwrap_err();
+        assert!(e.to_string().starts_with("recvfrom(fd "), "{e}");
+        // Pipes.
+        let (mut r, mut w) = evloop::pipe::pipe().unwrap();
+        fault::fail_nth(Syscall::Write, 1, sys::errno::EIO);
+        let e = w.write_all(b"p").await.unwrap_err();
+        assert!(e.to_string().starts_with("write(fd "), "{e}");
+        w.write_all(b"p").await.unwrap();
+        fault::fail_nth(Syscall::Read, 1, sys::errno::EIO);
+        let e = r.read(&mut buf).await.unwrap_err();
+        assert!(e.to_string().starts_with("read(fd "), "{e}");
+        assert_eq!(fault::pending(), 0);
     });
 }

@@ -291,6 +291,18 @@ impl<T: AsFd> AsyncFd<T> {
     }
 }
 
+/// A failed I/O call's error with the operation and the fd it concerns (`recv(fd 7): Connection
+/// reset by peer`), as every evloop error names them. `WouldBlock` passes through untouched: it
+/// is the readiness protocol's signal, matched on by kind, never shown to a user.
+pub(crate) fn fd_context<T>(op: &str, fd: RawFd, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+    match r {
+        Poll::Ready(Err(e)) if e.kind() != io::ErrorKind::WouldBlock => {
+            Poll::Ready(Err(crate::event_loop::error::with_context(format!("{op}(fd {fd})"), e)))
+        }
+        other => other,
+    }
+}
+
 impl<T: AsFd> AsFd for AsyncFd<T> {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.get_ref().as_fd()

@@ -29,7 +29,7 @@ use crate::event_loop::LoopHandle;
 pub use crate::io::addr::ToSocketAddrs;
 use crate::io::addr::{each_addr, Resolving};
 pub use crate::io::split::{ReadHalf, WriteHalf};
-use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest};
+use crate::io::{fd_context, AsyncFd, AsyncRead, AsyncWrite, Interest};
 
 fn addr_context(op: &str, addr: &dyn fmt::Display, e: io::Error) -> io::Error {
     with_context(format!("{op}({addr})"), e)
@@ -168,12 +168,13 @@ impl Socket {
 
     /// Accepts one connection (`accept4`, `SOCK_CLOEXEC|SOCK_NONBLOCK`).
     pub async fn accept(&self) -> io::Result<(OwnedFd, SockAddr)> {
-        self.fd.io(Interest::Read, |fd| sys::accept4(fd.as_fd())).await
+        std::future::poll_fn(|cx| self.poll_accept(cx)).await
     }
 
     /// `poll` form of [`Socket::accept`].
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(OwnedFd, SockAddr)>> {
-        self.fd.poll_io(cx, Interest::Read, |fd| sys::accept4(fd.as_fd()))
+        let r = self.fd.poll_io(cx, Interest::Read, |fd| sys::accept4(fd.as_fd()));
+        fd_context("accept4", self.as_raw_fd(), r)
     }
 
     /// Receives into `buf`; 0 is end of stream (or an empty `buf`, which makes no syscall).
@@ -190,7 +191,7 @@ impl Socket {
                 self.fd.clear_after_short_transfer(Interest::Read);
             }
         }
-        r
+        fd_context("recv", self.as_raw_fd(), r)
     }
 
     /// Receives into `buf`.
@@ -210,7 +211,7 @@ impl Socket {
                 self.fd.clear_after_short_transfer(Interest::Write);
             }
         }
-        r
+        fd_context("send", self.as_raw_fd(), r)
     }
 
     /// Sends from several buffers (`sendmsg`, `MSG_NOSIGNAL`).
@@ -227,7 +228,7 @@ impl Socket {
                 self.fd.clear_after_short_transfer(Interest::Write);
             }
         }
-        r
+        fd_context("sendmsg", self.as_raw_fd(), r)
     }
 
     /// Sends some of `buf`.
@@ -246,13 +247,15 @@ impl Socket {
 
     /// Receives one datagram and its sender.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SockAddr)> {
-        self.fd.io(Interest::Read, |fd| sys::recv_from(fd.as_fd(), buf)).await
+        std::future::poll_fn(|cx| self.poll_recv_from(cx, buf)).await
     }
 
     /// `poll` form of [`Socket::recv_from`].
     pub fn poll_recv_from(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<(usize, SockAddr)>> {
-        self.fd
-            .poll_io(cx, Interest::Read, |fd| sys::recv_from(fd.as_fd(), buf))
+        let r = self
+            .fd
+            .poll_io(cx, Interest::Read, |fd| sys::recv_from(fd.as_fd(), buf));
+        fd_context("recvfrom", self.as_raw_fd(), r)
     }
 
     /// Sends one datagram to `addr`.
@@ -575,12 +578,17 @@ impl UdpSocket {
 
     /// Sends to the connected peer.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.fd.io(Interest::Write, |fd| sys::send(fd.as_fd(), buf)).await
+        self.sock.send(buf).await
     }
 
     /// Receives from the connected peer.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.sock.fd.io(Interest::Read, |fd| sys::recv(fd.as_fd(), buf)).await
+        let fd = self.sock.as_raw_fd();
+        std::future::poll_fn(|cx| {
+            let r = self.sock.fd.poll_io(cx, Interest::Read, |s| sys::recv(s.as_fd(), buf));
+            fd_context("recv", fd, r)
+        })
+        .await
     }
 
     /// The underlying socket.
@@ -727,12 +735,17 @@ impl UnixDatagram {
 
     /// Sends to the connected peer.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.fd.io(Interest::Write, |fd| sys::send(fd.as_fd(), buf)).await
+        self.sock.send(buf).await
     }
 
     /// Receives from the connected peer.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.sock.fd.io(Interest::Read, |fd| sys::recv(fd.as_fd(), buf)).await
+        let fd = self.sock.as_raw_fd();
+        std::future::poll_fn(|cx| {
+            let r = self.sock.fd.poll_io(cx, Interest::Read, |s| sys::recv(s.as_fd(), buf));
+            fd_context("recv", fd, r)
+        })
+        .await
     }
 
     /// The bound address.
