@@ -186,7 +186,7 @@ pub use std::time::Duration;
 pub use epoll::force_epoll_wait_fallback;
 pub use epoll::{
     epoll_create1, epoll_ctl_add, epoll_ctl_del, epoll_ctl_mod, epoll_pwait2, epoll_pwait2_available, epoll_wait,
-    epoll_wait_timeout, EpollEvent, EpollFlags,
+    epoll_wait_timeout, epoll_wait_timeout_call, EpollEvent, EpollFlags,
 };
 pub use eventfd::{eventfd, eventfd_read, eventfd_write};
 pub use fd::{close, fd_is_open, set_nonblocking};

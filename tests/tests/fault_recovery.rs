@@ -77,3 +77,18 @@ fn socket_and_pipe_io_errors_name_the_operation_and_the_fd() {
         assert_eq!(fault::pending(), 0);
     });
 }
+
+#[test]
+fn a_failed_poll_names_the_call_that_failed_epoll_wait_in_the_fallback() {
+    let lp = EventLoop::new().unwrap();
+    sys::force_epoll_wait_fallback(true);
+    fault::fail_nth(Syscall::EpollWait, 1, sys::errno::EBADF);
+    let r = lp.run_until_complete(async {});
+    fault::clear();
+    sys::force_epoll_wait_fallback(false);
+    let e = r.unwrap_err();
+    println!("{e}");
+    assert!(e.to_string().starts_with("poll (epoll_wait): "), "{e}");
+    // The loop runs again.
+    assert_eq!(lp.run_until_complete(async { 7 }).unwrap(), 7);
+}

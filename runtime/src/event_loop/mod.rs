@@ -1050,7 +1050,13 @@ impl LoopInner {
         if blocking {
             self.shared.sleeping.store(false, SeqCst);
         }
-        let n = waited.map_err(|e| LoopError::io("poll (epoll_pwait2)", e))?;
+        let n = waited.map_err(|e| {
+            let op = match sys::epoll_wait_timeout_call() {
+                "epoll_wait" => "poll (epoll_wait)",
+                _ => "poll (epoll_pwait2)",
+            };
+            LoopError::io(op, e)
+        })?;
 
         let mut wakers = std::mem::take(&mut *self.io_wakers.borrow_mut());
         let dispatched = {
