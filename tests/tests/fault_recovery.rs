@@ -4,6 +4,7 @@
 #![cfg(feature = "fault-injection")]
 
 use std::io;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream};
@@ -11,6 +12,7 @@ use evloop::sys::{fault, Syscall};
 use evloop::{os_error, AsyncReadExt, AsyncWriteExt, EventLoop};
 use evloop_syscalls as sys;
 use evloop_tests::run_bounded;
+use evloop_tests::watchdog::Watchdog;
 
 #[test]
 fn a_connect_whose_first_call_left_no_attempt_behind_still_connects() {
@@ -91,4 +93,33 @@ fn a_failed_poll_names_the_call_that_failed_epoll_wait_in_the_fallback() {
     assert!(e.to_string().starts_with("poll (epoll_wait): "), "{e}");
     // The loop runs again.
     assert_eq!(lp.run_until_complete(async { 7 }).unwrap(), 7);
+}
+
+#[test]
+fn a_failed_wake_up_write_never_loses_the_wake_up() {
+    // The thread that wakes the blocked loop finds its eventfd write failing once: the write is
+    // tried again, and in any case the eventfd is not left "armed", which made every later
+    // cross-thread push skip the write and the loop sleep forever.
+    let lp = EventLoop::new().unwrap();
+    let remote = lp.remote();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let waker = std::thread::spawn(move || {
+        let _ = go_rx.recv();
+        std::thread::sleep(Duration::from_millis(20));
+        fault::fail_nth(Syscall::Write, 1, sys::errno::EINVAL);
+        remote.call_soon_threadsafe(|| {}).unwrap();
+        let fired = fault::pending() == 0;
+        fault::clear();
+        remote.stop().unwrap();
+        fired
+    });
+    let dog = Watchdog::start(lp.remote(), Duration::from_secs(5));
+    // A backstop: should the wake-up be lost, this timer ends the poll (after the watchdog has
+    // fired, so the test fails rather than hangs).
+    let backstop = lp.call_later(Duration::from_secs(10), || {}).unwrap();
+    lp.call_soon(move || go_tx.send(()).unwrap()).unwrap();
+    lp.run_forever().unwrap();
+    backstop.cancel();
+    assert!(!dog.finish(), "the loop slept through the wake-up");
+    assert!(waker.join().unwrap(), "the injected failure fired");
 }

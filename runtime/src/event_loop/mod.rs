@@ -235,8 +235,17 @@ impl Shared {
         if self.sleeping.load(SeqCst) && !self.armed.swap(true, SeqCst) {
             if let Some(fd) = &st.eventfd {
                 // EAGAIN (counter at its maximum) still leaves the eventfd readable, which is all
-                // that matters; nothing else can fail for a valid eventfd.
-                let _ = sys::eventfd_write(fd.as_fd(), 1);
+                // that matters. Nothing else can fail for a valid eventfd; should it all the
+                // same, the write is tried once more, and if that fails too the eventfd is
+                // disarmed so that the next push tries again: left armed, no push would ever
+                // write it again, and the loop could sleep forever with this work queued.
+                let written = |r: io::Result<()>| match r {
+                    Ok(()) => true,
+                    Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+                };
+                if !written(sys::eventfd_write(fd.as_fd(), 1)) && !written(sys::eventfd_write(fd.as_fd(), 1)) {
+                    self.armed.store(false, SeqCst);
+                }
             }
         }
         Ok(())
