@@ -9,7 +9,8 @@
 //!   streams and a sock server, each on its own thread so its counters see only the server.
 //! - `counts50`: the protocol server with 50 connections doing 400 round trips each.
 //! - `emfile`: a protocol server that runs out of file descriptors with connections waiting to
-//!   be accepted, sheds them with its spare fd, and keeps serving.
+//!   be accepted: it backs off and serves them when fds come back, and sheds them with its spare
+//!   fd only when the shortage outlasts its retry delay; it keeps serving.
 
 use std::cell::{Cell, RefCell};
 use std::error::Error;
@@ -255,6 +256,7 @@ impl Protocol for Echo {
 async fn emfile() -> Result<(), Box<dyn Error>> {
     let lp = evloop::get_running_loop()?;
     let server = lp.create_server(|| Echo(None), "127.0.0.1", 0).await?; // the listener and its spare fd
+    server.set_accept_retry_delay(Duration::from_millis(200))?;
     let addr = server.local_addr();
     // Six clients connect while the loop is busy with this step: the kernel completes each
     // handshake and queues the connection on the listener; none is accepted yet.
@@ -269,35 +271,67 @@ async fn emfile() -> Result<(), Box<dyn Error>> {
     let (_, hard) = sys::nofile_limit()?;
     sys::set_nofile_limit(lowest_free + 3, hard)?;
     println!("fd limit lowered: room for 3 more fds, 6 connections waiting");
-    let tasks: Vec<_> = clients
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| {
-            evloop::spawn(async move {
-                let mut s = TcpStream::from_std(c)?;
-                let mut reply = [0u8; 6];
-                for _ in 0..100 {
-                    s.write_all(b"hello\n").await?;
-                    s.read_exact(&mut reply)
-                        .await
-                        .map_err(|e| io::Error::new(e.kind(), format!("connection {i}: {e}")))?;
-                }
-                Ok::<usize, io::Error>(i)
-            })
-        })
-        .collect();
-    for t in tasks {
-        match t.await? {
-            Ok(i) => println!("connection {i}: 100 round trips"),
-            Err(e) => println!("{e}"),
-        }
+    // A brief shortage: the first three finish and close, the retry finds fds for the rest.
+    report(round_trips(clients, 0, 100)).await?;
+    // A lasting one: three connections stay open while three more wait.
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut c = TcpStream::connect(addr).await?;
+        c.write_all(b"hello\n").await?;
+        c.read_exact(&mut [0u8; 6]).await?;
+        held.push(c);
     }
+    let mut waiting = Vec::new();
+    for _ in 0..3 {
+        waiting.push(std::net::TcpStream::connect(addr)?);
+    }
+    println!("3 connections held open, 3 more waiting");
+    report(round_trips(waiting, 6, 1)).await?;
+    drop(held);
+    evloop::sleep(Duration::from_millis(50)).await;
     let mut late = TcpStream::connect(addr).await?;
     late.write_all(b"a new client\n").await?;
     let mut reply = [0u8; 13];
     late.read_exact(&mut reply).await?;
     println!("a new client afterwards: {:?}", String::from_utf8_lossy(&reply));
     server.close();
+    Ok(())
+}
+
+/// One task per client, numbered from `first`, each making `trips` round trips.
+fn round_trips(
+    clients: Vec<std::net::TcpStream>,
+    first: usize,
+    trips: usize,
+) -> Vec<evloop::Task<io::Result<(usize, usize)>>> {
+    clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let i = first + i;
+            evloop::spawn(async move {
+                let mut s = TcpStream::from_std(c)?;
+                let mut reply = [0u8; 6];
+                for _ in 0..trips {
+                    s.write_all(b"hello\n").await?;
+                    s.read_exact(&mut reply)
+                        .await
+                        .map_err(|e| io::Error::new(e.kind(), format!("connection {i}: {e}")))?;
+                }
+                Ok::<(usize, usize), io::Error>((i, trips))
+            })
+        })
+        .collect()
+}
+
+/// Prints how each client fared, in order.
+async fn report(tasks: Vec<evloop::Task<io::Result<(usize, usize)>>>) -> Result<(), Box<dyn Error>> {
+    for t in tasks {
+        match t.await? {
+            Ok((i, trips)) => println!("connection {i}: {trips} round trips"),
+            Err(e) => println!("{e}"),
+        }
+    }
     Ok(())
 }
 

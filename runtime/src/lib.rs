@@ -88,13 +88,15 @@ mod task;
 
 pub use event_loop::error::{
     os_error, InvalidStateError, LoopError, LoopErrorKind, OpError, Panic, PromiseError, RunError, TaskError,
+    WrongLoopError,
 };
 pub use event_loop::executor::{ExecutorError, ExecutorJob};
 pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
 pub use event_loop::trace::{Awaiting, QueueOp};
 pub use event_loop::{
     default_exception_handler, get_running_loop, BoxedExceptionHandler, Builder, EventLoop, ExceptionContext,
-    ExceptionKind, LoopHandle, LoopStats, RemoteHandle, SharedExceptionHandler,
+    ExceptionKind, LoopHandle, LoopStats, RemoteHandle, SharedExceptionHandler, DEFAULT_ACCEPT_RETRY_DELAY,
+    MAX_TIMER_SLACK,
 };
 pub use io::datagram::{
     DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, DEFAULT_DATAGRAM_QUEUE_LIMIT,

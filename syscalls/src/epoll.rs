@@ -504,6 +504,17 @@ pub fn epoll_pwait2_available() -> Option<bool> {
     }
 }
 
+/// The call [`epoll_wait_timeout`] makes now: `"epoll_wait"` once `epoll_pwait2` was found
+/// unavailable (or the fallback is forced by the test hook), `"epoll_pwait2"` otherwise. For
+/// error messages that name the call that failed.
+pub fn epoll_wait_timeout_call() -> &'static str {
+    if fallback_forced() || PWAIT2_STATE.load(Ordering::Relaxed) == PWAIT2_UNAVAILABLE {
+        "epoll_wait"
+    } else {
+        "epoll_pwait2"
+    }
+}
+
 /// Test hook (feature `fault-injection`): with `on`, [`epoll_wait_timeout`]
 /// behaves as if `epoll_pwait2` were missing and always uses the
 /// `epoll_wait` fallback; with `!on` it goes back to normal. Process-wide,

@@ -20,6 +20,7 @@
 
 use std::cell::RefCell;
 
+pub use crate::signal::{handler_in_flight, HandlerInFlight};
 use crate::Syscall;
 
 #[derive(Debug)]

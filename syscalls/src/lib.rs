@@ -120,7 +120,9 @@
 //! [`Syscall::Setsockopt`]. [`write_nosigpipe`] and [`writev_nosigpipe`]
 //! count their [`Syscall::Write`]/[`Syscall::Writev`] and each signal-mask
 //! call they make ([`Syscall::Sigprocmask`], [`Syscall::Sigpending`],
-//! [`Syscall::Sigtimedwait`]); [`register_signal`] counts its two
+//! [`Syscall::Sigtimedwait`], and after taking a `SIGPIPE` back
+//! [`Syscall::Getpid`] and possibly [`Syscall::Sigqueueinfo`], as does
+//! [`sendfile`]); [`register_signal`] counts its two
 //! [`Syscall::Fcntl`]s and, for a signal's first registration, a
 //! [`Syscall::Sigaction`]; [`signal_disposition`] counts as
 //! [`Syscall::Sigaction`]; [`raise_in_process`] as [`Syscall::Getpid`] and
@@ -184,7 +186,7 @@ pub use std::time::Duration;
 pub use epoll::force_epoll_wait_fallback;
 pub use epoll::{
     epoll_create1, epoll_ctl_add, epoll_ctl_del, epoll_ctl_mod, epoll_pwait2, epoll_pwait2_available, epoll_wait,
-    epoll_wait_timeout, EpollEvent, EpollFlags,
+    epoll_wait_timeout, epoll_wait_timeout_call, EpollEvent, EpollFlags,
 };
 pub use eventfd::{eventfd, eventfd_read, eventfd_write};
 pub use fd::{close, fd_is_open, set_nonblocking};
@@ -201,8 +203,8 @@ pub use signal::{
 pub use sigpipe::{block_sigpipe_on_this_thread, write_nosigpipe, writev_nosigpipe, SigpipeBlock};
 pub use sockaddr::{Domain, SockAddr, UnixAddr};
 pub use socket::{
-    accept4, bind, connect, listen, local_addr, peer_addr, recv, recv_from, recv_peek, send, send_to, send_vectored,
-    sendfile, shutdown, socket, socketpair, Shutdown, SockType,
+    accept4, bind, connect, listen, local_addr, peek_datagram_len, peer_addr, recv, recv_from, recv_peek, send,
+    send_to, send_vectored, sendfile, shutdown, socket, socketpair, Shutdown, SockType,
 };
 pub use sockopt::{
     nodelay, recv_buffer_size, send_buffer_size, set_broadcast, set_keepalive, set_linger_zero, set_nodelay,
@@ -221,8 +223,9 @@ pub use timer::{set_timer_slack, timer_slack, timerfd_create, timerfd_read, time
 pub mod errno {
     pub use libc::{
         EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EALREADY, EBADF, ECHILD, ECONNABORTED, ECONNREFUSED,
-        ECONNRESET, EEXIST, EHOSTUNREACH, EINPROGRESS, EINTR, EINVAL, EISCONN, EMFILE, EMSGSIZE, ENETUNREACH, ENFILE,
-        ENOENT, ENOMEM, ENOPROTOOPT, ENOSYS, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPERM, EPIPE, ESPIPE, ESRCH, ETIMEDOUT,
+        ECONNRESET, EEXIST, EFAULT, EHOSTDOWN, EHOSTUNREACH, EINPROGRESS, EINTR, EINVAL, EIO, EISCONN, EMFILE,
+        EMSGSIZE, ENETDOWN, ENETUNREACH, ENFILE, ENOBUFS, ENOENT, ENOMEM, ENONET, ENOPROTOOPT, ENOSYS, ENOTCONN,
+        ENOTSOCK, EOPNOTSUPP, EPERM, EPIPE, EPROTO, ESPIPE, ESRCH, ETIMEDOUT,
     };
 }
 

@@ -36,13 +36,34 @@
 //! could change under the interrupted code's feet.
 //!
 //! Registration and unregistration are serialized by a mutex the handler
-//! never touches. To unregister, the slot's descriptor is set to -1 and the
-//! caller then waits until no handler is running (a global in-handler
-//! counter), so that when [`SignalRegistration`]'s `Drop` returns no handler
-//! can still be writing to the descriptor. The registration writes to its
-//! own duplicate of the caller's eventfd (made by [`register_signal`] and
-//! closed by `Drop`), so the caller's descriptor is never written to after
-//! it was closed, whatever order the caller drops things in.
+//! never touches. Each slot counts the handlers using it (`users`): a
+//! handler loads the slot's descriptor, counts itself in, checks that the
+//! descriptor is still the same, writes, and counts itself out. To
+//! unregister, `Drop` unpublishes the slot (descriptor -2, "draining") under
+//! the mutex, releases the mutex, and only then waits for the slot's own
+//! count to reach zero before it closes the descriptor and frees the slot
+//! (-1). So when [`SignalRegistration`]'s `Drop` returns no handler can
+//! still be writing to the descriptor, and the wait:
+//! * never holds the mutex: other loops register and unregister meanwhile;
+//! * concerns only handlers that loaded *this* slot's descriptor before it
+//!   was unpublished (later ones see -2 and never count themselves in), each
+//!   of which is one non-blocking `write(2)` away from done: a signal storm,
+//!   of this signal or any other, cannot make it last.
+//!
+//! (The first version waited, holding the mutex, for a process-wide count
+//! of running handlers to reach zero: a storm of any signal could hold up
+//! every registration of every loop.) One race is left, and harmless: a
+//! handler that loaded the descriptor, was preempted for the whole of an
+//! unregistration and of a new registration of the same signal in the same
+//! slot that happened to get the same descriptor number, then counts itself
+//! in, finds "its" number published again and writes to it. That number is
+//! then the new registration's own live eventfd, and the write is an arrival
+//! of the very signal it registered for, a moment early.
+//!
+//! The registration writes to its own duplicate of the caller's eventfd
+//! (made by [`register_signal`] and closed by `Drop`), so the caller's
+//! descriptor is never written to after it was closed, whatever order the
+//! caller drops things in.
 //!
 //! The first registration of a signal saves the signal's disposition and
 //! installs the handler; the last unregistration restores the saved
@@ -273,10 +294,18 @@ impl fmt::Display for Signal {
 // The table the handler reads
 // ---------------------------------------------------------------------------
 
+/// [`Slot::fd`] of a free slot.
+const FREE: i32 = -1;
+/// [`Slot::fd`] of a slot being unregistered: not published any more, not free yet (handlers
+/// that loaded its descriptor before may still be writing).
+const DRAINING: i32 = -2;
+
 /// One registration's place in the table.
 struct Slot {
-    /// The descriptor the handler writes to; -1 when the slot is free.
+    /// The descriptor the handler writes to; [`FREE`] or [`DRAINING`] when there is none.
     fd: AtomicI32,
+    /// Handlers between counting themselves in and out (see the module docs).
+    users: AtomicUsize,
     /// Set by the handler, cleared by [`SignalRegistration::take_pending`].
     pending: AtomicBool,
     /// Arrivals the handler saw for this registration.
@@ -286,7 +315,8 @@ struct Slot {
 impl Slot {
     const fn new() -> Slot {
         Slot {
-            fd: AtomicI32::new(-1),
+            fd: AtomicI32::new(FREE),
+            users: AtomicUsize::new(0),
             pending: AtomicBool::new(false),
             deliveries: AtomicU64::new(0),
         }
@@ -296,10 +326,6 @@ impl Slot {
 /// Per signal number (index 0 unused), its registrations.
 static TABLE: [[Slot; SLOTS_PER_SIGNAL]; MAX_SIGNAL + 1] =
     [const { [const { Slot::new() }; SLOTS_PER_SIGNAL] }; MAX_SIGNAL + 1];
-
-/// How many invocations of [`on_signal`] are running right now, on all
-/// threads (nested ones included).
-static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
 
 /// What registration needs to know per signal; only touched under [`STATE`].
 struct SignalState {
@@ -331,9 +357,6 @@ fn lock_state() -> MutexGuard<'static, [SignalState; MAX_SIGNAL + 1]> {
 /// Async-signal-safe: atomics, a fixed-size static table and `write(2)`;
 /// no allocation, lock or thread-local. `errno` is saved and restored.
 extern "C" fn on_signal(signum: libc::c_int) {
-    // SeqCst pairs with `unpublish`: either it sees this increment, or this
-    // invocation sees the slot's -1.
-    IN_HANDLER.fetch_add(1, Ordering::SeqCst);
     // SAFETY: `__errno_location` only computes the address of this thread's errno, which is
     // valid, aligned and owned by this thread for its whole life; reading an int there is
     // async-signal-safe.
@@ -346,35 +369,45 @@ extern "C" fn on_signal(signum: libc::c_int) {
             if fd < 0 {
                 continue;
             }
-            slot.pending.store(true, Ordering::SeqCst);
-            slot.deliveries.fetch_add(1, Ordering::SeqCst);
-            // SAFETY: `write` is async-signal-safe; the kernel reads 8 bytes from the static
-            // `ONE`. `fd` is the registration's own duplicate descriptor: `Drop` stores -1 in
-            // the slot and waits for IN_HANDLER to drop to zero (which cannot happen before
-            // the decrement below) before it closes it, so it is still open here. An EAGAIN
-            // (counter full) is ignored: the eventfd stays readable.
-            unsafe {
-                libc::write(fd, ONE.as_ptr().cast(), ONE.len());
+            // Count in, then check the descriptor is still published. SeqCst pairs with
+            // `drain`: either it sees this increment (and waits for the decrement below), or
+            // this reload sees the slot unpublished.
+            slot.users.fetch_add(1, Ordering::SeqCst);
+            if slot.fd.load(Ordering::SeqCst) == fd {
+                slot.pending.store(true, Ordering::SeqCst);
+                slot.deliveries.fetch_add(1, Ordering::SeqCst);
+                // SAFETY: `write` is async-signal-safe; the kernel reads 8 bytes from the
+                // static `ONE`. `fd` is published in the slot after this handler counted itself
+                // in, so it is a registration's own open duplicate descriptor: `Drop` closes it
+                // only after it unpublished it and saw `users` at zero, which cannot happen
+                // before the decrement below. An EAGAIN (counter full) is ignored: the eventfd
+                // stays readable.
+                unsafe {
+                    libc::write(fd, ONE.as_ptr().cast(), ONE.len());
+                }
             }
+            slot.users.fetch_sub(1, Ordering::SeqCst);
         }
     }
     // SAFETY: as above; restores the interrupted code's errno.
     unsafe { errno.write(saved_errno) };
-    IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// Waits until no invocation of the handler is running (on any thread).
-fn wait_for_handlers() {
-    while IN_HANDLER.load(Ordering::SeqCst) != 0 {
+/// Unpublishes `slot` (handlers that start from now on skip it). Called
+/// with the registration mutex held; the slot is not free until `drain`.
+fn unpublish(slot: &Slot) {
+    slot.fd.store(DRAINING, Ordering::SeqCst);
+}
+
+/// Waits until no handler that loaded `slot`'s old descriptor is still
+/// using it (each is one non-blocking `write` from done). Called without the
+/// mutex, after `unpublish`; the caller then closes the descriptor and frees
+/// the slot, in that order, so that no new registration can publish a
+/// descriptor in the slot while the old one is still open.
+fn drain(slot: &Slot) {
+    while slot.users.load(Ordering::SeqCst) != 0 {
         std::thread::yield_now();
     }
-}
-
-/// Frees `slot` and waits until no handler can still be using its old
-/// descriptor.
-fn unpublish(slot: &Slot) {
-    slot.fd.store(-1, Ordering::SeqCst);
-    wait_for_handlers();
 }
 
 /// Wraps a `sigaction` error with the signal's name, keeping its kind.
@@ -502,7 +535,7 @@ pub fn register_signal(signal: Signal, wake_fd: BorrowedFd<'_>) -> io::Result<Si
         .slots()
         .iter()
         .enumerate()
-        .find(|(_, s)| s.fd.load(Ordering::SeqCst) < 0)
+        .find(|(_, s)| s.fd.load(Ordering::SeqCst) == FREE)
     else {
         return Err(io::Error::other(format!(
             "register_signal({signal}): all {SLOTS_PER_SIGNAL} registration slots of {signal} are in use"
@@ -522,6 +555,10 @@ pub fn register_signal(signal: Signal, wake_fd: BorrowedFd<'_>) -> io::Result<Si
             }
             Err(e) => {
                 unpublish(slot);
+                drop(state);
+                drain(slot);
+                let _ = crate::close(fd);
+                slot.fd.store(FREE, Ordering::SeqCst);
                 return Err(e);
             }
         }
@@ -568,12 +605,14 @@ impl fmt::Debug for SignalRegistration {
 }
 
 impl Drop for SignalRegistration {
-    /// Unregisters: frees the slot, waits until no handler runs, restores
-    /// the signal's original disposition if this was its last registration
-    /// (`sigaction`, counted as [`Syscall::Sigaction`]; a failure leaves the
-    /// handler installed, ignoring the signal, and is retried by the next
-    /// last unregistration), and closes the duplicate descriptor
-    /// ([`Syscall::Close`]).
+    /// Unregisters: unpublishes the slot, restores the signal's original
+    /// disposition if this was its last registration (`sigaction`, counted
+    /// as [`Syscall::Sigaction`]; a failure leaves the handler installed,
+    /// ignoring the signal, and is retried by the next last
+    /// unregistration), then, with the mutex released, waits for the
+    /// handlers still writing to this slot's descriptor (see the module
+    /// docs), closes the duplicate descriptor ([`Syscall::Close`]) and frees
+    /// the slot.
     fn drop(&mut self) {
         let mut state = lock_state();
         unpublish(self.slot);
@@ -588,9 +627,45 @@ impl Drop for SignalRegistration {
             }
         }
         drop(state);
+        drain(self.slot);
+        // Freed only after the close: until then no new registration can take the slot, so a
+        // late handler's check can only find DRAINING here, never the old number.
         if let Some(fd) = self.fd.take() {
             let _ = crate::close(fd);
         }
+        self.slot.fd.store(FREE, Ordering::SeqCst);
+    }
+}
+
+/// A stand-in for a signal handler caught in the middle of its write to `registration`'s
+/// descriptor (counted in its slot, as the handler counts itself while it writes), until the
+/// returned guard is dropped. For tests of the unregistration protocol: `Drop` of that
+/// registration must wait for it, and nothing else may.
+#[cfg(feature = "fault-injection")]
+pub fn handler_in_flight(registration: &SignalRegistration) -> HandlerInFlight {
+    registration.slot.users.fetch_add(1, Ordering::SeqCst);
+    HandlerInFlight {
+        slot: registration.slot,
+    }
+}
+
+/// See [`handler_in_flight`].
+#[cfg(feature = "fault-injection")]
+pub struct HandlerInFlight {
+    slot: &'static Slot,
+}
+
+#[cfg(feature = "fault-injection")]
+impl fmt::Debug for HandlerInFlight {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HandlerInFlight")
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+impl Drop for HandlerInFlight {
+    fn drop(&mut self) {
+        self.slot.users.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -23,6 +23,23 @@
 //!
 //! A pending signal is consumed with a zero-timeout `sigtimedwait(2)`, which
 //! returns at once whether or not one is pending.
+//!
+//! Only the write's own `SIGPIPE` may be taken back. `sigtimedwait` takes
+//! the thread's pending signal before the process's, and the kernel raises a
+//! write's `SIGPIPE` on the writing thread, so a write that raised one gets
+//! it back. But a write that raised none (a short count because a pipe or
+//! socket buffer filled, not because the reader left) or a `SIGPIPE` that
+//! merged with one already pending would make `sigtimedwait` take a signal
+//! somebody else sent: another process's `kill(pid, SIGPIPE)`, `sigqueue`
+//! or `tgkill`, which must reach its disposition like any signal. So the
+//! signal taken is looked at (`siginfo`): the kernel sends a write's
+//! `SIGPIPE` as `SI_USER` from the writing process itself; anything else is
+//! put back, unchanged, as pending for the process (`rt_sigqueueinfo` to
+//! ourselves, which keeps the sender's `si_code` and `si_pid`), so another
+//! thread takes it, or this one once it unblocks `SIGPIPE`. What stays
+//! indistinguishable is a `kill(getpid(), SIGPIPE)` of this very process
+//! arriving during a write that raised none: it looks exactly like the
+//! write's own, and is taken.
 
 use std::cell::Cell;
 use std::io::{self, IoSlice};
@@ -46,20 +63,55 @@ fn sigpipe_set() -> libc::sigset_t {
     }
 }
 
-/// `sigtimedwait({SIGPIPE}, NULL, {0, 0})`: takes one pending `SIGPIPE` off
+/// `sigtimedwait({SIGPIPE}, &info, {0, 0})`: takes one pending `SIGPIPE` off
 /// this thread (or, failing that, off the process), if there is one; never
-/// blocks. Counted as [`Syscall::Sigtimedwait`]; an injected failure skips
-/// the call.
+/// blocks. A `SIGPIPE` that is not a write's of this process (see the module
+/// docs) is put back with `rt_sigqueueinfo`. Counted as
+/// [`Syscall::Sigtimedwait`], plus [`Syscall::Getpid`] when a signal was
+/// taken and [`Syscall::Sigqueueinfo`] when it was put back; an injected
+/// failure skips the call.
 fn consume_sigpipe() {
     if enter(Syscall::Sigtimedwait).is_err() {
         return;
     }
     let set = sigpipe_set();
     let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: the kernel reads `set` and `zero` (live locals) and writes no siginfo (NULL
-    // is allowed); with a zero timeout it returns at once, EAGAIN if nothing is pending.
+    // SAFETY: `siginfo_t` is plain data for which all-zero bytes are a valid value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the kernel reads `set` and `zero` (live locals) and writes one `siginfo_t` into
+    // `info` (a live local of that type); with a zero timeout it returns at once, EAGAIN if
+    // nothing is pending.
+    let taken = unsafe { libc::sigtimedwait(&set, &mut info, &zero) };
+    if taken != libc::SIGPIPE {
+        return;
+    }
+    // SAFETY: for a signal sent by a process (SI_USER, SI_QUEUE, SI_TKILL) the kernel fills
+    // the `_kill`/`_rt` member of the union, whose first field is `si_pid`; for any other
+    // code the read gives a meaningless number, which the SI_USER test below ignores.
+    let sender = unsafe { info.si_pid() };
+    if info.si_code == libc::SI_USER && sender == crate::getpid() {
+        return;
+    }
+    put_back_sigpipe(&info);
+}
+
+/// `rt_sigqueueinfo(getpid(), SIGPIPE, info)`: makes `info`'s signal pending
+/// for the process again, as it was sent (the kernel lets a process queue
+/// any `siginfo` to itself). Counted as [`Syscall::Sigqueueinfo`].
+fn put_back_sigpipe(info: &libc::siginfo_t) {
+    let pid = crate::getpid();
+    if enter(Syscall::Sigqueueinfo).is_err() {
+        return;
+    }
+    // SAFETY: the kernel reads one `siginfo_t` from `info`, a live reference; the other
+    // arguments are integers.
     unsafe {
-        libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
+        libc::syscall(
+            libc::SYS_rt_sigqueueinfo,
+            libc::c_long::from(pid),
+            libc::c_long::from(libc::SIGPIPE),
+            info as *const libc::siginfo_t,
+        );
     }
 }
 
@@ -284,9 +336,10 @@ fn without_sigpipe(len: usize, op: impl FnOnce() -> io::Result<usize>) -> io::Re
 /// Man page: <https://man7.org/linux/man-pages/man2/write.2.html>
 ///
 /// * On a thread holding a [`SigpipeBlock`]: a plain `write`; after an
-///   `EPIPE`, a zero-timeout `sigtimedwait` takes the `SIGPIPE` back. (A
-///   `SIGPIPE` that was already pending on the thread merges with the new
-///   one, standard signals not being queued, and goes with it.)
+///   `EPIPE`, a zero-timeout `sigtimedwait` takes the `SIGPIPE` back, and a
+///   `getpid` checks it was the write's (one that another process sent, and
+///   that the write's merged with, standard signals not being queued, is put
+///   back with `rt_sigqueueinfo`; see the module docs).
 /// * Otherwise: `pthread_sigmask` blocks `SIGPIPE`, `sigpending` checks
 ///   whether one is pending already, then the `write`; after an `EPIPE` or a
 ///   short count a `sigtimedwait` takes back the signal the write raised
@@ -298,7 +351,9 @@ fn without_sigpipe(len: usize, op: impl FnOnce() -> io::Result<usize>) -> io::Re
 /// returns. Retried on `EINTR` like [`write()`](crate::write).
 /// Counted as [`Syscall::Write`] per attempt, plus the
 /// [`Syscall::Sigprocmask`], [`Syscall::Sigpending`] and
-/// [`Syscall::Sigtimedwait`] calls described above.
+/// [`Syscall::Sigtimedwait`] calls described above, and, when a `SIGPIPE`
+/// was taken back, [`Syscall::Getpid`] (and [`Syscall::Sigqueueinfo`] if it
+/// was not the write's).
 #[doc(alias = "write(2)")]
 #[doc(alias = "SIGPIPE")]
 pub fn write_nosigpipe(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {

@@ -420,6 +420,25 @@ pub fn recv_peek(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     recv_flags(fd, buf, libc::MSG_PEEK)
 }
 
+/// `recv(fd, buf, 1, MSG_PEEK | MSG_TRUNC)`: the length of the next datagram
+/// of a datagram socket, which stays queued (so a buffer of the right size
+/// can be prepared for it).
+///
+/// Man page: <https://man7.org/linux/man-pages/man2/recv.2.html>
+///
+/// With `MSG_TRUNC` the kernel returns the datagram's real length whatever
+/// the buffer's size (UDP, and Unix datagram sockets since Linux 3.4). For
+/// datagram sockets only: on a TCP socket `MSG_TRUNC` means "discard", and
+/// the call would return how much it peeked (at most 1). Nothing queued is
+/// `EAGAIN`. Retried on `EINTR`.
+/// Counted as [`Syscall::Recv`] (it is a `recv`), once per attempt.
+#[doc(alias = "recv")]
+#[doc(alias = "MSG_TRUNC")]
+pub fn peek_datagram_len(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    let mut one = [0u8; 1];
+    recv_flags(fd, &mut one, libc::MSG_PEEK | libc::MSG_TRUNC)
+}
+
 /// `sendmsg(fd, &msg, MSG_NOSIGNAL)` with the buffers as `msg.msg_iov` and
 /// no address or control data: a gather send, like `writev` but without
 /// `SIGPIPE`.
@@ -554,8 +573,10 @@ pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, SockA
 ///   never lets the signal reach the process: it blocks `SIGPIPE` on the
 ///   calling thread around the call and then consumes a `SIGPIPE` the call
 ///   raised with a zero-timeout `sigtimedwait` (unless one was already pending
-///   before, which stays pending). That costs four more system calls per call
-///   (`pthread_sigmask` twice, `sigpending`, `sigtimedwait`), counted under
+///   before, which stays pending; and one that another process sent meanwhile
+///   is put back, see [`write_nosigpipe`](crate::write_nosigpipe)). That costs
+///   four more system calls per call (`pthread_sigmask` twice, `sigpending`,
+///   `sigtimedwait`, plus a `getpid` when a signal was taken), counted under
 ///   their own [`Syscall`]s; `sendfile` moves large chunks, so they are cheap
 ///   next to it.
 ///   If the thread already blocks `SIGPIPE`, the wrapper leaves the mask and

@@ -134,6 +134,8 @@ pub enum Syscall {
     Madvise,
     /// `sigaltstack(2)`
     Sigaltstack,
+    /// `rt_sigqueueinfo(2)` (a `SIGPIPE` that was not this process's own put back)
+    Sigqueueinfo,
 }
 
 /// Number of [`Syscall`] variants (the length of [`Syscall::ALL`]).
@@ -194,6 +196,7 @@ impl Syscall {
         Syscall::Mprotect,
         Syscall::Madvise,
         Syscall::Sigaltstack,
+        Syscall::Sigqueueinfo,
     ];
 
     /// The name of the C function, e.g. `"epoll_ctl"`.
@@ -251,6 +254,7 @@ impl Syscall {
             Syscall::Mprotect => "mprotect",
             Syscall::Madvise => "madvise",
             Syscall::Sigaltstack => "sigaltstack",
+            Syscall::Sigqueueinfo => "rt_sigqueueinfo",
         }
     }
 
@@ -312,7 +316,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Syscall::ALL.len());
-        assert_eq!(SYSCALL_COUNT, 52);
+        assert_eq!(SYSCALL_COUNT, 53);
     }
 
     #[test]

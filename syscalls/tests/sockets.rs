@@ -824,3 +824,30 @@ fn sendfile_to_a_closed_peer_is_epipe_leaves_no_sigpipe_pending_and_restores_the
     assert_eq!(field("SigPnd:") & sigpipe_bit, 0, "a SIGPIPE is pending on the thread");
     assert_eq!(field("SigBlk:") & sigpipe_bit, 0, "the wrapper left SIGPIPE blocked");
 }
+
+#[test]
+fn peek_datagram_len_gives_the_next_datagrams_real_length_and_leaves_it_queued() {
+    let rx = socket(Domain::Inet, SockType::Datagram).unwrap();
+    bind(rx.as_fd(), &v4_any_port()).unwrap();
+    let to = local_addr(rx.as_fd()).unwrap();
+    let tx = socket(Domain::Inet, SockType::Datagram).unwrap();
+    assert_eq!(
+        peek_datagram_len(rx.as_fd()).unwrap_err().kind(),
+        ErrorKind::WouldBlock,
+        "nothing queued"
+    );
+    send_to(tx.as_fd(), &[9u8; 3000], &to).unwrap();
+    send_to(tx.as_fd(), b"", &to).unwrap();
+    wait(rx.as_fd(), EpollFlags::IN);
+    counters::reset();
+    assert_eq!(
+        peek_datagram_len(rx.as_fd()).unwrap(),
+        3000,
+        "longer than the 1-byte buffer"
+    );
+    assert_eq!(counters::snapshot().get(Syscall::Recv), 1);
+    let mut buf = vec![0u8; 4000];
+    assert_eq!(recv(rx.as_fd(), &mut buf).unwrap(), 3000, "still queued");
+    assert_eq!(peek_datagram_len(rx.as_fd()).unwrap(), 0, "an empty datagram");
+    assert_eq!(recv(rx.as_fd(), &mut buf).unwrap(), 0);
+}

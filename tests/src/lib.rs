@@ -11,7 +11,8 @@
 //!   [`record_exceptions_with`] for the loop's exception handler.
 //! - Seeing destructors run: [`DropFlag`] and [`flag`].
 //! - Deterministic "random" input: [`Rng`].
-//! - Looking at a thread from outside: [`procfs`] (is it blocked in the loop's poll?).
+//! - Looking at a thread from outside: [`procfs`] (is it blocked in the loop's poll?), and its
+//!   CPU time ([`thread_cpu_time`], for "no spin" checks).
 //! - Networking tests: [`net`] (an echo [`Protocol`](evloop::Protocol), an echo loop for
 //!   streams, the process's open fd count) and [`child`] (re-running one test of the current
 //!   binary in a child process, for tests that change process-wide state).
@@ -239,6 +240,29 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU time (the "no spin" checks).
+
+/// The CPU time the calling thread has used so far: the first field of
+/// `/proc/thread-self/schedstat` (nanoseconds on the CPU), or, where the kernel has no
+/// schedstat, `utime + stime` of `/proc/thread-self/stat` (clock ticks, usually 10 ms).
+///
+/// For "the loop idles instead of spinning" checks: compare two readings around a wait and
+/// allow a generous fraction of the wait's wall-clock time.
+pub fn thread_cpu_time() -> Duration {
+    if let Ok(text) = std::fs::read_to_string("/proc/thread-self/schedstat") {
+        if let Some(ns) = text.split_whitespace().next().and_then(|f| f.parse::<u64>().ok()) {
+            return Duration::from_nanos(ns);
+        }
+    }
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name: utime is the 14th field, stime the 15th.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<u64> = after.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
 }
 
 // ---------------------------------------------------------------------------------------------

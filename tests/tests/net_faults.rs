@@ -752,7 +752,11 @@ fn an_injected_emfile_on_accept_is_returned_and_the_next_accept_works() {
         listener.socket().async_fd().readable().await.unwrap();
         fault::fail_nth(Syscall::Accept4, 1, sys::errno::EMFILE);
         let e = listener.accept().await.unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(sys::errno::EMFILE), "{e}");
+        assert_eq!(evloop::os_error(&e), Some(sys::errno::EMFILE), "{e}");
+        assert!(
+            e.to_string().starts_with("accept4(fd "),
+            "the error names the call and the fd: {e}"
+        );
         // The pending connection is still queued and the listener still works.
         let (s, peer) = listener.accept().await.unwrap();
         assert_eq!(s.peer_addr().unwrap(), peer);

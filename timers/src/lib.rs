@@ -309,11 +309,19 @@ impl<T> TimerQueue<T> {
         Self::with_capacity(0)
     }
 
-    /// Creates an empty queue with room for `n` timers before reallocating.
+    /// Creates an empty queue with room for `n` timers before reallocating, as far as the
+    /// memory can be had: a capacity that cannot be allocated (or overflows, such as
+    /// `usize::MAX`) is not an error, the queue simply starts smaller and grows as timers come.
     pub fn with_capacity(n: usize) -> Self {
+        let mut heap = Vec::new();
+        let mut slots = Vec::new();
+        if heap.try_reserve_exact(n).is_err() || slots.try_reserve_exact(n).is_err() {
+            heap = Vec::new();
+            slots = Vec::new();
+        }
         TimerQueue {
-            heap: Vec::with_capacity(n),
-            slots: Vec::with_capacity(n),
+            heap,
+            slots,
             free_head: NIL,
             next_seq: 0,
             fresh_generation: 0,

@@ -113,6 +113,17 @@ fn with_capacity_preallocates_heap_and_slab() {
     assert!(q.is_empty());
 }
 
+#[test]
+fn a_capacity_that_cannot_be_allocated_is_no_panic_and_the_queue_still_works() {
+    for n in [usize::MAX, 1 << 60, 1 << 40] {
+        let mut q: TimerQueue<u8> = TimerQueue::with_capacity(n);
+        assert!(q.is_empty());
+        let id = q.insert(5, 1);
+        assert_eq!(q.pop_expired(5).map(|e| (e.id, e.payload)), Some((id, 1)));
+        q.check_invariants();
+    }
+}
+
 // ----- ordering -------------------------------------------------------------
 
 #[test]

@@ -1,5 +1,5 @@
-//! The loop's clock: CLOCK_MONOTONIC in nanoseconds since the loop was created, or a virtual
-//! clock that only moves when the loop is idle.
+//! The loop's clock: CLOCK_MONOTONIC in nanoseconds, or a virtual clock that only moves when
+//! the loop is idle.
 //!
 //! Timers are keyed by `u64` nanoseconds of loop time (the timer queue is generic over nothing
 //! but a number). The public API speaks `std::time::Instant`; this module converts between the
@@ -8,38 +8,60 @@
 //! `Instant` epoch and loop time can only lag real time by the few nanoseconds between the two
 //! reads, never lead it.
 //!
-//! In virtual mode `now()` returns a counter that the loop advances to the next timer's deadline
-//! when it has nothing else to do, so an hour of timers runs in milliseconds, deterministically.
+//! # The origin
+//! Loop time is `BASE` plus CLOCK_MONOTONIC, not nanoseconds since the loop was created:
+//! * instants *before* the loop existed keep their order. With the loop's creation as zero,
+//!   every earlier instant saturated to 0, so `call_at(now - 1 s, a)` and
+//!   `call_at(now - 2 s, b)` had equal deadlines and ran a before b. `BASE` (2^62 ns, 146
+//!   years) leaves room below CLOCK_MONOTONIC's own zero (boot), which a freshly booted machine
+//!   is close to;
+//! * every loop with a real clock measures the same time, so a deadline computed on one loop
+//!   (a `Sleep` created there) means the same instant on another.
+//!
+//! In virtual mode `now()` is a counter, starting where the real clock stood at the loop's
+//! creation, that the loop advances to the next timer's deadline when it has nothing else to
+//! do, so an hour of timers runs in milliseconds, deterministically.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use evloop_syscalls as sys;
 
+/// Added to CLOCK_MONOTONIC: instants up to 146 years before boot keep distinct loop times, and
+/// the 438 years left above are far beyond any deadline (later ones saturate to "never").
+const BASE: u64 = 1 << 62;
+
 /// See the module documentation.
 pub(crate) struct Clock {
     epoch: Instant,
-    epoch_raw: Duration,
+    /// The loop time of `epoch`: `BASE` plus CLOCK_MONOTONIC read just after it.
+    origin: u64,
     virtual_now: Option<Cell<u64>>,
 }
 
 impl Clock {
     pub(crate) fn new(virtual_time: bool) -> Clock {
         let epoch = Instant::now();
-        let epoch_raw = sys::clock_monotonic();
+        let origin = BASE.saturating_add(duration_to_ns(sys::clock_monotonic()));
         Clock {
             epoch,
-            epoch_raw,
-            virtual_now: virtual_time.then(|| Cell::new(0)),
+            origin,
+            virtual_now: virtual_time.then(|| Cell::new(origin)),
         }
     }
 
-    /// Loop time now, in nanoseconds since the loop's epoch.
+    /// Loop time now, in nanoseconds (see "The origin").
     pub(crate) fn now(&self) -> u64 {
         match &self.virtual_now {
             Some(v) => v.get(),
-            None => duration_to_ns(sys::clock_monotonic().saturating_sub(self.epoch_raw)),
+            None => BASE.saturating_add(duration_to_ns(sys::clock_monotonic())),
         }
+    }
+
+    /// The loop time of the loop's creation: `now() - origin()` is the time the loop has
+    /// existed (what trace lines show).
+    pub(crate) fn origin(&self) -> u64 {
+        self.origin
     }
 
     pub(crate) fn is_virtual(&self) -> bool {
@@ -55,17 +77,28 @@ impl Clock {
         }
     }
 
-    /// Loop time of an `Instant`; instants before the epoch map to 0 (already due).
+    /// Loop time of an `Instant`, in the past as well as in the future (saturating only
+    /// beyond 146 years either way).
     pub(crate) fn ns_of(&self, when: Instant) -> u64 {
-        when.checked_duration_since(self.epoch).map_or(0, duration_to_ns)
+        match when.checked_duration_since(self.epoch) {
+            Some(after) => self.origin.saturating_add(duration_to_ns(after)),
+            None => self
+                .origin
+                .saturating_sub(duration_to_ns(self.epoch.saturating_duration_since(when))),
+        }
     }
 
     /// The `Instant` of a loop time.
     pub(crate) fn instant_of(&self, ns: u64) -> Instant {
-        let d = Duration::from_nanos(ns);
-        self.epoch
-            .checked_add(d)
-            .unwrap_or(self.epoch + Duration::from_secs(100 * 365 * 86_400))
+        if ns >= self.origin {
+            let d = Duration::from_nanos(ns - self.origin);
+            self.epoch
+                .checked_add(d)
+                .unwrap_or(self.epoch + Duration::from_secs(100 * 365 * 86_400))
+        } else {
+            let d = Duration::from_nanos(self.origin - ns);
+            self.epoch.checked_sub(d).unwrap_or(self.epoch)
+        }
     }
 }
 
@@ -92,20 +125,41 @@ mod tests {
         let c = Clock::new(false);
         let later = Instant::now() + Duration::from_millis(5);
         let ns = c.ns_of(later);
-        assert_eq!(c.instant_of(ns), c.epoch + Duration::from_nanos(ns));
-        assert_eq!(c.ns_of(c.epoch - Duration::from_secs(1)), 0);
+        assert_eq!(c.instant_of(ns), c.epoch + Duration::from_nanos(ns - c.origin));
         assert_eq!(duration_to_ns(Duration::MAX), u64::MAX);
         let _far = c.instant_of(u64::MAX);
+        let _near = c.instant_of(0);
+    }
+
+    #[test]
+    fn instants_before_the_loop_keep_their_order_and_round_trip() {
+        let c = Clock::new(false);
+        let one = c.epoch - Duration::from_secs(1);
+        let two = c.epoch - Duration::from_secs(2);
+        assert!(c.ns_of(two) < c.ns_of(one), "earlier instants have earlier loop times");
+        assert_eq!(c.ns_of(c.epoch) - c.ns_of(one), 1_000_000_000);
+        assert_eq!(c.instant_of(c.ns_of(two)), two);
+    }
+
+    #[test]
+    fn two_real_clocks_agree_on_an_instant() {
+        let a = Clock::new(false);
+        let b = Clock::new(false);
+        let when = Instant::now() + Duration::from_secs(3);
+        let (na, nb) = (a.ns_of(when), b.ns_of(when));
+        // Each lags real time by the few ns between its two reads at creation, never leads.
+        assert!(na.abs_diff(nb) < 1_000_000, "{na} vs {nb}");
     }
 
     #[test]
     fn virtual_clock_moves_only_forward_and_only_when_told() {
         let c = Clock::new(true);
-        assert_eq!(c.now(), 0);
-        c.advance_to(500);
-        assert_eq!(c.now(), 500);
-        c.advance_to(100);
-        assert_eq!(c.now(), 500);
+        let start = c.now();
+        assert_eq!(start, c.origin());
+        c.advance_to(start + 500);
+        assert_eq!(c.now(), start + 500);
+        c.advance_to(start + 100);
+        assert_eq!(c.now(), start + 500);
         assert!(c.is_virtual());
     }
 }

@@ -29,6 +29,8 @@ pub enum LoopErrorKind {
     NoRunningLoop,
     /// An operating-system call failed (creating the loop, polling, registering an fd).
     Io,
+    /// A configuration value is out of its range (a [`Builder`](crate::Builder) option).
+    InvalidConfig,
 }
 
 /// An error from an [`EventLoop`](crate::EventLoop) operation.
@@ -52,6 +54,15 @@ impl LoopError {
             kind: LoopErrorKind::Io,
             op,
             io: Some(err),
+        }
+    }
+
+    /// A configuration error: `detail` says which value and why.
+    pub(crate) fn invalid_config(op: &'static str, detail: String) -> Self {
+        LoopError {
+            kind: LoopErrorKind::InvalidConfig,
+            op,
+            io: Some(io::Error::new(io::ErrorKind::InvalidInput, detail)),
         }
     }
 
@@ -81,6 +92,7 @@ impl fmt::Display for LoopError {
             LoopErrorKind::Stopped => "the event loop stopped before the future completed",
             LoopErrorKind::NoRunningLoop => "no event loop is running on this thread",
             LoopErrorKind::Io => "operating-system error",
+            LoopErrorKind::InvalidConfig => "invalid configuration",
         };
         match &self.io {
             Some(e) => write!(f, "{}: {what}: {e}", self.op),
@@ -98,7 +110,9 @@ impl std::error::Error for LoopError {
 impl From<LoopError> for io::Error {
     fn from(e: LoopError) -> io::Error {
         let kind = match e.kind {
-            LoopErrorKind::Io => e.io.as_ref().map_or(io::ErrorKind::Other, |e| e.kind()),
+            LoopErrorKind::Io | LoopErrorKind::InvalidConfig => {
+                e.io.as_ref().map_or(io::ErrorKind::Other, |e| e.kind())
+            }
             _ => io::ErrorKind::Other,
         };
         io::Error::new(kind, e)
@@ -178,6 +192,8 @@ pub enum TaskError {
         /// The task's name.
         task: String,
     },
+    /// The task belongs to another event loop than the task that awaited it.
+    WrongLoop(WrongLoopError),
 }
 
 impl TaskError {
@@ -217,6 +233,7 @@ impl fmt::Display for TaskError {
             TaskError::AwaitedItself { task } => {
                 write!(f, "{task} awaited its own handle (a task cannot await itself)")
             }
+            TaskError::WrongLoop(e) => e.fmt(f),
         }
     }
 }
@@ -303,6 +320,64 @@ impl From<RunError> for io::Error {
     }
 }
 
+/// An object that belongs to one event loop was awaited from a task of another: asyncio's
+/// `RuntimeError` ("Task got Future attached to a different loop", "... is bound to a
+/// different event loop").
+///
+/// Two loops can live on one thread, but only one runs at a time: a task of the running loop
+/// that waited for something only the other loop can complete (a promise whose result the
+/// other loop's callbacks set, a lock its tasks hold, a socket its reactor polls) would wait
+/// until that loop runs again, which while this one runs is never. So the wait fails at once,
+/// naming both loops. See [`LoopHandle::id`](crate::LoopHandle::id) and the book's "What
+/// belongs to a loop" (docs/01-the-event-loop.md) for what is bound and what is not.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WrongLoopError {
+    pub(crate) op: &'static str,
+    pub(crate) object: String,
+    pub(crate) bound: u64,
+    pub(crate) running: u64,
+}
+
+impl WrongLoopError {
+    /// The operation that was refused, e.g. `"await"`.
+    pub fn operation(&self) -> &'static str {
+        self.op
+    }
+
+    /// The object, e.g. `Promise#3` or `Task-2`.
+    pub fn object(&self) -> &str {
+        &self.object
+    }
+
+    /// The id of the loop the object belongs to.
+    pub fn bound_loop(&self) -> u64 {
+        self.bound
+    }
+
+    /// The id of the loop whose task tried to wait for it.
+    pub fn running_loop(&self) -> u64 {
+        self.running
+    }
+}
+
+impl fmt::Display for WrongLoopError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} belongs to event loop #{} and cannot be awaited from a task of event loop #{}              (only its own loop can complete it, and that loop is not running)",
+            self.op, self.object, self.bound, self.running
+        )
+    }
+}
+
+impl std::error::Error for WrongLoopError {}
+
+impl From<WrongLoopError> for io::Error {
+    fn from(e: WrongLoopError) -> io::Error {
+        io::Error::other(e)
+    }
+}
+
 /// A promise operation that its state does not allow, such as setting a result twice
 /// (asyncio's `InvalidStateError`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -341,6 +416,7 @@ impl From<InvalidStateError> for io::Error {
 /// Awaiting a promise that was cancelled (asyncio's `CancelledError`), or reading the result of
 /// one that is not done yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PromiseError {
     /// The promise was cancelled.
     Cancelled {
@@ -352,6 +428,8 @@ pub enum PromiseError {
         /// The promise, e.g. `Promise#4`.
         promise: String,
     },
+    /// The promise belongs to another event loop than the task that awaited it.
+    WrongLoop(WrongLoopError),
 }
 
 impl PromiseError {
@@ -366,6 +444,7 @@ impl fmt::Display for PromiseError {
         match self {
             PromiseError::Cancelled { promise } => write!(f, "{promise} was cancelled"),
             PromiseError::Pending { promise } => write!(f, "{promise} has no result yet"),
+            PromiseError::WrongLoop(e) => e.fmt(f),
         }
     }
 }
@@ -374,10 +453,10 @@ impl std::error::Error for PromiseError {}
 
 impl From<PromiseError> for io::Error {
     fn from(e: PromiseError) -> io::Error {
-        let kind = if e.is_cancelled() {
-            io::ErrorKind::Interrupted
-        } else {
-            io::ErrorKind::WouldBlock
+        let kind = match &e {
+            PromiseError::Cancelled { .. } => io::ErrorKind::Interrupted,
+            PromiseError::Pending { .. } => io::ErrorKind::WouldBlock,
+            PromiseError::WrongLoop(_) => io::ErrorKind::Other,
         };
         io::Error::new(kind, e)
     }

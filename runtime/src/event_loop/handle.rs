@@ -3,9 +3,10 @@
 //! `call_soon`, `call_later`, `call_at` and `add_reader`/`add_writer` each wrap the user's closure
 //! in one reference-counted cell (a single allocation) that implements [`Callback`]. The loop's
 //! ready queue, timer queue and reactor hold `Rc<dyn Callback>`s; the user holds a [`Handle`] or
-//! [`TimerHandle`] pointing at the same cell. Cancelling only sets a flag in the cell: the ready
-//! queue skips a cancelled callback when it reaches it, and a cancelled timer is also put on the
-//! loop's cancel list so phase 1 of the next iteration takes it out of the heap.
+//! [`TimerHandle`] pointing at the same cell. Cancelling sets a flag in the cell and drops the
+//! closure it holds, with everything the closure captured, at once; the (small) cell stays: the
+//! ready queue skips a cancelled callback when it reaches it, and a cancelled timer is also put
+//! on the loop's cancel list so phase 1 of the next iteration takes it out of the heap.
 //!
 //! A cell never runs user code while anything in the loop is borrowed: the loop pops the `Rc`,
 //! releases its borrows, then calls [`Callback::run`].
@@ -81,9 +82,17 @@ pub(crate) trait Callback {
         self.meta().cancelled.get()
     }
 
+    /// Marks the callback cancelled and drops the user's closure at once, with everything it
+    /// captured (asyncio's `Handle.cancel` drops its callback and arguments too). The cell
+    /// itself stays until the ready queue, timer heap or reactor lets go of it. Never called
+    /// while the loop holds a borrow: the closure's destructor may call back into the loop.
     fn cancel(&self) {
         self.meta().cancelled.set(true);
+        self.release();
     }
+
+    /// Drops the user's closure (cells that wrap one); a no-op for the loop's own handlers.
+    fn release(&self) {}
 
     /// `call_soon demo::main::{{closure}} (src/main.rs:10:5)`.
     fn describe(&self) -> String {
@@ -149,6 +158,9 @@ impl<F: FnOnce()> Callback for OnceCallback<F> {
             f();
         }
     }
+    fn release(&self) {
+        drop(self.f.take());
+    }
     fn meta(&self) -> &HandleMeta {
         &self.meta
     }
@@ -160,14 +172,16 @@ impl<F: FnOnce()> Callback for OnceCallback<F> {
 /// A `FnMut` callback run every time its fd is ready: `add_reader`, `add_writer`.
 pub(crate) struct RepeatCallback<F> {
     meta: HandleMeta,
-    f: RefCell<F>,
+    /// `None` once cancelled (the closure is dropped then, or right after the run that
+    /// cancelled it).
+    f: RefCell<Option<F>>,
 }
 
 impl<F: FnMut() + 'static> RepeatCallback<F> {
     pub(crate) fn new_rc(kind: HandleKind, site: &'static Location<'static>, f: F) -> Rc<dyn Callback> {
         Rc::new(RepeatCallback {
             meta: HandleMeta::new(kind, site),
-            f: RefCell::new(f),
+            f: RefCell::new(Some(f)),
         })
     }
 }
@@ -177,8 +191,23 @@ impl<F: FnMut()> Callback for RepeatCallback<F> {
         // A callback that re-enters itself (it cannot, short of calling the loop recursively)
         // is skipped rather than panicking on the RefCell.
         if let Ok(mut f) = self.f.try_borrow_mut() {
-            (*f)();
+            if let Some(f) = f.as_mut() {
+                f();
+            }
         }
+        // Cancelled while it ran (an fd callback that removed itself): its closure could not
+        // be dropped then, so it goes now.
+        if self.cancelled() {
+            self.release();
+        }
+    }
+    fn release(&self) {
+        // While the closure runs it is borrowed: `run` drops it when it returns.
+        let f = match self.f.try_borrow_mut() {
+            Ok(mut f) => f.take(),
+            Err(_) => None,
+        };
+        drop(f);
     }
     fn meta(&self) -> &HandleMeta {
         &self.meta
@@ -191,13 +220,15 @@ impl<F: FnMut()> Callback for RepeatCallback<F> {
 /// A scheduled callback (asyncio's `Handle`), returned by `call_soon` and friends.
 ///
 /// Cancelling before it runs means it never runs; cancelling again, or after it ran, does nothing.
+/// Cancelling drops the closure, and everything it captured, at once (not when the handle is
+/// dropped and the loop gets to the cancelled entry).
 #[derive(Clone)]
 pub struct Handle {
     pub(crate) inner: Rc<dyn Callback>,
 }
 
 impl Handle {
-    /// Cancels the callback if it has not run yet. Idempotent.
+    /// Cancels the callback if it has not run yet, dropping its closure now. Idempotent.
     pub fn cancel(&self) {
         self.inner.cancel();
     }
@@ -235,8 +266,9 @@ pub struct TimerHandle {
 }
 
 impl TimerHandle {
-    /// Cancels the timer: it will not run, and the next loop iteration removes it from the timer
-    /// heap (no garbage accumulates). Idempotent; a no-op once the callback has run.
+    /// Cancels the timer: it will not run, its closure is dropped now, and the next loop
+    /// iteration removes its (now small) entry from the timer heap (no garbage accumulates).
+    /// Idempotent; a no-op once the callback has run.
     pub fn cancel(&self) {
         if self.handle.cancelled() {
             return;

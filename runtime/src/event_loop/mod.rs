@@ -83,6 +83,31 @@ pub(crate) const SPARE_EXTRAS: usize = 1024;
 /// asyncio caps a poll at one day; a longer timer simply polls again.
 const MAX_POLL: Duration = Duration::from_secs(86_400);
 
+/// The largest timer slack [`Builder::timer_slack`] accepts: every timer of the loop may fire
+/// that much late.
+pub const MAX_TIMER_SLACK: Duration = Duration::from_secs(1);
+
+/// asyncio's `ACCEPT_RETRY_DELAY`: how long a server waits before it retries `accept` after
+/// running out of a resource.
+pub const DEFAULT_ACCEPT_RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// The range `Builder::accept_retry_delay` and `Server::set_accept_retry_delay` accept.
+const ACCEPT_RETRY_DELAY_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(1)..=Duration::from_secs(3600);
+
+/// Checks an accept retry delay: a description of the problem if it is out of range.
+pub(crate) fn check_accept_retry_delay(delay: Duration) -> Result<(), String> {
+    if ACCEPT_RETRY_DELAY_RANGE.contains(&delay) {
+        Ok(())
+    } else {
+        Err(format!(
+            "an accept retry delay of {delay:?} is outside {:?}..={:?} (shorter would spin, longer never retries)",
+            ACCEPT_RETRY_DELAY_RANGE.start(),
+            ACCEPT_RETRY_DELAY_RANGE.end()
+        ))
+    }
+}
+
 /// Work in the ready queue: a callback, or a task to step (a counted reference to its cell).
 pub(crate) enum Ready {
     Callback(Rc<dyn Callback>),
@@ -210,8 +235,17 @@ impl Shared {
         if self.sleeping.load(SeqCst) && !self.armed.swap(true, SeqCst) {
             if let Some(fd) = &st.eventfd {
                 // EAGAIN (counter at its maximum) still leaves the eventfd readable, which is all
-                // that matters; nothing else can fail for a valid eventfd.
-                let _ = sys::eventfd_write(fd.as_fd(), 1);
+                // that matters. Nothing else can fail for a valid eventfd; should it all the
+                // same, the write is tried once more, and if that fails too the eventfd is
+                // disarmed so that the next push tries again: left armed, no push would ever
+                // write it again, and the loop could sleep forever with this work queued.
+                let written = |r: io::Result<()>| match r {
+                    Ok(()) => true,
+                    Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+                };
+                if !written(sys::eventfd_write(fd.as_fd(), 1)) && !written(sys::eventfd_write(fd.as_fd(), 1)) {
+                    self.armed.store(false, SeqCst);
+                }
             }
         }
         Ok(())
@@ -255,9 +289,32 @@ pub struct RemoteHandle {
 impl RemoteHandle {
     /// Schedules `f` to run on the loop's thread, in the loop's next iteration, waking the loop
     /// at once if it is blocked (one eventfd write per sleep, however many calls).
+    ///
+    /// FIFO with `call_soon`, as in asyncio: called on the loop's own thread while the loop
+    /// runs, it *is* `call_soon` (no remote queue, no eventfd); from another thread its
+    /// callback waits in the remote queue, which the loop moves to its ready queue at the next
+    /// poll or before the next `call_soon` of the loop's thread, whichever comes first, so a
+    /// callback scheduled earlier runs earlier.
     #[track_caller]
     pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
-        let item = Remote::Call(Box::new(f), Location::caller());
+        let site = Location::caller();
+        // On the loop's own thread while it runs, this is `call_soon`: queued in order with
+        // the callbacks scheduled around it (asyncio appends to `_ready` directly).
+        let mut f = Some(f);
+        let local = with_running(|lp| {
+            if lp.id != self.shared.loop_id || lp.is_closed() {
+                return false;
+            }
+            if let Some(f) = f.take() {
+                lp.call_soon_local(HandleKind::Threadsafe, site, f);
+            }
+            true
+        });
+        if local == Some(true) {
+            return Ok(());
+        }
+        let Some(f) = f else { return Ok(()) };
+        let item = Remote::Call(Box::new(f), site);
         self.shared.push(item).map_err(|item| {
             drop(item);
             LoopError::new(LoopErrorKind::Closed, "call_soon_threadsafe")
@@ -337,6 +394,12 @@ fn register_local(lp: &Rc<LoopInner>) {
 #[inline]
 pub(crate) fn running_loop_traces() -> bool {
     RUNNING_TRACES.try_with(Cell::get).unwrap_or(false)
+}
+
+/// The id of the loop running on this thread, if any (what loop-bound objects compare theirs
+/// with before they let a task wait).
+pub(crate) fn running_loop_id() -> Option<u64> {
+    with_running(|lp| u64::from(lp.id))
 }
 
 /// The loop running on this thread (asyncio's `get_running_loop()`).
@@ -423,6 +486,7 @@ pub struct Builder {
     timer_slack: Option<Duration>,
     eager_tasks: bool,
     executor_threads: usize,
+    accept_retry_delay: Duration,
 }
 
 impl Default for Builder {
@@ -455,6 +519,7 @@ impl Builder {
             timer_slack: Some(Duration::from_nanos(1)),
             eager_tasks: false,
             executor_threads: default_executor_threads(),
+            accept_retry_delay: DEFAULT_ACCEPT_RETRY_DELAY,
         }
     }
 
@@ -493,7 +558,12 @@ impl Builder {
     /// The timer slack the loop's thread gets while a loop lives on it (`prctl(PR_SET_TIMERSLACK)`).
     /// The kernel stretches every poll timeout by the thread's slack (50 us by default), which
     /// makes timers late; evloop sets 1 ns by default and restores the old value when the last
-    /// loop of the thread closes. `None` leaves the thread's slack alone.
+    /// loop of the thread closes. `None` leaves the thread's slack alone; zero is taken as 1 ns
+    /// (the kernel reads 0 as "back to the default").
+    ///
+    /// At most [`MAX_TIMER_SLACK`] (1 s): every timer of the loop may be that late, and the
+    /// kernel would take anything up to 584 years (a `Duration::MAX` slack made a 10 ms sleep
+    /// never finish). [`build`](Builder::build) refuses more.
     pub fn timer_slack(mut self, slack: Option<Duration>) -> Self {
         self.timer_slack = slack;
         self
@@ -511,8 +581,37 @@ impl Builder {
         self
     }
 
+    /// How long a server waits before it tries `accept` again after the process or system ran
+    /// out of a resource (`EMFILE`, `ENFILE`, `ENOMEM`, `ENOBUFS`, ...): asyncio's
+    /// `ACCEPT_RETRY_DELAY`, 1 s by default. Connections keep queueing in the kernel meanwhile;
+    /// a server still out of fds when the delay ends sheds them (see
+    /// [`Server::shed_connections`](crate::Server::shed_connections)). Each server can change
+    /// its own with [`Server::set_accept_retry_delay`](crate::Server::set_accept_retry_delay).
+    ///
+    /// It must lie within 1 ms (a shorter delay would make a server that cannot accept spin)
+    /// and 1 hour; [`build`](Builder::build) refuses other values.
+    pub fn accept_retry_delay(mut self, delay: Duration) -> Self {
+        self.accept_retry_delay = delay;
+        self
+    }
+
     /// Creates the loop: an epoll instance and a wake-up eventfd (both `O_CLOEXEC`).
+    ///
+    /// Errors: an option out of its range ([`LoopErrorKind::InvalidConfig`], naming the
+    /// option), or the OS refused the epoll instance or the eventfd.
     pub fn build(self) -> Result<EventLoop, LoopError> {
+        check_accept_retry_delay(self.accept_retry_delay)
+            .map_err(|e| LoopError::invalid_config("Builder::build (accept_retry_delay)", e))?;
+        if let Some(slack) = self.timer_slack {
+            if slack > MAX_TIMER_SLACK {
+                return Err(LoopError::invalid_config(
+                    "Builder::build (timer_slack)",
+                    format!(
+                        "a timer slack of {slack:?} exceeds the maximum of {MAX_TIMER_SLACK:?} (every timer may be that late)"
+                    ),
+                ));
+            }
+        }
         // Loop ids are u32 (a task's header stores its loop's id); ids are never reused, so a
         // wake can never reach a later loop. Four billion loops in one process is the limit.
         static NEXT_LOOP_ID: AtomicU32 = AtomicU32::new(1);
@@ -564,6 +663,7 @@ impl Builder {
             slow_callback: self.slow_callback,
             tracer,
             eager_tasks: self.eager_tasks,
+            accept_retry_delay: self.accept_retry_delay,
             slack_acquired: Cell::new(self.timer_slack.is_some()),
             executor_threads: Cell::new(self.executor_threads),
             sigpipe_block: RefCell::new(None),
@@ -637,6 +737,8 @@ pub(crate) struct LoopInner {
     slow_callback: Duration,
     tracer: Option<Tracer>,
     pub(crate) eager_tasks: bool,
+    /// The accept retry delay new servers start with (`Builder::accept_retry_delay`).
+    pub(crate) accept_retry_delay: Duration,
     slack_acquired: Cell<bool>,
     /// The bound of the next executor pool (`Builder::executor_threads`, `set_default_executor`);
     /// the pool itself is an extension of the `os` layer.
@@ -758,6 +860,24 @@ impl LoopInner {
     /// Loop time, nanoseconds since the loop's epoch.
     pub(crate) fn now(&self) -> u64 {
         self.clock.now()
+    }
+
+    /// `call_soon` on the loop's thread, after the checks: the callback joins the ready queue
+    /// behind whatever was scheduled before it, including work other threads queued remotely
+    /// before this call (moved over first), so scheduling is FIFO across threads as in
+    /// asyncio, whose `call_soon_threadsafe` appends to the same deque.
+    pub(crate) fn call_soon_local<F: FnOnce() + 'static>(
+        self: &Rc<Self>,
+        kind: HandleKind,
+        site: &'static Location<'static>,
+        f: F,
+    ) -> Rc<dyn Callback> {
+        if self.shared.has_pending() {
+            self.drain_remote(false);
+        }
+        let cb = OnceCallback::new_rc(kind, site, f);
+        self.push_ready(Ready::Callback(cb.clone()));
+        cb
     }
 
     /// Schedules a one-shot callback for the next phase 5 (call_soon without the checks).
@@ -939,7 +1059,13 @@ impl LoopInner {
         if blocking {
             self.shared.sleeping.store(false, SeqCst);
         }
-        let n = waited.map_err(|e| LoopError::io("poll (epoll_pwait2)", e))?;
+        let n = waited.map_err(|e| {
+            let op = match sys::epoll_wait_timeout_call() {
+                "epoll_wait" => "poll (epoll_wait)",
+                _ => "poll (epoll_pwait2)",
+            };
+            LoopError::io(op, e)
+        })?;
 
         let mut wakers = std::mem::take(&mut *self.io_wakers.borrow_mut());
         let dispatched = {
@@ -1401,16 +1527,20 @@ impl LoopHandle {
     #[track_caller]
     pub fn call_soon<F: FnOnce() + 'static>(&self, f: F) -> Result<Handle, LoopError> {
         self.check_open("call_soon")?;
-        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), f);
-        self.inner.push_ready(Ready::Callback(cb.clone()));
+        let cb = self.inner.call_soon_local(HandleKind::CallSoon, Location::caller(), f);
         Ok(Handle { inner: cb })
     }
 
-    /// Schedules `f` from any thread (asyncio's `call_soon_threadsafe`); see
-    /// [`RemoteHandle::call_soon_threadsafe`].
+    /// Schedules `f` (asyncio's `call_soon_threadsafe`). A `LoopHandle` lives on the loop's
+    /// own thread, so here this is [`call_soon`](LoopHandle::call_soon) without the handle:
+    /// FIFO with the callbacks scheduled around it. From other threads, use
+    /// [`RemoteHandle::call_soon_threadsafe`] (`lp.remote()`).
     #[track_caller]
     pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
-        self.remote().call_soon_threadsafe(f)
+        self.check_open("call_soon_threadsafe")?;
+        self.inner
+            .call_soon_local(HandleKind::Threadsafe, Location::caller(), f);
+        Ok(())
     }
 
     /// Runs `f` once `delay` has passed (asyncio's `call_later`); never early. A zero delay runs
@@ -1431,8 +1561,7 @@ impl LoopHandle {
         Ok(self.schedule_at(deadline, Some(when), Location::caller(), f))
     }
 
-    /// Inserts the timer; `when` is the caller's own instant for `call_at` (kept as given, even
-    /// if it lies before the loop's epoch and so maps to loop time 0).
+    /// Inserts the timer; `when` is the caller's own instant for `call_at` (kept as given).
     fn schedule_at<F: FnOnce() + 'static>(
         &self,
         deadline: u64,
@@ -1602,5 +1731,12 @@ impl LoopHandle {
     /// Whether both handles refer to the same loop.
     pub fn same_loop(&self, other: &LoopHandle) -> bool {
         Rc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The loop's number: unique in the process, counting from 1 in creation order. Debug
+    /// output (`<EventLoop #2 running ...>`) and [`WrongLoopError`](crate::WrongLoopError) name
+    /// loops by it.
+    pub fn id(&self) -> u64 {
+        u64::from(self.inner.id)
     }
 }

@@ -16,6 +16,13 @@
 //! edge). A reader that stops early without either keeps the bit, so no edge is ever lost
 //! (the failure mode of mio #45).
 //!
+//! The other way round, readiness observed before an operation started never completes it:
+//! an unconnected stream socket reports itself writable and hung up as soon as it is
+//! registered, so `connect` forgets every bit when the attempt starts and believes only the
+//! edges that follow (checked with `SO_ERROR` and `getpeername`). And an `EAGAIN` clears every
+//! bit of its direction, hang-up and error included, so a stale bit can never make a waiting
+//! operation spin.
+//!
 //! One task may wait for reading and one for writing at a time (the two halves of a stream);
 //! a second waiter on the same side replaces the first's waker.
 //!
@@ -52,10 +59,10 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
-use crate::event_loop::error::{LoopError, LoopErrorKind};
+use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
 use crate::event_loop::reactor::{ready, IoState};
 use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{with_running, LoopHandle, LoopInner};
+use crate::event_loop::{running_loop_id, with_running, LoopHandle, LoopInner};
 
 /// Which direction an operation needs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -163,24 +170,62 @@ impl<T: AsFd> AsyncFd<T> {
 
     /// Forgets readiness for `interest` until the next edge. Call it when a syscall returned
     /// `EAGAIN` (the `*_io` methods do it for you).
+    ///
+    /// Every bit of that direction goes, not only "readable" or "writable": `EAGAIN` also
+    /// proves that no error is pending (the syscall would have returned it) and that the side
+    /// is not closed (a read of a closed side returns 0, a write fails with `EPIPE`). A bit
+    /// left behind would make the fd look ready forever and `poll_io` spin on `EAGAIN`: the
+    /// `ERROR` of an ICMP error a datagram socket once reported, or the hang-up an unconnected
+    /// stream socket reports before it is connected.
     pub fn clear_ready(&self, interest: Interest) {
-        // EAGAIN also proves no error is pending (the syscall would have returned it), so the
-        // ERROR bit goes too; otherwise a datagram socket that once reported an ICMP error
-        // would look ready forever and `poll_io` would spin on EAGAIN.
         let bits = match interest {
-            Interest::Read => ready::READABLE | ready::ERROR,
-            Interest::Write => ready::WRITABLE | ready::ERROR,
+            Interest::Read => ready::READABLE | ready::READ_CLOSED | ready::ERROR,
+            Interest::Write => ready::WRITABLE | ready::WRITE_CLOSED | ready::ERROR,
         };
         self.state.clear(bits);
     }
 
+    /// Forgets only "readable" (or "writable") after a short read (write): the kernel's queue
+    /// was drained (filled), but a hang-up or error that came with the same edge still holds
+    /// and raises no new edge, so it must stay.
+    pub(crate) fn clear_after_short_transfer(&self, interest: Interest) {
+        self.state.clear(match interest {
+            Interest::Read => ready::READABLE,
+            Interest::Write => ready::WRITABLE,
+        });
+    }
+
+    /// Forgets every readiness bit: the operation starting now (a `connect`) makes everything
+    /// observed before it stale, and only the next edge says how it went.
+    pub(crate) fn reset_readiness(&self) {
+        self.state.clear(!0);
+    }
+
     /// `Ready` once the fd is ready for `interest`; otherwise parks the task's waker.
+    ///
+    /// Errors: the loop the fd is registered with is closed, or it is not the loop running
+    /// now ([`WrongLoopError`](crate::WrongLoopError): only that loop's poll can report the
+    /// fd's events, and it cannot run while another loop does).
     pub fn poll_ready(&self, cx: &mut Context<'_>, interest: Interest) -> Poll<io::Result<()>> {
         if self.lp.is_closed() {
             return Poll::Ready(Err(LoopError::new(LoopErrorKind::Closed, "AsyncFd").into()));
         }
         if self.is_ready(interest) {
             return Poll::Ready(Ok(()));
+        }
+        if let Some(running) = running_loop_id() {
+            if running != u64::from(self.lp.id) {
+                return Poll::Ready(Err(WrongLoopError {
+                    op: match interest {
+                        Interest::Read => "wait for readability",
+                        Interest::Write => "wait for writability",
+                    },
+                    object: format!("fd {}", self.state.fd()),
+                    bound: u64::from(self.lp.id),
+                    running,
+                }
+                .into()));
+            }
         }
         match interest {
             Interest::Read => self.state.set_reader(cx.waker()),
@@ -243,6 +288,18 @@ impl<T: AsFd> AsyncFd<T> {
             self.clear_ready(interest);
         }
         r
+    }
+}
+
+/// A failed I/O call's error with the operation and the fd it concerns (`recv(fd 7): Connection
+/// reset by peer`), as every evloop error names them. `WouldBlock` passes through untouched: it
+/// is the readiness protocol's signal, matched on by kind, never shown to a user.
+pub(crate) fn fd_context<T>(op: &str, fd: RawFd, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+    match r {
+        Poll::Ready(Err(e)) if e.kind() != io::ErrorKind::WouldBlock => {
+            Poll::Ready(Err(crate::event_loop::error::with_context(format!("{op}(fd {fd})"), e)))
+        }
+        other => other,
     }
 }
 

@@ -29,7 +29,7 @@ use crate::event_loop::LoopHandle;
 pub use crate::io::addr::ToSocketAddrs;
 use crate::io::addr::{each_addr, Resolving};
 pub use crate::io::split::{ReadHalf, WriteHalf};
-use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest};
+use crate::io::{fd_context, AsyncFd, AsyncRead, AsyncWrite, Interest};
 
 fn addr_context(op: &str, addr: &dyn fmt::Display, e: io::Error) -> io::Error {
     with_context(format!("{op}({addr})"), e)
@@ -127,29 +127,54 @@ impl Socket {
         &self.fd
     }
 
-    /// Connects (non-blocking `connect`, then a wait for writability and `SO_ERROR`).
+    /// Connects (non-blocking `connect`, then a wait for writability, `SO_ERROR`, and
+    /// `getpeername` to confirm).
+    ///
+    /// Readiness seen before the `connect` call never completes it: an unconnected socket
+    /// reports itself writable (and hung up) as soon as it is registered, so the bits the
+    /// registration holds are forgotten when the connection attempt starts, and a wake-up is
+    /// believed only once `SO_ERROR` is clear *and* the kernel knows the peer. A wake-up that
+    /// turns out stale (`ENOTCONN`) goes back to waiting.
     pub async fn connect(&self, addr: &SockAddr) -> io::Result<()> {
         match sys::connect(self.as_fd(), addr) {
             Ok(()) => return Ok(()),
             Err(e) if e.raw_os_error() == Some(sys::errno::EINPROGRESS) => {}
             Err(e) => return Err(addr_context("connect", addr, e)),
         }
-        // A fresh registration has no readiness yet: the first edge reports the outcome.
-        self.fd.writable().await?;
-        match self.take_error()? {
-            None => Ok(()),
-            Some(e) => Err(addr_context("connect", addr, e)),
+        self.fd.reset_readiness();
+        loop {
+            self.fd.writable().await?;
+            if let Some(e) = self.take_error()? {
+                return Err(addr_context("connect", addr, e));
+            }
+            match sys::peer_addr(self.as_fd()) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(sys::errno::ENOTCONN) => {}
+                Err(e) => return Err(addr_context("connect", addr, e)),
+            }
+            // A stale wake-up: ask the kernel where the attempt stands. A second `connect` says
+            // `EALREADY` while the first is under way, `EISCONN` once it has completed, and
+            // starts one (`EINPROGRESS`) if none exists (the first call was interrupted, or
+            // failed in a way that left nothing behind).
+            self.fd.reset_readiness();
+            match sys::connect(self.as_fd(), addr) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(sys::errno::EISCONN) => return Ok(()),
+                Err(e) if matches!(e.raw_os_error(), Some(sys::errno::EALREADY | sys::errno::EINPROGRESS)) => {}
+                Err(e) => return Err(addr_context("connect", addr, e)),
+            }
         }
     }
 
     /// Accepts one connection (`accept4`, `SOCK_CLOEXEC|SOCK_NONBLOCK`).
     pub async fn accept(&self) -> io::Result<(OwnedFd, SockAddr)> {
-        self.fd.io(Interest::Read, |fd| sys::accept4(fd.as_fd())).await
+        std::future::poll_fn(|cx| self.poll_accept(cx)).await
     }
 
     /// `poll` form of [`Socket::accept`].
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(OwnedFd, SockAddr)>> {
-        self.fd.poll_io(cx, Interest::Read, |fd| sys::accept4(fd.as_fd()))
+        let r = self.fd.poll_io(cx, Interest::Read, |fd| sys::accept4(fd.as_fd()));
+        fd_context("accept4", self.as_raw_fd(), r)
     }
 
     /// Receives into `buf`; 0 is end of stream (or an empty `buf`, which makes no syscall).
@@ -162,10 +187,11 @@ impl Socket {
         if let Poll::Ready(Ok(n)) = r {
             if n > 0 && n < wanted {
                 // A short read drained the receive queue: skip the recv that would say EAGAIN.
-                self.fd.clear_ready(Interest::Read);
+                // (A FIN that came with the data keeps its bit: the next read returns 0.)
+                self.fd.clear_after_short_transfer(Interest::Read);
             }
         }
-        r
+        fd_context("recv", self.as_raw_fd(), r)
     }
 
     /// Receives into `buf`.
@@ -182,10 +208,10 @@ impl Socket {
         if let Poll::Ready(Ok(n)) = r {
             if n < buf.len() {
                 // A short write filled the send buffer.
-                self.fd.clear_ready(Interest::Write);
+                self.fd.clear_after_short_transfer(Interest::Write);
             }
         }
-        r
+        fd_context("send", self.as_raw_fd(), r)
     }
 
     /// Sends from several buffers (`sendmsg`, `MSG_NOSIGNAL`).
@@ -199,10 +225,10 @@ impl Socket {
             .poll_io(cx, Interest::Write, |fd| sys::send_vectored(fd.as_fd(), bufs));
         if let Poll::Ready(Ok(n)) = r {
             if n < total {
-                self.fd.clear_ready(Interest::Write);
+                self.fd.clear_after_short_transfer(Interest::Write);
             }
         }
-        r
+        fd_context("sendmsg", self.as_raw_fd(), r)
     }
 
     /// Sends some of `buf`.
@@ -221,13 +247,15 @@ impl Socket {
 
     /// Receives one datagram and its sender.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SockAddr)> {
-        self.fd.io(Interest::Read, |fd| sys::recv_from(fd.as_fd(), buf)).await
+        std::future::poll_fn(|cx| self.poll_recv_from(cx, buf)).await
     }
 
     /// `poll` form of [`Socket::recv_from`].
     pub fn poll_recv_from(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<(usize, SockAddr)>> {
-        self.fd
-            .poll_io(cx, Interest::Read, |fd| sys::recv_from(fd.as_fd(), buf))
+        let r = self
+            .fd
+            .poll_io(cx, Interest::Read, |fd| sys::recv_from(fd.as_fd(), buf));
+        fd_context("recvfrom", self.as_raw_fd(), r)
     }
 
     /// Sends one datagram to `addr`.
@@ -550,12 +578,17 @@ impl UdpSocket {
 
     /// Sends to the connected peer.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.fd.io(Interest::Write, |fd| sys::send(fd.as_fd(), buf)).await
+        self.sock.send(buf).await
     }
 
     /// Receives from the connected peer.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.sock.fd.io(Interest::Read, |fd| sys::recv(fd.as_fd(), buf)).await
+        let fd = self.sock.as_raw_fd();
+        std::future::poll_fn(|cx| {
+            let r = self.sock.fd.poll_io(cx, Interest::Read, |s| sys::recv(s.as_fd(), buf));
+            fd_context("recv", fd, r)
+        })
+        .await
     }
 
     /// The underlying socket.
@@ -702,12 +735,17 @@ impl UnixDatagram {
 
     /// Sends to the connected peer.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.fd.io(Interest::Write, |fd| sys::send(fd.as_fd(), buf)).await
+        self.sock.send(buf).await
     }
 
     /// Receives from the connected peer.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.sock.fd.io(Interest::Read, |fd| sys::recv(fd.as_fd(), buf)).await
+        let fd = self.sock.as_raw_fd();
+        std::future::poll_fn(|cx| {
+            let r = self.sock.fd.poll_io(cx, Interest::Read, |s| sys::recv(s.as_fd(), buf));
+            fd_context("recv", fd, r)
+        })
+        .await
     }
 
     /// The bound address.
@@ -813,10 +851,16 @@ impl LoopHandle {
     }
 
     /// Receives up to `n` bytes (asyncio's `sock_recv`); empty at end of stream.
+    ///
+    /// `n` bounds the result, not the memory set aside: a stream socket receives at most
+    /// 256 KiB per call, however large `n` is (any `n`, even `usize::MAX`, is fine), and a
+    /// datagram socket gets a buffer the size of its next datagram when `n` is larger than
+    /// that, so a datagram is truncated only to `n`. The result holds no more capacity than
+    /// it needs.
     pub async fn sock_recv(&self, sock: &Socket, n: usize) -> io::Result<Vec<u8>> {
-        let mut buf = vec![0u8; n];
+        let mut buf = recv_buffer(sock, n).await?;
         let got = sock.recv(&mut buf).await?;
-        buf.truncate(got);
+        fit(&mut buf, got);
         Ok(buf)
     }
 
@@ -841,11 +885,12 @@ impl LoopHandle {
         Ok((Socket::with_loop(self, fd)?, addr))
     }
 
-    /// Receives a datagram and its sender (asyncio's `sock_recvfrom`).
+    /// Receives a datagram and its sender (asyncio's `sock_recvfrom`): up to `n` bytes of it,
+    /// with the memory rule of [`sock_recv`](LoopHandle::sock_recv) (any `n` is fine).
     pub async fn sock_recvfrom(&self, sock: &Socket, n: usize) -> io::Result<(Vec<u8>, SockAddr)> {
-        let mut buf = vec![0u8; n];
+        let mut buf = recv_buffer(sock, n).await?;
         let (got, addr) = sock.recv_from(&mut buf).await?;
-        buf.truncate(got);
+        fit(&mut buf, got);
         Ok((buf, addr))
     }
 
@@ -918,6 +963,39 @@ impl LoopHandle {
                 sent += n as u64;
             }
         }
+    }
+}
+
+/// The most `sock_recv` / `sock_recvfrom` set aside up front for a stream socket.
+const RECV_BUFFER_MAX: usize = 256 * 1024;
+
+/// A zeroed buffer for receiving at most `n` bytes from `sock`, never allocated from `n`
+/// alone: asyncio allocates `n` bytes, which for a large `n` is an allocation failure (an
+/// abort in Rust) or a capacity overflow (a panic). Up to `RECV_BUFFER_MAX`, `n` is taken as
+/// it is. Beyond it, a stream socket gets `RECV_BUFFER_MAX` (a stream read may return less
+/// than asked), and a datagram socket waits for its next datagram and gets its exact size, so
+/// that no datagram is cut short of `n`.
+async fn recv_buffer(sock: &Socket, n: usize) -> io::Result<Vec<u8>> {
+    if n <= RECV_BUFFER_MAX {
+        return Ok(vec![0u8; n]);
+    }
+    let len = match sys::socket_type(sock.as_fd())? {
+        SockType::Stream => RECV_BUFFER_MAX,
+        SockType::Datagram => {
+            sock.fd
+                .io(Interest::Read, |fd| sys::peek_datagram_len(fd.as_fd()))
+                .await?
+        }
+    };
+    Ok(vec![0u8; len.min(n)])
+}
+
+/// Truncates a receive buffer to what was received, giving back memory that a short receive
+/// left unused.
+fn fit(buf: &mut Vec<u8>, got: usize) {
+    buf.truncate(got);
+    if buf.capacity() > 4096 && buf.capacity() / 2 > got {
+        buf.shrink_to_fit();
     }
 }
 

@@ -40,7 +40,7 @@ use evloop_syscalls as sys;
 use crate::event_loop::error::{with_context, LoopError, LoopErrorKind};
 use crate::event_loop::{get_running_loop, LoopHandle, LoopInner};
 use crate::io::protocol::{Protocol, Transport, TransportKind};
-use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest};
+use crate::io::{fd_context, AsyncFd, AsyncRead, AsyncWrite, Interest};
 
 /// Creates a pipe (`pipe2(O_NONBLOCK | O_CLOEXEC)`) registered with the loop running on this
 /// thread: `(read end, write end)`.
@@ -131,7 +131,8 @@ impl AsyncRead for PipeReader {
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        self.fd.poll_io(cx, Interest::Read, |fd| sys::read(fd.as_fd(), buf))
+        let r = self.fd.poll_io(cx, Interest::Read, |fd| sys::read(fd.as_fd(), buf));
+        fd_context("read", self.fd.as_raw_fd(), r)
     }
 }
 
@@ -211,7 +212,8 @@ impl AsyncWrite for PipeWriter {
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        fd.poll_io(cx, Interest::Write, |fd| sys::write_nosigpipe(fd.as_fd(), buf))
+        let r = fd.poll_io(cx, Interest::Write, |fd| sys::write_nosigpipe(fd.as_fd(), buf));
+        fd_context("write", fd.as_raw_fd(), r)
     }
 
     fn poll_write_vectored(
@@ -225,14 +227,23 @@ impl AsyncWrite for PipeWriter {
         if bufs.iter().all(|b| b.is_empty()) {
             return Poll::Ready(Ok(0));
         }
-        fd.poll_io(cx, Interest::Write, |fd| sys::writev_nosigpipe(fd.as_fd(), bufs))
+        let r = fd.poll_io(cx, Interest::Write, |fd| sys::writev_nosigpipe(fd.as_fd(), bufs));
+        fd_context("writev", fd.as_raw_fd(), r)
     }
 
     /// Closes the write end (deregistered first). Idempotent.
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if let Some(fd) = this.fd.take() {
-            sys::close(fd.into_inner())?;
+            let fd = fd.into_inner();
+            let raw = fd.as_raw_fd();
+            // The fd is released whatever close says (Linux frees it before reporting).
+            if let Err(e) = sys::close(fd) {
+                return Poll::Ready(Err(crate::event_loop::error::with_context(
+                    format!("close(fd {raw})"),
+                    e,
+                )));
+            }
         }
         Poll::Ready(Ok(()))
     }

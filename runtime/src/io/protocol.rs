@@ -37,9 +37,12 @@ use std::time::Duration;
 
 use evloop_syscalls as sys;
 
-use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
+use crate::event_loop::clock::duration_to_ns;
+use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback, TimerHandle};
 use crate::event_loop::reactor::{ready, IoState};
-use crate::event_loop::{DeferredFlush, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready};
+use crate::event_loop::{
+    check_accept_retry_delay, DeferredFlush, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready,
+};
 use crate::io::net::{Shutdown, SockAddr, SockType, UnixAddr};
 use crate::task::promise::Promise;
 
@@ -50,6 +53,9 @@ const READ_BUFFER: usize = 64 * 1024;
 const READS_PER_EVENT: usize = 16;
 /// Accepts per event, likewise.
 const ACCEPTS_PER_EVENT: usize = 128;
+/// Writes dropped by a closing transport before it warns (asyncio's
+/// `LOG_THRESHOLD_FOR_CONNLOST_WRITES`).
+const WRITES_AFTER_CLOSE_WARNING: usize = 5;
 
 /// A stream protocol (asyncio's `Protocol`): the callbacks a transport calls.
 pub trait Protocol: 'static {
@@ -158,10 +164,29 @@ struct ReleaseProtocol(Transport);
 
 impl Drop for ReleaseProtocol {
     fn drop(&mut self) {
-        if let Ok(mut p) = self.0.inner.protocol.try_borrow_mut() {
+        self.0.inner.release();
+    }
+}
+
+impl TransportInner {
+    /// Lets go of everything the transport holds for its owners once it is closed: the protocol
+    /// (the user's object, which usually holds the transport) and the close callback (a
+    /// server's, which holds the server and with it the user's protocol factory). The callback
+    /// is run if it has not been: it only counts the connection off its server. Called when
+    /// `connection_lost` has run, or when the loop closes under the transport; without it a
+    /// transport kept by user state that the factory captured would keep itself alive.
+    fn release(&self) {
+        if let Ok(mut p) = self.protocol.try_borrow_mut() {
             let protocol = p.take();
             drop(p);
             drop(protocol);
+        }
+        let on_close = match self.on_close.try_borrow_mut() {
+            Ok(mut f) => f.take(),
+            Err(_) => None,
+        };
+        if let Some(f) = on_close {
+            f();
         }
     }
 }
@@ -183,11 +208,11 @@ impl Drop for TransportHandler {
             if let Some(fd) = t.fd.borrow_mut().take() {
                 let _ = sys::close(fd);
             }
-            if let Ok(mut p) = t.protocol.try_borrow_mut() {
-                let protocol = p.take();
-                drop(p);
-                drop(protocol);
+            if let Ok(mut w) = t.write.try_borrow_mut() {
+                w.buf = Vec::new();
+                w.pos = 0;
             }
+            t.release();
         }
     }
 }
@@ -470,9 +495,11 @@ impl Transport {
         if t.closed.get() || t.closing.get() || t.write.borrow().eof_pending || t.kind == TransportKind::ReadPipe {
             let n = t.writes_after_close.get() + 1;
             t.writes_after_close.set(n);
-            if n == 1 && t.lp.debug() {
+            // asyncio warns from its fifth write to a lost connection on
+            // (LOG_THRESHOLD_FOR_CONNLOST_WRITES); once is enough here. Debug mode warns at once.
+            if (n == 1 && t.lp.debug()) || n == WRITES_AFTER_CLOSE_WARNING {
                 eprintln!(
-                    "evloop: warning: write() on a closing transport ({} bytes dropped)",
+                    "evloop: warning: write() on a closing transport ({n} write(s) dropped, the last of {} bytes)",
                     data.len()
                 );
             }
@@ -748,6 +775,11 @@ impl Transport {
     pub fn fd(&self) -> Option<i32> {
         self.inner.fd.borrow().as_ref().map(|f| f.as_raw_fd())
     }
+
+    /// The id of the loop the transport runs on.
+    pub(crate) fn loop_id(&self) -> u64 {
+        u64::from(self.inner.lp.id)
+    }
 }
 
 impl fmt::Debug for Transport {
@@ -788,11 +820,18 @@ struct Listener {
     fd: RefCell<Option<OwnedFd>>,
     io: Rc<IoState>,
     addr: SockAddr,
+    /// The retry timer while accepting is paused after a process or system error; events that
+    /// arrive meanwhile leave the queue to the timer (the readiness bit stays set).
+    retry: RefCell<Option<TimerHandle>>,
+    /// Loop time of the first of the consecutive attempts that failed for want of fds: once
+    /// the condition has lasted a retry delay, the queue is shed.
+    out_of_fds_since: Cell<Option<u64>>,
 }
 
 struct ServerInner {
     lp: Rc<LoopInner>,
-    factory: Box<Factory>,
+    /// The user's protocol factory; `None` once the loop has closed.
+    factory: RefCell<Option<Box<Factory>>>,
     listeners: RefCell<Vec<Rc<Listener>>>,
     serving: Cell<bool>,
     active: Cell<usize>,
@@ -801,6 +840,9 @@ struct ServerInner {
     reserve: RefCell<Option<OwnedFd>>,
     /// Connections shed because the process was out of fds.
     shed: Cell<u64>,
+    /// How long accepting pauses after a process or system error (asyncio's
+    /// `ACCEPT_RETRY_DELAY`).
+    retry_delay: Cell<Duration>,
     closed_waiters: RefCell<Vec<Promise<()>>>,
 }
 
@@ -812,12 +854,16 @@ struct AcceptHandler {
 
 impl Drop for AcceptHandler {
     /// Dropped when the server closes (the listener is already closed) or when the loop closes
-    /// under a serving server: then its listening socket is closed here.
+    /// under a serving server: then its listening socket is closed here, and the server lets go
+    /// of what it holds (see `ServerInner::release`).
     fn drop(&mut self) {
         if let Ok(mut fd) = self.listener.fd.try_borrow_mut() {
             if let Some(fd) = fd.take() {
                 let _ = sys::close(fd);
             }
+        }
+        if self.server.lp.is_closed() {
+            self.server.release();
         }
     }
 }
@@ -838,8 +884,38 @@ fn is_out_of_fds(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(sys::errno::EMFILE) | Some(sys::errno::ENFILE))
 }
 
+/// Errors that concern the one connection `accept4` was taking, not the listener: that
+/// connection is gone, the next one may be fine. `accept(2)`: "Linux accept() passes
+/// already-pending network errors on the new socket as an error code from accept() ... For
+/// reliable operation the application should ... treat them like EAGAIN by retrying", naming
+/// these for TCP; `ECONNABORTED` is the peer's reset before the accept, `EPERM` a firewall rule
+/// that refused this connection.
+fn is_per_connection(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(
+            sys::errno::ECONNABORTED
+                | sys::errno::EPERM
+                | sys::errno::ENOPROTOOPT
+                | sys::errno::EOPNOTSUPP
+                | sys::errno::EHOSTUNREACH
+                | sys::errno::ENETUNREACH
+                | sys::errno::EPROTO
+                | sys::errno::ENETDOWN
+                | sys::errno::EHOSTDOWN
+                | sys::errno::ENONET
+        )
+    )
+}
+
+/// Accepts what the listener's queue holds, up to a budget.
+///
+/// The listener is edge-triggered, so its `READABLE` bit is the only memory of the connections
+/// waiting: it is cleared only by `EAGAIN`, never by an error, or a queued connection would
+/// wait for the next one to arrive. A per-connection error is skipped; any other error pauses
+/// accepting for the retry delay (see `back_off`).
 fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
-    if !server.serving.get() {
+    if !server.serving.get() || listener.retry.borrow().is_some() {
         return;
     }
     for _ in 0..ACCEPTS_PER_EVENT {
@@ -850,10 +926,11 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
         };
         match accepted {
             Ok((fd, _peer)) => {
+                listener.out_of_fds_since.set(None);
                 if listener.addr.as_inet().is_some() {
                     let _ = sys::set_nodelay(fd.as_fd(), true);
                 }
-                let protocol = (server.factory)();
+                let Some(protocol) = server.new_protocol() else { return };
                 server.active.set(server.active.get() + 1);
                 let s = server.clone();
                 let on_close: Box<dyn FnOnce()> = Box::new(move || connection_closed(&s));
@@ -866,17 +943,23 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                listener.out_of_fds_since.set(None);
                 listener.io.clear(ready::READABLE);
                 return;
             }
-            Err(e) if e.raw_os_error() == Some(sys::errno::ECONNABORTED) => continue,
+            Err(e) if is_per_connection(&e) => continue,
             Err(e) if is_out_of_fds(&e) => {
-                shed_connections(server, listener, &e);
+                out_of_fds(server, listener, &e);
                 return;
             }
             Err(e) => {
-                report(server, format!("accept on {}: {e}", listener.addr));
-                listener.io.clear(ready::READABLE);
+                listener.out_of_fds_since.set(None);
+                let delay = server.retry_delay.get();
+                report(
+                    server,
+                    format!("accept on {}: {e}; retrying in {delay:?}", listener.addr),
+                );
+                back_off(server, listener);
                 return;
             }
         }
@@ -887,9 +970,67 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
     server.lp.push_ready(Ready::Callback(cb));
 }
 
-/// Out of fds: close the spare fd, accept and drop pending connections until the queue is
-/// empty, reopen the spare. Without a spare, stop accepting for a moment (asyncio's way).
-fn shed_connections(server: &Rc<ServerInner>, listener: &Rc<Listener>, err: &io::Error) {
+/// Pauses accepting on `listener` for the retry delay (asyncio removes the reader and calls
+/// `_start_serving` again after `ACCEPT_RETRY_DELAY`). The readiness bit stays set, so the
+/// retry finds the queued connections; events that arrive meanwhile do nothing, so a server
+/// that cannot accept idles instead of spinning.
+fn back_off(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
+    let (s, l) = (server.clone(), listener.clone());
+    let lp = LoopHandle {
+        inner: server.lp.clone(),
+    };
+    let timer = lp.call_later(server.retry_delay.get(), move || {
+        let timer = l.retry.borrow_mut().take();
+        drop(timer);
+        // Only if connections wait: an empty queue (shed, or never filled) is left to the next
+        // edge, so a server out of fds with nobody connecting makes no attempt at all.
+        if l.io.readiness() & ready::READABLE != 0 {
+            accept_ready(&s, &l);
+        }
+    });
+    // A closed loop refuses the timer, and then nothing would ever accept again anyway.
+    *listener.retry.borrow_mut() = timer.ok();
+}
+
+/// Out of fds (`EMFILE`, `ENFILE`). At first the server only backs off: the condition often
+/// lasts a moment (a burst of connections, a child holding pipes), and the connections waiting
+/// in the kernel's queue can be served once it is over. If it has lasted a whole retry delay,
+/// it persists: the queue is shed (libuv's reserve-fd trick, see `shed_connections`), so that
+/// its clients see their connection closed now instead of waiting in the backlog for as long
+/// as the condition lasts, and the server backs off again.
+fn out_of_fds(server: &Rc<ServerInner>, listener: &Rc<Listener>, err: &io::Error) {
+    let delay = server.retry_delay.get();
+    let now = server.lp.now();
+    let since = match listener.out_of_fds_since.get() {
+        Some(t) => t,
+        None => {
+            listener.out_of_fds_since.set(Some(now));
+            now
+        }
+    };
+    if now.saturating_sub(since) >= duration_to_ns(delay) {
+        let shed = shed_connections(server, listener);
+        report(
+            server,
+            format!(
+                "accept on {}: {err}, still after {delay:?}; shed {shed} pending connection(s), retrying in {delay:?}",
+                listener.addr
+            ),
+        );
+    } else {
+        report(
+            server,
+            format!("accept on {}: {err}; retrying in {delay:?}", listener.addr),
+        );
+    }
+    back_off(server, listener);
+}
+
+/// Closes the spare fd, accepts and drops pending connections until the queue is empty (or
+/// accept fails again), and reopens the spare: the pending clients see their connection
+/// closed. Returns how many were shed. Without a spare (it could not be reopened last time),
+/// nothing is shed.
+fn shed_connections(server: &Rc<ServerInner>, listener: &Rc<Listener>) -> u64 {
     let spare = server.reserve.borrow_mut().take();
     let mut shed = 0u64;
     if let Some(spare) = spare {
@@ -909,32 +1050,42 @@ fn shed_connections(server: &Rc<ServerInner>, listener: &Rc<Listener>, err: &io:
                     listener.io.clear(ready::READABLE);
                     break;
                 }
+                Err(e) if is_per_connection(&e) => continue,
                 Err(_) => break,
             }
         }
         server.shed.set(server.shed.get() + shed);
     }
-    // Reopen the spare now, or at the next EMFILE if the process is still out of fds.
+    // Reopen the spare now, or at the next attempt if the process is still out of fds.
     if server.reserve.borrow().is_none() {
         *server.reserve.borrow_mut() = sys::open_dev_null().ok();
     }
-    let draining = listener.io.readiness() & ready::READABLE != 0;
-    if shed > 0 || draining {
-        report(
-            server,
-            format!(
-                "accept on {}: {err}; shed {shed} pending connection(s), still serving",
-                listener.addr
-            ),
-        );
+    shed
+}
+
+impl ServerInner {
+    /// A protocol for a new connection, from the user's factory (`None` once the loop closed).
+    fn new_protocol(&self) -> Option<Box<dyn Protocol>> {
+        let factory = self.factory.try_borrow().ok()?;
+        factory.as_ref().map(|f| f())
     }
-    if draining {
-        // Could not drain the queue: retry after a pause instead of spinning.
-        let (s, l) = (server.clone(), listener.clone());
-        let lp = LoopHandle {
-            inner: server.lp.clone(),
-        };
-        let _ = lp.call_later(Duration::from_millis(100), move || accept_ready(&s, &l));
+
+    /// The loop is closing: the server stops serving and lets go of the user's protocol
+    /// factory (which may hold user state that holds the server's transports), its spare fd,
+    /// its listeners and the promises of `wait_closed`.
+    fn release(&self) {
+        self.serving.set(false);
+        let factory = self.factory.try_borrow_mut().ok().and_then(|mut f| f.take());
+        drop(factory);
+        let spare = self.reserve.try_borrow_mut().ok().and_then(|mut r| r.take());
+        drop(spare);
+        let listeners = self.listeners.try_borrow_mut().map(|mut l| std::mem::take(&mut *l));
+        drop(listeners);
+        let waiters = self
+            .closed_waiters
+            .try_borrow_mut()
+            .map(|mut w| std::mem::take(&mut *w));
+        drop(waiters);
     }
 }
 
@@ -970,12 +1121,13 @@ impl<A> Server<A> {
     ) -> io::Result<Server<A>> {
         let inner = Rc::new(ServerInner {
             lp: lp.clone(),
-            factory,
+            factory: RefCell::new(Some(factory)),
             listeners: RefCell::new(Vec::new()),
             serving: Cell::new(true),
             active: Cell::new(0),
             reserve: RefCell::new(sys::open_dev_null().ok()),
             shed: Cell::new(0),
+            retry_delay: Cell::new(lp.accept_retry_delay),
             closed_waiters: RefCell::new(Vec::new()),
         });
         for (fd, addr) in sockets {
@@ -984,6 +1136,8 @@ impl<A> Server<A> {
                 fd: RefCell::new(Some(fd)),
                 io,
                 addr,
+                retry: RefCell::new(None),
+                out_of_fds_since: Cell::new(None),
             });
             let handler: Rc<dyn Callback> = Rc::new(AcceptHandler {
                 meta: HandleMeta::new(HandleKind::Io, Location::caller()),
@@ -1030,9 +1184,51 @@ impl<A> Server<A> {
         self.inner.active.get()
     }
 
-    /// Connections accepted and dropped because the process was out of fds.
+    /// Connections accepted and dropped because the process was out of fds for longer than
+    /// the accept retry delay.
     pub fn shed_connections(&self) -> u64 {
         self.inner.shed.get()
+    }
+
+    /// How long accepting pauses after the process or system ran out of a resource (see
+    /// [`Builder::accept_retry_delay`](crate::Builder::accept_retry_delay), where new servers
+    /// take it from).
+    pub fn accept_retry_delay(&self) -> Duration {
+        self.inner.retry_delay.get()
+    }
+
+    /// Changes this server's accept retry delay; a pause already under way keeps its timer.
+    /// An `InvalidInput` error (and no change) outside 1 ms ..= 1 hour.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let lp = evloop::EventLoop::new()?;
+    /// let h = lp.handle();
+    /// lp.run_until_complete(async move {
+    ///     let server = h.create_unix_server(
+    ///         || evloop_doc_protocol(),
+    ///         &evloop::net::UnixAddr::abstract_name(b"evloop-doc-retry")?,
+    ///     )?;
+    ///     server.set_accept_retry_delay(Duration::from_millis(200))?;
+    ///     assert_eq!(server.accept_retry_delay(), Duration::from_millis(200));
+    ///     assert!(server.set_accept_retry_delay(Duration::ZERO).is_err());
+    ///     server.close();
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # struct P;
+    /// # impl evloop::Protocol for P { fn data_received(&mut self, _: &[u8]) {} }
+    /// # fn evloop_doc_protocol() -> P { P }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_accept_retry_delay(&self, delay: Duration) -> io::Result<()> {
+        check_accept_retry_delay(delay).map_err(|detail| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("Server::set_accept_retry_delay: {detail}"),
+            )
+        })?;
+        self.inner.retry_delay.set(delay);
+        Ok(())
     }
 
     /// Stops listening (closes the listening sockets); open connections are left alone.
@@ -1043,6 +1239,10 @@ impl<A> Server<A> {
         }
         let listeners = std::mem::take(&mut *s.listeners.borrow_mut());
         for l in listeners {
+            let retry = l.retry.borrow_mut().take();
+            if let Some(t) = retry {
+                t.cancel();
+            }
             s.lp.deregister_io(&l.io);
             if let Some(fd) = l.fd.borrow_mut().take() {
                 let _ = sys::close(fd);

@@ -50,7 +50,8 @@
 //! `FlowControlMixin`). [`StreamWriter::drain`] returns at once unless writing is paused; then
 //! it parks the task until `resume_writing` (or `connection_lost`) wakes it (`_drain_helper`).
 //! A producer that calls `drain` after each `write` therefore never queues much more than the
-//! high-water mark. [`AsyncWrite`] for [`StreamWriter`] applies the same rule before each write.
+//! high-water mark. On a closing transport `drain` never succeeds: it waits for
+//! `connection_lost` and reports the lost connection (bpo-25441), so such a producer stops. [`AsyncWrite`] for [`StreamWriter`] applies the same rule before each write.
 //!
 //! # Where evloop differs from asyncio (deliberately)
 //! - **Lifetimes instead of `close()` to avoid leaks**: the connection is closed
@@ -73,8 +74,9 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
+use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{get_running_loop, LoopHandle};
+use crate::event_loop::{get_running_loop, running_loop_id, LoopHandle};
 use crate::io::net::{SockAddr, UnixAddr};
 use crate::io::protocol::{Protocol, Server, Transport};
 use crate::io::{AsyncRead, AsyncWrite};
@@ -470,13 +472,38 @@ impl Conn {
         }
     }
 
-    fn park_writer(&self, cx: &mut Context<'_>) {
+    /// Parks a writing task until `resume_writing` or `connection_lost`; an error instead if
+    /// the task belongs to another loop than the connection (see `check_loop`).
+    fn park_writer(&self, cx: &mut Context<'_>, op: &'static str) -> io::Result<()> {
+        self.check_loop(op)?;
         let mut waiters = self.writer_waiters.borrow_mut();
         if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
             waiters.push(cx.waker().clone());
         }
         drop(waiters);
         self.note_fd();
+        Ok(())
+    }
+
+    /// Only a task of the connection's own loop may wait for it: its transport's events come
+    /// from that loop's poll, which cannot run while another loop does.
+    fn check_loop(&self, op: &'static str) -> io::Result<()> {
+        let Some(running) = running_loop_id() else {
+            return Ok(());
+        };
+        let Some(bound) = self.transport.borrow().as_ref().map(Transport::loop_id) else {
+            return Ok(());
+        };
+        if running == bound {
+            return Ok(());
+        }
+        Err(WrongLoopError {
+            op,
+            object: "the stream".to_string(),
+            bound,
+            running,
+        }
+        .into())
     }
 
     fn note_fd(&self) {
@@ -612,8 +639,12 @@ impl StreamReader {
         Ok(ReadGuard { conn: &self.conn })
     }
 
-    /// Parks the task until something is fed (bytes, end of stream, error).
-    async fn wait_for_data(&self) {
+    /// Parks the task until something is fed (bytes, end of stream, error); an error instead
+    /// if the task belongs to another loop than the connection.
+    async fn wait_for_data(&self, op: &'static str) -> Result<(), StreamError> {
+        self.conn
+            .check_loop(op)
+            .map_err(|error| StreamError::Io { op, error })?;
         let seen = self.conn.read.borrow().fed;
         self.conn.ensure_reading();
         poll_fn(|cx| {
@@ -629,7 +660,8 @@ impl StreamReader {
             self.conn.note_fd();
             Poll::Pending
         })
-        .await
+        .await;
+        Ok(())
     }
 
     fn error(&self, op: &'static str) -> Option<StreamError> {
@@ -667,7 +699,7 @@ impl StreamReader {
                     };
                 }
             }
-            self.wait_for_data().await;
+            self.wait_for_data(op).await?;
         }
     }
 
@@ -698,7 +730,7 @@ impl StreamReader {
                     return Ok(out);
                 }
             }
-            self.wait_for_data().await;
+            self.wait_for_data(op).await?;
         }
     }
 
@@ -773,7 +805,7 @@ impl StreamReader {
                     };
                 }
             }
-            self.wait_for_data().await;
+            self.wait_for_data(op).await?;
         }
     }
 
@@ -805,7 +837,7 @@ impl StreamReader {
                     });
                 }
             }
-            self.wait_for_data().await;
+            self.wait_for_data(op).await?;
         }
     }
 
@@ -883,8 +915,11 @@ impl AsyncRead for StreamReader {
                 None => Ok(0),
             });
         }
-        st.waiter = Some(cx.waker().clone());
         drop(st);
+        if let Err(e) = self.conn.check_loop(op) {
+            return Poll::Ready(Err(e));
+        }
+        self.conn.read.borrow_mut().waiter = Some(cx.waker().clone());
         self.conn.ensure_reading();
         self.conn.note_fd();
         Poll::Pending
@@ -923,8 +958,10 @@ pub struct StreamWriter {
 impl StreamWriter {
     /// Writes `data`: buffered by the transport and sent, with everything else written to this
     /// connection during the same loop iteration, in one `send` when the iteration's callbacks
-    /// and task steps have run (see [`Transport::write`]). After `close()` or `write_eof()` the
-    /// data is dropped, as asyncio does.
+    /// and task steps have run (see [`Transport::write`]). After `close()` or `write_eof()`, or
+    /// once the connection failed, the data is dropped, as asyncio does (with a warning on
+    /// stderr from the fifth such write on); the next [`drain`](StreamWriter::drain) reports
+    /// the closed connection.
     pub fn write(&self, data: &[u8]) {
         self.transport.write(data);
     }
@@ -937,6 +974,12 @@ impl StreamWriter {
     /// Waits until the transport's write buffer is back under the high-water mark, if it went
     /// above it (asyncio's `drain`). Returns at once when writing is not paused. An error if the
     /// connection is lost: its error if it failed, `ConnectionReset` if it closed.
+    ///
+    /// Once the transport is closing (`close()` was called, or the connection failed and its
+    /// `connection_lost` is on its way), `drain` never returns `Ok`: it yields until the
+    /// connection is lost, then reports it (asyncio, bpo-25441). So a `write` + `drain` loop
+    /// ends, instead of spinning forever on a closed stream without ever letting the loop run
+    /// the callback that would tell it so.
     pub async fn drain(&self) -> io::Result<()> {
         poll_fn(|cx| self.poll_drain(cx, "drain")).await
     }
@@ -946,11 +989,20 @@ impl StreamWriter {
         if c.lost.get() {
             return Poll::Ready(Err(c.lost_io(op, io::ErrorKind::ConnectionReset)));
         }
+        if self.transport.is_closing() {
+            // `connection_lost` wakes the writers: then the branch above reports it.
+            return match c.park_writer(cx, "drain") {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            };
+        }
         if !c.write_paused.get() {
             return Poll::Ready(Ok(()));
         }
-        c.park_writer(cx);
-        Poll::Pending
+        match c.park_writer(cx, "drain") {
+            Ok(()) => Poll::Pending,
+            Err(e) => Poll::Ready(Err(e)),
+        }
     }
 
     /// Half-closes: the transport sends FIN once its buffer is flushed (asyncio's
@@ -987,8 +1039,10 @@ impl StreamWriter {
                     None => Ok(()),
                 });
             }
-            c.park_writer(cx);
-            Poll::Pending
+            match c.park_writer(cx, "wait_closed") {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            }
         })
         .await
     }
@@ -1057,8 +1111,10 @@ impl AsyncWrite for StreamWriter {
             return Poll::Ready(Err(e));
         }
         if self.conn.write_paused.get() {
-            self.conn.park_writer(cx);
-            return Poll::Pending;
+            return match self.conn.park_writer(cx, "poll_write") {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            };
         }
         self.transport.write(buf);
         Poll::Ready(Ok(buf.len()))
@@ -1077,8 +1133,10 @@ impl AsyncWrite for StreamWriter {
             return Poll::Ready(Err(e));
         }
         if self.conn.write_paused.get() {
-            self.conn.park_writer(cx);
-            return Poll::Pending;
+            return match self.conn.park_writer(cx, "poll_write") {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            };
         }
         self.transport.writelines(bufs.iter().map(|b| &**b));
         Poll::Ready(Ok(total))

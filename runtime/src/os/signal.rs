@@ -33,12 +33,12 @@ use std::task::{Context, Poll, Waker};
 pub use evloop_syscalls::Signal;
 use evloop_syscalls::{self as sys, SignalRegistration};
 
-use crate::event_loop::error::{LoopError, LoopErrorKind};
+use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
 use crate::event_loop::extension::Extension;
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, RepeatCallback};
 use crate::event_loop::reactor::{ready, IoState};
 use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{with_running, LoopHandle, LoopInner, Ready};
+use crate::event_loop::{running_loop_id, with_running, LoopHandle, LoopInner, Ready};
 
 /// One watched signal of one loop.
 struct Entry {
@@ -271,6 +271,7 @@ pub fn recv(signal: Signal) -> Recv {
     let mut r = Recv {
         signal,
         state: None,
+        loop_id: 0,
         start: 0,
         error: None,
     };
@@ -289,6 +290,8 @@ pub fn ctrl_c() -> Recv {
 pub struct Recv {
     signal: Signal,
     state: Option<Rc<SignalState>>,
+    /// The loop whose signal dispatch `state` is: only its tasks can be told of a delivery.
+    loop_id: u64,
     start: u64,
     error: Option<io::Error>,
 }
@@ -307,6 +310,7 @@ impl Recv {
         match watched {
             Ok((state, start)) => {
                 self.state = Some(state);
+                self.loop_id = u64::from(lp.id);
                 self.start = start;
             }
             Err(e) => self.error = Some(e),
@@ -338,6 +342,17 @@ impl Future for Recv {
         };
         if e.generation > this.start {
             return Poll::Ready(Ok(()));
+        }
+        if let Some(running) = running_loop_id() {
+            if running != this.loop_id {
+                return Poll::Ready(Err(WrongLoopError {
+                    op: "signal::recv",
+                    object: format!("the watch of {}", this.signal.name()),
+                    bound: this.loop_id,
+                    running,
+                }
+                .into()));
+            }
         }
         if !e.waiters.iter().any(|w| w.will_wake(cx.waker())) {
             e.waiters.push(cx.waker().clone());

@@ -35,6 +35,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::trace::{note_awaiting, Awaiting, QueueOp};
 use crate::sync::queue::{wake_all, Core, Get, Put, QueueShutDown, SharedCore, TryGetError, TryPutError};
+use crate::sync::{LoopBinding, WrongLoop};
 
 /// A new [one-shot channel](mod@oneshot): one value, from one sender to one receiver.
 pub fn oneshot<T>() -> (oneshot::Sender<T>, oneshot::Receiver<T>) {
@@ -72,6 +73,8 @@ pub mod oneshot {
         waker: Option<Waker>,
         sender_gone: bool,
         receiver_closed: bool,
+        /// The loop whose task may wait for the value (the first one that did).
+        binding: LoopBinding,
     }
 
     type Shared<T> = Rc<RefCell<State<T>>>;
@@ -83,6 +86,7 @@ pub mod oneshot {
             waker: None,
             sender_gone: false,
             receiver_closed: false,
+            binding: LoopBinding::default(),
         }));
         (Sender { shared: shared.clone() }, Receiver { shared })
     }
@@ -142,14 +146,33 @@ pub mod oneshot {
 
     /// Why a [`Receiver`] got no value.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
     pub enum RecvError {
         /// The sender was dropped without sending (or the value was already received).
         Closed,
+        /// The receiver is bound to another event loop than the task that awaited it (the
+        /// loop of the first task that waited for it; see the [`sync`](crate::sync) module's
+        /// "Bound to one loop").
+        WrongLoop {
+            /// The loop it is bound to.
+            bound: u64,
+            /// The loop whose task awaited it.
+            running: u64,
+        },
     }
 
     impl fmt::Display for RecvError {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("oneshot::Receiver: the sender was dropped without sending a value")
+            match self {
+                RecvError::Closed => f.write_str("oneshot::Receiver: the sender was dropped without sending a value"),
+                RecvError::WrongLoop { bound, running } => f.write_str(
+                    &WrongLoop {
+                        bound: *bound,
+                        running: *running,
+                    }
+                    .message(QueueOp::OneshotRecv),
+                ),
+            }
         }
     }
 
@@ -205,6 +228,9 @@ pub mod oneshot {
             }
             if st.sender_gone {
                 return Poll::Ready(Err(RecvError::Closed));
+            }
+            if let Err(WrongLoop { bound, running }) = st.binding.bind() {
+                return Poll::Ready(Err(RecvError::WrongLoop { bound, running }));
             }
             let stale = match &st.waker {
                 Some(w) if w.will_wake(cx.waker()) => None,
@@ -427,6 +453,11 @@ pub mod mpsc {
     impl<T> Sender<T> {
         /// Sends `value`, waiting while the channel is full. `Err(SendError(value))` if the
         /// receiver is (or while waiting becomes) dropped or closed.
+        ///
+        /// # Panics
+        /// When a task of another loop than the one the channel is bound to (the loop of its
+        /// first waiter) would have to wait: see "Bound to one loop" in the
+        /// [`sync`](crate::sync) module.
         pub fn send(&self, value: T) -> Send<'_, T> {
             Send {
                 put: Put::new_on(&self.chan.core, value),
@@ -503,6 +534,9 @@ pub mod mpsc {
     impl<T> Receiver<T> {
         /// The next value, waiting while the channel is empty; `None` once it is empty and
         /// closed (every sender dropped, or [`close`](Receiver::close) called).
+        ///
+        /// # Panics
+        /// Like [`Sender::send`], when a task of another loop would have to wait.
         pub fn recv(&mut self) -> Recv<'_, T> {
             Recv {
                 get: Get::new_on(&self.chan.core),

@@ -94,9 +94,34 @@
 //!   no gaps even if a waiter was cancelled, and a new round starts at once (asyncio makes
 //!   newcomers wait while the previous round "drains").
 //!
-//! Misuse is an error value ([`SyncError`]), never a panic.
+//! Misuse is an error value ([`SyncError`]), never a panic, except in one case below.
 //!
 //! [forgotten]: SemaphorePermit::forget
+//!
+//! # Bound to one loop
+//! Two event loops can live on one thread, but only one runs at a time. A primitive whose
+//! waiters are tasks of loop A can only be handed on by A's tasks; a task of loop B that waited
+//! on it would wait while A cannot run: forever, silently. So each primitive (and each
+//! [`Queue`](crate::Queue) and [`mpsc`](crate::channel::mpsc) or
+//! [`oneshot`](mod@crate::channel::oneshot) channel) is **bound to the loop of the first task that
+//! waits on it**, as asyncio's are (`_LoopBoundMixin`), and a task of another loop that would
+//! wait on it fails at once, naming both loops:
+//! - with an error value where the future's output has room for one:
+//!   [`Condition::wait`] and [`Barrier::wait`] give [`SyncError::WrongLoop`], a oneshot
+//!   receiver gives `RecvError::WrongLoop`;
+//! - with a panic where it has none ([`Lock::acquire`], [`Mutex::lock`],
+//!   [`Semaphore::acquire`], [`BoundedSemaphore::acquire`], [`Event::wait`], `Queue::get` /
+//!   `put` / `join`, `mpsc` `send` / `recv`): the panic happens inside the waiting task, so
+//!   the loop catches it and the task's awaiter gets `TaskError::Panicked` with the message
+//!   (`run_until_complete` returns it), and the loop goes on. Returning a guard without the
+//!   lock is not an option, and the silent hang was the bug.
+//!
+//! What does not wait binds nothing and works from anywhere: creating a primitive, `try_*`
+//! and `*_nowait`, `Event::set`, `Condition::notify`, releasing (dropping a guard), a
+//! `put` or `acquire` that completes at once. A wait outside any evloop loop (another executor
+//! polling the future) checks nothing. The thread-safe channel
+//! ([`channel::threadsafe`]) is not bound to any loop: it exists to
+//! cross threads and loops.
 //!
 //! # The `sync/` folder (layer 3)
 //! This file holds the primitives; beside them are [`queue`], [`channel`], the combinators
@@ -110,7 +135,7 @@ pub(crate) mod group;
 pub(crate) mod macros;
 pub mod queue;
 
-use std::cell::{RefCell, RefMut};
+use std::cell::{Cell, RefCell, RefMut};
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
@@ -120,6 +145,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
+use crate::event_loop::running_loop_id;
 pub use crate::event_loop::trace::SyncOp;
 use crate::event_loop::trace::{note_awaiting, Awaiting};
 
@@ -145,6 +171,17 @@ pub enum SyncError {
     },
     /// [`Condition::wait`] was given the guard of a lock that is not the condition's.
     ForeignLockGuard,
+    /// The primitive is bound to another event loop than the task that waited on it (asyncio's
+    /// `RuntimeError: ... is bound to a different event loop`): see "Bound to one loop" in the
+    /// module documentation.
+    WrongLoop {
+        /// The operation, e.g. `Condition.wait()`.
+        op: SyncOp,
+        /// The loop the primitive is bound to.
+        bound: u64,
+        /// The loop whose task waited.
+        running: u64,
+    },
 }
 
 impl fmt::Display for SyncError {
@@ -164,6 +201,15 @@ impl fmt::Display for SyncError {
             SyncError::ForeignLockGuard => {
                 f.write_str("Condition.wait: the guard belongs to another lock than this condition's")
             }
+            SyncError::WrongLoop { op, bound, running } => write!(
+                f,
+                "{}",
+                WrongLoop {
+                    bound: *bound,
+                    running: *running
+                }
+                .message(*op)
+            ),
         }
     }
 }
@@ -230,12 +276,76 @@ enum Polled<G> {
     Missing,
 }
 
+// ---------------------------------------------------------------------------------------------
+// Bound to one loop (see the module documentation).
+
+/// A task of one loop waited on a primitive bound to another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WrongLoop {
+    pub(crate) bound: u64,
+    pub(crate) running: u64,
+}
+
+impl WrongLoop {
+    pub(crate) fn message(self, op: impl fmt::Display) -> String {
+        format!(
+            "{op}: the primitive is bound to event loop #{} (a task of that loop waited on it first) \
+             and cannot be waited on by a task of event loop #{}: only one of them runs at a \
+             time, so the wait could only hang (asyncio: \"is bound to a different event loop\")",
+            self.bound, self.running
+        )
+    }
+
+    /// For the futures whose output has no room for an error: the task that waited fails with
+    /// this panic, which the loop catches (its awaiter gets `TaskError::Panicked`), instead of
+    /// hanging.
+    pub(crate) fn fail(self, op: impl fmt::Display) -> ! {
+        panic!("{}", self.message(op))
+    }
+
+    fn into_sync_error(self, op: SyncOp) -> SyncError {
+        SyncError::WrongLoop {
+            op,
+            bound: self.bound,
+            running: self.running,
+        }
+    }
+}
+
+/// The loop a primitive belongs to: the loop of the first task that waits on it (asyncio's
+/// `_LoopBoundMixin`). Creating, setting, notifying or taking without waiting binds nothing,
+/// and a wait outside any evloop loop (another executor) checks nothing.
+#[derive(Default)]
+pub(crate) struct LoopBinding {
+    /// 0 while unbound (loop ids count from 1).
+    bound: Cell<u64>,
+}
+
+impl LoopBinding {
+    /// Binds to the running loop, or checks that it is the one bound to.
+    pub(crate) fn bind(&self) -> Result<(), WrongLoop> {
+        let Some(running) = running_loop_id() else {
+            return Ok(());
+        };
+        match self.bound.get() {
+            0 => {
+                self.bound.set(running);
+                Ok(())
+            }
+            bound if bound == running => Ok(()),
+            bound => Err(WrongLoop { bound, running }),
+        }
+    }
+}
+
 /// A FIFO queue of waiters: the invariants are listed in the module documentation.
 struct WaitQueue<G> {
     entries: VecDeque<Entry<G>>,
     next_id: u64,
     /// How many entries are `Waiting`.
     waiting: usize,
+    /// The loop whose tasks may wait here.
+    binding: LoopBinding,
 }
 
 impl<G> WaitQueue<G> {
@@ -244,6 +354,7 @@ impl<G> WaitQueue<G> {
             entries: VecDeque::new(),
             next_id: 0,
             waiting: 0,
+            binding: LoopBinding::default(),
         }
     }
 
@@ -356,22 +467,24 @@ impl<'a, S: WaitState> Waiter<'a, S> {
         Waiter { state, what, id: None }
     }
 
-    fn poll_state(&mut self, waker: &Waker, wakers: &mut WakeList) -> Poll<S::Grant> {
+    fn poll_state(&mut self, waker: &Waker, wakers: &mut WakeList) -> Poll<Result<S::Grant, WrongLoop>> {
         let mut st = self.state.borrow_mut();
         if let Some(id) = self.id {
             match st.queue().poll_entry(id, waker) {
                 Polled::Granted(grant) => {
                     self.id = None;
                     st.settle(None, wakers);
-                    return Poll::Ready(grant);
+                    return Poll::Ready(Ok(grant));
                 }
                 Polled::Waiting => return Poll::Pending,
                 Polled::Missing => self.id = None,
             }
         }
         if let Some(grant) = st.arrive(wakers) {
-            return Poll::Ready(grant);
+            return Poll::Ready(Ok(grant));
         }
+        // About to wait: only a task of the primitive's own loop may.
+        st.queue().binding.bind()?;
         self.id = Some(st.queue().push(waker));
         st.settle(None, wakers);
         Poll::Pending
@@ -379,9 +492,9 @@ impl<'a, S: WaitState> Waiter<'a, S> {
 }
 
 impl<S: WaitState> Future for Waiter<'_, S> {
-    type Output = S::Grant;
+    type Output = Result<S::Grant, WrongLoop>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<S::Grant> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let mut wakers = WakeList::default();
         let out = this.poll_state(cx.waker(), &mut wakers);
@@ -542,6 +655,11 @@ impl Lock {
     /// Waits for the lock (asyncio's `await lock.acquire()` / `async with lock`). Waiters are
     /// served in arrival order; dropping the future gives up its place (or passes the lock on, if
     /// it had just been handed over).
+    ///
+    /// # Panics
+    /// When a task of another loop than the one the lock is bound to would have to wait (see
+    /// "Bound to one loop" in the [module documentation](self)): the task fails instead of
+    /// hanging.
     pub fn acquire(&self) -> LockAcquire<'_> {
         self.acquire_as(SyncOp::LockAcquire)
     }
@@ -624,7 +742,11 @@ impl<'a> Future for LockAcquire<'a> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<LockGuard<'a>> {
         let this = self.get_mut();
         let lock = this.lock;
-        Pin::new(&mut this.waiter).poll(cx).map(|()| LockGuard { lock })
+        let what = this.waiter.what;
+        Pin::new(&mut this.waiter).poll(cx).map(|r| match r {
+            Ok(()) => LockGuard { lock },
+            Err(wrong) => wrong.fail(what),
+        })
     }
 }
 
@@ -665,6 +787,9 @@ impl<T> Mutex<T> {
 
 impl<T: ?Sized> Mutex<T> {
     /// Waits for the lock, FIFO-fair and cancellation-safe like [`Lock::acquire`].
+    ///
+    /// # Panics
+    /// Like [`Lock::acquire`], when a task of another loop would have to wait.
     pub fn lock(&self) -> MutexLock<'_, T> {
         MutexLock {
             mutex: self,
@@ -788,6 +913,9 @@ impl Semaphore {
     }
 
     /// Waits for a permit; waiters are served in arrival order.
+    ///
+    /// # Panics
+    /// Like [`Lock::acquire`], when a task of another loop would have to wait.
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
             pool: &self.pool,
@@ -854,6 +982,9 @@ impl BoundedSemaphore {
     }
 
     /// Waits for a permit; waiters are served in arrival order.
+    ///
+    /// # Panics
+    /// Like [`Lock::acquire`], when a task of another loop would have to wait.
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
             pool: &self.pool,
@@ -956,7 +1087,11 @@ impl<'a> Future for SemaphoreAcquire<'a> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<SemaphorePermit<'a>> {
         let this = self.get_mut();
         let pool = this.pool;
-        Pin::new(&mut this.waiter).poll(cx).map(|()| SemaphorePermit { pool })
+        let what = this.waiter.what;
+        Pin::new(&mut this.waiter).poll(cx).map(|r| match r {
+            Ok(()) => SemaphorePermit { pool },
+            Err(wrong) => wrong.fail(what),
+        })
     }
 }
 
@@ -1033,6 +1168,9 @@ impl Event {
     }
 
     /// Waits until the flag is set (at once if it is).
+    ///
+    /// # Panics
+    /// Like [`Lock::acquire`], when a task of another loop would have to wait.
     pub fn wait(&self) -> EventWait<'_> {
         EventWait {
             waiter: Waiter::new(&self.state, SyncOp::EventWait),
@@ -1070,7 +1208,12 @@ impl Future for EventWait<'_> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        Pin::new(&mut self.get_mut().waiter).poll(cx)
+        let waiter = &mut self.get_mut().waiter;
+        let what = waiter.what;
+        Pin::new(waiter).poll(cx).map(|r| match r {
+            Ok(()) => (),
+            Err(wrong) => wrong.fail(what),
+        })
     }
 }
 
@@ -1163,6 +1306,10 @@ impl Condition {
     ///
     /// Dropping the future while it waits leaves the lock released (the guard was given up) and
     /// passes on a notification it had already received.
+    ///
+    /// [`SyncError::WrongLoop`] (and the lock released) when the condition, or its lock, is
+    /// bound to another loop than the waiting task's (see "Bound to one loop" in the
+    /// [module documentation](self)).
     pub async fn wait<'g>(&self, guard: LockGuard<'g>) -> Result<LockGuard<'g>, SyncError> {
         let lock = guard.lock;
         if !std::ptr::eq(lock, &*self.lock) {
@@ -1172,13 +1319,15 @@ impl Condition {
         // Releasing and queueing happen in the same step (the first poll below comes before any
         // other task can run), so no notification can slip in between.
         drop(guard);
-        notified.await;
+        notified.await.map_err(|w| w.into_sync_error(SyncOp::ConditionWait))?;
         // Notified. Until the lock is back, a drop passes the notification on (CPython does the
         // same; at worst the next waiter sees a spurious wakeup, which the protocol allows).
         let pass_on = PassOn { cond: Some(self) };
-        let guard = lock.acquire_as(SyncOp::ConditionReacquire).await;
+        Waiter::new(&lock.pool.state, SyncOp::ConditionReacquire)
+            .await
+            .map_err(|w| w.into_sync_error(SyncOp::ConditionReacquire))?;
         pass_on.disarm();
-        Ok(guard)
+        Ok(LockGuard { lock })
     }
 
     /// Waits until `predicate` returns true (asyncio's `wait_for`): checks it with the lock
@@ -1338,7 +1487,8 @@ impl Barrier {
     }
 
     /// Waits until `parties` tasks wait; gives this task's arrival index, or
-    /// [`SyncError::BrokenBarrier`] if the barrier is or gets broken.
+    /// [`SyncError::BrokenBarrier`] if the barrier is or gets broken, or
+    /// [`SyncError::WrongLoop`] if it is bound to another loop than the waiting task's.
     pub fn wait(&self) -> BarrierWait<'_> {
         BarrierWait {
             barrier: self,
@@ -1410,10 +1560,11 @@ impl Future for BarrierWait<'_> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let barrier = this.barrier;
-        Pin::new(&mut this.waiter).poll(cx).map(|r| {
-            r.map_err(|Broken| SyncError::BrokenBarrier {
+        Pin::new(&mut this.waiter).poll(cx).map(|r| match r {
+            Ok(r) => r.map_err(|Broken| SyncError::BrokenBarrier {
                 parties: barrier.parties(),
-            })
+            }),
+            Err(wrong) => Err(wrong.into_sync_error(SyncOp::BarrierWait)),
         })
     }
 }

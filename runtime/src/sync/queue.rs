@@ -90,6 +90,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::slab::{Key, Slab};
 use crate::event_loop::trace::{note_awaiting, Awaiting, QueueOp};
+use crate::sync::LoopBinding;
 
 // ---------------------------------------------------------------------------------------------
 // Errors.
@@ -471,6 +472,8 @@ pub(crate) struct Core<T> {
     getters: WaitList<GetSlot<T>>,
     putters: WaitList<PutSlot>,
     joiners: WaitList<JoinSlot>,
+    /// The loop whose tasks may wait here (the first one that did; see `LoopBinding`).
+    binding: LoopBinding,
 }
 
 /// Wakes whatever a queue operation left to wake, once the borrow is released.
@@ -499,6 +502,7 @@ impl<T> Core<T> {
             getters: WaitList::new(),
             putters: WaitList::new(),
             joiners: WaitList::new(),
+            binding: LoopBinding::default(),
         }
     }
 
@@ -722,12 +726,19 @@ impl<T> Queue<T> {
     /// Puts `item` into the queue, waiting while it is full. Fails with the item if the queue is
     /// (or while waiting becomes) shut down. Dropping the future before it completes means the
     /// item was not put, and it is dropped with the future.
+    ///
+    /// # Panics
+    /// When a task of another loop than the one the queue is bound to (the loop of its first
+    /// waiter) would have to wait: see "Bound to one loop" in the [`sync`](crate::sync) module.
     pub fn put(&self, item: T) -> Put<T> {
         Put::new_on(&self.core, item)
     }
 
     /// Takes an item, waiting while the queue is empty. After a shutdown it returns the items
     /// still queued, then fails with [`QueueShutDown`]. Dropping the future never loses an item.
+    ///
+    /// # Panics
+    /// Like [`Queue::put`], when a task of another loop would have to wait.
     pub fn get(&self) -> Get<T> {
         Get::new_on(&self.core)
     }
@@ -785,6 +796,9 @@ impl<T> Queue<T> {
 
     /// Waits until every item put has been marked with [`task_done`](Queue::task_done) (at once
     /// if none is pending).
+    ///
+    /// # Panics
+    /// Like [`Queue::put`], when a task of another loop would have to wait.
     pub fn join(&self) -> Join<T> {
         Join {
             core: self.core.clone(),
@@ -891,6 +905,10 @@ impl<T> Get<T> {
             }
             Err(TryGetError::ShutDown) => Poll::Ready(Err(QueueShutDown(()))),
             Err(TryGetError::Empty) => {
+                if let Err(wrong) = core.binding.bind() {
+                    drop(core);
+                    wrong.fail(op);
+                }
                 self.key = Some(core.register_getter(cx.waker()));
                 drop(core);
                 note_awaiting(Awaiting::Queue(op));
@@ -1000,6 +1018,11 @@ impl<T> Put<T> {
             }
             Err(TryPutError::ShutDown(item)) => Poll::Ready(Err(QueueShutDown(item))),
             Err(TryPutError::Full(item)) => {
+                if let Err(wrong) = core.binding.bind() {
+                    drop(core);
+                    drop(item);
+                    wrong.fail(op);
+                }
                 self.key = Some(core.register_putter(cx.waker()));
                 drop(core);
                 self.item = Some(item);
@@ -1075,6 +1098,10 @@ impl<T> Future for Join<T> {
             None => {
                 if core.unfinished == 0 {
                     return Poll::Ready(());
+                }
+                if let Err(wrong) = core.binding.bind() {
+                    drop(core);
+                    wrong.fail(QueueOp::QueueJoin);
                 }
                 this.key = Some(core.joiners.push_back(JoinSlot::Waiting(cx.waker().clone())));
                 None

@@ -52,7 +52,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use crate::event_loop::error::{LoopError, LoopErrorKind, Panic, RunError, TaskError};
+use crate::event_loop::error::{LoopError, LoopErrorKind, Panic, RunError, TaskError, WrongLoopError};
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
 use crate::event_loop::raw_task::{DoneEntry, Header, Init, TaskPtr};
 use crate::event_loop::trace::{
@@ -60,8 +60,8 @@ use crate::event_loop::trace::{
 };
 use crate::event_loop::waker::LoopScheduler;
 use crate::event_loop::{
-    default_exception_handler, local_loop, sites, with_running, Builder, EventLoop, ExceptionContext, ExceptionKind,
-    LoopHandle, LoopInner, Ready, TaskHooks, SPARE_EXTRAS,
+    default_exception_handler, local_loop, running_loop_id, sites, with_running, Builder, EventLoop, ExceptionContext,
+    ExceptionKind, LoopHandle, LoopInner, Ready, TaskHooks, SPARE_EXTRAS,
 };
 
 /// Where a task is in its life.
@@ -694,6 +694,9 @@ impl<T: 'static> Future for Task<T> {
         if let Some(outcome) = this.take_outcome() {
             return Poll::Ready(outcome);
         }
+        if let Some(e) = wrong_loop(&this.r.core()) {
+            return Poll::Ready(Err(TaskError::WrongLoop(e)));
+        }
         this.r.core().set_join_waker(cx.waker());
         this.note_awaited();
         Poll::Pending
@@ -716,6 +719,19 @@ impl<T> Drop for Task<T> {
             _ => {}
         }
     }
+}
+
+/// The error for awaiting `core`'s task from a task of another loop, which would wait while
+/// the task's own loop cannot run (asyncio: "Task got Future attached to a different loop").
+fn wrong_loop(core: &Core<'_>) -> Option<WrongLoopError> {
+    let running = running_loop_id()?;
+    let bound = u64::from(core.0.owner());
+    (running != bound).then(|| WrongLoopError {
+        op: "await",
+        object: core.label(),
+        bound,
+        running,
+    })
 }
 
 fn report_failed_on_drop(task: &TaskRef) {

@@ -19,10 +19,10 @@ use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
-use crate::event_loop::error::{InvalidStateError, PromiseError};
+use crate::event_loop::error::{InvalidStateError, PromiseError, WrongLoopError};
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
 use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{LoopHandle, LoopInner, Ready};
+use crate::event_loop::{running_loop_id, LoopHandle, LoopInner, Ready};
 
 enum State<T> {
     Pending,
@@ -38,6 +38,8 @@ type PromiseEntry<T> = (CallbackId, &'static str, &'static Location<'static>, Pr
 struct Inner<T> {
     id: u64,
     lp: Weak<LoopInner>,
+    /// The loop's id: only its tasks may wait for the promise (see `WrongLoopError`).
+    loop_id: u64,
     state: RefCell<State<T>>,
     /// Wakers of the futures awaiting this promise; a dropped awaiter leaves `None` in its slot.
     waiters: RefCell<Vec<Option<Waker>>>,
@@ -68,6 +70,7 @@ impl LoopHandle {
             inner: Rc::new(Inner {
                 id,
                 lp: Rc::downgrade(lp),
+                loop_id: u64::from(lp.id),
                 state: RefCell::new(State::Pending),
                 waiters: RefCell::new(Vec::new()),
                 callbacks: RefCell::new(Vec::new()),
@@ -278,6 +281,18 @@ impl<T: Clone + 'static> Future for PromiseFuture<T> {
                 }))
             }
             State::Pending => {}
+        }
+        // Only the promise's own loop can complete it (its callbacks set it, its tasks resolve
+        // it): a task of another loop would wait while that loop cannot run.
+        if let Some(running) = running_loop_id() {
+            if running != inner.loop_id {
+                return Poll::Ready(Err(PromiseError::WrongLoop(WrongLoopError {
+                    op: "await",
+                    object: this.promise.label(),
+                    bound: inner.loop_id,
+                    running,
+                })));
+            }
         }
         let mut waiters = inner.waiters.borrow_mut();
         match this.slot.and_then(|i| waiters.get_mut(i)) {

@@ -33,6 +33,10 @@ enum Deadline {
 ///
 /// Never early: it completes only when the loop's clock says the deadline has passed.
 ///
+/// Not bound to a loop: a `Sleep` created under one loop (or none) and awaited by a task of
+/// another keeps its deadline, and its timer moves to the loop that awaits it. (A loop with a
+/// virtual clock measures its own time: a deadline computed there means nothing elsewhere.)
+///
 /// # Panics
 /// Polling it outside a running evloop loop panics with a message saying so.
 pub struct Sleep {
@@ -88,12 +92,19 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        let lp = match &this.registered {
-            Some((lp, _)) => lp.clone(),
-            None => match with_running(Rc::clone) {
-                Some(lp) => lp,
-                None => panic!("evloop::sleep polled outside a running evloop event loop"),
-            },
+        let running = with_running(Rc::clone);
+        let lp = match (&this.registered, running) {
+            // Awaited by a task of another loop than the one that registered its timer: that
+            // timer would fire only when its loop runs again. A deadline means the same instant
+            // on every loop with a real clock, so the sleep simply moves its timer here.
+            (Some((old, id)), Some(lp)) if !Rc::ptr_eq(old, &lp) => {
+                old.cancel_timer(*id);
+                this.registered = None;
+                lp
+            }
+            (Some((lp, _)), _) => lp.clone(),
+            (None, Some(lp)) => lp,
+            (None, None) => panic!("evloop::sleep polled outside a running evloop event loop"),
         };
         let deadline = this.resolve(&lp);
         if lp.now() >= deadline {
@@ -128,7 +139,9 @@ impl Future for Sleep {
                 this.registered = Some((lp.clone(), id));
             }
         }
-        note_awaiting(Awaiting::Sleep(Duration::from_nanos(deadline)));
+        note_awaiting(Awaiting::Sleep(Duration::from_nanos(
+            deadline.saturating_sub(lp.clock.origin()),
+        )));
         Poll::Pending
     }
 }
