@@ -394,6 +394,11 @@ fn unix_datagram_send_to_recv_from_on_paths_unbound_senders_and_pairs() {
         assert_eq!(&buf[..3], b"one");
         assert_eq!(y.recv(&mut buf).await.unwrap(), 3);
         assert_eq!(&buf[..3], b"two");
+        // An empty datagram is a real datagram here too.
+        assert_eq!(x.send(b"").await.unwrap(), 0);
+        x.send(b"after").await.unwrap();
+        assert_eq!(y.recv(&mut buf).await.unwrap(), 0, "the empty datagram arrives first");
+        assert_eq!(y.recv(&mut buf).await.unwrap(), 5);
     });
     assert!(pa.exists() && pb.exists());
     drop(dir);

@@ -133,7 +133,7 @@ fn writing_to_a_pipe_whose_reader_is_gone_is_epipe_and_no_sigpipe() {
         drop(r);
         let e = w.write(b"into the void").await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::BrokenPipe, "{e}");
-        assert_eq!(e.raw_os_error(), Some(EPIPE));
+        assert_eq!(evloop::os_error(&e), Some(EPIPE), "{e}");
         assert!(!sigpipe_pending(), "a SIGPIPE is pending");
         // With the loop's block held a write costs one write (and one sigtimedwait after EPIPE
         // to take the signal back), no signal-mask calls.
@@ -279,7 +279,7 @@ fn sigpipe_scenario() {
         let (r, w) = sys::pipe2().unwrap();
         drop(r);
         let e = sys::write_nosigpipe(w.as_fd(), b"x").unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(EPIPE));
+        assert_eq!(evloop::os_error(&e), Some(EPIPE), "{e}");
     })
     .join()
     .unwrap();

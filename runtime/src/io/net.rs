@@ -578,7 +578,7 @@ impl UdpSocket {
 
     /// Sends to the connected peer.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.send(buf).await
+        send_datagram(&self.sock, buf).await
     }
 
     /// Receives from the connected peer.
@@ -735,7 +735,7 @@ impl UnixDatagram {
 
     /// Sends to the connected peer.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.send(buf).await
+        send_datagram(&self.sock, buf).await
     }
 
     /// Receives from the connected peer.
@@ -988,6 +988,17 @@ async fn recv_buffer(sock: &Socket, n: usize) -> io::Result<Vec<u8>> {
         }
     };
     Ok(vec![0u8; len.min(n)])
+}
+
+/// Sends one datagram on a connected datagram socket. Unlike [`Socket::send`], an empty `buf`
+/// is sent: an empty datagram is a datagram.
+async fn send_datagram(sock: &Socket, buf: &[u8]) -> io::Result<usize> {
+    let fd = sock.as_raw_fd();
+    std::future::poll_fn(|cx| {
+        let r = sock.fd.poll_io(cx, Interest::Write, |s| sys::send(s.as_fd(), buf));
+        fd_context("send", fd, r)
+    })
+    .await
 }
 
 /// Truncates a receive buffer to what was received, giving back memory that a short receive
