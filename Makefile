@@ -6,7 +6,7 @@ BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH := $(or $(CARGO_TARGET_DIR),target)/release/examples/bench
 
 .PHONY: all test demo bench bench-quick bench-build bench-venv bench-instr bench-instr-gate bench-instr-baseline \
-	lint doc book book-traces publish-check fmt clean miri
+	lint doc book book-traces fault-matrix publish-check fmt clean miri
 
 all: test
 
@@ -101,6 +101,13 @@ book:
 ## matches (tests/tests/book_traces.rs in update mode); read the diff before committing it
 book-traces:
 	BOOK_TRACES=update $(CARGO) test -p evloop-tests --test book_traces -- --nocapture
+
+## fault-matrix: fail each hot-path system call with each errno its man page lists, under a
+## workload (echo server and clients, datagrams, pipes, children, timers, a remote wake-up), and
+## rewrite docs/fault-matrix.md with the outcomes (tests/tests/fault_matrix.rs in update mode;
+## `make test` runs the same matrix and fails when the table is stale). Read the diff.
+fault-matrix:
+	EVLOOP_FAULT_MATRIX=update $(CARGO) test -p evloop-tests --test fault_matrix -- --nocapture
 
 ## publish-check: `cargo publish --dry-run` of every published crate (evloop-timers, evloop-syscalls,
 ## evloop-macros, evloop): each is packaged and built from its package, with the unpublished path
