@@ -458,15 +458,31 @@ pub fn epoll_pwait2(epfd: BorrowedFd<'_>, events: &mut [EpollEvent], timeout: Op
 pub fn epoll_wait(epfd: BorrowedFd<'_>, events: &mut [EpollEvent], timeout_ms: i32) -> io::Result<usize> {
     let maxevents = max_events(events.len());
     let events_ptr = events.as_mut_ptr().cast::<libc::epoll_event>();
-    let r = call(Syscall::EpollWait, || {
+    let r = raw::direct(Syscall::EpollWait, || {
         // SAFETY: the kernel writes at most `maxevents` (<= events.len())
         // `struct epoll_event`s to `events_ptr`, derived from the
         // exclusively borrowed slice `events`, whose element type has the
         // kernel's layout (repr(transparent) + compile-time checks). An empty
-        // slice is rejected with EINVAL before any write.
-        unsafe { libc::epoll_wait(epfd.as_raw_fd(), events_ptr, maxevents, timeout_ms) }
+        // slice is rejected with EINVAL before any write. aarch64 has no
+        // `epoll_wait` system call: `epoll_pwait` with a NULL mask is the same
+        // call (what glibc does too).
+        unsafe {
+            #[cfg(target_arch = "x86_64")]
+            let (nr, mask) = (libc::SYS_epoll_wait, 0usize);
+            #[cfg(target_arch = "aarch64")]
+            let (nr, mask) = (libc::SYS_epoll_pwait, 0usize);
+            raw::syscall6(
+                nr,
+                epfd.as_raw_fd() as usize,
+                events_ptr as usize,
+                maxevents as usize,
+                timeout_ms as isize as usize,
+                mask,
+                8,
+            )
+        }
     });
-    eintr_is_no_events(r.map(|n| usize::try_from(n).unwrap_or(0)))
+    eintr_is_no_events(r)
 }
 
 const PWAIT2_UNKNOWN: u8 = 0;

@@ -678,7 +678,6 @@ impl Builder {
             deferred_flushes: RefCell::new(Vec::new()),
             spare_extras: RefCell::new(Vec::new()),
             last_site: Cell::new((0, 0)),
-            flush_buf: RefCell::new(Vec::new()),
         };
         let handle = LoopHandle { inner: Rc::new(inner) };
         waker::register(&handle.inner.shared);
@@ -771,8 +770,6 @@ pub(crate) struct LoopInner {
     pub(crate) spare_extras: RefCell<Vec<Box<raw_task::TaskExtra>>>,
     /// The last task creation site interned, by address, with its id: most spawns repeat it.
     last_site: Cell<(usize, u32)>,
-    /// Spare buffer for `deferred_flushes`, so flushing does not allocate.
-    flush_buf: RefCell<Vec<Rc<dyn DeferredFlush>>>,
 }
 
 /// Counts of what the loop holds right now (for tests and the teaching docs).
@@ -969,9 +966,11 @@ impl LoopInner {
             line += &format!(" | run {ready} handle{}", plural(ready));
             line
         });
-        let deferred = std::mem::take(&mut *self.deferred.borrow_mut());
-        for line in deferred {
-            self.trace(|| line);
+        if self.tracing() {
+            let deferred = std::mem::take(&mut *self.deferred.borrow_mut());
+            for line in deferred {
+                self.trace(|| line);
+            }
         }
 
         let ran = self.run_ready();
@@ -998,10 +997,10 @@ impl LoopInner {
 
     /// Phase 1: cancelled timers leave the heap; their payloads are dropped after the borrow.
     pub(crate) fn drop_cancelled_timers(&self) -> usize {
-        let ids = std::mem::take(&mut *self.timer_cancels.ids.borrow_mut());
-        if ids.is_empty() {
+        if self.timer_cancels.ids.borrow().is_empty() {
             return 0;
         }
+        let ids = std::mem::take(&mut *self.timer_cancels.ids.borrow_mut());
         let mut removed = Vec::with_capacity(ids.len());
         {
             let mut timers = self.timers.borrow_mut();
@@ -1067,24 +1066,29 @@ impl LoopInner {
             LoopError::io(op, e)
         })?;
 
-        let mut wakers = std::mem::take(&mut *self.io_wakers.borrow_mut());
-        let dispatched = {
+        let (dispatched, has_wakers) = {
             let mut reactor = self.reactor.borrow_mut();
             let mut ready = self.ready.borrow_mut();
             match reactor.as_mut() {
                 Some(r) => {
                     let d = r.dispatch(n, &mut ready);
-                    r.take_wakers(&mut wakers);
-                    d
+                    (d, r.has_wakers())
                 }
                 None => Default::default(),
             }
         };
-        // Tasks parked on I/O are woken with no loop borrow held: a wake pushes onto `ready`.
-        for w in wakers.drain(..) {
-            w.wake();
+        if has_wakers {
+            let mut wakers = std::mem::take(&mut *self.io_wakers.borrow_mut());
+            if let Some(r) = self.reactor.borrow_mut().as_mut() {
+                r.take_wakers(&mut wakers);
+            }
+            // Tasks parked on I/O are woken with no loop borrow held: a wake pushes onto
+            // `ready`.
+            for w in wakers.drain(..) {
+                w.wake();
+            }
+            *self.io_wakers.borrow_mut() = wakers;
         }
-        *self.io_wakers.borrow_mut() = wakers;
         let mut remote = 0;
         if dispatched.woken || self.shared.has_pending() {
             remote = self.drain_remote(dispatched.woken);
@@ -1131,6 +1135,10 @@ impl LoopInner {
     /// Phase 4: every due timer moves to the ready queue (or wakes its task), earliest first.
     /// Returns how many expired and the largest lateness in nanoseconds.
     pub(crate) fn expire_timers(&self) -> (usize, u64) {
+        // No timer, no clock read: an I/O-only iteration costs nothing here.
+        if self.timers.borrow().is_empty() {
+            return (0, 0);
+        }
         let now = self.clock.now();
         self.expiring.set(true);
         self.expired_through.set(now);
@@ -1190,28 +1198,21 @@ impl LoopInner {
     /// callbacks (`connection_lost`) or run a protocol's `pause_writing`/`resume_writing`; a
     /// panic there is reported like a callback's. Flushes asked for by flushes run too.
     fn flush_deferred(self: &Rc<Self>) {
-        if self.deferred_flushes.borrow().is_empty() {
-            return;
-        }
-        let mut batch = std::mem::take(&mut *self.flush_buf.borrow_mut());
+        // One at a time, so that a flush may ask for more (a `resume_writing` that writes) and
+        // nothing is borrowed while a flush runs; the order among transports does not matter.
         loop {
-            std::mem::swap(&mut batch, &mut *self.deferred_flushes.borrow_mut());
-            if batch.is_empty() {
-                break;
-            }
-            for f in batch.drain(..) {
-                if let Err(p) = catch_unwind(AssertUnwindSafe(|| f.flush())) {
-                    self.report(ExceptionContext {
-                        kind: ExceptionKind::CallbackPanicked,
-                        message: "exception in a transport's write flush".to_string(),
-                        panic: Some(Panic::from_payload(p)),
-                        task: None,
-                        handle: None,
-                    });
-                }
+            let next = self.deferred_flushes.borrow_mut().pop();
+            let Some(f) = next else { break };
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| f.flush())) {
+                self.report(ExceptionContext {
+                    kind: ExceptionKind::CallbackPanicked,
+                    message: "exception in a transport's write flush".to_string(),
+                    panic: Some(Panic::from_payload(p)),
+                    task: None,
+                    handle: None,
+                });
             }
         }
-        *self.flush_buf.borrow_mut() = batch;
     }
 
     fn run_callback(self: &Rc<Self>, cb: &dyn Callback) {

@@ -536,6 +536,12 @@ impl Reactor {
         out
     }
 
+    /// Whether the last dispatch left wakers to wake.
+    #[inline]
+    pub(crate) fn has_wakers(&self) -> bool {
+        !self.wake_buf.is_empty()
+    }
+
     /// Moves the wakers collected by `dispatch` into `out` (the loop wakes them after it has
     /// released the reactor; waking may push onto the ready queue).
     pub(crate) fn take_wakers(&mut self, out: &mut Vec<Waker>) {

@@ -492,60 +492,75 @@ impl Transport {
         if data.is_empty() {
             return;
         }
-        if t.closed.get() || t.closing.get() || t.write.borrow().eof_pending || t.kind == TransportKind::ReadPipe {
-            let n = t.writes_after_close.get() + 1;
-            t.writes_after_close.set(n);
-            // asyncio warns from its fifth write to a lost connection on
-            // (LOG_THRESHOLD_FOR_CONNLOST_WRITES); once is enough here. Debug mode warns at once.
-            if (n == 1 && t.lp.debug()) || n == WRITES_AFTER_CLOSE_WARNING {
-                eprintln!(
-                    "evloop: warning: write() on a closing transport ({n} write(s) dropped, the last of {} bytes)",
-                    data.len()
-                );
-            }
-            return;
-        }
         let mut w = t.write.borrow_mut();
-        let mut rest = data;
+        if w.eof_pending || t.closed.get() || t.closing.get() || t.kind == TransportKind::ReadPipe {
+            drop(w);
+            return self.write_refused(data.len());
+        }
         if w.pending() == 0 && !w.blocked && data.len() > w.high {
-            // Large enough to pause writing if buffered: offer it to the kernel first.
-            let sent = {
-                let fd = t.fd.borrow();
-                match fd.as_ref() {
-                    Some(fd) => t.send(fd.as_fd(), data),
-                    None => return,
-                }
-            };
-            match sent {
-                Ok(n) => rest = &data[n..],
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => {
-                    drop(w);
-                    self.fatal(e);
-                    return;
-                }
-            }
-            if rest.is_empty() {
-                return;
-            }
-            t.io.clear(ready::WRITABLE);
-            w.blocked = true;
-            w.buf.clear();
-            w.pos = 0;
+            drop(w);
+            return self.write_large(data);
         }
-        w.buf.extend_from_slice(rest);
-        let flush = !w.blocked && !w.flush_queued;
-        if flush {
-            w.flush_queued = true;
-        }
+        w.buf.extend_from_slice(data);
+        let flush = !(w.blocked || w.flush_queued);
+        w.flush_queued |= flush;
         let pause = !w.protocol_paused && w.pending() > w.high;
-        if pause {
-            w.protocol_paused = true;
-        }
+        w.protocol_paused |= pause;
         drop(w);
         if flush {
             t.lp.defer_flush(t.clone());
         }
+        if pause {
+            self.call_protocol(|p| p.pause_writing());
+        }
+    }
+
+    /// A write to a closing or closed transport (or a pipe's read end): dropped, and counted.
+    #[cold]
+    fn write_refused(&self, len: usize) {
+        let t = &self.inner;
+        let n = t.writes_after_close.get() + 1;
+        t.writes_after_close.set(n);
+        // asyncio warns from its fifth write to a lost connection on
+        // (LOG_THRESHOLD_FOR_CONNLOST_WRITES); once is enough here. Debug mode warns at once.
+        if (n == 1 && t.lp.debug()) || n == WRITES_AFTER_CLOSE_WARNING {
+            eprintln!(
+                "evloop: warning: write() on a closing transport ({n} write(s) dropped, the last of {len} bytes)"
+            );
+        }
+    }
+
+    /// A write larger than the high-water mark into an empty buffer: offered to the kernel at
+    /// once (copying it first would buy nothing), and what the kernel leaves is queued.
+    #[cold]
+    fn write_large(&self, data: &[u8]) {
+        let t = &self.inner;
+        let sent = {
+            let fd = t.fd.borrow();
+            match fd.as_ref() {
+                Some(fd) => t.send(fd.as_fd(), data),
+                None => return,
+            }
+        };
+        let rest = match sent {
+            Ok(n) => &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => data,
+            Err(e) => return self.fatal(e),
+        };
+        if rest.is_empty() {
+            return;
+        }
+        t.io.clear(ready::WRITABLE);
+        let pause = {
+            let mut w = t.write.borrow_mut();
+            w.blocked = true;
+            w.buf.clear();
+            w.pos = 0;
+            w.buf.extend_from_slice(rest);
+            let pause = !w.protocol_paused && w.pending() > w.high;
+            w.protocol_paused |= pause;
+            pause
+        };
         if pause {
             self.call_protocol(|p| p.pause_writing());
         }
@@ -561,10 +576,21 @@ impl Transport {
     fn flush(&self) {
         let t = &self.inner;
         let result = {
-            let w = t.write.borrow();
+            let mut w = t.write.borrow_mut();
             let fd = t.fd.borrow();
             let Some(fd) = fd.as_ref() else { return };
-            t.send(fd.as_fd(), &w.buf[w.pos..])
+            let result = t.send(fd.as_fd(), &w.buf[w.pos..]);
+            // The common case: everything went, nothing else to do (no resume, EOF or close
+            // pending), all under one borrow.
+            if let Ok(n) = result {
+                if n == w.pending() && !w.protocol_paused && !w.eof_pending && !t.closing.get() {
+                    w.buf.clear();
+                    w.pos = 0;
+                    w.blocked = false;
+                    return;
+                }
+            }
+            result
         };
         match result {
             Ok(n) => {
