@@ -1066,22 +1066,23 @@ impl LoopInner {
             LoopError::io(op, e)
         })?;
 
-        let (dispatched, has_wakers) = {
+        let (dispatched, wakers) = {
             let mut reactor = self.reactor.borrow_mut();
             let mut ready = self.ready.borrow_mut();
             match reactor.as_mut() {
                 Some(r) => {
                     let d = r.dispatch(n, &mut ready);
-                    (d, r.has_wakers())
+                    let wakers = r.has_wakers().then(|| {
+                        let mut wakers = std::mem::take(&mut *self.io_wakers.borrow_mut());
+                        r.take_wakers(&mut wakers);
+                        wakers
+                    });
+                    (d, wakers)
                 }
                 None => Default::default(),
             }
         };
-        if has_wakers {
-            let mut wakers = std::mem::take(&mut *self.io_wakers.borrow_mut());
-            if let Some(r) = self.reactor.borrow_mut().as_mut() {
-                r.take_wakers(&mut wakers);
-            }
+        if let Some(mut wakers) = wakers {
             // Tasks parked on I/O are woken with no loop borrow held: a wake pushes onto
             // `ready`.
             for w in wakers.drain(..) {

@@ -335,8 +335,14 @@ impl ReadState {
     }
 
     fn take_all(&mut self) -> Vec<u8> {
-        // Hand over the allocation itself when it is not mostly empty (no copy); a few bytes in
-        // a large buffer are copied instead, so the caller does not keep the large allocation.
+        // Small reads are copied out and the buffer keeps its capacity for the next bytes (a
+        // request/response stream would otherwise grow a fresh buffer for every message). A
+        // large buffer that is mostly full is handed over itself (no copy); a few bytes in a
+        // large buffer are copied, so the caller does not keep the large allocation.
+        if self.len() <= SMALL_READ {
+            let n = self.len();
+            return self.take(n);
+        }
         if self.start == 0 && self.data.capacity() <= self.data.len().max(4096).saturating_mul(2) {
             std::mem::take(&mut self.data)
         } else {
@@ -350,6 +356,9 @@ impl ReadState {
         self.waiter.take()
     }
 }
+
+/// Reads up to this size are copied out of the reader's buffer rather than taking it.
+const SMALL_READ: usize = 4096;
 
 /// What the protocol, the reader and the writer of one connection share.
 struct Conn {
