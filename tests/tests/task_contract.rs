@@ -1366,3 +1366,36 @@ fn get_loop_of_a_task_is_its_loop_until_the_loop_is_gone() {
     drop(lp);
     assert!(t.get_loop().is_none(), "the loop is gone");
 }
+
+#[test]
+fn a_waker_outlives_its_task_and_its_loop_and_wakes_harmlessly_from_any_thread() {
+    use std::sync::mpsc;
+    let (tx, rx) = mpsc::channel::<std::task::Waker>();
+    {
+        let lp = EventLoop::new().unwrap();
+        let task = lp
+            .create_task(std::future::poll_fn(move |cx| {
+                let _ = tx.send(cx.waker().clone());
+                std::task::Poll::Ready(7)
+            }))
+            .unwrap();
+        assert_eq!(lp.run_until_complete(task).unwrap().unwrap(), 7);
+        let waker = rx.recv().unwrap();
+        // The task has finished: a wake on this thread queues nothing that runs.
+        waker.wake_by_ref();
+        assert_eq!(lp.stats().tasks, 0);
+        let kept = waker.clone();
+        lp.close().unwrap();
+        drop(lp);
+        // The loop is gone: wakes from this thread and another one find nothing and free
+        // the task's memory when the last waker goes.
+        kept.wake_by_ref();
+        std::thread::spawn(move || {
+            waker.wake_by_ref();
+            waker.wake();
+        })
+        .join()
+        .unwrap();
+        kept.wake();
+    }
+}
