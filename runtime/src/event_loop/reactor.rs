@@ -241,7 +241,7 @@ impl Reactor {
     /// Registers `fd` edge-triggered for reading and writing, once for its whole life
     /// (`epoll_ctl(EPOLL_CTL_ADD, EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET)`).
     pub(crate) fn register_io(&mut self, fd: RawFd) -> io::Result<Rc<IoState>> {
-        if self.by_fd.contains_key(&fd) {
+        if self.by_fd.contains_key(&fd) && !self.forget_if_stale(fd) {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 format!("register(fd {fd}): the fd has add_reader/add_writer callbacks; remove them first"),
@@ -311,99 +311,90 @@ impl Reactor {
                 format!("{}(fd {fd}): the fd belongs to the event loop itself", side.op()),
             ));
         }
-        match self.by_fd.get(&fd).copied() {
-            Some(key) => {
-                let (old, interest) = {
-                    let reg = match self.regs.get_mut(key) {
-                        Some(r) => r,
-                        None => return Err(io::Error::other("reactor: fd map out of sync")),
+        if let Some(key) = self.by_fd.get(&fd).copied() {
+            let Some(current) = self.regs.get(key).map(Registration::interest) else {
+                return Err(io::Error::other("reactor: fd map out of sync"));
+            };
+            let interest = current
+                | match side {
+                    Side::Read => EpollFlags::IN,
+                    Side::Write => EpollFlags::OUT,
+                };
+            match self.ctl_update(fd, interest, key) {
+                Ok(()) => {
+                    let Some(reg) = self.regs.get_mut(key) else {
+                        return Err(io::Error::other("reactor: fd map out of sync"));
                     };
                     let slot = match side {
                         Side::Read => &mut reg.reader,
                         Side::Write => &mut reg.writer,
                     };
-                    let old = slot.replace(cb);
-                    (old, reg.interest())
-                };
-                if let Err(e) = self.ctl_update(fd, interest, key) {
-                    // Undo: leave the registration as it was before this call.
-                    if let Some(reg) = self.regs.get_mut(key) {
-                        let slot = match side {
-                            Side::Read => &mut reg.reader,
-                            Side::Write => &mut reg.writer,
-                        };
-                        *slot = old.clone();
-                    }
-                    if e.raw_os_error() == Some(sys::errno::EBADF) {
-                        // The fd was closed behind our back: forget it entirely.
-                        self.forget(fd);
-                    }
-                    return Err(with_fd_context(side.op(), fd, e));
+                    return Ok(slot.replace(cb));
                 }
-                Ok(old)
-            }
-            None => {
-                let mut reg = Registration {
-                    fd,
-                    reader: None,
-                    writer: None,
-                };
-                match side {
-                    Side::Read => reg.reader = Some(cb),
-                    Side::Write => reg.writer = Some(cb),
-                }
-                let interest = reg.interest();
-                let key = self.regs.next_key();
-                sys::epoll_ctl_add(self.epoll.as_fd(), fd, interest, key.to_u64())
-                    .or_else(|e| {
-                        // EEXIST: the kernel still has this fd from a registration we forgot
-                        // (the fd was dup'ed); take it over.
-                        if e.raw_os_error() == Some(sys::errno::EEXIST) {
-                            sys::epoll_ctl_mod(self.epoll.as_fd(), fd, interest, key.to_u64())
-                        } else {
-                            Err(e)
-                        }
-                    })
-                    .map_err(|e| with_fd_context(side.op(), fd, e))?;
-                let inserted = self.regs.insert(reg);
-                debug_assert_eq!(inserted, key);
-                self.by_fd.insert(fd, key);
-                Ok(None)
+                // The registration filed under this number was made for a file its owner closed
+                // without removing its callbacks (see `forget_if_stale`): none of it carries
+                // over to the file that has the number now, not even the other side's callback.
+                // Register the new callback alone, as for a number never seen.
+                Err(e) if matches!(e.raw_os_error(), Some(sys::errno::EBADF | sys::errno::ENOENT)) => self.forget(fd),
+                Err(e) => return Err(with_fd_context(side.op(), fd, e)),
             }
         }
+        let mut reg = Registration {
+            fd,
+            reader: None,
+            writer: None,
+        };
+        match side {
+            Side::Read => reg.reader = Some(cb),
+            Side::Write => reg.writer = Some(cb),
+        }
+        let interest = reg.interest();
+        let key = self.regs.next_key();
+        sys::epoll_ctl_add(self.epoll.as_fd(), fd, interest, key.to_u64())
+            .or_else(|e| {
+                // EEXIST: the kernel still has this fd from a registration we forgot
+                // (the fd was dup'ed); take it over.
+                if e.raw_os_error() == Some(sys::errno::EEXIST) {
+                    sys::epoll_ctl_mod(self.epoll.as_fd(), fd, interest, key.to_u64())
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(|e| with_fd_context(side.op(), fd, e))?;
+        let inserted = self.regs.insert(reg);
+        debug_assert_eq!(inserted, key);
+        self.by_fd.insert(fd, key);
+        Ok(None)
     }
 
-    /// Applies a new interest set to `fd`'s registration; returns the key it is now under.
+    /// Applies a new interest set to `fd`'s registration (`EPOLL_CTL_MOD`).
+    fn ctl_update(&mut self, fd: RawFd, interest: EpollFlags, key: Key) -> io::Result<()> {
+        sys::epoll_ctl_mod(self.epoll.as_fd(), fd, interest, key.to_u64())
+    }
+
+    /// Forgets the registration filed under `fd` if the file it was made for is no longer at
+    /// that number (its owner closed it without removing its callbacks); returns whether it did.
     ///
-    /// `ENOENT` from `EPOLL_CTL_MOD` means the fd number names another open file than the one
-    /// registered (its owner closed it without `remove_reader`, and the number was reused). The
-    /// old file may still be registered under `key`, kept alive by a dup, and keep producing
-    /// events: so `key` is retired (its generation goes stale, those events are dropped) and the
-    /// new file is registered under a fresh key.
-    fn ctl_update(&mut self, fd: RawFd, interest: EpollFlags, key: Key) -> io::Result<Key> {
-        match sys::epoll_ctl_mod(self.epoll.as_fd(), fd, interest, key.to_u64()) {
-            Ok(()) => Ok(key),
-            Err(e) if e.raw_os_error() == Some(sys::errno::ENOENT) => {
-                let Some(reg) = self.regs.remove(key) else {
-                    return Err(e);
-                };
-                let fresh = self.regs.next_key();
-                match sys::epoll_ctl_add(self.epoll.as_fd(), fd, interest, fresh.to_u64()) {
-                    Ok(()) => {
-                        let inserted = self.regs.insert(reg);
-                        debug_assert_eq!(inserted, fresh);
-                        self.by_fd.insert(fd, fresh);
-                        Ok(fresh)
-                    }
-                    Err(add) => {
-                        self.by_fd.remove(&fd);
-                        self.graveyard.extend(reg.reader);
-                        self.graveyard.extend(reg.writer);
-                        Err(add)
-                    }
-                }
+    /// The kernel keys an epoll registration by the open file *and* the fd number, and drops it
+    /// when the file is closed: `EPOLL_CTL_MOD` then says `EBADF` (the number is free) or
+    /// `ENOENT` (another file has the number). Either way the callbacks filed under the number
+    /// were meant for a file that is gone, so they go too: a new file that reuses the number
+    /// starts with none of them (kept, the closed file's writer would run for the new file on
+    /// every iteration). A dup of the closed file may keep its old registration alive in the
+    /// kernel; the registration's key is retired with it, so its events are dropped as stale.
+    fn forget_if_stale(&mut self, fd: RawFd) -> bool {
+        let Some(key) = self.by_fd.get(&fd).copied() else {
+            return false;
+        };
+        let Some(interest) = self.regs.get(key).map(Registration::interest) else {
+            return false;
+        };
+        match self.ctl_update(fd, interest, key) {
+            Err(e) if matches!(e.raw_os_error(), Some(sys::errno::EBADF | sys::errno::ENOENT)) => {
+                self.forget(fd);
+                true
             }
-            Err(e) => Err(e),
+            _ => false,
         }
     }
 
@@ -429,7 +420,8 @@ impl Reactor {
         if interest.bits() == 0 {
             self.forget(fd);
         } else if self.ctl_update(fd, interest, key).is_err() {
-            // The fd is gone (closed by its owner): nothing left to watch.
+            // The file is gone (closed by its owner, the number free or another file's): the
+            // other side's callback was for that file too, nothing is left to watch.
             self.forget(fd);
         }
         old
