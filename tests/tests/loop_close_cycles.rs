@@ -166,3 +166,46 @@ fn closing_the_loop_closes_a_servers_fds_even_while_the_server_handle_is_kept() 
     drop(server);
     drop(lp);
 }
+
+/// A callback that never ran lets go of its closure when the loop closes, even while the user
+/// still holds its handle: a closure that captured its own handle (here through a shared list,
+/// as a scheduler keeping its timers would) otherwise kept itself alive in a cycle. Found by
+/// the timer property test (`prop_loop_timers.rs`).
+#[test]
+fn closing_the_loop_frees_pending_callbacks_whose_handles_are_still_held() {
+    let _serial = serial();
+    struct Token;
+    let token = Rc::new(Token);
+    let watch: Weak<Token> = Rc::downgrade(&token);
+    {
+        let lp = EventLoop::new().unwrap();
+        let h = lp.handle();
+        let timers = Rc::new(RefCell::new(Vec::new()));
+        let handles = Rc::new(RefCell::new(Vec::new()));
+        for delay in [Duration::from_secs(3600), Duration::MAX] {
+            let (t, keep) = (timers.clone(), token.clone());
+            let th = h
+                .call_later(delay, move || {
+                    let _ = (&t, &keep);
+                })
+                .unwrap();
+            timers.borrow_mut().push(th);
+        }
+        let (hs, keep) = (handles.clone(), token.clone());
+        let soon = h
+            .call_soon(move || {
+                let _ = (&hs, &keep);
+            })
+            .unwrap();
+        handles.borrow_mut().push(soon);
+        drop(token);
+        assert!(watch.upgrade().is_some());
+        lp.close().unwrap();
+        assert!(watch.upgrade().is_none(), "the closures are gone with the closed loop");
+        // The handles themselves stay usable.
+        assert!(!timers.borrow()[0].cancelled());
+        timers.borrow()[0].cancel();
+        handles.borrow()[0].cancel();
+    }
+    assert!(watch.upgrade().is_none());
+}

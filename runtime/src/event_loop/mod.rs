@@ -1448,7 +1448,8 @@ impl LoopHandle {
     }
 
     /// Closes the loop: drops every pending task's future (their destructors run), every
-    /// callback and timer, deregisters every fd, stops the executor's threads after their current
+    /// callback and timer (the closures of those that never ran, even where the user still
+    /// holds their handles), deregisters every fd, stops the executor's threads after their current
     /// job, and closes the loop's epoll fd and eventfd. Idempotent. An error if the loop is running.
     pub fn close(&self) -> Result<(), LoopError> {
         let lp = &self.inner;
@@ -1478,13 +1479,26 @@ impl LoopHandle {
                 }
             }
         }
+        // A callback that never ran lets go of its closure even while the user still holds its
+        // handle: a closure that captured that handle (or what holds it) would otherwise keep
+        // itself alive in a cycle that nothing can run or cancel any more.
         let ready = std::mem::take(&mut *lp.ready.borrow_mut());
+        for r in &ready {
+            if let Ready::Callback(cb) = r {
+                cb.release();
+            }
+        }
         drop(ready);
         let flushes = std::mem::take(&mut *lp.deferred_flushes.borrow_mut());
         drop(flushes);
         let extras = std::mem::take(&mut *lp.spare_extras.borrow_mut());
         drop(extras);
-        let timers = std::mem::take(&mut *lp.timers.borrow_mut());
+        let mut timers = std::mem::take(&mut *lp.timers.borrow_mut());
+        while let Some(timer) = timers.pop() {
+            if let TimerEntry::Callback(cb) = timer.payload {
+                cb.release();
+            }
+        }
         drop(timers);
         let cancels = std::mem::take(&mut *lp.timer_cancels.ids.borrow_mut());
         drop(cancels);
@@ -1497,6 +1511,9 @@ impl LoopHandle {
         let mut result = Ok(());
         if let Some(reactor) = reactor {
             let (callbacks, closed) = reactor.close();
+            for cb in &callbacks {
+                cb.release();
+            }
             drop(callbacks);
             if let Err(e) = closed {
                 result = Err(LoopError::io("close (epoll fd)", e));
