@@ -795,8 +795,9 @@ fn timeout_inside_a_cancelled_task_drops_the_inner_future_and_the_limit() {
 #[test]
 fn timeout_when_the_future_and_the_deadline_are_ready_in_the_same_step_the_future_wins() {
     // CPython test_tasks.py test_wait_for_race_condition: the future completes in the same
-    // iteration as the timeout fires; the result is not lost.
-    let lp = EventLoop::new().unwrap();
+    // iteration as the timeout fires; the result is not lost. On a virtual clock, so that the
+    // deadline cannot pass before the task's first step however slowly it runs (valgrind).
+    let lp = virtual_loop();
     let h = lp.handle();
     let out = run_bounded(&lp, async move {
         let deadline = h.time() + Duration::from_millis(3);

@@ -159,8 +159,9 @@ fn trace_mode_prints_a_line_per_iteration() {
     let h = lp.handle();
     lp.call_later(Duration::from_millis(2), move || h.stop()).unwrap();
     lp.run_forever().unwrap();
+    // One iteration or more: a slow first iteration (under valgrind) finds both timers due.
     let n = lp.stats().iterations;
-    assert!(n >= 2);
+    assert!(n >= 1);
     let all = lines.borrow();
     for i in 1..=n {
         let prefix = format!("[iter {i}] poll timeout=");
@@ -329,10 +330,15 @@ fn debug_and_trace_together_do_not_change_behaviour() {
     let (lp, lines) = traced_loop();
     lp.set_debug(true);
     let log = Rc::new(RefCell::new(Vec::new()));
+    // Deadlines from one reading of the clock, so that their order does not depend on how fast
+    // the timers are scheduled.
+    let t0 = lp.time();
     for i in 0..5 {
         let l = log.clone();
-        lp.call_later(Duration::from_micros(200 * (5 - i)), move || l.borrow_mut().push(i))
-            .unwrap();
+        lp.call_at(t0 + Duration::from_micros(200 * (5 - i)), move || {
+            l.borrow_mut().push(i)
+        })
+        .unwrap();
     }
     let h = lp.handle();
     lp.call_later(Duration::from_millis(3), move || h.stop()).unwrap();
