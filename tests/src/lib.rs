@@ -265,6 +265,14 @@ pub fn thread_cpu_time() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// Whether this process runs under valgrind (which preloads its `vgpreload_*.so` into the
+/// program it runs): `make valgrind`. A few checks adapt: CPU-time bounds (every instruction
+/// costs tens of times more) and what needs system calls valgrind does not know (`pidfd_open`
+/// in valgrind 3.19, which it fails with `ENOSYS`).
+pub fn under_valgrind() -> bool {
+    std::env::var_os("LD_PRELOAD").is_some_and(|v| v.to_string_lossy().contains("vgpreload"))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Threads seen from outside.
 

@@ -715,12 +715,29 @@ fn run_cell(row: &Row, errno: i32, nth: u64) -> Result<String, String> {
     };
     let mut observed = Observed::default();
     REMOTE_NOT_REACHED.with(|r| r.set(false));
-    match lp.run_until_complete(workload) {
-        Ok((phases, not_reached)) => {
+    let task = lp.create_task(workload).map_err(|e| format!("create_task: {e}"))?;
+    let workload_task = task.task_ref();
+    match lp.run_until_complete(task) {
+        Ok(Ok((phases, not_reached))) => {
             observed.phases = phases;
             observed.not_reached = not_reached || REMOTE_NOT_REACHED.with(|r| r.get());
         }
+        Ok(Err(e)) => observed.loop_error = Some(format!("the workload failed: {e}")),
         Err(e) => observed.loop_error = Some(e.to_string()),
+    }
+    if observed.loop_error.is_some() {
+        // A loop that stopped left the workload, and the tasks it started, where they were:
+        // drop them and let the loop run what that schedules (closes), so that the checks
+        // below see an idle loop. (A workload that completed has nothing left to drop.)
+        workload_task.abort();
+        for t in lp.handle().all_tasks() {
+            t.abort();
+        }
+        for _ in 0..100 {
+            if lp.stats().ready == 0 || lp.run_once().is_err() {
+                break;
+            }
+        }
     }
     fault::clear();
     evloop::sys::force_epoll_wait_fallback(false);
@@ -806,7 +823,13 @@ fn after_checks(lp: &EventLoop) -> Result<(), String> {
     if started.elapsed() < IDLE {
         return Err(format!("a {IDLE:?} sleep ended early"));
     }
-    if iterations > 10 || cpu > IDLE / 2 {
+    // Under valgrind every instruction costs tens of times more CPU: only the iterations tell.
+    let cpu_bound = if evloop_tests::under_valgrind() {
+        IDLE * 50
+    } else {
+        IDLE / 2
+    };
+    if iterations > 10 || cpu > cpu_bound {
         return Err(format!(
             "spin: {iterations} iterations and {cpu:?} of CPU in {IDLE:?} idle"
         ));
@@ -1010,7 +1033,8 @@ fn the_fault_matrix_in_docs_matches_what_the_runtime_does() {
     let (table, problems) = generate();
     println!("fault matrix: {} s", started.elapsed().as_secs_f64());
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/fault-matrix.md");
-    if std::env::var("EVLOOP_FAULT_MATRIX").is_ok_and(|v| v == "update") {
+    let valgrind = evloop_tests::under_valgrind();
+    if std::env::var("EVLOOP_FAULT_MATRIX").is_ok_and(|v| v == "update") && !valgrind {
         std::fs::write(&path, &table).expect("write docs/fault-matrix.md");
         println!("wrote {}", path.display());
     }
@@ -1019,6 +1043,13 @@ fn the_fault_matrix_in_docs_matches_what_the_runtime_does() {
         "the fault matrix found problems:\n{}",
         problems.join("\n")
     );
+    if valgrind {
+        // Under memcheck (`make valgrind`) every cell's invariants hold, but the outcomes are
+        // not the table's: valgrind 3.19 fails pidfd_open with ENOSYS, so every subprocess
+        // phase fails.
+        println!("fault matrix under valgrind: the invariants hold; the table is not compared");
+        return;
+    }
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     if committed != table {
         let diff: Vec<String> = table
