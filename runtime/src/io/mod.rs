@@ -204,7 +204,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// `Ready` once the fd is ready for `interest`; otherwise parks the task's waker.
     ///
     /// Errors: the loop the fd is registered with is closed, or it is not the loop running
-    /// now ([`WrongLoopError`](crate::WrongLoopError): only that loop's poll can report the
+    /// now ([`WrongLoopError`]: only that loop's poll can report the
     /// fd's events, and it cannot run while another loop does).
     pub fn poll_ready(&self, cx: &mut Context<'_>, interest: Interest) -> Poll<io::Result<()>> {
         if self.lp.is_closed() {
