@@ -36,7 +36,8 @@ use evloop::{timeout, ExceptionContext, LoopHandle};
 /// Generous bound for anything that should finish at once: a hang fails the test instead.
 pub const HANG: Duration = Duration::from_secs(30);
 
-/// `run_until_complete` with a generous bound ([`HANG`]), so a bug is a failure and not a hang.
+/// `run_until_complete` with a generous bound ([`HANG`], ten times that under valgrind, which
+/// runs code tens of times slower), so a bug is a failure and not a hang.
 ///
 /// Panics if the loop fails to run the future or the future does not complete within the bound.
 pub fn run_bounded<F>(lp: &LoopHandle, fut: F) -> F::Output
@@ -44,7 +45,8 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    lp.run_until_complete(timeout(HANG, fut))
+    let bound = if under_valgrind() { HANG * 10 } else { HANG };
+    lp.run_until_complete(timeout(bound, fut))
         .expect("the loop ran the future")
         .expect("the future completed within the hang bound")
 }

@@ -18,7 +18,7 @@
 //! So `recv == send == N` exactly, and polls are N plus at most a few spurious wake-ups (a pure
 //! ACK can raise an edge); the bound allows 5%.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener as StdListener, TcpStream as StdStream};
 use std::process::Command;
@@ -314,6 +314,8 @@ struct LifeWatch {
     transport: Option<Transport>,
     at_lost: Rc<RefCell<Option<Counts>>>,
     done: Promise<()>,
+    /// Bytes received so far.
+    received: Rc<Cell<usize>>,
 }
 
 impl Protocol for LifeWatch {
@@ -321,6 +323,7 @@ impl Protocol for LifeWatch {
         self.transport = Some(t);
     }
     fn data_received(&mut self, data: &[u8]) {
+        self.received.set(self.received.get() + data.len());
         if let Some(t) = self.transport.as_ref().filter(|_| self.echo) {
             t.write(data);
         }
@@ -347,6 +350,7 @@ fn a_server_side_transport_makes_exactly_two_epoll_ctl_calls_in_its_lifetime() {
                     transport: None,
                     at_lost: a.clone(),
                     done: d.clone(),
+                    received: Rc::default(),
                 },
                 "127.0.0.1",
                 0,
@@ -375,6 +379,8 @@ fn a_client_side_transport_makes_exactly_two_epoll_ctl_calls_in_its_lifetime() {
     let at_lost = Rc::new(RefCell::new(None));
     let done: Promise<()> = h.create_future();
     let (a, d) = (at_lost.clone(), done.clone());
+    let received: Rc<Cell<usize>> = Rc::default();
+    let r = received.clone();
     let c = run_bounded(&lp, async move {
         counters::reset();
         let t = h
@@ -384,6 +390,7 @@ fn a_client_side_transport_makes_exactly_two_epoll_ctl_calls_in_its_lifetime() {
                     transport: None,
                     at_lost: a,
                     done: d,
+                    received: r,
                 },
                 "127.0.0.1",
                 addr.port(),
@@ -391,7 +398,11 @@ fn a_client_side_transport_makes_exactly_two_epoll_ctl_calls_in_its_lifetime() {
             .await
             .unwrap();
         t.write(b"one message");
-        evloop::sleep(Duration::from_millis(20)).await;
+        // Close once the echo is back (closing before, with the echo on its way, would make the
+        // kernel answer it with a reset, which the echo server reports as an error).
+        while received.get() < b"one message".len() {
+            evloop::sleep(Duration::from_millis(1)).await;
+        }
         t.close();
         done.await.unwrap();
         let c = at_lost.borrow_mut().take().unwrap();
