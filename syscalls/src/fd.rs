@@ -4,7 +4,8 @@
 //! Dropping an [`OwnedFd`] closes it but throws away the result; [`close`]
 //! is the counted variant that reports it, with Linux's rule that a failed
 //! `close` has still released the descriptor. [`fd_is_open`] and
-//! [`set_nonblocking`] are the two `fcntl` commands the loop needs.
+//! [`set_nonblocking`] are the two `fcntl` commands the loop needs;
+//! [`set_cloexec`] is for programs that start others (what `exec` keeps).
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
@@ -66,6 +67,52 @@ pub fn fd_is_open(fd: RawFd) -> bool {
         unsafe { libc::fcntl(fd, libc::F_GETFD) }
     })
     .is_ok()
+}
+
+/// `fcntl(fd, F_GETFD)` then, if the flag must change, `fcntl(fd, F_SETFD,
+/// ...)`: turns `FD_CLOEXEC` on or off, so that `exec` closes (or keeps) the
+/// descriptor.
+///
+/// Man page: <https://man7.org/linux/man-pages/man2/fcntl.2.html>
+///
+/// Takes a plain number because its main use is on descriptors a process
+/// inherited and owns no handle for (e.g. a test harness that must not pass
+/// its own parent's stray descriptors on to the programs it starts). The
+/// kernel validates the number: a closed one gives `EBADF`, never undefined
+/// behaviour. Unlike `O_NONBLOCK`, `FD_CLOEXEC` belongs to this descriptor
+/// only, not to `dup`s of it. Counted as [`Syscall::Fcntl`]: once when the
+/// flag is already as requested, twice otherwise.
+///
+/// ```
+/// use std::os::fd::AsRawFd;
+/// let (r, _w) = evloop_syscalls::pipe2()?; // created with O_CLOEXEC
+/// evloop_syscalls::set_cloexec(r.as_raw_fd(), false)?;
+/// evloop_syscalls::set_cloexec(r.as_raw_fd(), true)?;
+/// assert!(evloop_syscalls::set_cloexec(-1, true).is_err()); // EBADF
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[doc(alias = "fcntl")]
+#[doc(alias = "F_SETFD")]
+#[doc(alias = "FD_CLOEXEC")]
+pub fn set_cloexec(fd: RawFd, on: bool) -> io::Result<()> {
+    let flags = call(Syscall::Fcntl, || {
+        // SAFETY: F_GETFD takes no third argument and touches no user memory;
+        // any integer is valid (the kernel answers EBADF for a closed one).
+        unsafe { libc::fcntl(fd, libc::F_GETFD) }
+    })?;
+    let wanted = if on {
+        flags | libc::FD_CLOEXEC
+    } else {
+        flags & !libc::FD_CLOEXEC
+    };
+    if wanted != flags {
+        call(Syscall::Fcntl, || {
+            // SAFETY: F_SETFD takes an integer third argument and touches no
+            // user memory.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, wanted) }
+        })?;
+    }
+    Ok(())
 }
 
 /// `fcntl(fd, F_GETFL)` then, if the flag must change,

@@ -189,7 +189,7 @@ pub use epoll::{
     epoll_wait_timeout, epoll_wait_timeout_call, EpollEvent, EpollFlags,
 };
 pub use eventfd::{eventfd, eventfd_read, eventfd_write};
-pub use fd::{close, fd_is_open, set_nonblocking};
+pub use fd::{close, fd_is_open, set_cloexec, set_nonblocking};
 pub use file::{dup, nofile_limit, open_dev_null, open_readonly, set_nofile_limit};
 pub use io::{read, readv, write, writev, IOV_MAX};
 pub use mman::{max_map_count, mmap_anonymous, page_size, Advice, Mapping, Prot};

@@ -845,6 +845,22 @@ fn regenerate(block: &Block, output: &str) -> Result<Vec<String>, String> {
 // Running the programs
 // ------------------------------------------------------------------------------------------------
 
+/// Marks every descriptor above stderr close-on-exec, so that each program starts with 0, 1 and 2
+/// only. The numbers the book quotes (`pipe2([9, 10], ...)`, `recv(fd 13)`) are the lowest free
+/// ones; a descriptor this test inherited from whatever started it (a shell's fd 10, a CI
+/// runner's pipe) would otherwise shift them and make the trace depend on the caller.
+fn keep_inherited_fds_from_the_programs() {
+    let fds: Vec<i32> = fs::read_dir("/proc/self/fd")
+        .expect("list /proc/self/fd")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in fds {
+        // The directory's own descriptor is already closed here: EBADF is expected for it.
+        let _ = evloop_syscalls::set_cloexec(fd, true);
+    }
+}
+
 fn strace_works() -> bool {
     Command::new("strace")
         .args(["-f", "-o", "/dev/null", "true"])
@@ -992,6 +1008,7 @@ fn every_quoted_trace_in_the_book_matches_a_fresh_run_of_its_program() {
         blocks.extend(b);
         problems.extend(p);
     }
+    keep_inherited_fds_from_the_programs();
     let strace = strace_works();
     if !strace && blocks.iter().any(|b| b.marker.strace.is_some()) {
         eprintln!("book_traces: strace cannot trace here: system-call lines are not compared");
