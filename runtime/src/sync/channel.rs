@@ -38,6 +38,18 @@ use crate::sync::queue::{wake_all, Core, Get, Put, QueueShutDown, SharedCore, Tr
 use crate::sync::{LoopBinding, WrongLoop};
 
 /// A new [one-shot channel](mod@oneshot): one value, from one sender to one receiver.
+///
+/// ```
+/// let got = evloop::run(async {
+///     let (tx, rx) = evloop::channel::oneshot();
+///     evloop::spawn(async move {
+///         let _ = tx.send("answer");
+///     });
+///     rx.await
+/// })?;
+/// assert_eq!(got, Ok("answer"));
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub fn oneshot<T>() -> (oneshot::Sender<T>, oneshot::Receiver<T>) {
     oneshot::channel()
 }
@@ -80,6 +92,14 @@ pub mod oneshot {
     type Shared<T> = Rc<RefCell<State<T>>>;
 
     /// A new one-shot channel.
+    ///
+    /// ```
+    /// use evloop::channel::oneshot;
+    ///
+    /// let (tx, mut rx) = oneshot::channel();
+    /// tx.send(1).expect("the receiver is alive");
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// ```
     pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
         let shared = Rc::new(RefCell::new(State {
             value: None,
@@ -92,6 +112,18 @@ pub mod oneshot {
     }
 
     /// The sending end: [`send`](Sender::send) once, or drop it to close the channel.
+    ///
+    /// ```
+    /// use evloop::channel::oneshot::{self, RecvError};
+    ///
+    /// let got = evloop::run(async {
+    ///     let (tx, rx) = oneshot::channel::<u32>();
+    ///     drop(tx); // dropping the sender without sending closes the channel
+    ///     rx.await
+    /// })?;
+    /// assert_eq!(got, Err(RecvError::Closed));
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub struct Sender<T> {
         shared: Shared<T>,
     }
@@ -99,6 +131,14 @@ pub mod oneshot {
     impl<T> Sender<T> {
         /// Sends the value and wakes the receiver. `Err(value)` if the receiver was dropped or
         /// closed: the value comes back instead of being lost.
+        ///
+        /// ```
+        /// use evloop::channel::oneshot;
+        ///
+        /// let (tx, rx) = oneshot::channel();
+        /// drop(rx);
+        /// assert_eq!(tx.send("lost?"), Err("lost?")); // the value comes back
+        /// ```
         pub fn send(self, value: T) -> Result<(), T> {
             let waker = {
                 let mut st = self.shared.borrow_mut();
@@ -115,6 +155,15 @@ pub mod oneshot {
         }
 
         /// Whether the receiver was dropped or closed (a send would fail).
+        ///
+        /// ```
+        /// use evloop::channel::oneshot;
+        ///
+        /// let (tx, mut rx) = oneshot::channel::<u8>();
+        /// assert!(!tx.is_closed());
+        /// rx.close();
+        /// assert!(tx.is_closed());
+        /// ```
         pub fn is_closed(&self) -> bool {
             self.shared.borrow().receiver_closed
         }
@@ -140,11 +189,37 @@ pub mod oneshot {
     }
 
     /// The receiving end; await it for the value.
+    ///
+    /// ```
+    /// use evloop::channel::oneshot;
+    ///
+    /// let got = evloop::run(async {
+    ///     let (tx, rx) = oneshot::channel();
+    ///     let waiter = evloop::spawn(rx); // the receiver is a future: await it, or spawn it
+    ///     tx.send(5).expect("the receiver is alive");
+    ///     waiter.await
+    /// })??;
+    /// assert_eq!(got, Ok(5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub struct Receiver<T> {
         shared: Shared<T>,
     }
 
     /// Why a [`Receiver`] got no value.
+    ///
+    /// ```
+    /// use evloop::channel::oneshot::{self, RecvError};
+    ///
+    /// evloop::run(async {
+    ///     let (tx, rx) = oneshot::channel::<()>();
+    ///     drop(tx);
+    ///     let err = rx.await.unwrap_err();
+    ///     assert_eq!(err, RecvError::Closed);
+    ///     assert!(err.to_string().contains("dropped without sending"));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     #[non_exhaustive]
     pub enum RecvError {
@@ -179,6 +254,15 @@ pub mod oneshot {
     impl Error for RecvError {}
 
     /// Why [`Receiver::try_recv`] got no value.
+    ///
+    /// ```
+    /// use evloop::channel::oneshot::{self, TryRecvError};
+    ///
+    /// let (tx, mut rx) = oneshot::channel::<u8>();
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    /// drop(tx);
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    /// ```
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub enum TryRecvError {
         /// Nothing was sent yet.
@@ -202,6 +286,15 @@ pub mod oneshot {
 
     impl<T> Receiver<T> {
         /// The value if it was sent, without waiting.
+        ///
+        /// ```
+        /// use evloop::channel::oneshot::{self, TryRecvError};
+        ///
+        /// let (tx, mut rx) = oneshot::channel();
+        /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+        /// tx.send('x').expect("the receiver is alive");
+        /// assert_eq!(rx.try_recv(), Ok('x'));
+        /// ```
         pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
             let mut st = self.shared.borrow_mut();
             match st.value.take() {
@@ -213,6 +306,14 @@ pub mod oneshot {
 
         /// Refuses the value from now on: a later `send` fails and gives it back. A value sent
         /// before can still be received.
+        ///
+        /// ```
+        /// use evloop::channel::oneshot;
+        ///
+        /// let (tx, mut rx) = oneshot::channel();
+        /// rx.close();
+        /// assert_eq!(tx.send(1), Err(1)); // refused, and given back
+        /// ```
         pub fn close(&mut self) {
             self.shared.borrow_mut().receiver_closed = true;
         }
@@ -325,11 +426,32 @@ pub mod mpsc {
 
     /// A bounded channel: at most `capacity` values wait in it; a capacity of 0 is taken as 1
     /// (there is no rendezvous mode).
+    ///
+    /// ```
+    /// use evloop::channel::mpsc::{self, TrySendError};
+    ///
+    /// let (tx, mut rx) = mpsc::channel(2);
+    /// tx.try_send(1).expect("room");
+    /// tx.try_send(2).expect("room");
+    /// assert_eq!(tx.try_send(3), Err(TrySendError::Full(3))); // `send().await` would wait
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// ```
     pub fn channel<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
         with_maxsize(capacity.max(1))
     }
 
     /// An unbounded channel: `send` never waits and `try_send` fails only once it is closed.
+    ///
+    /// ```
+    /// use evloop::channel::mpsc;
+    ///
+    /// let (tx, mut rx) = mpsc::unbounded();
+    /// for i in 0..1000 {
+    ///     tx.try_send(i).expect("never full");
+    /// }
+    /// assert_eq!(rx.len(), 1000);
+    /// assert_eq!(rx.try_recv(), Ok(0));
+    /// ```
     pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
         with_maxsize(0)
     }
@@ -343,11 +465,34 @@ pub mod mpsc {
     }
 
     /// The channel is closed: the value that was not sent.
+    ///
+    /// ```
+    /// use evloop::channel::mpsc::{self, SendError};
+    ///
+    /// evloop::run(async {
+    ///     let (tx, rx) = mpsc::channel(1);
+    ///     drop(rx);
+    ///     assert_eq!(tx.send("hello").await, Err(SendError("hello")));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     #[derive(Clone, Copy, PartialEq, Eq)]
     pub struct SendError<T>(pub T);
 
     impl<T> SendError<T> {
         /// The value that was not sent.
+        ///
+        /// ```
+        /// use evloop::channel::mpsc;
+        ///
+        /// evloop::run(async {
+        ///     let (tx, mut rx) = mpsc::channel(1);
+        ///     rx.close();
+        ///     let err = tx.send(String::from("job")).await.unwrap_err();
+        ///     assert_eq!(err.into_inner(), "job");
+        /// })?;
+        /// # Ok::<(), evloop::RunError>(())
+        /// ```
         pub fn into_inner(self) -> T {
             self.0
         }
@@ -368,6 +513,16 @@ pub mod mpsc {
     impl<T> Error for SendError<T> {}
 
     /// Why [`Sender::try_send`] failed; both variants give the value back.
+    ///
+    /// ```
+    /// use evloop::channel::mpsc::{self, TrySendError};
+    ///
+    /// let (tx, rx) = mpsc::channel(1);
+    /// tx.try_send(1).expect("room");
+    /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
+    /// drop(rx);
+    /// assert_eq!(tx.try_send(3), Err(TrySendError::Closed(3)));
+    /// ```
     #[derive(Clone, Copy, PartialEq, Eq)]
     pub enum TrySendError<T> {
         /// The channel holds `capacity` values (or a freed slot is promised to a waiting sender).
@@ -378,6 +533,14 @@ pub mod mpsc {
 
     impl<T> TrySendError<T> {
         /// The value that was not sent.
+        ///
+        /// ```
+        /// use evloop::channel::mpsc;
+        ///
+        /// let (tx, _rx) = mpsc::channel(1);
+        /// tx.try_send('a').expect("room");
+        /// assert_eq!(tx.try_send('b').unwrap_err().into_inner(), 'b');
+        /// ```
         pub fn into_inner(self) -> T {
             match self {
                 TrySendError::Full(t) | TrySendError::Closed(t) => t,
@@ -406,6 +569,15 @@ pub mod mpsc {
     impl<T> Error for TrySendError<T> {}
 
     /// Why [`Receiver::try_recv`] got nothing.
+    ///
+    /// ```
+    /// use evloop::channel::mpsc::{self, TryRecvError};
+    ///
+    /// let (tx, mut rx) = mpsc::channel::<u8>(1);
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    /// drop(tx);
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+    /// ```
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub enum TryRecvError {
         /// No value is waiting, but more may come.
@@ -426,6 +598,25 @@ pub mod mpsc {
     impl Error for TryRecvError {}
 
     /// A sending end; clone it for more senders. The channel closes when the last one is dropped.
+    ///
+    /// ```
+    /// use evloop::channel::mpsc;
+    ///
+    /// let got = evloop::run(async {
+    ///     let (tx, mut rx) = mpsc::unbounded();
+    ///     let tx2 = tx.clone(); // one more sender on the same channel
+    ///     tx.send("a").await.expect("open");
+    ///     tx2.send("b").await.expect("open");
+    ///     drop((tx, tx2)); // the last sender gone: `recv` gives what is left, then None
+    ///     let mut got = Vec::new();
+    ///     while let Some(v) = rx.recv().await {
+    ///         got.push(v);
+    ///     }
+    ///     got
+    /// })?;
+    /// assert_eq!(got, ["a", "b"]);
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub struct Sender<T> {
         chan: Rc<Chan<T>>,
     }
@@ -458,6 +649,23 @@ pub mod mpsc {
         /// When a task of another loop than the one the channel is bound to (the loop of its
         /// first waiter) would have to wait: see "Bound to one loop" in the
         /// [`sync`](crate::sync) module.
+        ///
+        /// ```
+        /// use evloop::channel::mpsc;
+        ///
+        /// evloop::run(async {
+        ///     let (tx, mut rx) = mpsc::channel(1);
+        ///     tx.send(1).await.expect("room: returns at once");
+        ///     let producer = evloop::spawn(async move {
+        ///         tx.send(2).await.expect("open"); // waits until the receiver takes 1
+        ///     });
+        ///     assert_eq!(rx.recv().await, Some(1));
+        ///     assert_eq!(rx.recv().await, Some(2));
+        ///     producer.await?;
+        ///     Ok::<(), evloop::TaskError>(())
+        /// })??;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
         pub fn send(&self, value: T) -> Send<'_, T> {
             Send {
                 put: Put::new_on(&self.chan.core, value),
@@ -466,6 +674,15 @@ pub mod mpsc {
         }
 
         /// Sends without waiting; gives the value back if the channel is full or closed.
+        ///
+        /// ```
+        /// use evloop::channel::mpsc::{self, TrySendError};
+        ///
+        /// let (tx, mut rx) = mpsc::channel(1);
+        /// assert_eq!(tx.try_send(1), Ok(()));
+        /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
+        /// assert_eq!(rx.try_recv(), Ok(1));
+        /// ```
         pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
             let woken = self.chan.core.borrow_mut().try_put(value);
             match woken {
@@ -481,11 +698,29 @@ pub mod mpsc {
         }
 
         /// Whether the receiver was dropped or closed (every send would fail).
+        ///
+        /// ```
+        /// use evloop::channel::mpsc;
+        ///
+        /// let (tx, rx) = mpsc::channel::<u8>(1);
+        /// assert!(!tx.is_closed());
+        /// drop(rx);
+        /// assert!(tx.is_closed());
+        /// ```
         pub fn is_closed(&self) -> bool {
             self.chan.core.borrow().is_shut_down()
         }
 
         /// Whether two senders feed the same channel.
+        ///
+        /// ```
+        /// use evloop::channel::mpsc;
+        ///
+        /// let (tx, _rx) = mpsc::channel::<u8>(1);
+        /// let (other, _other_rx) = mpsc::channel::<u8>(1);
+        /// assert!(tx.same_channel(&tx.clone()));
+        /// assert!(!tx.same_channel(&other));
+        /// ```
         pub fn same_channel(&self, other: &Sender<T>) -> bool {
             Rc::ptr_eq(&self.chan, &other.chan)
         }
@@ -503,6 +738,22 @@ pub mod mpsc {
     }
 
     /// The future of [`Sender::send`]. Cancellation-safe (see the module documentation).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::channel::mpsc;
+    /// use evloop::Builder;
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let (tx, mut rx) = mpsc::channel(1);
+    ///     tx.send(1).await.expect("room");
+    ///     // Full: the timeout drops the waiting `Send`, and 2 is not sent.
+    ///     assert!(evloop::timeout(Duration::from_secs(1), tx.send(2)).await.is_err());
+    ///     assert_eq!(rx.len(), 1);
+    ///     assert_eq!(rx.recv().await, Some(1));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     #[must_use = "futures do nothing unless awaited"]
     pub struct Send<'a, T> {
         put: Put<T>,
@@ -527,6 +778,26 @@ pub mod mpsc {
     }
 
     /// The receiving end. Dropping it closes the channel and drops the values left in it.
+    ///
+    /// ```
+    /// use evloop::channel::mpsc;
+    ///
+    /// let sum = evloop::run(async {
+    ///     let (tx, mut rx) = mpsc::channel(4);
+    ///     evloop::spawn(async move {
+    ///         for i in 1..=10 {
+    ///             tx.send(i).await.expect("open");
+    ///         }
+    ///     });
+    ///     let mut sum = 0;
+    ///     while let Some(i) = rx.recv().await {
+    ///         sum += i;
+    ///     }
+    ///     sum
+    /// })?;
+    /// assert_eq!(sum, 55);
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub struct Receiver<T> {
         chan: Rc<Chan<T>>,
     }
@@ -537,6 +808,18 @@ pub mod mpsc {
         ///
         /// # Panics
         /// Like [`Sender::send`], when a task of another loop would have to wait.
+        ///
+        /// ```
+        /// use evloop::channel::mpsc;
+        ///
+        /// evloop::run(async {
+        ///     let (tx, mut rx) = mpsc::channel(1);
+        ///     evloop::spawn(async move { tx.send("ping").await });
+        ///     assert_eq!(rx.recv().await, Some("ping")); // waits for the task's send
+        ///     assert_eq!(rx.recv().await, None); // the sender is gone
+        /// })?;
+        /// # Ok::<(), evloop::RunError>(())
+        /// ```
         pub fn recv(&mut self) -> Recv<'_, T> {
             Recv {
                 get: Get::new_on(&self.chan.core),
@@ -545,6 +828,15 @@ pub mod mpsc {
         }
 
         /// The next value without waiting.
+        ///
+        /// ```
+        /// use evloop::channel::mpsc::{self, TryRecvError};
+        ///
+        /// let (tx, mut rx) = mpsc::channel(1);
+        /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+        /// tx.try_send(9).expect("room");
+        /// assert_eq!(rx.try_recv(), Ok(9));
+        /// ```
         pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
             let got = self.chan.core.borrow_mut().try_get();
             match got {
@@ -561,21 +853,60 @@ pub mod mpsc {
 
         /// Closes the channel for senders: sends fail from now on (waiting senders are woken and
         /// get their values back); the values already in it can still be received.
+        ///
+        /// ```
+        /// use evloop::channel::mpsc::{self, TrySendError};
+        ///
+        /// let (tx, mut rx) = mpsc::channel(2);
+        /// tx.try_send(1).expect("room");
+        /// rx.close();
+        /// assert_eq!(tx.try_send(2), Err(TrySendError::Closed(2))); // refused from now on
+        /// assert_eq!(rx.try_recv(), Ok(1)); // what was sent can still be received
+        /// ```
         pub fn close(&mut self) {
             self.chan.shutdown(false);
         }
 
         /// Whether the channel is closed (all senders gone, or [`close`](Receiver::close)).
+        ///
+        /// ```
+        /// use evloop::channel::mpsc;
+        ///
+        /// let (tx, rx) = mpsc::channel::<u8>(1);
+        /// assert!(!rx.is_closed());
+        /// drop(tx);
+        /// assert!(rx.is_closed());
+        /// ```
         pub fn is_closed(&self) -> bool {
             self.chan.core.borrow().is_shut_down()
         }
 
         /// How many values wait in the channel.
+        ///
+        /// ```
+        /// use evloop::channel::mpsc;
+        ///
+        /// let (tx, rx) = mpsc::unbounded();
+        /// tx.try_send(1).expect("unbounded");
+        /// tx.try_send(2).expect("unbounded");
+        /// assert_eq!(rx.len(), 2);
+        /// ```
         pub fn len(&self) -> usize {
             self.chan.core.borrow().qsize()
         }
 
         /// Whether no value waits in the channel.
+        ///
+        /// ```
+        /// use evloop::channel::mpsc;
+        ///
+        /// let (tx, mut rx) = mpsc::channel(1);
+        /// assert!(rx.is_empty());
+        /// tx.try_send(()).expect("room");
+        /// assert!(!rx.is_empty());
+        /// let _ = rx.try_recv();
+        /// assert!(rx.is_empty());
+        /// ```
         pub fn is_empty(&self) -> bool {
             self.len() == 0
         }
@@ -599,6 +930,21 @@ pub mod mpsc {
     }
 
     /// The future of [`Receiver::recv`]. Cancellation-safe (see the module documentation).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::channel::mpsc;
+    /// use evloop::Builder;
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let (tx, mut rx) = mpsc::channel::<u8>(1);
+    ///     // Nothing comes: the timeout drops the `Recv`, which loses nothing.
+    ///     assert!(evloop::timeout(Duration::from_secs(1), rx.recv()).await.is_err());
+    ///     tx.try_send(3).expect("room");
+    ///     assert_eq!(rx.recv().await, Some(3));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     #[must_use = "futures do nothing unless awaited"]
     pub struct Recv<'a, T> {
         get: Get<T>,
@@ -688,6 +1034,20 @@ pub mod threadsafe {
     }
 
     /// A new channel: clone the sender into as many threads as you like.
+    ///
+    /// ```
+    /// use evloop::channel::threadsafe;
+    ///
+    /// let got = evloop::run(async {
+    ///     let (tx, mut rx) = threadsafe::channel();
+    ///     let worker = std::thread::spawn(move || tx.send("from a thread"));
+    ///     let got = rx.recv().await; // wakes the loop from the other thread
+    ///     worker.join().expect("no panic").expect("the receiver is alive");
+    ///     got
+    /// })?;
+    /// assert_eq!(got, Some("from a thread"));
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn channel<T: std::marker::Send>() -> (Sender<T>, Receiver<T>) {
         let chan = Arc::new(Chan {
             state: Mutex::new(State {
@@ -708,6 +1068,32 @@ pub mod threadsafe {
     }
 
     /// A sending end, `Send + Sync + Clone` for `T: Send`: usable from any thread.
+    ///
+    /// ```
+    /// use evloop::channel::threadsafe;
+    ///
+    /// let (tx, mut rx) = threadsafe::channel();
+    /// let threads: Vec<_> = (0..3)
+    ///     .map(|i| {
+    ///         let tx = tx.clone(); // `Send + Sync + Clone`
+    ///         std::thread::spawn(move || tx.send(i))
+    ///     })
+    ///     .collect();
+    /// drop(tx);
+    /// for t in threads {
+    ///     t.join().expect("no panic").expect("the receiver is alive");
+    /// }
+    /// let mut got = evloop::run(async move {
+    ///     let mut got = Vec::new();
+    ///     while let Some(i) = rx.recv().await {
+    ///         got.push(i);
+    ///     }
+    ///     got
+    /// })?;
+    /// got.sort();
+    /// assert_eq!(got, [0, 1, 2]);
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub struct Sender<T> {
         chan: Arc<Chan<T>>,
     }
@@ -715,6 +1101,15 @@ pub mod threadsafe {
     impl<T> Sender<T> {
         /// Queues `value` for the receiver and wakes it if it waits; never waits itself.
         /// `Err(value)` if the receiver was dropped or closed.
+        ///
+        /// ```
+        /// use evloop::channel::threadsafe;
+        ///
+        /// let (tx, rx) = threadsafe::channel();
+        /// assert_eq!(tx.send(1), Ok(())); // never waits, from any thread
+        /// drop(rx);
+        /// assert_eq!(tx.send(2), Err(2)); // the receiver is gone: the value comes back
+        /// ```
         pub fn send(&self, value: T) -> Result<(), T> {
             let waker = {
                 let mut st = self.chan.lock();
@@ -731,11 +1126,29 @@ pub mod threadsafe {
         }
 
         /// Whether the receiver was dropped or closed (every send would fail).
+        ///
+        /// ```
+        /// use evloop::channel::threadsafe;
+        ///
+        /// let (tx, mut rx) = threadsafe::channel::<u8>();
+        /// assert!(!tx.is_closed());
+        /// rx.close();
+        /// assert!(tx.is_closed());
+        /// ```
         pub fn is_closed(&self) -> bool {
             self.chan.lock().closed
         }
 
         /// Whether two senders feed the same channel.
+        ///
+        /// ```
+        /// use evloop::channel::threadsafe;
+        ///
+        /// let (tx, _rx) = threadsafe::channel::<u8>();
+        /// let (other, _other_rx) = threadsafe::channel::<u8>();
+        /// assert!(tx.same_channel(&tx.clone()));
+        /// assert!(!tx.same_channel(&other));
+        /// ```
         pub fn same_channel(&self, other: &Sender<T>) -> bool {
             Arc::ptr_eq(&self.chan, &other.chan)
         }
@@ -774,6 +1187,15 @@ pub mod threadsafe {
     }
 
     /// Why [`Receiver::try_recv`] got nothing.
+    ///
+    /// ```
+    /// use evloop::channel::threadsafe::{self, TryRecvError};
+    ///
+    /// let (tx, mut rx) = threadsafe::channel::<u8>();
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    /// drop(tx);
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+    /// ```
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub enum TryRecvError {
         /// No value is waiting, but more may come.
@@ -797,6 +1219,26 @@ pub mod threadsafe {
 
     /// The receiving end, for a task on the loop. Dropping it closes the channel: later sends
     /// give their values back, and the values left in it are dropped.
+    ///
+    /// ```
+    /// use evloop::channel::threadsafe;
+    ///
+    /// let total = evloop::run(async {
+    ///     let (tx, mut rx) = threadsafe::channel::<u64>();
+    ///     std::thread::spawn(move || {
+    ///         for i in 1..=4 {
+    ///             let _ = tx.send(i);
+    ///         }
+    ///     });
+    ///     let mut total = 0;
+    ///     while let Some(i) = rx.recv().await {
+    ///         total += i;
+    ///     }
+    ///     total // the loop ends when the thread's sender is dropped
+    /// })?;
+    /// assert_eq!(total, 10);
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub struct Receiver<T> {
         chan: Arc<Chan<T>>,
         /// Values already moved out of the shared state, taken without locking.
@@ -808,11 +1250,32 @@ pub mod threadsafe {
     impl<T> Receiver<T> {
         /// The next value, waiting while there is none; `None` once the channel is empty and
         /// every sender is gone (or [`close`](Receiver::close) was called).
+        ///
+        /// ```
+        /// use evloop::channel::threadsafe;
+        ///
+        /// evloop::run(async {
+        ///     let (tx, mut rx) = threadsafe::channel();
+        ///     std::thread::spawn(move || tx.send(42));
+        ///     assert_eq!(rx.recv().await, Some(42));
+        ///     assert_eq!(rx.recv().await, None); // the thread's sender was dropped
+        /// })?;
+        /// # Ok::<(), evloop::RunError>(())
+        /// ```
         pub fn recv(&mut self) -> Recv<'_, T> {
             Recv { rx: self }
         }
 
         /// The next value without waiting.
+        ///
+        /// ```
+        /// use evloop::channel::threadsafe::{self, TryRecvError};
+        ///
+        /// let (tx, mut rx) = threadsafe::channel();
+        /// std::thread::spawn(move || tx.send(1)).join().expect("no panic").expect("alive");
+        /// assert_eq!(rx.try_recv(), Ok(1));
+        /// assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+        /// ```
         pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
             if let Some(v) = self.buf.pop_front() {
                 return Ok(v);
@@ -830,11 +1293,30 @@ pub mod threadsafe {
 
         /// Refuses new values: sends fail from now on and give the value back; the values
         /// already sent can still be received.
+        ///
+        /// ```
+        /// use evloop::channel::threadsafe;
+        ///
+        /// let (tx, mut rx) = threadsafe::channel();
+        /// tx.send(1).expect("open");
+        /// rx.close();
+        /// assert_eq!(tx.send(2), Err(2));
+        /// assert_eq!(rx.try_recv(), Ok(1)); // sent before the close: still received
+        /// ```
         pub fn close(&mut self) {
             self.chan.lock().closed = true;
         }
 
         /// Whether no sender is left or the receiver was closed.
+        ///
+        /// ```
+        /// use evloop::channel::threadsafe;
+        ///
+        /// let (tx, rx) = threadsafe::channel::<u8>();
+        /// assert!(!rx.is_closed());
+        /// drop(tx); // no sender left
+        /// assert!(rx.is_closed());
+        /// ```
         pub fn is_closed(&self) -> bool {
             let st = self.chan.lock();
             st.senders == 0 || st.closed
@@ -892,6 +1374,21 @@ pub mod threadsafe {
     }
 
     /// The future of [`Receiver::recv`]. Cancellation-safe: it holds no value.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::channel::threadsafe;
+    /// use evloop::Builder;
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let (tx, mut rx) = threadsafe::channel::<u8>();
+    ///     // Nothing comes: the timeout drops the `Recv`, which holds no value.
+    ///     assert!(evloop::timeout(Duration::from_secs(1), rx.recv()).await.is_err());
+    ///     tx.send(3).expect("open");
+    ///     assert_eq!(rx.recv().await, Some(3));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     #[must_use = "futures do nothing unless awaited"]
     pub struct Recv<'a, T> {
         rx: &'a mut Receiver<T>,

@@ -61,6 +61,16 @@ impl<F: Future> Slot<F> {
 }
 
 /// Things [`gather`] accepts: a `Vec` of futures or a tuple of up to six futures.
+///
+/// ```
+/// // A tuple of futures of different types, up to six ...
+/// let (n, s) = evloop::run(evloop::gather((async { 1 }, async { "one" })))?;
+/// assert_eq!((n, s), (1, "one"));
+/// // ... or a `Vec` of futures of one type, any number of them.
+/// let squares = evloop::run(evloop::gather((1..=4).map(|i| async move { i * i }).collect::<Vec<_>>()))?;
+/// assert_eq!(squares, [1, 4, 9, 16]);
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub trait Gather {
     /// What the gathered future gives: a `Vec` or a tuple of the outputs, in input order.
     type Output;
@@ -201,6 +211,20 @@ gather_tuple!(Gather6, TryGather6; A TA 0, B TB 1, C TC 2, D TD 3, E2 TE 4, F TF
 
 /// Things [`try_gather`] accepts: a `Vec` or a tuple of futures giving `Result`s with one
 /// error type.
+///
+/// ```
+/// use std::num::ParseIntError;
+///
+/// async fn parse(s: &str) -> Result<u32, ParseIntError> {
+///     s.parse()
+/// }
+///
+/// let pair = evloop::run(evloop::try_gather((parse("1"), parse("2"))))?;
+/// assert_eq!(pair, Ok((1, 2)));
+/// let all = evloop::run(evloop::try_gather(vec![parse("3"), parse("four")]))?;
+/// assert!(all.is_err()); // the first error
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub trait TryGather {
     /// `Ok` of every value in input order, or the first error.
     type Output;
@@ -213,6 +237,24 @@ pub trait TryGather {
 /// Like [`gather`] for futures that give `Result`s, failing fast: the first `Err` (in the order
 /// the futures finish) is returned at once and the futures still running are dropped
 /// (cancelled); tasks passed by handle are detached, not cancelled.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let fails = async { Err::<u32, &str>("refused") };
+///     let slow = async {
+///         evloop::sleep(Duration::from_secs(60)).await;
+///         Ok(1)
+///     };
+///     // The error comes back at once; `slow` is dropped (cancelled), not waited for.
+///     assert_eq!(evloop::try_gather((fails, slow)).await, Err("refused"));
+///     assert_eq!(evloop::get_running_loop()?.stats().timers, 0);
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn try_gather<G: TryGather>(g: G) -> G::Future {
     g.into_try_gather()
 }
@@ -267,6 +309,25 @@ impl<T, E, F: Future<Output = Result<T, E>>> TryGather for Vec<F> {
 // wait and as_completed: over task handles.
 
 /// When [`wait`] returns (asyncio's `FIRST_COMPLETED`, `FIRST_EXCEPTION`, `ALL_COMPLETED`).
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{Builder, ReturnWhen};
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let tasks = vec![
+///         evloop::spawn(async { 1 }),
+///         evloop::spawn(async {
+///             evloop::sleep(Duration::from_secs(60)).await;
+///             2
+///         }),
+///     ];
+///     // ALL_COMPLETED, bounded by a timeout: no error, the slow task is simply still pending.
+///     let (done, pending) = evloop::wait(tasks, ReturnWhen::AllCompleted, Some(Duration::from_secs(1))).await;
+///     assert_eq!((done.len(), pending.len()), (1, 1));
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ReturnWhen {
     /// As soon as any task finishes.
@@ -281,6 +342,30 @@ pub enum ReturnWhen {
 /// Waits for tasks (asyncio's `wait`): returns `(done, pending)` once `when` is satisfied or the
 /// timeout expires (no error on timeout: check `pending`). Each set keeps the input order; no
 /// task is cancelled, and results stay in the handles.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{Builder, ReturnWhen};
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let quick = evloop::spawn(async { "quick" });
+///     let slow = evloop::spawn(async {
+///         evloop::sleep(Duration::from_secs(60)).await;
+///         "slow"
+///     });
+///     let (done, pending) = evloop::wait(vec![quick, slow], ReturnWhen::FirstCompleted, None).await;
+///     assert_eq!((done.len(), pending.len()), (1, 1));
+///     // Nothing was cancelled: the results stay in the handles.
+///     for t in done {
+///         assert_eq!(t.await?, "quick");
+///     }
+///     for t in pending {
+///         assert_eq!(t.await?, "slow");
+///     }
+///     Ok::<(), evloop::TaskError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub async fn wait<T: 'static>(
     tasks: Vec<Task<T>>,
     when: ReturnWhen,
@@ -334,12 +419,46 @@ pub fn as_completed<T: 'static>(tasks: Vec<Task<T>>) -> AsCompleted<T> {
 }
 
 /// The stream of [`as_completed`]: call [`AsCompleted::next`] until it gives `None`.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// let order = evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let tasks = [3u64, 1, 2]
+///         .into_iter()
+///         .map(|s| {
+///             evloop::spawn(async move {
+///                 evloop::sleep(Duration::from_secs(s)).await;
+///                 s
+///             })
+///         })
+///         .collect();
+///     let mut finished = evloop::as_completed(tasks);
+///     let mut order = Vec::new();
+///     while let Some(r) = finished.next().await {
+///         order.push(r?);
+///     }
+///     Ok::<_, evloop::TaskError>(order)
+/// })??;
+/// assert_eq!(order, [1, 2, 3]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct AsCompleted<T: 'static> {
     tasks: Vec<Task<T>>,
 }
 
 impl<T: 'static> AsCompleted<T> {
     /// The next task to finish, with its result; `None` when every task has been returned.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let mut finished = evloop::as_completed(vec![evloop::spawn(async { 'a' })]);
+    ///     assert_eq!(finished.next().await.map(Result::ok), Some(Some('a')));
+    ///     assert!(finished.next().await.is_none()); // every task was returned
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub async fn next(&mut self) -> Option<Result<T, TaskError>> {
         if self.tasks.is_empty() {
             return None;
@@ -358,6 +477,17 @@ impl<T: 'static> AsCompleted<T> {
     }
 
     /// Tasks not returned yet.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let tasks = vec![evloop::spawn(async { 1 }), evloop::spawn(async { 2 })];
+    ///     let mut finished = evloop::as_completed(tasks);
+    ///     assert_eq!(finished.remaining(), 2);
+    ///     let _first = finished.next().await;
+    ///     assert_eq!(finished.remaining(), 1);
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn remaining(&self) -> usize {
         self.tasks.len()
     }
@@ -373,6 +503,17 @@ impl<T: 'static> fmt::Debug for AsCompleted<T> {
 // select / race.
 
 /// The output of [`select`]: which future finished first, with its output.
+///
+/// ```
+/// use evloop::Either;
+///
+/// let first = evloop::run(evloop::select(std::future::pending::<()>(), async { 5 }))?;
+/// match first {
+///     Either::Left(()) => unreachable!("pending never finishes"),
+///     Either::Right(n) => assert_eq!(n, 5),
+/// }
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Either<A, B> {
     /// The first future won.
@@ -383,6 +524,25 @@ pub enum Either<A, B> {
 
 /// Polls both futures and returns the first output; the other future is dropped (cancelled).
 /// The first argument is polled first, so it wins a tie.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{Builder, Either};
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let (tx, rx) = evloop::channel::oneshot::<&str>();
+///     evloop::spawn(async move {
+///         evloop::sleep(Duration::from_secs(1)).await;
+///         let _ = tx.send("reply");
+///     });
+///     // Whichever finishes first; the other future is dropped.
+///     match evloop::select(rx, evloop::sleep(Duration::from_secs(5))).await {
+///         Either::Left(reply) => assert_eq!(reply, Ok("reply")),
+///         Either::Right(()) => unreachable!("the reply comes after 1 s"),
+///     }
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub async fn select<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
     let mut a = pin!(a);
     let mut b = pin!(b);
@@ -399,6 +559,25 @@ pub async fn select<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Ou
 }
 
 /// [`select`] for two futures with the same output: the first one's output.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// let first = evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let slow = async {
+///         evloop::sleep(Duration::from_secs(2)).await;
+///         "slow"
+///     };
+///     let fast = async {
+///         evloop::sleep(Duration::from_secs(1)).await;
+///         "fast"
+///     };
+///     evloop::race(slow, fast).await
+/// })?;
+/// assert_eq!(first, "fast");
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub async fn race<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> T {
     match select(a, b).await {
         Either::Left(v) | Either::Right(v) => v,
@@ -412,6 +591,24 @@ pub async fn race<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> 
 /// shield is dropped and the task keeps running (detached). In evloop dropping a [`Task`]
 /// handle never cancels the task anyway; the shield says so in the code, and
 /// [`shield_future`] gives the same protection to a plain future.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let work = evloop::spawn(async {
+///         evloop::sleep(Duration::from_secs(2)).await;
+///         "saved"
+///     });
+///     let watch = work.task_ref();
+///     // The wait gives up after 1 s; the shield is dropped, the task is not cancelled.
+///     assert!(evloop::timeout(Duration::from_secs(1), evloop::shield(work)).await.is_err());
+///     evloop::sleep(Duration::from_secs(2)).await;
+///     assert!(watch.done() && !watch.cancelled());
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub fn shield<T: 'static>(task: Task<T>) -> Shield<T> {
     Shield { task }
 }
@@ -421,6 +618,27 @@ pub fn shield<T: 'static>(task: Task<T>) -> Shield<T> {
 ///
 /// # Panics
 /// If no evloop loop is running on this thread (as [`crate::spawn`]).
+///
+/// ```
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let saved = Rc::new(Cell::new(false));
+///     let flag = saved.clone();
+///     let work = async move {
+///         evloop::sleep(Duration::from_secs(2)).await;
+///         flag.set(true);
+///     };
+///     // The future runs as its own task: giving up the wait does not cancel it.
+///     assert!(evloop::timeout(Duration::from_secs(1), evloop::shield_future(work)).await.is_err());
+///     evloop::sleep(Duration::from_secs(2)).await;
+///     assert!(saved.get());
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[track_caller]
 pub fn shield_future<F>(fut: F) -> Shield<F::Output>
 where
@@ -431,12 +649,32 @@ where
 }
 
 /// The future of [`shield`]: the task's result; dropping it leaves the task running.
+///
+/// ```
+/// let v = evloop::run(async {
+///     let task = evloop::spawn(async { 40 + 2 });
+///     evloop::shield(task).await // the task's result, like awaiting it directly
+/// })??;
+/// assert_eq!(v, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Shield<T: 'static> {
     task: Task<T>,
 }
 
 impl<T: 'static> Shield<T> {
     /// The shielded task.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let task = evloop::TaskBuilder::new().name("worker").spawn(async {})?;
+    ///     let shielded = evloop::shield(task);
+    ///     assert_eq!(shielded.task().name(), "worker");
+    ///     shielded.await?;
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn task(&self) -> &Task<T> {
         &self.task
     }
@@ -457,6 +695,21 @@ impl<T: 'static> fmt::Debug for Shield<T> {
 
 /// [`crate::timeout`] with a deadline instead of a duration (asyncio's `timeout_at`): the
 /// inner future is dropped once loop time reaches `deadline`; it is always polled at least once.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let lp = evloop::get_running_loop()?;
+///     let deadline = lp.time() + Duration::from_secs(1); // loop time, asyncio's loop.time() + 1
+///     let r = evloop::timeout_at(deadline, evloop::sleep(Duration::from_secs(5))).await;
+///     assert!(r.is_err());
+///     assert!(lp.time() >= deadline);
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
     // Loop time: under a virtual clock it differs from `Instant::now()`.
     let started = crate::event_loop::get_running_loop().map_or_else(|_| Instant::now(), |lp| lp.time());

@@ -27,6 +27,22 @@ use crate::event_loop::{get_running_loop, LoopHandle};
 use crate::task::{Task, TaskBuilder, TaskRef};
 
 /// Why one child of a group did not give a value.
+///
+/// ```
+/// use evloop::{ChildError, TaskGroup};
+///
+/// evloop::run(async {
+///     let mut group = TaskGroup::<u32, String>::new()?;
+///     group.spawn_named("parser", async { Err(String::from("bad input")) })?;
+///     let err = group.join().await.unwrap_err();
+///     match &err.errors[0] {
+///         ChildError::Failed { task, error } => assert_eq!((task.as_str(), error.as_str()), ("parser", "bad input")),
+///         other => unreachable!("{other}"),
+///     }
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ChildError<E> {
@@ -71,6 +87,25 @@ impl<E: fmt::Display> fmt::Display for ChildError<E> {
 
 /// Every failure of a group's children (asyncio's `ExceptionGroup`), plus how many children
 /// the group cancelled because of them.
+///
+/// ```
+/// use evloop::TaskGroup;
+///
+/// evloop::run(async {
+///     let mut group = TaskGroup::<u32, &str>::new()?;
+///     group.spawn(async { Err("boom") })?;
+///     group.spawn(async {
+///         std::future::pending::<()>().await; // never finishes on its own
+///         Ok(0)
+///     })?;
+///     let err = group.join().await.unwrap_err();
+///     assert_eq!(err.errors.len(), 1); // asyncio's ExceptionGroup with one exception
+///     assert_eq!(err.cancelled, 1); // the sibling the failure tore down
+///     assert!(err.to_string().contains("failed: boom"));
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct GroupError<E> {
     /// The failures, in the order `join` collected them (children that finished in the same
@@ -159,6 +194,19 @@ impl GroupShared {
 
 impl<T: 'static, E: 'static> TaskGroup<T, E> {
     /// An empty group on the loop running on this thread.
+    ///
+    /// ```
+    /// use evloop::TaskGroup;
+    ///
+    /// assert!(TaskGroup::<()>::new().is_err()); // no loop is running here
+    /// let values = evloop::run(async {
+    ///     let mut group = TaskGroup::<u32>::new()?; // `async with asyncio.TaskGroup() as tg:`
+    ///     group.spawn(async { Ok(1) })?;
+    ///     Ok::<_, Box<dyn std::error::Error>>(group.join().await?)
+    /// })??;
+    /// assert_eq!(values, [1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> Result<Self, LoopError> {
         let lp = get_running_loop()?;
         Ok(TaskGroup {
@@ -169,6 +217,15 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     }
 
     /// An empty group on `lp`.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let mut group = evloop::TaskGroup::<u32>::with_loop(&lp); // the loop need not run yet
+    /// group.spawn(async { Ok(7) })?;
+    /// let values = lp.run_until_complete(group.join())??;
+    /// assert_eq!(values, [7]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_loop(lp: &LoopHandle) -> Self {
         TaskGroup {
             lp: lp.clone(),
@@ -179,6 +236,18 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
 
     /// Spawns a child; its first step is scheduled like any task's. Returns a reference to it
     /// (its name, state, cancel).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let mut group = evloop::TaskGroup::<&str>::new()?;
+    ///     let child = group.spawn(async { Ok("done") })?;
+    ///     assert!(!child.done()); // scheduled; it runs once this task waits
+    ///     assert_eq!(group.join().await?, ["done"]);
+    ///     assert!(child.done());
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn spawn<F>(&mut self, fut: F) -> Result<TaskRef, LoopError>
     where
@@ -222,6 +291,17 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     }
 
     /// Spawns a named child.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let mut group = evloop::TaskGroup::<()>::new()?;
+    ///     let child = group.spawn_named("fetch", async { Ok(()) })?;
+    ///     assert_eq!(child.name(), "fetch");
+    ///     group.join().await?;
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn spawn_named<F>(&mut self, name: impl Into<String>, fut: F) -> Result<TaskRef, LoopError>
     where
@@ -231,22 +311,76 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     }
 
     /// Children spawned so far.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let mut group = evloop::TaskGroup::<u8>::new()?;
+    ///     group.spawn(async { Ok(1) })?;
+    ///     group.spawn(async { Ok(2) })?;
+    ///     assert_eq!(group.len(), 2);
+    ///     group.join().await?;
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.children.len()
     }
 
     /// Whether no child was spawned.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let group = evloop::TaskGroup::<u8>::new()?;
+    ///     assert!(group.is_empty());
+    ///     assert_eq!(group.join().await?, []); // an empty group joins at once
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.children.is_empty()
     }
 
     /// Cancels every child that has not finished, now (their futures are dropped before this
     /// returns). Returns how many were cancelled.
+    ///
+    /// ```
+    /// use evloop::ChildError;
+    ///
+    /// evloop::run(async {
+    ///     let mut group = evloop::TaskGroup::<()>::new()?;
+    ///     group.spawn(std::future::pending())?;
+    ///     assert_eq!(group.cancel(), 1);
+    ///     let err = group.join().await.unwrap_err();
+    ///     assert!(matches!(err.errors[..], [ChildError::Cancelled { .. }]));
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cancel(&mut self) -> usize {
         self.children.iter().flatten().filter(|t| t.abort()).count()
     }
 
     /// Waits for every child; their values in spawn order, or every failure.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::Builder;
+    ///
+    /// let values = evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let mut group = evloop::TaskGroup::<u64>::new()?;
+    ///     for s in [3, 1, 2] {
+    ///         group.spawn(async move {
+    ///             evloop::sleep(Duration::from_secs(s)).await;
+    ///             Ok(s)
+    ///         })?;
+    ///     }
+    ///     Ok::<_, Box<dyn std::error::Error>>(group.join().await?) // spawn order, not finish order
+    /// })??;
+    /// assert_eq!(values, [3, 1, 2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn join(mut self) -> Result<Vec<T>, GroupError<E>> {
         let n = self.children.len();
         let mut values: Vec<Option<T>> = (0..n).map(|_| None).collect();

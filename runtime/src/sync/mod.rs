@@ -154,6 +154,16 @@ use crate::event_loop::trace::{note_awaiting, Awaiting};
 
 /// Misuse of a synchronisation primitive (asyncio's `ValueError`, `BrokenBarrierError`,
 /// `RuntimeError`). The message names the primitive and the operation.
+///
+/// ```
+/// use evloop::{BoundedSemaphore, SyncError};
+///
+/// let sem = BoundedSemaphore::new(1);
+/// // No permit was forgotten, so releasing one would take the count past its bound.
+/// let err = sem.release().unwrap_err();
+/// assert_eq!(err, SyncError::OverReleased { bound: 1 });
+/// assert!(err.to_string().starts_with("BoundedSemaphore.release"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SyncError {
@@ -642,12 +652,47 @@ impl Pool {
 ///
 /// [`acquire`](Lock::acquire) gives a [`LockGuard`] that releases the lock when dropped. To
 /// protect a value, [`Mutex`] puts it behind the lock.
+///
+/// ```
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+/// use evloop::Lock;
+///
+/// let log = evloop::run(async {
+///     let lock = Rc::new(Lock::new());
+///     let log = Rc::new(RefCell::new(Vec::new()));
+///     let tasks: Vec<_> = ["a", "b"]
+///         .into_iter()
+///         .map(|name| {
+///             let (lock, log) = (lock.clone(), log.clone());
+///             evloop::spawn(async move {
+///                 let _guard = lock.acquire().await; // `async with lock:`
+///                 log.borrow_mut().push(format!("{name} in"));
+///                 evloop::yield_now().await; // the other task cannot enter meanwhile
+///                 log.borrow_mut().push(format!("{name} out"));
+///             })
+///         })
+///         .collect();
+///     for t in tasks {
+///         t.await?;
+///     }
+///     Ok::<_, evloop::TaskError>(log.take())
+/// })??;
+/// assert_eq!(log, ["a in", "a out", "b in", "b out"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Lock {
     pool: Pool,
 }
 
 impl Lock {
     /// An unlocked lock.
+    ///
+    /// ```
+    /// let lock = evloop::Lock::new();
+    /// assert!(!lock.locked());
+    /// assert_eq!(lock.waiters(), 0);
+    /// ```
     pub fn new() -> Lock {
         Lock { pool: Pool::new(1) }
     }
@@ -660,6 +705,17 @@ impl Lock {
     /// When a task of another loop than the one the lock is bound to would have to wait (see
     /// "Bound to one loop" in the [module documentation](self)): the task fails instead of
     /// hanging.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let lock = evloop::Lock::new();
+    ///     let guard = lock.acquire().await;
+    ///     assert!(lock.locked());
+    ///     drop(guard); // the guard releases the lock
+    ///     assert!(!lock.locked());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn acquire(&self) -> LockAcquire<'_> {
         self.acquire_as(SyncOp::LockAcquire)
     }
@@ -672,17 +728,52 @@ impl Lock {
     }
 
     /// Takes the lock if that needs no wait: it is free and nobody is queued for it.
+    ///
+    /// ```
+    /// let lock = evloop::Lock::new();
+    /// let guard = lock.try_acquire().expect("the lock is free");
+    /// assert!(lock.try_acquire().is_none()); // held: taking it would need a wait
+    /// drop(guard);
+    /// assert!(lock.try_acquire().is_some());
+    /// ```
     pub fn try_acquire(&self) -> Option<LockGuard<'_>> {
         self.pool.try_take().then(|| LockGuard { lock: self })
     }
 
     /// Whether an acquire would have to wait: the lock is held, or handed to a waiter that has
     /// not run yet.
+    ///
+    /// ```
+    /// let lock = evloop::Lock::new();
+    /// assert!(!lock.locked());
+    /// let _guard = lock.try_acquire();
+    /// assert!(lock.locked());
+    /// ```
     pub fn locked(&self) -> bool {
         self.pool.locked()
     }
 
     /// How many tasks are queued for the lock.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let lock = Rc::new(evloop::Lock::new());
+    ///     let guard = lock.acquire().await;
+    ///     let waiter = {
+    ///         let lock = lock.clone();
+    ///         evloop::spawn(async move { drop(lock.acquire().await) })
+    ///     };
+    ///     evloop::yield_now().await; // the task runs and queues up for the lock
+    ///     assert_eq!(lock.waiters(), 1);
+    ///     drop(guard); // hands the lock to the waiter
+    ///     waiter.await?;
+    ///     assert_eq!(lock.waiters(), 0);
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn waiters(&self) -> usize {
         self.pool.waiting()
     }
@@ -705,6 +796,15 @@ impl fmt::Debug for Lock {
 
 /// Proof that the task holds a [`Lock`]; dropping it releases the lock (handing it to the first
 /// waiter, if any).
+///
+/// ```
+/// let lock = evloop::Lock::new();
+/// {
+///     let _guard = lock.try_acquire().expect("free");
+///     assert!(lock.locked());
+/// } // `_guard` is dropped here, and the lock released
+/// assert!(!lock.locked());
+/// ```
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct LockGuard<'a> {
     lock: &'a Lock,
@@ -712,6 +812,12 @@ pub struct LockGuard<'a> {
 
 impl<'a> LockGuard<'a> {
     /// The lock this guard holds.
+    ///
+    /// ```
+    /// let lock = evloop::Lock::new();
+    /// let guard = lock.try_acquire().expect("free");
+    /// assert!(std::ptr::eq(guard.lock(), &lock));
+    /// ```
     pub fn lock(&self) -> &'a Lock {
         self.lock
     }
@@ -730,6 +836,21 @@ impl fmt::Debug for LockGuard<'_> {
 }
 
 /// The future of [`Lock::acquire`] (and [`Condition::acquire`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{Builder, Lock};
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let lock = Lock::new();
+///     let _held = lock.acquire().await;
+///     // The timeout drops the waiting `LockAcquire`, which gives up its place in the queue.
+///     let r = evloop::timeout(Duration::from_secs(1), lock.acquire()).await;
+///     assert!(r.is_err());
+///     assert_eq!(lock.waiters(), 0);
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct LockAcquire<'a> {
     lock: &'a Lock,
@@ -763,6 +884,33 @@ impl fmt::Debug for LockAcquire<'_> {
 
 /// A value behind a [`Lock`]: [`lock`](Mutex::lock) waits for the lock and gives a
 /// [`MutexGuard`] through which the value can be read and changed.
+///
+/// ```
+/// use std::rc::Rc;
+/// use evloop::Mutex;
+///
+/// let total = evloop::run(async {
+///     let counter = Rc::new(Mutex::new(0));
+///     let tasks: Vec<_> = (0..3)
+///         .map(|_| {
+///             let counter = counter.clone();
+///             evloop::spawn(async move {
+///                 let mut n = counter.lock().await;
+///                 let seen = *n;
+///                 evloop::yield_now().await; // nobody else can change the value meanwhile
+///                 *n = seen + 1;
+///             })
+///         })
+///         .collect();
+///     for t in tasks {
+///         t.await?;
+///     }
+///     let total = *counter.lock().await;
+///     Ok::<_, evloop::TaskError>(total)
+/// })??;
+/// assert_eq!(total, 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Mutex<T: ?Sized> {
     lock: Lock,
     // Borrowed (mutably) only by the one `MutexGuard`, which exists only while the lock is
@@ -772,6 +920,12 @@ pub struct Mutex<T: ?Sized> {
 
 impl<T> Mutex<T> {
     /// An unlocked mutex holding `value`.
+    ///
+    /// ```
+    /// let m = evloop::Mutex::new(5);
+    /// assert!(!m.locked());
+    /// assert_eq!(*m.try_lock().expect("unlocked"), 5);
+    /// ```
     pub fn new(value: T) -> Mutex<T> {
         Mutex {
             lock: Lock::new(),
@@ -780,6 +934,12 @@ impl<T> Mutex<T> {
     }
 
     /// The value (no lock needed: the mutex is consumed).
+    ///
+    /// ```
+    /// let m = evloop::Mutex::new(String::from("a"));
+    /// m.try_lock().expect("unlocked").push('b');
+    /// assert_eq!(m.into_inner(), "ab");
+    /// ```
     pub fn into_inner(self) -> T {
         self.value.into_inner()
     }
@@ -790,6 +950,18 @@ impl<T: ?Sized> Mutex<T> {
     ///
     /// # Panics
     /// Like [`Lock::acquire`], when a task of another loop would have to wait.
+    ///
+    /// ```
+    /// let v = evloop::run(async {
+    ///     let m = evloop::Mutex::new(Vec::new());
+    ///     m.lock().await.push(1); // the guard is dropped at the end of the statement
+    ///     m.lock().await.push(2);
+    ///     let v = m.lock().await.clone();
+    ///     v
+    /// })?;
+    /// assert_eq!(v, [1, 2]);
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn lock(&self) -> MutexLock<'_, T> {
         MutexLock {
             mutex: self,
@@ -798,16 +970,39 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     /// Takes the lock if that needs no wait.
+    ///
+    /// ```
+    /// let m = evloop::Mutex::new(0);
+    /// let mut guard = m.try_lock().expect("unlocked");
+    /// *guard += 1;
+    /// assert!(m.try_lock().is_none()); // held by `guard`
+    /// drop(guard);
+    /// assert_eq!(*m.try_lock().expect("unlocked"), 1);
+    /// ```
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         self.lock.try_acquire().map(|guard| self.guard(guard))
     }
 
     /// Whether a `lock()` would have to wait.
+    ///
+    /// ```
+    /// let m = evloop::Mutex::new(());
+    /// let guard = m.try_lock();
+    /// assert!(m.locked());
+    /// drop(guard);
+    /// assert!(!m.locked());
+    /// ```
     pub fn locked(&self) -> bool {
         self.lock.locked()
     }
 
     /// The value, through a unique reference (no lock needed: no guard can exist).
+    ///
+    /// ```
+    /// let mut m = evloop::Mutex::new(1);
+    /// *m.get_mut() += 1; // `&mut Mutex`: no guard can exist, so no lock is needed
+    /// assert_eq!(m.into_inner(), 2);
+    /// ```
     pub fn get_mut(&mut self) -> &mut T {
         self.value.get_mut()
     }
@@ -839,6 +1034,17 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
 }
 
 /// Access to a [`Mutex`]'s value while its lock is held; dropping it releases the lock.
+///
+/// ```
+/// let m = evloop::Mutex::new(vec![1, 2]);
+/// {
+///     let mut guard = m.try_lock().expect("unlocked");
+///     guard.push(3); // `DerefMut` to the value
+///     assert_eq!(guard.len(), 3);
+/// } // unlocked here
+/// assert!(!m.locked());
+/// assert_eq!(m.into_inner(), [1, 2, 3]);
+/// ```
 #[must_use = "the mutex is unlocked as soon as the guard is dropped"]
 pub struct MutexGuard<'a, T: ?Sized> {
     // Declared first so that it is dropped before the lock is released.
@@ -866,6 +1072,27 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
 }
 
 /// The future of [`Mutex::lock`].
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// let n = evloop::run(async {
+///     let m = Rc::new(evloop::Mutex::new(0));
+///     let guard = m.lock().await;
+///     let adder = {
+///         let m = m.clone();
+///         evloop::spawn(async move { *m.lock().await += 1 })
+///     };
+///     evloop::yield_now().await;
+///     assert!(!adder.done()); // its `MutexLock` waits for `guard`
+///     drop(guard);
+///     adder.await?;
+///     let n = *m.lock().await;
+///     Ok::<_, evloop::TaskError>(n)
+/// })??;
+/// assert_eq!(n, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct MutexLock<'a, T: ?Sized> {
     mutex: &'a Mutex<T>,
@@ -900,12 +1127,47 @@ impl<T: ?Sized> fmt::Debug for MutexLock<'_, T> {
 /// [`release`](Semaphore::release), one at a time) adds permits, for instance to give back one
 /// that was kept with [`SemaphorePermit::forget`]; there is no upper bound (see
 /// [`BoundedSemaphore`] for one).
+///
+/// ```
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+/// use evloop::Semaphore;
+///
+/// let peak = evloop::run(async {
+///     let sem = Rc::new(Semaphore::new(2)); // at most two tasks at a time
+///     let (running, peak) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
+///     let tasks: Vec<_> = (0..5)
+///         .map(|_| {
+///             let (sem, running, peak) = (sem.clone(), running.clone(), peak.clone());
+///             evloop::spawn(async move {
+///                 let _permit = sem.acquire().await; // `async with sem:`
+///                 running.set(running.get() + 1);
+///                 peak.set(peak.get().max(running.get()));
+///                 evloop::yield_now().await;
+///                 running.set(running.get() - 1);
+///             })
+///         })
+///         .collect();
+///     for t in tasks {
+///         t.await?;
+///     }
+///     Ok::<_, evloop::TaskError>(peak.get())
+/// })??;
+/// assert_eq!(peak, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Semaphore {
     pool: Pool,
 }
 
 impl Semaphore {
     /// A semaphore with `permits` permits available.
+    ///
+    /// ```
+    /// let sem = evloop::Semaphore::new(3);
+    /// assert_eq!(sem.available_permits(), 3);
+    /// assert!(!sem.locked());
+    /// ```
     pub fn new(permits: usize) -> Semaphore {
         Semaphore {
             pool: Pool::new(permits),
@@ -916,6 +1178,17 @@ impl Semaphore {
     ///
     /// # Panics
     /// Like [`Lock::acquire`], when a task of another loop would have to wait.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let sem = evloop::Semaphore::new(1);
+    ///     let permit = sem.acquire().await;
+    ///     assert_eq!(sem.available_permits(), 0);
+    ///     drop(permit); // gives the permit back
+    ///     assert_eq!(sem.available_permits(), 1);
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
             pool: &self.pool,
@@ -924,32 +1197,87 @@ impl Semaphore {
     }
 
     /// Takes a permit if that needs no wait: one is available and nobody is queued.
+    ///
+    /// ```
+    /// let sem = evloop::Semaphore::new(1);
+    /// let permit = sem.try_acquire().expect("one permit is free");
+    /// assert!(sem.try_acquire().is_none());
+    /// drop(permit);
+    /// assert!(sem.try_acquire().is_some());
+    /// ```
     pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
         self.pool.try_take().then(|| SemaphorePermit { pool: &self.pool })
     }
 
     /// Permits nobody holds or has been handed (asyncio's `_value`).
+    ///
+    /// ```
+    /// let sem = evloop::Semaphore::new(2);
+    /// let _a = sem.try_acquire();
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
     pub fn available_permits(&self) -> usize {
         self.pool.available()
     }
 
     /// Whether an acquire would have to wait (asyncio's `locked()`).
+    ///
+    /// ```
+    /// let sem = evloop::Semaphore::new(1);
+    /// assert!(!sem.locked());
+    /// let _permit = sem.try_acquire();
+    /// assert!(sem.locked()); // an acquire would wait
+    /// ```
     pub fn locked(&self) -> bool {
         self.pool.locked()
     }
 
     /// How many tasks are queued for a permit.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let sem = Rc::new(evloop::Semaphore::new(0));
+    ///     let waiter = {
+    ///         let sem = sem.clone();
+    ///         evloop::spawn(async move { sem.acquire().await.forget() })
+    ///     };
+    ///     evloop::yield_now().await; // the task queues up for a permit
+    ///     assert_eq!(sem.waiters(), 1);
+    ///     sem.release();
+    ///     waiter.await?;
+    ///     assert_eq!(sem.waiters(), 0);
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn waiters(&self) -> usize {
         self.pool.waiting()
     }
 
     /// Adds `n` permits, handing them to the first waiters (the count saturates at
     /// `usize::MAX`).
+    ///
+    /// ```
+    /// let sem = evloop::Semaphore::new(0);
+    /// assert!(sem.try_acquire().is_none());
+    /// sem.add_permits(2);
+    /// assert_eq!(sem.available_permits(), 2);
+    /// ```
     pub fn add_permits(&self, n: usize) {
         self.pool.put_back(n);
     }
 
     /// Adds one permit (asyncio's `release()`).
+    ///
+    /// ```
+    /// let sem = evloop::Semaphore::new(1);
+    /// sem.try_acquire().expect("free").forget(); // asyncio's `acquire()` without `async with`
+    /// assert_eq!(sem.available_permits(), 0);
+    /// sem.release();
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
     pub fn release(&self) {
         self.add_permits(1);
     }
@@ -967,6 +1295,17 @@ impl fmt::Debug for Semaphore {
 /// A [`Semaphore`] that cannot be released beyond its initial number of permits (asyncio's
 /// `BoundedSemaphore`): [`release`](BoundedSemaphore::release) gives back a permit kept with
 /// [`SemaphorePermit::forget`], and is a [`SyncError::OverReleased`] when there is none.
+///
+/// ```
+/// use evloop::{BoundedSemaphore, SyncError};
+///
+/// let sem = BoundedSemaphore::new(1);
+/// sem.try_acquire().expect("free").forget();
+/// assert_eq!(sem.release(), Ok(())); // gives the forgotten permit back
+/// // A second release would push the count past its bound: refused, nothing changes.
+/// assert_eq!(sem.release(), Err(SyncError::OverReleased { bound: 1 }));
+/// assert_eq!(sem.available_permits(), 1);
+/// ```
 pub struct BoundedSemaphore {
     pool: Pool,
     bound: usize,
@@ -974,6 +1313,12 @@ pub struct BoundedSemaphore {
 
 impl BoundedSemaphore {
     /// A semaphore with `permits` permits, which is also its maximum.
+    ///
+    /// ```
+    /// let sem = evloop::BoundedSemaphore::new(2);
+    /// assert_eq!(sem.available_permits(), 2);
+    /// assert_eq!(sem.bound(), 2);
+    /// ```
     pub fn new(permits: usize) -> BoundedSemaphore {
         BoundedSemaphore {
             pool: Pool::new(permits),
@@ -985,6 +1330,17 @@ impl BoundedSemaphore {
     ///
     /// # Panics
     /// Like [`Lock::acquire`], when a task of another loop would have to wait.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let sem = evloop::BoundedSemaphore::new(1);
+    ///     let permit = sem.acquire().await;
+    ///     assert!(sem.locked());
+    ///     drop(permit);
+    ///     assert_eq!(sem.available_permits(), 1);
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
             pool: &self.pool,
@@ -993,26 +1349,76 @@ impl BoundedSemaphore {
     }
 
     /// Takes a permit if that needs no wait.
+    ///
+    /// ```
+    /// let sem = evloop::BoundedSemaphore::new(1);
+    /// let permit = sem.try_acquire().expect("one permit is free");
+    /// assert!(sem.try_acquire().is_none());
+    /// drop(permit);
+    /// assert!(sem.try_acquire().is_some());
+    /// ```
     pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
         self.pool.try_take().then(|| SemaphorePermit { pool: &self.pool })
     }
 
     /// Permits nobody holds or has been handed.
+    ///
+    /// ```
+    /// let sem = evloop::BoundedSemaphore::new(3);
+    /// let _a = sem.try_acquire();
+    /// let _b = sem.try_acquire();
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
     pub fn available_permits(&self) -> usize {
         self.pool.available()
     }
 
     /// The initial number of permits, which the count never exceeds.
+    ///
+    /// ```
+    /// let sem = evloop::BoundedSemaphore::new(2);
+    /// let _permit = sem.try_acquire();
+    /// assert_eq!(sem.bound(), 2); // the bound does not move with the count
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
     pub fn bound(&self) -> usize {
         self.bound
     }
 
     /// Whether an acquire would have to wait.
+    ///
+    /// ```
+    /// let sem = evloop::BoundedSemaphore::new(1);
+    /// let permit = sem.try_acquire();
+    /// assert!(sem.locked());
+    /// drop(permit);
+    /// assert!(!sem.locked());
+    /// ```
     pub fn locked(&self) -> bool {
         self.pool.locked()
     }
 
     /// How many tasks are queued for a permit.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let sem = Rc::new(evloop::BoundedSemaphore::new(1));
+    ///     let permit = sem.acquire().await;
+    ///     let waiter = {
+    ///         let sem = sem.clone();
+    ///         evloop::spawn(async move { drop(sem.acquire().await) })
+    ///     };
+    ///     evloop::yield_now().await;
+    ///     assert_eq!(sem.waiters(), 1);
+    ///     drop(permit); // handed to the waiter
+    ///     waiter.await?;
+    ///     assert_eq!(sem.waiters(), 0);
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn waiters(&self) -> usize {
         self.pool.waiting()
     }
@@ -1020,6 +1426,18 @@ impl BoundedSemaphore {
     /// Gives back one permit that was kept with [`SemaphorePermit::forget`]. With none to give
     /// back, the count would exceed its initial value: [`SyncError::OverReleased`], and nothing
     /// changes.
+    ///
+    /// ```
+    /// use evloop::{BoundedSemaphore, SyncError};
+    ///
+    /// let sem = BoundedSemaphore::new(2);
+    /// let permit = sem.try_acquire().expect("free");
+    /// permit.forget();
+    /// assert_eq!(sem.available_permits(), 1);
+    /// assert_eq!(sem.release(), Ok(()));
+    /// assert_eq!(sem.available_permits(), 2);
+    /// assert_eq!(sem.release(), Err(SyncError::OverReleased { bound: 2 }));
+    /// ```
     pub fn release(&self) -> Result<(), SyncError> {
         {
             let mut st = self.pool.state.borrow_mut();
@@ -1045,6 +1463,15 @@ impl fmt::Debug for BoundedSemaphore {
 
 /// A permit of a [`Semaphore`] or [`BoundedSemaphore`]; dropping it returns the permit (to the
 /// first waiter, if any).
+///
+/// ```
+/// let sem = evloop::Semaphore::new(1);
+/// {
+///     let _permit = sem.try_acquire().expect("free");
+///     assert_eq!(sem.available_permits(), 0);
+/// } // the permit goes back here
+/// assert_eq!(sem.available_permits(), 1);
+/// ```
 #[must_use = "the permit is returned as soon as it is dropped"]
 pub struct SemaphorePermit<'a> {
     pool: &'a Pool,
@@ -1054,6 +1481,14 @@ impl SemaphorePermit<'_> {
     /// Keeps the permit out of the semaphore without a guard (asyncio's `acquire()` without a
     /// matching `release()`): give it back later with [`Semaphore::release`] /
     /// [`Semaphore::add_permits`], or [`BoundedSemaphore::release`].
+    ///
+    /// ```
+    /// let sem = evloop::Semaphore::new(2);
+    /// sem.try_acquire().expect("free").forget();
+    /// assert_eq!(sem.available_permits(), 1); // still taken, with no guard to give it back
+    /// sem.release(); // asyncio's `sem.release()`
+    /// assert_eq!(sem.available_permits(), 2);
+    /// ```
     pub fn forget(self) {
         let pool = self.pool;
         std::mem::forget(self);
@@ -1075,6 +1510,24 @@ impl fmt::Debug for SemaphorePermit<'_> {
 }
 
 /// The future of [`Semaphore::acquire`] and [`BoundedSemaphore::acquire`].
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// evloop::run(async {
+///     let sem = Rc::new(evloop::Semaphore::new(0));
+///     let first = {
+///         let sem = sem.clone();
+///         evloop::spawn(async move { sem.acquire().await.forget() })
+///     };
+///     evloop::yield_now().await; // `first` waits in line
+///     sem.release(); // the permit is handed to `first` ...
+///     assert!(sem.try_acquire().is_none()); // ... so a newcomer cannot take it
+///     first.await?;
+///     Ok::<(), evloop::TaskError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct SemaphoreAcquire<'a> {
     pool: &'a Pool,
@@ -1128,12 +1581,38 @@ impl WaitState for EventState {
 /// A flag tasks can wait for (asyncio's `Event`): [`set`](Event::set) wakes every waiter.
 ///
 /// A waiter woken by `set()` returns even if the event is cleared again before its task runs.
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// let got = evloop::run(async {
+///     let ready = Rc::new(evloop::Event::new());
+///     let waiter = {
+///         let ready = ready.clone();
+///         evloop::spawn(async move {
+///             ready.wait().await;
+///             "woken"
+///         })
+///     };
+///     evloop::yield_now().await;
+///     assert!(!waiter.done());
+///     ready.set();
+///     waiter.await
+/// })??;
+/// assert_eq!(got, "woken");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Event {
     state: RefCell<EventState>,
 }
 
 impl Event {
     /// A new event, not set.
+    ///
+    /// ```
+    /// let event = evloop::Event::new();
+    /// assert!(!event.is_set());
+    /// ```
     pub fn new() -> Event {
         Event {
             state: RefCell::new(EventState {
@@ -1144,6 +1623,16 @@ impl Event {
     }
 
     /// Sets the flag and wakes every waiter.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let event = evloop::Event::new();
+    ///     event.set();
+    ///     assert!(event.is_set());
+    ///     event.wait().await; // set: returns at once
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn set(&self) {
         let mut wakers = WakeList::default();
         {
@@ -1158,11 +1647,25 @@ impl Event {
     }
 
     /// Clears the flag: later waits wait for the next `set()`.
+    ///
+    /// ```
+    /// let event = evloop::Event::new();
+    /// event.set();
+    /// event.clear();
+    /// assert!(!event.is_set()); // a wait would wait for the next `set()`
+    /// ```
     pub fn clear(&self) {
         self.state.borrow_mut().set = false;
     }
 
     /// Whether the flag is set.
+    ///
+    /// ```
+    /// let event = evloop::Event::new();
+    /// assert!(!event.is_set());
+    /// event.set();
+    /// assert!(event.is_set());
+    /// ```
     pub fn is_set(&self) -> bool {
         self.state.borrow().set
     }
@@ -1171,6 +1674,19 @@ impl Event {
     ///
     /// # Panics
     /// Like [`Lock::acquire`], when a task of another loop would have to wait.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let event = Rc::new(evloop::Event::new());
+    ///     let setter = event.clone();
+    ///     evloop::spawn(async move { setter.set() });
+    ///     event.wait().await; // until the task sets it
+    ///     assert!(event.is_set());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn wait(&self) -> EventWait<'_> {
         EventWait {
             waiter: Waiter::new(&self.state, SyncOp::EventWait),
@@ -1178,6 +1694,29 @@ impl Event {
     }
 
     /// How many tasks wait for the flag.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let event = Rc::new(evloop::Event::new());
+    ///     let tasks: Vec<_> = (0..2)
+    ///         .map(|_| {
+    ///             let event = event.clone();
+    ///             evloop::spawn(async move { event.wait().await })
+    ///         })
+    ///         .collect();
+    ///     evloop::yield_now().await;
+    ///     assert_eq!(event.waiters(), 2);
+    ///     event.set(); // wakes both
+    ///     for t in tasks {
+    ///         t.await?;
+    ///     }
+    ///     assert_eq!(event.waiters(), 0);
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn waiters(&self) -> usize {
         self.state.borrow().queue.waiting()
     }
@@ -1199,6 +1738,20 @@ impl fmt::Debug for Event {
 }
 
 /// The future of [`Event::wait`].
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{Builder, Event};
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let event = Event::new();
+///     // Nobody sets it: the timeout drops the `EventWait`, which leaves the waiters.
+///     let r = evloop::timeout(Duration::from_secs(1), event.wait()).await;
+///     assert!(r.is_err());
+///     assert_eq!(event.waiters(), 0);
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct EventWait<'a> {
     waiter: Waiter<'a, EventState>,
@@ -1259,6 +1812,33 @@ impl WaitState for NotifyState {
 /// re-acquires it before returning the guard. A waiter notified but dropped before it returned
 /// (cancelled, timed out) passes the notification on to the next waiter, so a notification is
 /// never lost (CPython gh-112202).
+///
+/// ```
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+/// use evloop::Condition;
+///
+/// let got = evloop::run(async {
+///     let cond = Rc::new(Condition::new());
+///     let items = Rc::new(Cell::new(0));
+///     let consumer = {
+///         let (cond, items) = (cond.clone(), items.clone());
+///         evloop::spawn(async move {
+///             let guard = cond.acquire().await; // `async with cond:`
+///             let _guard = cond.wait_for(guard, || items.get() > 0).await?;
+///             Ok::<_, evloop::SyncError>(items.get())
+///         })
+///     };
+///     evloop::yield_now().await; // the consumer waits, with the lock released
+///     let guard = cond.acquire().await;
+///     items.set(3);
+///     cond.notify_all();
+///     drop(guard);
+///     consumer.await
+/// })???;
+/// assert_eq!(got, 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Condition {
     lock: Rc<Lock>,
     notify: RefCell<NotifyState>,
@@ -1266,11 +1846,28 @@ pub struct Condition {
 
 impl Condition {
     /// A condition with its own lock.
+    ///
+    /// ```
+    /// let cond = evloop::Condition::new();
+    /// assert!(!cond.locked());
+    /// assert_eq!(cond.waiters(), 0);
+    /// ```
     pub fn new() -> Condition {
         Condition::with_lock(Rc::new(Lock::new()))
     }
 
     /// A condition over `lock`, which other conditions may share (asyncio's `Condition(lock)`).
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use evloop::{Condition, Lock};
+    ///
+    /// let lock = Rc::new(Lock::new());
+    /// let not_empty = Condition::with_lock(lock.clone());
+    /// let not_full = Condition::with_lock(lock.clone());
+    /// let _guard = not_empty.try_acquire().expect("free");
+    /// assert!(not_full.locked()); // one lock behind both conditions
+    /// ```
     pub fn with_lock(lock: Rc<Lock>) -> Condition {
         Condition {
             lock,
@@ -1281,21 +1878,54 @@ impl Condition {
     }
 
     /// The condition's lock.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// let lock = Rc::new(evloop::Lock::new());
+    /// let cond = evloop::Condition::with_lock(lock.clone());
+    /// assert!(Rc::ptr_eq(cond.lock(), &lock));
+    /// ```
     pub fn lock(&self) -> &Rc<Lock> {
         &self.lock
     }
 
     /// Waits for the lock (asyncio's `async with cond`).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let cond = evloop::Condition::new();
+    ///     let guard = cond.acquire().await;
+    ///     assert!(cond.locked());
+    ///     drop(guard);
+    ///     assert!(!cond.locked());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn acquire(&self) -> LockAcquire<'_> {
         self.lock.acquire()
     }
 
     /// Takes the lock if that needs no wait.
+    ///
+    /// ```
+    /// let cond = evloop::Condition::new();
+    /// let guard = cond.try_acquire().expect("free");
+    /// assert!(cond.try_acquire().is_none());
+    /// drop(guard);
+    /// ```
     pub fn try_acquire(&self) -> Option<LockGuard<'_>> {
         self.lock.try_acquire()
     }
 
     /// Whether the lock is taken.
+    ///
+    /// ```
+    /// let cond = evloop::Condition::new();
+    /// let _guard = cond.try_acquire();
+    /// assert!(cond.locked());
+    /// assert!(cond.lock().locked()); // the same lock
+    /// ```
     pub fn locked(&self) -> bool {
         self.lock.locked()
     }
@@ -1310,6 +1940,35 @@ impl Condition {
     /// [`SyncError::WrongLoop`] (and the lock released) when the condition, or its lock, is
     /// bound to another loop than the waiting task's (see "Bound to one loop" in the
     /// [module documentation](self)).
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use evloop::{Condition, Lock, SyncError};
+    ///
+    /// evloop::run(async {
+    ///     let cond = Rc::new(Condition::new());
+    ///     let waiter = {
+    ///         let cond = cond.clone();
+    ///         evloop::spawn(async move {
+    ///             let guard = cond.acquire().await;
+    ///             let guard = cond.wait(guard).await?; // the lock is released while it waits
+    ///             assert!(guard.lock().locked()); // and held again when it returns
+    ///             Ok::<(), SyncError>(())
+    ///         })
+    ///     };
+    ///     evloop::yield_now().await;
+    ///     assert!(!cond.locked());
+    ///     assert_eq!(cond.notify(1), 1);
+    ///     waiter.await??;
+    ///
+    ///     // The guard of another lock is refused.
+    ///     let other = Lock::new();
+    ///     let r = cond.wait(other.acquire().await).await;
+    ///     assert_eq!(r.err(), Some(SyncError::ForeignLockGuard));
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn wait<'g>(&self, guard: LockGuard<'g>) -> Result<LockGuard<'g>, SyncError> {
         let lock = guard.lock;
         if !std::ptr::eq(lock, &*self.lock) {
@@ -1332,6 +1991,33 @@ impl Condition {
 
     /// Waits until `predicate` returns true (asyncio's `wait_for`): checks it with the lock
     /// held, and waits for a notification each time it is false.
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let cond = Rc::new(evloop::Condition::new());
+    ///     let count = Rc::new(Cell::new(0));
+    ///     let watcher = {
+    ///         let (cond, count) = (cond.clone(), count.clone());
+    ///         evloop::spawn(async move {
+    ///             let guard = cond.acquire().await;
+    ///             // Woken by each notify, it waits again until the predicate holds.
+    ///             let _guard = cond.wait_for(guard, || count.get() >= 2).await?;
+    ///             Ok::<_, evloop::SyncError>(count.get())
+    ///         })
+    ///     };
+    ///     for _ in 0..2 {
+    ///         evloop::yield_now().await;
+    ///         count.set(count.get() + 1);
+    ///         cond.notify_all();
+    ///     }
+    ///     assert_eq!(watcher.await??, 2);
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn wait_for<'g>(
         &self,
         mut guard: LockGuard<'g>,
@@ -1348,6 +2034,32 @@ impl Condition {
 
     /// Wakes up to `n` waiters, longest-waiting first; returns how many it woke. The lock need
     /// not be held.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let cond = Rc::new(evloop::Condition::new());
+    ///     let tasks: Vec<_> = (0..2)
+    ///         .map(|_| {
+    ///             let cond = cond.clone();
+    ///             evloop::spawn(async move {
+    ///                 let guard = cond.acquire().await;
+    ///                 drop(cond.wait(guard).await);
+    ///             })
+    ///         })
+    ///         .collect();
+    ///     evloop::yield_now().await;
+    ///     assert_eq!(cond.notify(1), 1); // the longest waiter
+    ///     assert_eq!(cond.waiters(), 1);
+    ///     assert_eq!(cond.notify(5), 1); // only one was left
+    ///     for t in tasks {
+    ///         t.await?;
+    ///     }
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn notify(&self, n: usize) -> usize {
         let mut wakers = WakeList::default();
         let woken = {
@@ -1366,11 +2078,57 @@ impl Condition {
     }
 
     /// Wakes every waiter; returns how many.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let cond = Rc::new(evloop::Condition::new());
+    ///     let tasks: Vec<_> = (0..3)
+    ///         .map(|_| {
+    ///             let cond = cond.clone();
+    ///             evloop::spawn(async move {
+    ///                 let guard = cond.acquire().await;
+    ///                 drop(cond.wait(guard).await);
+    ///             })
+    ///         })
+    ///         .collect();
+    ///     evloop::yield_now().await;
+    ///     assert_eq!(cond.notify_all(), 3);
+    ///     for t in tasks {
+    ///         t.await?;
+    ///     }
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn notify_all(&self) -> usize {
         self.notify(usize::MAX)
     }
 
     /// How many tasks wait for a notification.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let cond = Rc::new(evloop::Condition::new());
+    ///     let waiter = {
+    ///         let cond = cond.clone();
+    ///         evloop::spawn(async move {
+    ///             let guard = cond.acquire().await;
+    ///             drop(cond.wait(guard).await);
+    ///         })
+    ///     };
+    ///     evloop::yield_now().await;
+    ///     assert_eq!(cond.waiters(), 1);
+    ///     cond.notify(1);
+    ///     waiter.await?;
+    ///     assert_eq!(cond.waiters(), 0);
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn waiters(&self) -> usize {
         self.notify.borrow().queue.waiting()
     }
@@ -1469,6 +2227,28 @@ impl WaitState for BarrierState {
 /// `parties - 1`). A waiter dropped before the barrier trips leaves the round (it no longer
 /// counts). [`abort`](Barrier::abort) breaks the barrier for good, [`reset`](Barrier::reset)
 /// breaks the current round only; the waiters they break get [`SyncError::BrokenBarrier`].
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// let mut indexes = evloop::run(async {
+///     let barrier = Rc::new(evloop::Barrier::new(3));
+///     let tasks: Vec<_> = (0..3)
+///         .map(|_| {
+///             let barrier = barrier.clone();
+///             evloop::spawn(async move { barrier.wait().await })
+///         })
+///         .collect();
+///     let mut indexes = Vec::new();
+///     for t in tasks {
+///         indexes.push(t.await??); // each returns once all three wait
+///     }
+///     Ok::<_, Box<dyn std::error::Error>>(indexes)
+/// })??;
+/// indexes.sort();
+/// assert_eq!(indexes, [0, 1, 2]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Barrier {
     state: RefCell<BarrierState>,
 }
@@ -1476,6 +2256,12 @@ pub struct Barrier {
 impl Barrier {
     /// A barrier for `parties` tasks. Zero is taken as one (asyncio raises `ValueError`; a
     /// barrier for nobody has no meaning, and this constructor does not fail).
+    ///
+    /// ```
+    /// let barrier = evloop::Barrier::new(2);
+    /// assert_eq!(barrier.parties(), 2);
+    /// assert_eq!(evloop::Barrier::new(0).parties(), 1); // zero is taken as one
+    /// ```
     pub fn new(parties: usize) -> Barrier {
         Barrier {
             state: RefCell::new(BarrierState {
@@ -1489,6 +2275,16 @@ impl Barrier {
     /// Waits until `parties` tasks wait; gives this task's arrival index, or
     /// [`SyncError::BrokenBarrier`] if the barrier is or gets broken, or
     /// [`SyncError::WrongLoop`] if it is bound to another loop than the waiting task's.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let barrier = evloop::Barrier::new(1);
+    ///     // One party: the barrier trips at once, for every round.
+    ///     assert_eq!(barrier.wait().await, Ok(0));
+    ///     assert_eq!(barrier.wait().await, Ok(0));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn wait(&self) -> BarrierWait<'_> {
         BarrierWait {
             barrier: self,
@@ -1497,22 +2293,74 @@ impl Barrier {
     }
 
     /// The number of tasks needed to trip the barrier.
+    ///
+    /// ```
+    /// let barrier = evloop::Barrier::new(4);
+    /// assert_eq!(barrier.parties(), 4);
+    /// ```
     pub fn parties(&self) -> usize {
         self.state.borrow().parties
     }
 
     /// How many tasks wait in the current round.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let barrier = Rc::new(evloop::Barrier::new(2));
+    ///     let first = {
+    ///         let barrier = barrier.clone();
+    ///         evloop::spawn(async move { barrier.wait().await })
+    ///     };
+    ///     evloop::yield_now().await;
+    ///     assert_eq!(barrier.n_waiting(), 1);
+    ///     assert_eq!(barrier.wait().await, Ok(1)); // the second party trips it
+    ///     assert_eq!(first.await?, Ok(0));
+    ///     assert_eq!(barrier.n_waiting(), 0);
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn n_waiting(&self) -> usize {
         self.state.borrow().queue.waiting()
     }
 
     /// Whether the barrier was aborted (and not reset since).
+    ///
+    /// ```
+    /// let barrier = evloop::Barrier::new(2);
+    /// assert!(!barrier.broken());
+    /// barrier.abort();
+    /// assert!(barrier.broken());
+    /// barrier.reset();
+    /// assert!(!barrier.broken());
+    /// ```
     pub fn broken(&self) -> bool {
         self.state.borrow().broken
     }
 
     /// Breaks the barrier: current and future waits fail with [`SyncError::BrokenBarrier`]
     /// until [`reset`](Barrier::reset).
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use evloop::SyncError;
+    ///
+    /// evloop::run(async {
+    ///     let barrier = Rc::new(evloop::Barrier::new(3));
+    ///     let waiter = {
+    ///         let barrier = barrier.clone();
+    ///         evloop::spawn(async move { barrier.wait().await })
+    ///     };
+    ///     evloop::yield_now().await;
+    ///     barrier.abort(); // the waiter fails, and so does every later wait
+    ///     assert_eq!(waiter.await?, Err(SyncError::BrokenBarrier { parties: 3 }));
+    ///     assert_eq!(barrier.wait().await, Err(SyncError::BrokenBarrier { parties: 3 }));
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn abort(&self) {
         let mut wakers = WakeList::default();
         {
@@ -1526,6 +2374,25 @@ impl Barrier {
     /// Returns the barrier to its empty state: the tasks waiting now get
     /// [`SyncError::BrokenBarrier`], later waits start a new round (an aborted barrier works
     /// again).
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use evloop::SyncError;
+    ///
+    /// evloop::run(async {
+    ///     let barrier = Rc::new(evloop::Barrier::new(2));
+    ///     let waiter = {
+    ///         let barrier = barrier.clone();
+    ///         evloop::spawn(async move { barrier.wait().await })
+    ///     };
+    ///     evloop::yield_now().await;
+    ///     barrier.reset(); // breaks the current round only
+    ///     assert_eq!(waiter.await?, Err(SyncError::BrokenBarrier { parties: 2 }));
+    ///     assert!(!barrier.broken()); // later waits start a new round
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn reset(&self) {
         let mut wakers = WakeList::default();
         {
@@ -1548,6 +2415,20 @@ impl fmt::Debug for Barrier {
 }
 
 /// The future of [`Barrier::wait`].
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{Barrier, Builder};
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let barrier = Barrier::new(2);
+///     // Nobody else arrives: the timeout drops the `BarrierWait`, which leaves the round.
+///     let r = evloop::timeout(Duration::from_secs(1), barrier.wait()).await;
+///     assert!(r.is_err());
+///     assert_eq!(barrier.n_waiting(), 0);
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct BarrierWait<'a> {
     barrier: &'a Barrier,

@@ -99,11 +99,36 @@ use crate::sync::LoopBinding;
 ///
 /// From [`Queue::put`] it carries the item that was not put (`QueueShutDown<T>`); from
 /// [`Queue::get`] it carries nothing (`QueueShutDown<()>`, the default).
+///
+/// ```
+/// use evloop::{Queue, QueueShutDown};
+///
+/// evloop::run(async {
+///     let q = Queue::new(0);
+///     q.put("queued").await.expect("open");
+///     q.shutdown(false);
+///     // `put` gives the item back; `get` drains what is queued, then fails.
+///     assert_eq!(q.put("late").await, Err(QueueShutDown("late")));
+///     assert_eq!(q.get().await, Ok("queued"));
+///     assert_eq!(q.get().await, Err(QueueShutDown(())));
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueueShutDown<T = ()>(pub T);
 
 impl<T> QueueShutDown<T> {
     /// The item that was not put.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let q = evloop::Queue::new(0);
+    ///     q.shutdown(false);
+    ///     let refused = q.put(String::from("job")).await.unwrap_err();
+    ///     assert_eq!(refused.into_inner(), "job");
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn into_inner(self) -> T {
         self.0
     }
@@ -124,6 +149,16 @@ impl<T> fmt::Display for QueueShutDown<T> {
 impl<T> Error for QueueShutDown<T> {}
 
 /// Why [`Queue::put_nowait`] failed; both variants give the item back.
+///
+/// ```
+/// use evloop::{Queue, TryPutError};
+///
+/// let q = Queue::new(1);
+/// q.put_nowait(1).expect("room for one");
+/// assert_eq!(q.put_nowait(2), Err(TryPutError::Full(2))); // asyncio's QueueFull
+/// q.shutdown(false);
+/// assert_eq!(q.put_nowait(3), Err(TryPutError::ShutDown(3)));
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum TryPutError<T> {
     /// No free slot (asyncio's `QueueFull`). A slot granted to a waiting putter that has not run
@@ -135,6 +170,13 @@ pub enum TryPutError<T> {
 
 impl<T> TryPutError<T> {
     /// The item that was not put.
+    ///
+    /// ```
+    /// let q = evloop::Queue::new(1);
+    /// q.put_nowait('a').expect("room for one");
+    /// let err = q.put_nowait('b').unwrap_err();
+    /// assert_eq!(err.into_inner(), 'b');
+    /// ```
     pub fn into_inner(self) -> T {
         match self {
             TryPutError::Full(t) | TryPutError::ShutDown(t) => t,
@@ -142,6 +184,14 @@ impl<T> TryPutError<T> {
     }
 
     /// Whether the queue was full (rather than shut down).
+    ///
+    /// ```
+    /// let q = evloop::Queue::new(1);
+    /// q.put_nowait(1).expect("room for one");
+    /// assert!(q.put_nowait(2).unwrap_err().is_full());
+    /// q.shutdown(false);
+    /// assert!(!q.put_nowait(3).unwrap_err().is_full());
+    /// ```
     pub fn is_full(&self) -> bool {
         matches!(self, TryPutError::Full(_))
     }
@@ -168,6 +218,15 @@ impl<T> fmt::Display for TryPutError<T> {
 impl<T> Error for TryPutError<T> {}
 
 /// Why [`Queue::get_nowait`] failed.
+///
+/// ```
+/// use evloop::{Queue, TryGetError};
+///
+/// let q = Queue::<u32>::new(0);
+/// assert_eq!(q.get_nowait(), Err(TryGetError::Empty)); // asyncio's QueueEmpty
+/// q.shutdown(false);
+/// assert_eq!(q.get_nowait(), Err(TryGetError::ShutDown));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TryGetError {
     /// No item is available (asyncio's `QueueEmpty`). Items already handed to waiting getters
@@ -189,6 +248,16 @@ impl fmt::Display for TryGetError {
 impl Error for TryGetError {}
 
 /// [`Queue::task_done`] was called more times than items were put (asyncio's `ValueError`).
+///
+/// ```
+/// use evloop::{Queue, TaskDoneError};
+///
+/// let q = Queue::new(0);
+/// q.put_nowait(1).expect("unbounded");
+/// assert_eq!(q.get_nowait(), Ok(1));
+/// assert_eq!(q.task_done(), Ok(()));
+/// assert_eq!(q.task_done(), Err(TaskDoneError)); // one item, two task_done calls
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TaskDoneError;
 
@@ -679,6 +748,33 @@ pub(crate) type SharedCore<T> = Rc<RefCell<Core<T>>>;
 /// asyncio's `Queue` (and `LifoQueue`, `PriorityQueue`): see the [module documentation](self).
 ///
 /// Cloning gives another handle to the same queue.
+///
+/// ```
+/// use evloop::Queue;
+///
+/// let done = evloop::run(async {
+///     let q = Queue::new(0);
+///     let worker = {
+///         let q = q.clone(); // another handle to the same queue
+///         evloop::spawn(async move {
+///             let mut done = Vec::new();
+///             while let Ok(job) = q.get().await {
+///                 done.push(job * 10);
+///                 q.task_done().expect("one per get");
+///             }
+///             done
+///         })
+///     };
+///     for job in 1..=3 {
+///         q.put(job).await.expect("open");
+///     }
+///     q.join().await; // every job was marked done
+///     q.shutdown(false); // the worker's next get fails: it returns
+///     worker.await
+/// })??;
+/// assert_eq!(done, [10, 20, 30]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Queue<T> {
     core: SharedCore<T>,
 }
@@ -699,17 +795,44 @@ impl<T> Queue<T> {
     }
 
     /// A FIFO queue holding at most `maxsize` items; 0 means no bound (asyncio's `Queue`).
+    ///
+    /// ```
+    /// let q = evloop::Queue::new(2);
+    /// q.put_nowait("a").expect("room");
+    /// q.put_nowait("b").expect("room");
+    /// assert!(q.full());
+    /// assert_eq!(q.get_nowait(), Ok("a")); // first in, first out
+    /// ```
     pub fn new(maxsize: usize) -> Self {
         Queue::with_store(Store::Fifo(VecDeque::new()), maxsize)
     }
 
     /// A LIFO queue: the most recently put item comes out first (asyncio's `LifoQueue`).
+    ///
+    /// ```
+    /// let q = evloop::Queue::lifo(0);
+    /// for i in 1..=3 {
+    ///     q.put_nowait(i).expect("unbounded");
+    /// }
+    /// assert_eq!(q.get_nowait(), Ok(3)); // last in, first out
+    /// assert_eq!(q.get_nowait(), Ok(2));
+    /// ```
     pub fn lifo(maxsize: usize) -> Self {
         Queue::with_store(Store::Lifo(VecDeque::new()), maxsize)
     }
 
     /// A priority queue: the smallest item comes out first, equal items in the order they were
     /// put (asyncio's `PriorityQueue`, with the `(priority, count, item)` tie-break built in).
+    ///
+    /// ```
+    /// let q = evloop::Queue::priority(0);
+    /// q.put_nowait((2, "low")).expect("unbounded");
+    /// q.put_nowait((1, "high")).expect("unbounded");
+    /// q.put_nowait((2, "low, later")).expect("unbounded");
+    /// assert_eq!(q.get_nowait(), Ok((1, "high"))); // smallest first
+    /// assert_eq!(q.get_nowait(), Ok((2, "low")));
+    /// assert_eq!(q.get_nowait(), Ok((2, "low, later")));
+    /// ```
     pub fn priority(maxsize: usize) -> Self
     where
         T: Ord,
@@ -730,6 +853,24 @@ impl<T> Queue<T> {
     /// # Panics
     /// When a task of another loop than the one the queue is bound to (the loop of its first
     /// waiter) would have to wait: see "Bound to one loop" in the [`sync`](crate::sync) module.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let q = evloop::Queue::new(1);
+    ///     q.put(1).await.expect("room: returns at once");
+    ///     let putter = {
+    ///         let q = q.clone();
+    ///         evloop::spawn(async move { q.put(2).await }) // waits: the queue is full
+    ///     };
+    ///     evloop::yield_now().await;
+    ///     assert!(!putter.done());
+    ///     assert_eq!(q.get().await, Ok(1)); // frees the slot for the waiting put
+    ///     putter.await?.expect("open");
+    ///     assert_eq!(q.get().await, Ok(2));
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn put(&self, item: T) -> Put<T> {
         Put::new_on(&self.core, item)
     }
@@ -739,12 +880,35 @@ impl<T> Queue<T> {
     ///
     /// # Panics
     /// Like [`Queue::put`], when a task of another loop would have to wait.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let q = evloop::Queue::new(0);
+    ///     let getter = {
+    ///         let q = q.clone();
+    ///         evloop::spawn(async move { q.get().await }) // waits: the queue is empty
+    ///     };
+    ///     evloop::yield_now().await;
+    ///     q.put("item").await.expect("open");
+    ///     assert_eq!(getter.await?, Ok("item"));
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get(&self) -> Get<T> {
         Get::new_on(&self.core)
     }
 
     /// Puts `item` without waiting: [`TryPutError::Full`] if no slot is free,
     /// [`TryPutError::ShutDown`] after a shutdown, each with the item.
+    ///
+    /// ```
+    /// use evloop::{Queue, TryPutError};
+    ///
+    /// let q = Queue::new(1);
+    /// assert_eq!(q.put_nowait(1), Ok(()));
+    /// assert_eq!(q.put_nowait(2), Err(TryPutError::Full(2)));
+    /// ```
     pub fn put_nowait(&self, item: T) -> Result<(), TryPutError<T>> {
         let woken = self.core.borrow_mut().try_put(item)?;
         wake_opt(woken);
@@ -753,6 +917,15 @@ impl<T> Queue<T> {
 
     /// Takes an item without waiting: [`TryGetError::Empty`] if none is available,
     /// [`TryGetError::ShutDown`] if the queue was shut down and is empty.
+    ///
+    /// ```
+    /// use evloop::{Queue, TryGetError};
+    ///
+    /// let q = Queue::new(0);
+    /// q.put_nowait(7).expect("unbounded");
+    /// assert_eq!(q.get_nowait(), Ok(7));
+    /// assert_eq!(q.get_nowait(), Err(TryGetError::Empty));
+    /// ```
     pub fn get_nowait(&self) -> Result<T, TryGetError> {
         let (item, woken) = self.core.borrow_mut().try_get()?;
         wake_opt(woken);
@@ -760,27 +933,61 @@ impl<T> Queue<T> {
     }
 
     /// The number of items in the queue, counting items handed to getters that have not run yet.
+    ///
+    /// ```
+    /// let q = evloop::Queue::new(0);
+    /// q.put_nowait(1).expect("unbounded");
+    /// q.put_nowait(2).expect("unbounded");
+    /// assert_eq!(q.qsize(), 2);
+    /// ```
     pub fn qsize(&self) -> usize {
         self.core.borrow().qsize()
     }
 
     /// `qsize() == 0`.
+    ///
+    /// ```
+    /// let q = evloop::Queue::new(0);
+    /// assert!(q.empty());
+    /// q.put_nowait(()).expect("unbounded");
+    /// assert!(!q.empty());
+    /// ```
     pub fn empty(&self) -> bool {
         self.qsize() == 0
     }
 
     /// Whether `put_nowait` would find no free slot: `maxsize` items are queued or promised to
     /// putters that were granted a slot. Never true for an unbounded queue.
+    ///
+    /// ```
+    /// let q = evloop::Queue::new(1);
+    /// assert!(!q.full());
+    /// q.put_nowait(1).expect("room");
+    /// assert!(q.full());
+    /// assert!(!evloop::Queue::<u8>::new(0).full()); // unbounded: never full
+    /// ```
     pub fn full(&self) -> bool {
         !self.core.borrow().has_room()
     }
 
     /// The bound given at creation (0: unbounded).
+    ///
+    /// ```
+    /// assert_eq!(evloop::Queue::<u8>::new(8).maxsize(), 8);
+    /// assert_eq!(evloop::Queue::<u8>::new(0).maxsize(), 0); // unbounded
+    /// ```
     pub fn maxsize(&self) -> usize {
         self.core.borrow().maxsize
     }
 
     /// Whether [`shutdown`](Queue::shutdown) was called.
+    ///
+    /// ```
+    /// let q = evloop::Queue::<u8>::new(0);
+    /// assert!(!q.is_shut_down());
+    /// q.shutdown(false);
+    /// assert!(q.is_shut_down());
+    /// ```
     pub fn is_shut_down(&self) -> bool {
         self.core.borrow().shut_down
     }
@@ -788,6 +995,18 @@ impl<T> Queue<T> {
     /// Marks one item taken from the queue as processed. When every item ever put has been
     /// marked, every [`join`](Queue::join) waiter is woken. A [`TaskDoneError`] if called more
     /// times than items were put.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let q = evloop::Queue::new(0);
+    ///     q.put_nowait("job").expect("unbounded");
+    ///     let job = q.get().await.expect("queued");
+    ///     assert_eq!(job, "job");
+    ///     q.task_done().expect("one item was put"); // the item is processed
+    ///     q.join().await; // returns at once: nothing is pending
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn task_done(&self) -> Result<(), TaskDoneError> {
         let woken = self.core.borrow_mut().task_done()?;
         wake_all(woken);
@@ -799,6 +1018,35 @@ impl<T> Queue<T> {
     ///
     /// # Panics
     /// Like [`Queue::put`], when a task of another loop would have to wait.
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let q = evloop::Queue::new(0);
+    ///     for job in 1..=3 {
+    ///         q.put_nowait(job).expect("unbounded");
+    ///     }
+    ///     let processed = Rc::new(Cell::new(0));
+    ///     let worker = {
+    ///         let (q, processed) = (q.clone(), processed.clone());
+    ///         evloop::spawn(async move {
+    ///             while let Ok(job) = q.get().await {
+    ///                 evloop::yield_now().await; // the work
+    ///                 processed.set(processed.get() + job);
+    ///                 q.task_done().expect("one per item");
+    ///             }
+    ///         })
+    ///     };
+    ///     q.join().await; // until every item was marked done
+    ///     assert_eq!(processed.get(), 6);
+    ///     q.shutdown(false); // ends the worker's loop
+    ///     worker.await?;
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn join(&self) -> Join<T> {
         Join {
             core: self.core.clone(),
@@ -811,6 +1059,18 @@ impl<T> Queue<T> {
     /// woken with `QueueShutDown`. With `immediate`, the remaining items (including those handed
     /// to getters that have not run yet) are discarded, with a `task_done` counted for each.
     /// Calling it again is allowed (`shutdown(true)` after `shutdown(false)` discards the rest).
+    ///
+    /// ```
+    /// use evloop::{Queue, TryGetError};
+    ///
+    /// let q = Queue::new(0);
+    /// q.put_nowait(1).expect("unbounded");
+    /// q.put_nowait(2).expect("unbounded");
+    /// q.shutdown(false); // puts fail, the items already queued can still be taken
+    /// assert_eq!(q.get_nowait(), Ok(1));
+    /// q.shutdown(true); // discards the rest
+    /// assert_eq!(q.get_nowait(), Err(TryGetError::ShutDown));
+    /// ```
     pub fn shutdown(&self, immediate: bool) {
         let (wakers, discarded) = self.core.borrow_mut().shutdown(immediate);
         wake_all(wakers);
@@ -818,6 +1078,12 @@ impl<T> Queue<T> {
     }
 
     /// Whether two handles refer to the same queue.
+    ///
+    /// ```
+    /// let q = evloop::Queue::<u8>::new(0);
+    /// assert!(q.same_queue(&q.clone()));
+    /// assert!(!q.same_queue(&evloop::Queue::new(0)));
+    /// ```
     pub fn same_queue(&self, other: &Queue<T>) -> bool {
         Rc::ptr_eq(&self.core, &other.core)
     }
@@ -852,6 +1118,20 @@ impl<T> fmt::Debug for Queue<T> {
 /// The future of [`Queue::get`]: an item, or [`QueueShutDown`] once the queue is shut down and
 /// empty. Cancellation-safe (see the module documentation). Polled again after it completed, it
 /// starts another get.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{Builder, Queue};
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let q = Queue::new(0);
+///     // A `Get` dropped by a timeout loses nothing and leaves no waiter behind.
+///     assert!(evloop::timeout(Duration::from_secs(1), q.get()).await.is_err());
+///     q.put_nowait(5).expect("unbounded");
+///     assert_eq!(q.get().await, Ok(5));
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Get<T> {
     core: SharedCore<T>,
@@ -958,6 +1238,20 @@ impl<T> fmt::Debug for Get<T> {
 
 /// The future of [`Queue::put`]: `Ok(())` once the item is in the queue, or the item back in
 /// [`QueueShutDown`]. Cancellation-safe (see the module documentation).
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{Builder, Queue};
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let q = Queue::new(1);
+///     q.put(1).await.expect("room");
+///     // The queue stays full: the timeout drops the `Put`, and item 2 is not put.
+///     assert!(evloop::timeout(Duration::from_secs(1), q.put(2)).await.is_err());
+///     assert_eq!(q.qsize(), 1);
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Put<T> {
     core: SharedCore<T>,
@@ -1074,6 +1368,24 @@ impl<T> fmt::Debug for Put<T> {
 /// The future of [`Queue::join`]: completes when every item put has been marked done. Woken by
 /// the `task_done` that brought the count to zero, it completes even if more items were put
 /// before its task ran (as asyncio's `Event` works).
+///
+/// ```
+/// evloop::run(async {
+///     let q = evloop::Queue::new(0);
+///     q.put_nowait("a").expect("unbounded");
+///     let joiner = {
+///         let q = q.clone();
+///         evloop::spawn(async move { q.join().await })
+///     };
+///     evloop::yield_now().await;
+///     assert!(!joiner.done()); // one item is not marked done
+///     q.get_nowait().expect("queued");
+///     q.task_done().expect("one item was put");
+///     joiner.await?;
+///     Ok::<(), evloop::TaskError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Join<T> {
     core: SharedCore<T>,
