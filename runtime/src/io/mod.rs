@@ -65,6 +65,21 @@ use crate::event_loop::trace::{note_awaiting, Awaiting};
 use crate::event_loop::{running_loop_id, with_running, LoopHandle, LoopInner};
 
 /// Which direction an operation needs.
+///
+/// ```
+/// use std::os::unix::net::UnixStream;
+/// use evloop::{AsyncFd, Interest};
+///
+/// evloop::run(async {
+///     let (a, _b) = UnixStream::pair()?;
+///     let a = AsyncFd::new(a)?;
+///     a.ready(Interest::Write).await?; // an empty send buffer: writable at once
+///     assert!(a.is_ready(Interest::Write));
+///     assert!(!a.is_ready(Interest::Read)); // nothing was sent to it
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Interest {
     /// Reading (or accepting).
@@ -87,6 +102,24 @@ impl Interest {
 ///
 /// The fd must be in non-blocking mode ([`AsyncFd::new`] sets it). Dropping the `AsyncFd`
 /// deregisters the fd (`EPOLL_CTL_DEL`) before the inner value, and so the fd, is dropped.
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use std::os::unix::net::UnixStream;
+/// use evloop::{AsyncFd, Interest};
+///
+/// evloop::run(async {
+///     let (a, mut b) = UnixStream::pair()?;
+///     let a = AsyncFd::new(a)?; // non-blocking now, and registered with the running loop
+///     b.write_all(b"ping")?;
+///     let mut buf = [0; 16];
+///     // Waits for readability, then runs the read; on `WouldBlock` it waits for the next edge.
+///     let n = a.io(Interest::Read, |mut s| s.read(&mut buf)).await?;
+///     assert_eq!(&buf[..n], b"ping");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct AsyncFd<T: AsFd> {
     state: Rc<IoState>,
     lp: Rc<LoopInner>,
@@ -99,12 +132,38 @@ fn no_loop(op: &'static str) -> io::Error {
 
 impl<T: AsFd> AsyncFd<T> {
     /// Registers `inner` with the loop running on this thread, switching it to non-blocking mode.
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::AsyncFd;
+    ///
+    /// let (a, _b) = UnixStream::pair()?;
+    /// assert!(AsyncFd::new(a.try_clone()?).is_err()); // no loop is running here
+    /// evloop::run(async move {
+    ///     let a = AsyncFd::new(a)?;
+    ///     a.writable().await
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(inner: T) -> io::Result<AsyncFd<T>> {
         let lp = with_running(Rc::clone).ok_or_else(|| no_loop("AsyncFd::new"))?;
         Self::register(lp, inner)
     }
 
     /// Registers `inner` with `lp` (which need not be running yet).
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::{AsyncFd, EventLoop};
+    ///
+    /// let lp = EventLoop::new()?;
+    /// let (a, mut b) = UnixStream::pair()?;
+    /// let a = AsyncFd::with_loop(&lp, a)?; // registered before the loop runs
+    /// b.write_all(b"x")?;
+    /// lp.run_until_complete(async move { a.readable().await })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_loop(lp: &LoopHandle, inner: T) -> io::Result<AsyncFd<T>> {
         Self::register(lp.inner.clone(), inner)
     }
@@ -120,6 +179,18 @@ impl<T: AsFd> AsyncFd<T> {
     }
 
     /// The wrapped value.
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// evloop::run(async {
+    ///     let (a, _b) = UnixStream::pair()?;
+    ///     let a = evloop::AsyncFd::new(a)?;
+    ///     assert!(a.get_ref().peer_addr()?.is_unnamed()); // the std socket's own methods
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get_ref(&self) -> &T {
         match &self.inner {
             Some(t) => t,
@@ -128,6 +199,22 @@ impl<T: AsFd> AsyncFd<T> {
     }
 
     /// The wrapped value, mutably (do not replace the fd it holds).
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// evloop::run(async {
+    ///     let (a, mut b) = UnixStream::pair()?;
+    ///     let mut a = evloop::AsyncFd::new(a)?;
+    ///     a.get_mut().write_all(b"!")?; // `Write` needs `&mut UnixStream`
+    ///     let mut buf = [0; 1];
+    ///     b.read_exact(&mut buf)?;
+    ///     assert_eq!(&buf, b"!");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get_mut(&mut self) -> &mut T {
         match &mut self.inner {
             Some(t) => t,
@@ -136,6 +223,21 @@ impl<T: AsFd> AsyncFd<T> {
     }
 
     /// Deregisters the fd and gives the value back (still non-blocking).
+    ///
+    /// ```
+    /// use std::io::{ErrorKind, Read};
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// evloop::run(async {
+    ///     let (a, _b) = UnixStream::pair()?;
+    ///     let a = evloop::AsyncFd::new(a)?;
+    ///     let mut a = a.into_inner(); // deregistered, still non-blocking
+    ///     let err = a.read(&mut [0; 1]).unwrap_err();
+    ///     assert_eq!(err.kind(), ErrorKind::WouldBlock);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_inner(mut self) -> T {
         self.lp.deregister_io(&self.state);
         match self.inner.take() {
@@ -154,16 +256,61 @@ impl<T: AsFd> AsyncFd<T> {
     }
 
     /// The raw fd (for diagnostics and `sock_*`-style code).
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// evloop::run(async {
+    ///     let (a, _b) = UnixStream::pair()?;
+    ///     let raw = a.as_raw_fd();
+    ///     let a = evloop::AsyncFd::new(a)?;
+    ///     assert_eq!(a.as_raw_fd(), raw);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn as_raw_fd(&self) -> RawFd {
         self.state.fd()
     }
 
     /// Whether the last events said the fd is ready for `interest` (no syscall).
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::{AsyncFd, Interest};
+    ///
+    /// evloop::run(async {
+    ///     let (a, mut b) = UnixStream::pair()?;
+    ///     let a = AsyncFd::new(a)?;
+    ///     assert!(!a.is_ready(Interest::Read)); // no event seen yet
+    ///     b.write_all(b"data")?;
+    ///     a.readable().await?;
+    ///     assert!(a.is_ready(Interest::Read)); // no syscall: the last event said so
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_ready(&self, interest: Interest) -> bool {
         self.state.readiness() & interest.bits() != 0
     }
 
     /// Whether the peer closed its side (EPOLLRDHUP/EPOLLHUP seen).
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// evloop::run(async {
+    ///     let (a, b) = UnixStream::pair()?;
+    ///     let a = evloop::AsyncFd::new(a)?;
+    ///     drop(b); // the peer goes away
+    ///     a.readable().await?; // a hang-up is readable: a read would return 0
+    ///     assert!(a.is_read_closed());
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_read_closed(&self) -> bool {
         self.state.readiness() & ready::READ_CLOSED != 0
     }
@@ -177,6 +324,23 @@ impl<T: AsFd> AsyncFd<T> {
     /// left behind would make the fd look ready forever and `poll_io` spin on `EAGAIN`: the
     /// `ERROR` of an ICMP error a datagram socket once reported, or the hang-up an unconnected
     /// stream socket reports before it is connected.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::{AsyncFd, Interest};
+    ///
+    /// evloop::run(async {
+    ///     let (a, mut b) = UnixStream::pair()?;
+    ///     let a = AsyncFd::new(a)?;
+    ///     b.write_all(b"data")?;
+    ///     a.readable().await?;
+    ///     a.clear_ready(Interest::Read); // as after a read that said EAGAIN
+    ///     assert!(!a.is_ready(Interest::Read));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn clear_ready(&self, interest: Interest) {
         let bits = match interest {
             Interest::Read => ready::READABLE | ready::READ_CLOSED | ready::ERROR,
@@ -206,6 +370,24 @@ impl<T: AsFd> AsyncFd<T> {
     /// Errors: the loop the fd is registered with is closed, or it is not the loop running
     /// now ([`WrongLoopError`]: only that loop's poll can report the
     /// fd's events, and it cannot run while another loop does).
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::io::Write;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::{AsyncFd, Interest};
+    ///
+    /// evloop::run(async {
+    ///     let (a, mut b) = UnixStream::pair()?;
+    ///     let a = AsyncFd::new(a)?;
+    ///     b.write_all(b"data")?;
+    ///     // What a hand-written future's `poll` does: `Pending` parks the task until the edge.
+    ///     poll_fn(|cx| a.poll_ready(cx, Interest::Read)).await?;
+    ///     assert!(a.is_ready(Interest::Read));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn poll_ready(&self, cx: &mut Context<'_>, interest: Interest) -> Poll<io::Result<()>> {
         if self.lp.is_closed() {
             return Poll::Ready(Err(LoopError::new(LoopErrorKind::Closed, "AsyncFd").into()));
@@ -236,16 +418,63 @@ impl<T: AsFd> AsyncFd<T> {
     }
 
     /// Waits until the fd is ready for `interest`.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::{AsyncFd, Interest};
+    ///
+    /// evloop::run(async {
+    ///     let (a, mut b) = UnixStream::pair()?;
+    ///     let a = AsyncFd::new(a)?;
+    ///     evloop::spawn(async move { b.write_all(b"later") });
+    ///     a.ready(Interest::Read).await?; // until the task wrote
+    ///     assert!(a.is_ready(Interest::Read));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn ready(&self, interest: Interest) -> io::Result<()> {
         poll_fn(|cx| self.poll_ready(cx, interest)).await
     }
 
     /// Waits for readability.
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// evloop::run(async {
+    ///     let (a, mut b) = UnixStream::pair()?;
+    ///     let mut a = evloop::AsyncFd::new(a)?;
+    ///     b.write_all(b"hi")?;
+    ///     a.readable().await?;
+    ///     let mut buf = [0; 2];
+    ///     a.get_mut().read_exact(&mut buf)?; // will not block now
+    ///     assert_eq!(&buf, b"hi");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn readable(&self) -> io::Result<()> {
         self.ready(Interest::Read).await
     }
 
     /// Waits for writability.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// evloop::run(async {
+    ///     let (a, _b) = UnixStream::pair()?;
+    ///     let mut a = evloop::AsyncFd::new(a)?;
+    ///     a.writable().await?;
+    ///     assert_eq!(a.get_mut().write(b"room")?, 4);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn writable(&self) -> io::Result<()> {
         self.ready(Interest::Write).await
     }
@@ -253,6 +482,25 @@ impl<T: AsFd> AsyncFd<T> {
     /// Runs the non-blocking operation `f` when the fd is ready for `interest`; on
     /// `WouldBlock` clears readiness and waits for the next edge. `f` must perform exactly one
     /// syscall on the fd (its `WouldBlock` is what proves the fd not ready).
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::{AsyncFd, Interest};
+    ///
+    /// evloop::run(async {
+    ///     let (a, mut b) = UnixStream::pair()?;
+    ///     let a = AsyncFd::new(a)?;
+    ///     b.write_all(b"poll")?;
+    ///     let mut buf = [0; 8];
+    ///     // The building block of a hand-written `AsyncRead::poll_read`.
+    ///     let n = poll_fn(|cx| a.poll_io(cx, Interest::Read, |mut s| s.read(&mut buf))).await?;
+    ///     assert_eq!(&buf[..n], b"poll");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn poll_io<R>(
         &self,
         cx: &mut Context<'_>,
@@ -273,12 +521,49 @@ impl<T: AsFd> AsyncFd<T> {
     }
 
     /// `poll_io` as an async function.
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::{AsyncFd, Interest};
+    ///
+    /// evloop::run(async {
+    ///     let (a, b) = UnixStream::pair()?;
+    ///     let (a, b) = (AsyncFd::new(a)?, AsyncFd::new(b)?);
+    ///     let sent = b.io(Interest::Write, |mut s| s.write(b"one syscall")).await?;
+    ///     let mut buf = [0; 32];
+    ///     let got = a.io(Interest::Read, |mut s| s.read(&mut buf)).await?;
+    ///     assert_eq!(&buf[..got], &b"one syscall"[..sent]);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn io<R>(&self, interest: Interest, mut f: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
         poll_fn(|cx| self.poll_io(cx, interest, &mut f)).await
     }
 
     /// Runs `f` once if the fd is ready for `interest`, without waiting: `WouldBlock` if it is
     /// not (readiness is cleared when `f` says `WouldBlock`).
+    ///
+    /// ```
+    /// use std::io::{ErrorKind, Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::{AsyncFd, Interest};
+    ///
+    /// evloop::run(async {
+    ///     let (a, mut b) = UnixStream::pair()?;
+    ///     let a = AsyncFd::new(a)?;
+    ///     let mut buf = [0; 8];
+    ///     // Not known to be readable: no syscall, `WouldBlock`.
+    ///     let err = a.try_io(Interest::Read, |mut s| s.read(&mut buf)).unwrap_err();
+    ///     assert_eq!(err.kind(), ErrorKind::WouldBlock);
+    ///     b.write_all(b"now")?;
+    ///     a.readable().await?;
+    ///     assert_eq!(a.try_io(Interest::Read, |mut s| s.read(&mut buf))?, 3);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_io<R>(&self, interest: Interest, f: impl FnOnce(&T) -> io::Result<R>) -> io::Result<R> {
         if !self.is_ready(interest) {
             return Err(io::ErrorKind::WouldBlock.into());
@@ -334,17 +619,122 @@ impl<T: AsFd> std::fmt::Debug for AsyncFd<T> {
 // The byte-stream traits.
 
 /// Reading bytes asynchronously (evloop's own trait: the runtime has no dependencies).
+///
+/// ```
+/// use std::io;
+/// use std::pin::Pin;
+/// use std::task::{Context, Poll};
+/// use evloop::{AsyncRead, AsyncReadExt};
+///
+/// /// Reads as an endless run of zero bytes, like `/dev/zero`.
+/// struct Zeros;
+///
+/// impl AsyncRead for Zeros {
+///     fn poll_read(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+///         buf.fill(0);
+///         Poll::Ready(Ok(buf.len()))
+///     }
+/// }
+///
+/// let buf = evloop::run(async {
+///     let mut buf = [1u8; 4];
+///     Zeros.read_exact(&mut buf).await?; // every reader gets the `AsyncReadExt` helpers
+///     Ok::<_, io::Error>(buf)
+/// })??;
+/// assert_eq!(buf, [0; 4]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait AsyncRead {
     /// Reads into `buf`: `Ready(Ok(0))` means end of stream (or an empty `buf`).
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use evloop::AsyncRead;
+    ///
+    /// evloop::run(async {
+    ///     let mut src: &[u8] = b"abc"; // `&[u8]` is an in-memory reader
+    ///     let mut buf = [0; 2];
+    ///     let n = poll_fn(|cx| Pin::new(&mut src).poll_read(cx, &mut buf)).await?;
+    ///     assert_eq!(&buf[..n], b"ab");
+    ///     assert_eq!(src, b"c");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>>;
 }
 
 /// Writing bytes asynchronously.
+///
+/// ```
+/// use std::io;
+/// use std::pin::Pin;
+/// use std::task::{Context, Poll};
+/// use evloop::{AsyncWrite, AsyncWriteExt};
+///
+/// /// Counts the bytes written to it and throws them away.
+/// #[derive(Default)]
+/// struct Counter(usize);
+///
+/// impl AsyncWrite for Counter {
+///     fn poll_write(mut self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+///         self.0 += buf.len();
+///         Poll::Ready(Ok(buf.len()))
+///     }
+///     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+///         Poll::Ready(Ok(()))
+///     }
+/// }
+///
+/// let written = evloop::run(async {
+///     let mut counter = Counter::default();
+///     counter.write_all(b"hello world").await?; // every writer gets the `AsyncWriteExt` helpers
+///     Ok::<_, io::Error>(counter.0)
+/// })??;
+/// assert_eq!(written, 11);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait AsyncWrite {
     /// Writes some of `buf`; returns how much.
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use evloop::AsyncWrite;
+    ///
+    /// evloop::run(async {
+    ///     let mut out = Vec::new(); // `Vec<u8>` is an in-memory writer
+    ///     let n = poll_fn(|cx| Pin::new(&mut out).poll_write(cx, b"bytes")).await?;
+    ///     assert_eq!((n, &out[..]), (5, &b"bytes"[..]));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>>;
 
     /// Writes from several buffers at once (`writev`/`sendmsg` where the type supports it).
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::io::IoSlice;
+    /// use std::pin::Pin;
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWrite};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     let bufs = [IoSlice::new(b"head "), IoSlice::new(b"body")];
+    ///     // A socket sends both buffers with one `sendmsg`.
+    ///     let n = poll_fn(|cx| Pin::new(&mut a).poll_write_vectored(cx, &bufs)).await?;
+    ///     assert_eq!(n, 9);
+    ///     let mut got = [0; 9];
+    ///     b.read_exact(&mut got).await?;
+    ///     assert_eq!(&got, b"head body");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn poll_write_vectored(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -355,11 +745,43 @@ pub trait AsyncWrite {
     }
 
     /// Flushes buffered data (unbuffered types return `Ready(Ok(()))`).
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use evloop::io::BufWriter;
+    /// use evloop::{AsyncWrite, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let mut w = BufWriter::new(Vec::new());
+    ///     w.write_all(b"buffered").await?;
+    ///     assert!(w.get_ref().is_empty()); // still in the BufWriter
+    ///     poll_fn(|cx| Pin::new(&mut w).poll_flush(cx)).await?;
+    ///     assert_eq!(w.get_ref(), b"buffered");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }
 
     /// Shuts the write side down (TCP FIN), after flushing.
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWrite};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     poll_fn(|cx| Pin::new(&mut a).poll_shutdown(cx)).await?; // shutdown(SHUT_WR)
+    ///     assert_eq!(b.read(&mut [0; 8]).await?, 0); // the peer reads end of stream
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 }
 
@@ -389,16 +811,64 @@ impl<W: AsyncWrite + Unpin + ?Sized> AsyncWrite for &mut W {
 }
 
 /// The async helpers every reader gets: `read`, `read_exact`, `read_to_end`.
+///
+/// ```
+/// use evloop::AsyncReadExt;
+///
+/// evloop::run(async {
+///     let mut src: &[u8] = b"header:body";
+///     let mut head = [0; 7];
+///     src.read_exact(&mut head).await?;
+///     let mut rest = Vec::new();
+///     src.read_to_end(&mut rest).await?;
+///     assert_eq!((&head[..], &rest[..]), (&b"header:"[..], &b"body"[..]));
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 // Single-threaded runtime: the futures of these methods are never required to be `Send`, so
 // the usual caveat about `async fn` in public traits does not apply.
 #[allow(async_fn_in_trait)]
 pub trait AsyncReadExt: AsyncRead + Unpin {
     /// Reads some bytes into `buf`; 0 means end of stream.
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     a.write_all(b"some bytes").await?;
+    ///     let mut buf = [0; 64];
+    ///     let n = b.read(&mut buf).await?; // what is there, at least one byte
+    ///     assert_eq!(&buf[..n], b"some bytes");
+    ///     drop(a);
+    ///     assert_eq!(b.read(&mut buf).await?, 0); // end of stream
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         poll_fn(|cx| Pin::new(&mut *self).poll_read(cx, buf)).await
     }
 
     /// Fills `buf` completely; `UnexpectedEof` if the stream ends first.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::AsyncReadExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut src: &[u8] = b"12345";
+    ///     let mut four = [0; 4];
+    ///     src.read_exact(&mut four).await?;
+    ///     assert_eq!(&four, b"1234");
+    ///     let err = src.read_exact(&mut four).await.unwrap_err(); // only one byte left
+    ///     assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     async fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<()> {
         let mut done = 0;
         while done < buf.len() {
@@ -415,6 +885,24 @@ pub trait AsyncReadExt: AsyncRead + Unpin {
     }
 
     /// Reads until end of stream, appending to `out`; returns how many bytes were read.
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     evloop::spawn(async move {
+    ///         a.write_all(b"everything").await?;
+    ///         a.shutdown().await // end of stream for the reader
+    ///     });
+    ///     let mut all = Vec::new();
+    ///     assert_eq!(b.read_to_end(&mut all).await?, 10);
+    ///     assert_eq!(all, b"everything");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     async fn read_to_end(&mut self, out: &mut Vec<u8>) -> io::Result<usize> {
         let start = out.len();
         let mut chunk = [0u8; 8192];
@@ -432,14 +920,64 @@ impl<R: AsyncRead + Unpin + ?Sized> AsyncReadExt for R {}
 
 /// The async helpers every writer gets: `write`, `write_all`, `write_vectored`, `flush`,
 /// `shutdown`.
+///
+/// ```
+/// use evloop::AsyncWriteExt;
+///
+/// evloop::run(async {
+///     let mut out = Vec::new();
+///     out.write_all(b"hello, ").await?;
+///     out.write_all(b"world").await?;
+///     out.flush().await?;
+///     assert_eq!(out, b"hello, world");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[allow(async_fn_in_trait)]
 pub trait AsyncWriteExt: AsyncWrite + Unpin {
     /// Writes some of `buf`; returns how much.
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     let n = a.write(b"maybe not all").await?; // some of it: loop, or use write_all
+    ///     let mut buf = vec![0; n];
+    ///     b.read_exact(&mut buf).await?;
+    ///     assert_eq!(buf, &b"maybe not all"[..n]);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     async fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         poll_fn(|cx| Pin::new(&mut *self).poll_write(cx, buf)).await
     }
 
     /// Writes all of `buf`; `WriteZero` if the writer stops accepting bytes.
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     let big = vec![7u8; 1 << 20]; // more than the socket buffer holds
+    ///     let writer = evloop::spawn(async move { a.write_all(&big).await }); // waits for room
+    ///     let mut got = Vec::new();
+    ///     let mut chunk = [0; 65536];
+    ///     while got.len() < 1 << 20 {
+    ///         let n = b.read(&mut chunk).await?;
+    ///         got.extend_from_slice(&chunk[..n]);
+    ///     }
+    ///     writer.await??;
+    ///     assert!(got.iter().all(|&b| b == 7));
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     async fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
         while !buf.is_empty() {
             let n = self.write(buf).await?;
@@ -455,16 +993,64 @@ pub trait AsyncWriteExt: AsyncWrite + Unpin {
     }
 
     /// Writes from several buffers in one call where the writer supports it.
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// use evloop::AsyncWriteExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut out = Vec::new();
+    ///     let n = out.write_vectored(&[IoSlice::new(b"a"), IoSlice::new(b"bc")]).await?;
+    ///     assert_eq!((n, &out[..]), (3, &b"abc"[..]));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     async fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         poll_fn(|cx| Pin::new(&mut *self).poll_write_vectored(cx, bufs)).await
     }
 
     /// Flushes buffered data.
+    ///
+    /// ```
+    /// use evloop::io::BufWriter;
+    /// use evloop::AsyncWriteExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut w = BufWriter::new(Vec::new());
+    ///     w.write_all(b"line\n").await?;
+    ///     assert!(w.get_ref().is_empty()); // held in the buffer
+    ///     w.flush().await?;
+    ///     assert_eq!(w.get_ref(), b"line\n");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     async fn flush(&mut self) -> io::Result<()> {
         poll_fn(|cx| Pin::new(&mut *self).poll_flush(cx)).await
     }
 
     /// Shuts the write side down (half-close).
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     a.write_all(b"last words").await?;
+    ///     a.shutdown().await?; // half-close: `a` can still read
+    ///     let mut got = Vec::new();
+    ///     b.read_to_end(&mut got).await?; // everything, then end of stream
+    ///     assert_eq!(got, b"last words");
+    ///     b.write_all(b"reply").await?;
+    ///     let mut reply = [0; 5];
+    ///     a.read_exact(&mut reply).await?;
+    ///     assert_eq!(&reply, b"reply");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     async fn shutdown(&mut self) -> io::Result<()> {
         poll_fn(|cx| Pin::new(&mut *self).poll_shutdown(cx)).await
     }

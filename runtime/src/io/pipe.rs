@@ -44,11 +44,40 @@ use crate::io::{fd_context, AsyncFd, AsyncRead, AsyncWrite, Interest};
 
 /// Creates a pipe (`pipe2(O_NONBLOCK | O_CLOEXEC)`) registered with the loop running on this
 /// thread: `(read end, write end)`.
+///
+/// ```
+/// use evloop::{AsyncReadExt, AsyncWriteExt};
+///
+/// let got = evloop::run(async {
+///     let (mut rd, mut wr) = evloop::pipe::pipe()?;
+///     wr.write_all(b"through the pipe").await?;
+///     drop(wr); // the last write end closed: the reader sees end of file
+///     let mut got = Vec::new();
+///     rd.read_to_end(&mut got).await?;
+///     Ok::<_, std::io::Error>(got)
+/// })??;
+/// assert_eq!(got, b"through the pipe");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn pipe() -> io::Result<(PipeReader, PipeWriter)> {
     pipe_with_loop(&running("pipe")?)
 }
 
 /// Like [`pipe()`], on a given loop (which need not be running).
+///
+/// ```
+/// use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop};
+///
+/// let lp = EventLoop::new()?;
+/// let (mut rd, mut wr) = evloop::pipe::pipe_with_loop(&lp)?; // before the loop runs
+/// let got = lp.run_until_complete(async move {
+///     wr.write_all(b"x").await?;
+///     let mut b = [0; 1];
+///     rd.read_exact(&mut b).await.map(|()| b)
+/// })??;
+/// assert_eq!(&got, b"x");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn pipe_with_loop(lp: &LoopHandle) -> io::Result<(PipeReader, PipeWriter)> {
     if lp.is_closed() {
         return Err(LoopError::new(LoopErrorKind::Closed, "pipe").into());
@@ -84,6 +113,31 @@ fn register(lp: &LoopHandle, fd: OwnedFd, op: &str) -> io::Result<AsyncFd<OwnedF
 
 /// The read end of a pipe (or any FIFO, tty or other pollable fd read with `read(2)`), driven by
 /// the loop: [`AsyncRead`]. Reading gives 0 (end of file) once every write end is closed.
+///
+/// ```
+/// use evloop::{AsyncReadExt, AsyncWriteExt};
+///
+/// evloop::run(async {
+///     let (mut rd, mut wr) = evloop::pipe::pipe()?;
+///     let reader = evloop::spawn(async move {
+///         let mut lines = String::new();
+///         let mut buf = [0; 64];
+///         loop {
+///             let n = rd.read(&mut buf).await?;
+///             if n == 0 {
+///                 return Ok::<_, std::io::Error>(lines); // end of file
+///             }
+///             lines.push_str(std::str::from_utf8(&buf[..n]).expect("ASCII"));
+///         }
+///     });
+///     wr.write_all(b"a\n").await?;
+///     wr.write_all(b"b\n").await?;
+///     wr.shutdown().await?; // closes the write end
+///     assert_eq!(reader.await??, "a\nb\n");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct PipeReader {
     fd: AsyncFd<OwnedFd>,
     lp: LoopHandle,
@@ -92,11 +146,46 @@ pub struct PipeReader {
 impl PipeReader {
     /// Adopts `fd` on the loop running on this thread, switching it to non-blocking mode (which
     /// is shared with every other holder of the same open file, e.g. a terminal).
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::pipe::PipeReader;
+    /// use evloop::AsyncReadExt;
+    ///
+    /// evloop::run(async {
+    ///     // Any pollable fd read with read(2): here one end of a socket pair.
+    ///     let (a, mut b) = UnixStream::pair()?;
+    ///     let mut rd = PipeReader::from_fd(a.into())?;
+    ///     b.write_all(b"fd")?;
+    ///     drop(b);
+    ///     let mut got = Vec::new();
+    ///     rd.read_to_end(&mut got).await?;
+    ///     assert_eq!(got, b"fd");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_fd(fd: OwnedFd) -> io::Result<PipeReader> {
         PipeReader::with_loop(&running("PipeReader::from_fd")?, fd)
     }
 
     /// Adopts `fd` on a given loop (which need not be running).
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::pipe::PipeReader;
+    /// use evloop::{AsyncReadExt, EventLoop};
+    ///
+    /// let lp = EventLoop::new()?;
+    /// let (a, mut b) = UnixStream::pair()?;
+    /// let mut rd = PipeReader::with_loop(&lp, a.into())?;
+    /// b.write_all(b"ready")?;
+    /// let n = lp.run_until_complete(async move { rd.read(&mut [0; 8]).await })??;
+    /// assert_eq!(n, 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_loop(lp: &LoopHandle, fd: OwnedFd) -> io::Result<PipeReader> {
         Ok(PipeReader {
             fd: register(lp, fd, "PipeReader")?,
@@ -105,11 +194,33 @@ impl PipeReader {
     }
 
     /// Deregisters the fd and gives it back (still non-blocking).
+    ///
+    /// ```
+    /// use std::io::{ErrorKind, Read};
+    ///
+    /// evloop::run(async {
+    ///     let (rd, _wr) = evloop::pipe::pipe()?;
+    ///     let mut file = std::fs::File::from(rd.into_fd()); // deregistered, still non-blocking
+    ///     let err = file.read(&mut [0; 1]).unwrap_err();
+    ///     assert_eq!(err.kind(), ErrorKind::WouldBlock); // empty, and the writer is still open
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_fd(self) -> OwnedFd {
         self.fd.into_inner()
     }
 
     /// The raw fd.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let (rd, wr) = evloop::pipe::pipe()?;
+    ///     assert_ne!(Some(rd.as_raw_fd()), wr.as_raw_fd()); // two fds
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
@@ -152,6 +263,21 @@ impl fmt::Debug for PipeReader {
 /// driven by the loop: [`AsyncWrite`]. Writing after the reader is gone is an `EPIPE` error
 /// ([`io::ErrorKind::BrokenPipe`]), never a `SIGPIPE`. `shutdown` (and dropping it) closes the
 /// write end, so the reader sees end of file once every write end is closed.
+///
+/// ```
+/// use std::io::ErrorKind;
+/// use evloop::AsyncWriteExt;
+///
+/// evloop::run(async {
+///     let (rd, mut wr) = evloop::pipe::pipe()?;
+///     drop(rd);
+///     // The reader is gone: an EPIPE error, never a SIGPIPE that kills the process.
+///     let err = wr.write_all(b"anyone?").await.unwrap_err();
+///     assert_eq!(err.kind(), ErrorKind::BrokenPipe);
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct PipeWriter {
     /// `None` once shut down.
     fd: Option<AsyncFd<OwnedFd>>,
@@ -160,11 +286,46 @@ pub struct PipeWriter {
 
 impl PipeWriter {
     /// Adopts `fd` on the loop running on this thread, switching it to non-blocking mode.
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::pipe::PipeWriter;
+    /// use evloop::AsyncWriteExt;
+    ///
+    /// evloop::run(async {
+    ///     let (a, mut b) = UnixStream::pair()?;
+    ///     let mut wr = PipeWriter::from_fd(a.into())?;
+    ///     wr.write_all(b"via write(2)").await?;
+    ///     wr.shutdown().await?; // closes the fd
+    ///     let mut got = String::new();
+    ///     b.read_to_string(&mut got)?;
+    ///     assert_eq!(got, "via write(2)");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_fd(fd: OwnedFd) -> io::Result<PipeWriter> {
         PipeWriter::with_loop(&running("PipeWriter::from_fd")?, fd)
     }
 
     /// Adopts `fd` on a given loop (which need not be running).
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::pipe::PipeWriter;
+    /// use evloop::{AsyncWriteExt, EventLoop};
+    ///
+    /// let lp = EventLoop::new()?;
+    /// let (a, mut b) = UnixStream::pair()?;
+    /// let mut wr = PipeWriter::with_loop(&lp, a.into())?;
+    /// lp.run_until_complete(async move { wr.write_all(b"hi").await })??;
+    /// let mut got = [0; 2];
+    /// b.read_exact(&mut got)?;
+    /// assert_eq!(&got, b"hi");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_loop(lp: &LoopHandle, fd: OwnedFd) -> io::Result<PipeWriter> {
         let fd = register(lp, fd, "PipeWriter")?;
         hold_sigpipe_block(&lp.inner);
@@ -175,11 +336,38 @@ impl PipeWriter {
     }
 
     /// Deregisters the fd and gives it back (still non-blocking); `None` after `shutdown`.
+    ///
+    /// ```
+    /// use evloop::AsyncWriteExt;
+    ///
+    /// evloop::run(async {
+    ///     let (_rd, wr) = evloop::pipe::pipe()?;
+    ///     assert!(wr.into_fd().is_some()); // deregistered, still non-blocking
+    ///     let (_rd, mut wr) = evloop::pipe::pipe()?;
+    ///     wr.shutdown().await?;
+    ///     assert!(wr.into_fd().is_none()); // shutdown closed it
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_fd(mut self) -> Option<OwnedFd> {
         self.fd.take().map(AsyncFd::into_inner)
     }
 
     /// The raw fd; `None` after `shutdown`.
+    ///
+    /// ```
+    /// use evloop::AsyncWriteExt;
+    ///
+    /// evloop::run(async {
+    ///     let (_rd, mut wr) = evloop::pipe::pipe()?;
+    ///     assert!(wr.as_raw_fd().is_some());
+    ///     wr.shutdown().await?;
+    ///     assert_eq!(wr.as_raw_fd(), None);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn as_raw_fd(&self) -> Option<RawFd> {
         self.fd.as_ref().map(AsyncFd::as_raw_fd)
     }
@@ -263,6 +451,36 @@ impl fmt::Debug for PipeWriter {
 
 /// What [`LoopHandle::connect_read_pipe`] accepts: a [`PipeReader`] (its registration is reused)
 /// or any readable pipe, FIFO or tty fd.
+///
+/// ```
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+/// use evloop::AsyncWriteExt;
+///
+/// /// Collects what arrives.
+/// struct Collect(Rc<RefCell<Vec<u8>>>);
+/// impl evloop::Protocol for Collect {
+///     fn data_received(&mut self, data: &[u8]) {
+///         self.0.borrow_mut().extend_from_slice(data);
+///     }
+/// }
+///
+/// evloop::run(async {
+///     let lp = evloop::get_running_loop()?;
+///     let got = Rc::new(RefCell::new(Vec::new()));
+///     let (rd, mut wr) = evloop::pipe::pipe()?;
+///     // A `PipeReader` converts into `ReadPipe::Reader`, an `OwnedFd` into `ReadPipe::Fd`.
+///     let transport = lp.connect_read_pipe(Collect(got.clone()), rd)?;
+///     wr.write_all(b"fed").await?;
+///     drop(wr);
+///     while !transport.is_closing() {
+///         evloop::yield_now().await; // until end of file closed the transport
+///     }
+///     assert_eq!(*got.borrow(), b"fed");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub enum ReadPipe {
     /// An async read end.
@@ -285,6 +503,29 @@ impl From<OwnedFd> for ReadPipe {
 
 /// What [`LoopHandle::connect_write_pipe`] accepts: a [`PipeWriter`] or any writable pipe, FIFO
 /// or tty fd.
+///
+/// ```
+/// use evloop::AsyncReadExt;
+///
+/// struct Quiet;
+/// impl evloop::Protocol for Quiet {
+///     fn data_received(&mut self, _: &[u8]) {}
+/// }
+///
+/// evloop::run(async {
+///     let lp = evloop::get_running_loop()?;
+///     let (mut rd, wr) = evloop::pipe::pipe()?;
+///     // A `PipeWriter` converts into `WritePipe::Writer`, an `OwnedFd` into `WritePipe::Fd`.
+///     let transport = lp.connect_write_pipe(Quiet, wr)?;
+///     transport.write(b"buffered, then written");
+///     transport.close(); // once flushed, the pipe closes
+///     let mut got = Vec::new();
+///     rd.read_to_end(&mut got).await?;
+///     assert_eq!(got, b"buffered, then written");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub enum WritePipe {
     /// An async write end.
@@ -311,6 +552,43 @@ impl LoopHandle {
     /// `connection_lost(None)` (a pipe has no half-close: the transport closes whatever
     /// `eof_received` returns). `connection_made` is scheduled first, as for sockets. The
     /// transport's `write` does nothing; `pause_reading` / `resume_reading` work as usual.
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use std::io;
+    /// use std::rc::Rc;
+    /// use evloop::{AsyncWriteExt, Protocol};
+    ///
+    /// /// Records the calls a read-pipe transport makes.
+    /// struct Log(Rc<RefCell<Vec<String>>>);
+    /// impl Protocol for Log {
+    ///     fn data_received(&mut self, data: &[u8]) {
+    ///         self.0.borrow_mut().push(format!("data {}", String::from_utf8_lossy(data)));
+    ///     }
+    ///     fn eof_received(&mut self) -> bool {
+    ///         self.0.borrow_mut().push("eof".into());
+    ///         false
+    ///     }
+    ///     fn connection_lost(&mut self, error: Option<io::Error>) {
+    ///         self.0.borrow_mut().push(format!("lost {error:?}"));
+    ///     }
+    /// }
+    ///
+    /// let log = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let log = Rc::new(RefCell::new(Vec::new()));
+    ///     let (rd, mut wr) = evloop::pipe::pipe()?;
+    ///     lp.connect_read_pipe(Log(log.clone()), rd)?;
+    ///     wr.write_all(b"hello").await?;
+    ///     drop(wr);
+    ///     while log.borrow().len() < 3 {
+    ///         evloop::yield_now().await;
+    ///     }
+    ///     Ok::<_, Box<dyn std::error::Error>>(log.take())
+    /// })??;
+    /// assert_eq!(log, ["data hello", "eof", "lost None"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn connect_read_pipe<P: Protocol>(&self, protocol: P, pipe: impl Into<ReadPipe>) -> io::Result<Transport> {
         let site = Location::caller();
@@ -328,6 +606,40 @@ impl LoopHandle {
     /// once the buffer is flushed, then `connection_lost(None)`. The reader going away closes
     /// the transport: `connection_lost(None)` with nothing buffered, an `EPIPE` error
     /// otherwise. Nothing is ever read.
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::io;
+    /// use std::rc::Rc;
+    /// use evloop::{AsyncReadExt, Protocol};
+    ///
+    /// /// Notes when the transport is done.
+    /// struct Done(Rc<Cell<bool>>);
+    /// impl Protocol for Done {
+    ///     fn data_received(&mut self, _: &[u8]) {}
+    ///     fn connection_lost(&mut self, error: Option<io::Error>) {
+    ///         assert!(error.is_none());
+    ///         self.0.set(true);
+    ///     }
+    /// }
+    ///
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let done = Rc::new(Cell::new(false));
+    ///     let (mut rd, wr) = evloop::pipe::pipe()?;
+    ///     let transport = lp.connect_write_pipe(Done(done.clone()), wr)?;
+    ///     transport.writelines([&b"one "[..], b"two"]);
+    ///     transport.write_eof(); // a pipe has no half-close: closes it once flushed
+    ///     let mut got = Vec::new();
+    ///     rd.read_to_end(&mut got).await?;
+    ///     assert_eq!(got, b"one two");
+    ///     while !done.get() {
+    ///         evloop::yield_now().await; // connection_lost is scheduled with call_soon
+    ///     }
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn connect_write_pipe<P: Protocol>(&self, protocol: P, pipe: impl Into<WritePipe>) -> io::Result<Transport> {
         let site = Location::caller();

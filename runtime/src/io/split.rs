@@ -16,6 +16,26 @@ use crate::io::net::{Shutdown, Socket, TcpStream, UnixStream};
 use crate::io::{AsyncRead, AsyncWrite};
 
 /// The reading half of a borrowed split ([`TcpStream::split`], [`UnixStream::split`]).
+///
+/// ```
+/// use evloop::net::UnixStream;
+/// use evloop::{AsyncReadExt, AsyncWriteExt};
+///
+/// evloop::run(async {
+///     let (mut a, mut b) = UnixStream::pair()?;
+///     b.write_all(b"question").await?;
+///     let (mut rd, mut wr) = a.split();
+///     // Both halves in one task: read the question, write the answer.
+///     let mut q = [0; 8];
+///     rd.read_exact(&mut q).await?;
+///     wr.write_all(b"answer").await?;
+///     let mut ans = [0; 6];
+///     b.read_exact(&mut ans).await?;
+///     assert_eq!((&q, &ans), (b"question", b"answer"));
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct ReadHalf<'a> {
     sock: &'a Socket,
@@ -23,6 +43,25 @@ pub struct ReadHalf<'a> {
 
 /// The writing half of a borrowed split. `shutdown()` (from
 /// [`AsyncWriteExt`](crate::io::AsyncWriteExt)) sends FIN; dropping it does not.
+///
+/// ```
+/// use evloop::net::UnixStream;
+/// use evloop::{AsyncReadExt, AsyncWriteExt};
+///
+/// evloop::run(async {
+///     let (mut a, mut b) = UnixStream::pair()?;
+///     {
+///         let (_rd, mut wr) = a.split();
+///         wr.write_all(b"done").await?;
+///         wr.shutdown().await?; // FIN; dropping the half would not send one
+///     }
+///     let mut got = Vec::new();
+///     b.read_to_end(&mut got).await?;
+///     assert_eq!(got, b"done");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct WriteHalf<'a> {
     sock: &'a Socket,
@@ -30,6 +69,20 @@ pub struct WriteHalf<'a> {
 
 impl ReadHalf<'_> {
     /// The shared socket.
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// use evloop::net::UnixStream;
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, _b) = UnixStream::pair()?;
+    ///     let fd = a.socket().as_raw_fd();
+    ///     let (rd, wr) = a.split();
+    ///     assert_eq!((rd.socket().as_raw_fd(), wr.socket().as_raw_fd()), (fd, fd));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn socket(&self) -> &Socket {
         self.sock
     }
@@ -37,6 +90,20 @@ impl ReadHalf<'_> {
 
 impl WriteHalf<'_> {
     /// The shared socket.
+    ///
+    /// ```
+    /// use evloop::net::{Shutdown, UnixStream};
+    /// use evloop::AsyncReadExt;
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     let (_rd, wr) = a.split();
+    ///     wr.socket().shutdown(Shutdown::Both)?; // options and shutdowns through the shared socket
+    ///     assert_eq!(b.read(&mut [0; 4]).await?, 0);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn socket(&self) -> &Socket {
         self.sock
     }
@@ -80,6 +147,27 @@ impl TcpStream {
 
 impl UnixStream {
     /// Splits into borrowed read and write halves, as [`TcpStream::split`] does.
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     let echo = evloop::spawn(async move {
+    ///         let (mut rd, mut wr) = b.split();
+    ///         evloop::io::copy(&mut rd, &mut wr).await // echo until end of stream
+    ///     });
+    ///     a.write_all(b"abc").await?;
+    ///     let mut back = [0; 3];
+    ///     a.read_exact(&mut back).await?;
+    ///     assert_eq!(&back, b"abc");
+    ///     a.shutdown().await?;
+    ///     assert_eq!(echo.await??, 3);
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
         halves(self.socket())
     }

@@ -106,6 +106,12 @@ impl Default for StreamConfig {
 
 impl StreamConfig {
     /// The defaults: a 64 KiB limit.
+    ///
+    /// ```
+    /// let config = evloop::StreamConfig::new();
+    /// assert_eq!(config.get_limit(), 64 * 1024); // asyncio's default limit
+    /// assert_eq!(config, evloop::StreamConfig::default());
+    /// ```
     pub const fn new() -> StreamConfig {
         StreamConfig { limit: DEFAULT_LIMIT }
     }
@@ -113,12 +119,36 @@ impl StreamConfig {
     /// The reader's buffer limit: the longest line or `readuntil` chunk accepted, and the
     /// back-pressure threshold (reading pauses above twice the limit, resumes at the limit).
     /// 0 is taken as 1.
+    ///
+    /// ```
+    /// use evloop::{StreamConfig, StreamError};
+    ///
+    /// evloop::run(async {
+    ///     // A server whose client sends a line longer than the limit.
+    ///     let server = evloop::start_server(
+    ///         |_r, w| async move { w.write(b"this line is too long\n") },
+    ///         "127.0.0.1",
+    ///         0,
+    ///     )
+    ///     .await?;
+    ///     let config = StreamConfig::new().limit(8);
+    ///     let (reader, _w) = evloop::open_connection_with("127.0.0.1", server.local_addr().port(), config).await?;
+    ///     let err = reader.readline().await.unwrap_err();
+    ///     assert!(matches!(err, StreamError::LimitOverrun { limit: 8, .. }));
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub const fn limit(mut self, limit: usize) -> StreamConfig {
         self.limit = if limit == 0 { 1 } else { limit };
         self
     }
 
     /// The configured limit.
+    ///
+    /// ```
+    /// assert_eq!(evloop::StreamConfig::new().limit(0).get_limit(), 1); // 0 is taken as 1
+    /// ```
     pub const fn get_limit(&self) -> usize {
         self.limit
     }
@@ -128,6 +158,24 @@ impl StreamConfig {
 // Errors.
 
 /// A failed stream operation; its `Display` names the operation. Converts into `io::Error`.
+///
+/// ```
+/// use evloop::StreamError;
+///
+/// evloop::run(async {
+///     let server = evloop::start_server(|_r, w| async move { w.write(b"abc") }, "127.0.0.1", 0).await?;
+///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     // Five bytes wanted, three sent before the end: asyncio's IncompleteReadError.
+///     match reader.readexactly(5).await {
+///         Err(StreamError::Incomplete { partial, expected, .. }) => {
+///             assert_eq!((partial.as_slice(), expected), (&b"abc"[..], Some(5)));
+///         }
+///         other => unreachable!("{other:?}"),
+///     }
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum StreamError {
@@ -168,6 +216,17 @@ pub enum StreamError {
 
 impl StreamError {
     /// The operation that failed.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"no separator") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let err = reader.readuntil(b";").await.unwrap_err();
+    ///     assert_eq!(err.operation(), "readuntil");
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn operation(&self) -> &'static str {
         match self {
             StreamError::Incomplete { op, .. }
@@ -178,6 +237,17 @@ impl StreamError {
     }
 
     /// The bytes an [`StreamError::Incomplete`] carries (empty for the other kinds).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"half") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let err = reader.readexactly(8).await.unwrap_err();
+    ///     assert_eq!(err.partial(), b"half"); // the bytes are not lost
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn partial(&self) -> &[u8] {
         match self {
             StreamError::Incomplete { partial, .. } => partial,
@@ -186,6 +256,20 @@ impl StreamError {
     }
 
     /// The `io::ErrorKind` this error converts to.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    ///
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"x") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let err = reader.readexactly(2).await.unwrap_err();
+    ///     assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
+    ///     assert_eq!(std::io::Error::from(err).kind(), ErrorKind::UnexpectedEof); // `?` into io::Error
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn kind(&self) -> io::ErrorKind {
         match self {
             StreamError::Incomplete { .. } => io::ErrorKind::UnexpectedEof,
@@ -613,6 +697,26 @@ fn pair(conn: Rc<Conn>, transport: Transport) -> (StreamReader, StreamWriter) {
 /// those as `AsyncReadExt::read(&mut reader, &mut buf)`. Likewise [`StreamWriter::write`]
 /// (asyncio's, synchronous) over `AsyncWriteExt::write`; `write_all`, `flush` and `shutdown`
 /// need no qualification.
+///
+/// ```
+/// evloop::run(async {
+///     let server = evloop::start_server(
+///         |_r, w| async move { w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi") },
+///         "127.0.0.1",
+///         0,
+///     )
+///     .await?;
+///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     let status = reader.readline().await?;
+///     let headers = reader.readuntil(b"\r\n\r\n").await?;
+///     let body = reader.readexactly(2).await?;
+///     assert_eq!(status, b"HTTP/1.1 200 OK\r\n");
+///     assert!(headers.starts_with(b"Content-Length: 2"));
+///     assert_eq!(body, b"hi");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct StreamReader {
     conn: Rc<Conn>,
 }
@@ -684,6 +788,26 @@ impl StreamReader {
 
     /// Reads up to `n` bytes: waits until at least one byte is there, returns at once with
     /// what is buffered. Empty at the end of the stream (or when `n` is 0).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"0123456789") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let first = reader.read(4).await?; // at most 4, at least 1
+    ///     assert!(!first.is_empty() && first.len() <= 4);
+    ///     let mut all = first;
+    ///     loop {
+    ///         let more = reader.read(100).await?;
+    ///         if more.is_empty() {
+    ///             break; // end of the stream
+    ///         }
+    ///         all.extend(more);
+    ///     }
+    ///     assert_eq!(all, b"0123456789");
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn read(&self, n: usize) -> Result<Vec<u8>, StreamError> {
         let op = "read";
         let _guard = self.begin(op)?;
@@ -715,6 +839,17 @@ impl StreamReader {
     /// Reads until the end of the stream (asyncio's `read(-1)`). Unbounded by design: the
     /// caller asked for everything. On a connection error the bytes collected so far are put
     /// back in the buffer, so nothing is lost.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"everything") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     assert_eq!(reader.read_to_end().await?, b"everything"); // asyncio's read(-1)
+    ///     assert!(reader.at_eof());
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn read_to_end(&self) -> Result<Vec<u8>, StreamError> {
         let op = "read_to_end";
         let _guard = self.begin(op)?;
@@ -746,6 +881,18 @@ impl StreamReader {
     /// Reads one line, including its `b'\n'`. At the end of the stream it returns the partial
     /// last line (empty once everything is read). A line longer than the limit is a
     /// [`StreamError::LimitOverrun`] and stays buffered (asyncio would discard it).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"one\ntwo") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     assert_eq!(reader.readline().await?, b"one\n");
+    ///     assert_eq!(reader.readline().await?, b"two"); // the partial last line
+    ///     assert_eq!(reader.readline().await?, b""); // everything was read
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn readline(&self) -> Result<Vec<u8>, StreamError> {
         self.until("readline", b"\n", true).await
     }
@@ -753,6 +900,19 @@ impl StreamReader {
     /// Reads up to and including `sep`. At the end of the stream without the separator:
     /// [`StreamError::Incomplete`] with the bytes that were there. When the separator does not
     /// start within the limit: [`StreamError::LimitOverrun`], and the data stays in the buffer.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"key=value;rest") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     assert_eq!(reader.readuntil(b"=").await?, b"key=");
+    ///     assert_eq!(reader.readuntil(b";").await?, b"value;");
+    ///     let err = reader.readuntil(b";").await.unwrap_err(); // the stream ends first
+    ///     assert_eq!(err.partial(), b"rest");
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn readuntil(&self, sep: &[u8]) -> Result<Vec<u8>, StreamError> {
         self.until("readuntil", sep, false).await
     }
@@ -821,6 +981,18 @@ impl StreamReader {
     /// Reads exactly `n` bytes. If the stream ends first: [`StreamError::Incomplete`] carrying
     /// the bytes that were there and `n`. Buffers up to `n` bytes (beyond the limit if `n` is
     /// larger).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     // A length-prefixed frame: one byte of length, then the payload.
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"\x05hello") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let len = reader.readexactly(1).await?[0] as usize;
+    ///     assert_eq!(reader.readexactly(len).await?, b"hello");
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn readexactly(&self, n: usize) -> Result<Vec<u8>, StreamError> {
         let op = "readexactly";
         let _guard = self.begin(op)?;
@@ -851,22 +1023,70 @@ impl StreamReader {
     }
 
     /// Whether the stream ended and everything was read (asyncio's `at_eof`).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"ab") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     assert!(!reader.at_eof());
+    ///     reader.readexactly(2).await?;
+    ///     assert_eq!(reader.read(1).await?, b""); // the end of the stream arrives
+    ///     assert!(reader.at_eof());
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn at_eof(&self) -> bool {
         let st = self.conn.read.borrow();
         st.eof && st.len() == 0
     }
 
     /// Bytes received and not yet read.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"a\nbcd") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let _ = reader.read_to_end().await?; // wait for all of it ...
+    ///     assert_eq!(reader.buffered(), 0); // ... which leaves nothing behind
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn buffered(&self) -> usize {
         self.conn.read.borrow().len()
     }
 
     /// The buffer limit.
+    ///
+    /// ```
+    /// use evloop::StreamConfig;
+    ///
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let port = server.local_addr().port();
+    ///     let (reader, _w) = evloop::open_connection_with("127.0.0.1", port, StreamConfig::new().limit(100)).await?;
+    ///     assert_eq!(reader.limit(), 100);
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn limit(&self) -> usize {
         self.conn.read.borrow().limit
     }
 
     /// The connection's error, if it failed (asyncio's `exception()`).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"bye") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     reader.read_to_end().await?;
+    ///     assert!(reader.exception().is_none()); // a clean end is not an error
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn exception(&self) -> Option<io::Error> {
         self.conn
             .read
@@ -877,6 +1097,17 @@ impl StreamReader {
     }
 
     /// The transport (shared with the writer).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let transport = reader.transport().expect("the connection is open");
+    ///     assert_eq!(transport.peername(), writer.peername()); // one transport for both
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn transport(&self) -> Option<Transport> {
         self.conn.transport()
     }
@@ -959,6 +1190,32 @@ impl fmt::Debug for StreamReader {
 ///
 /// `write` is synchronous (the transport buffers); `drain` is the back-pressure point. Dropping
 /// both the reader and the writer closes the connection (after flushing).
+///
+/// ```
+/// evloop::run(async {
+///     let server = evloop::start_server(
+///         |reader, writer| async move {
+///             while let Ok(line) = reader.readline().await {
+///                 if line.is_empty() {
+///                     break;
+///                 }
+///                 writer.write(&line.to_ascii_uppercase()); // an upper-casing echo
+///             }
+///         },
+///         "127.0.0.1",
+///         0,
+///     )
+///     .await?;
+///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     writer.write(b"hello\n");
+///     writer.drain().await?; // asyncio's `await writer.drain()`
+///     assert_eq!(reader.readline().await?, b"HELLO\n");
+///     writer.close();
+///     writer.wait_closed().await?;
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct StreamWriter {
     conn: Rc<Conn>,
     transport: Transport,
@@ -971,11 +1228,43 @@ impl StreamWriter {
     /// once the connection failed, the data is dropped, as asyncio does (with a warning on
     /// stderr from the fifth such write on); the next [`drain`](StreamWriter::drain) reports
     /// the closed connection.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(
+    ///         |reader, _w| async move {
+    ///             assert_eq!(reader.read_to_end().await.as_deref().ok(), Some(&b"in one send"[..]));
+    ///         },
+    ///         "127.0.0.1",
+    ///         0,
+    ///     )
+    ///     .await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     writer.write(b"in "); // synchronous: buffered ...
+    ///     writer.write(b"one send"); // ... and sent together at the end of the iteration
+    ///     writer.close();
+    ///     writer.wait_closed().await?;
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&self, data: &[u8]) {
         self.transport.write(data);
     }
 
     /// Writes each buffer in turn (asyncio's `writelines`).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|r, w| async move { w.write(&r.read_to_end().await.unwrap_or_default()) }, "127.0.0.1", 0).await?;
+    ///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     writer.writelines([&b"a\n"[..], b"b\n"]);
+    ///     writer.write_eof();
+    ///     assert_eq!(reader.read_to_end().await?, b"a\nb\n");
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn writelines<'a>(&self, data: impl IntoIterator<Item = &'a [u8]>) {
         self.transport.writelines(data);
     }
@@ -989,6 +1278,28 @@ impl StreamWriter {
     /// connection is lost, then reports it (asyncio, bpo-25441). So a `write` + `drain` loop
     /// ends, instead of spinning forever on a closed stream without ever letting the loop run
     /// the callback that would tell it so.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(
+    ///         |reader, _w| async move {
+    ///             let _ = reader.read_to_end().await; // a consumer that keeps up
+    ///         },
+    ///         "127.0.0.1",
+    ///         0,
+    ///     )
+    ///     .await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let chunk = vec![0u8; 64 * 1024];
+    ///     for _ in 0..32 {
+    ///         writer.write(&chunk);
+    ///         writer.drain().await?; // waits while more than the high-water mark is queued
+    ///         assert!(writer.get_write_buffer_size() <= 2 * chunk.len());
+    ///     }
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn drain(&self) -> io::Result<()> {
         poll_fn(|cx| self.poll_drain(cx, "drain")).await
     }
@@ -1016,29 +1327,96 @@ impl StreamWriter {
 
     /// Half-closes: the transport sends FIN once its buffer is flushed (asyncio's
     /// `write_eof`). Reading goes on.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(
+    ///         |reader, writer| async move {
+    ///             let request = reader.read_to_end().await.unwrap_or_default(); // until the client's FIN
+    ///             writer.write(format!("got {} bytes", request.len()).as_bytes());
+    ///         },
+    ///         "127.0.0.1",
+    ///         0,
+    ///     )
+    ///     .await?;
+    ///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     writer.write(b"whole request");
+    ///     writer.write_eof(); // half-close: the reply can still come back
+    ///     assert_eq!(reader.read_to_end().await?, b"got 13 bytes");
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write_eof(&self) {
         self.conn.eof_written.set(true);
         self.transport.write_eof();
     }
 
     /// Whether `write_eof` is supported (always, for TCP and Unix sockets).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     assert!(writer.can_write_eof()); // TCP has a half-close
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn can_write_eof(&self) -> bool {
         self.transport.can_write_eof()
     }
 
     /// Closes the connection once the write buffer is flushed; see
     /// [`StreamWriter::wait_closed`]. Idempotent.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     writer.write(b"last words"); // flushed before the close
+    ///     writer.close();
+    ///     assert!(writer.is_closing());
+    ///     writer.wait_closed().await?;
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn close(&self) {
         self.transport.close();
     }
 
     /// Whether the connection is closing or closed.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     assert!(!writer.is_closing());
+    ///     writer.close();
+    ///     assert!(writer.is_closing());
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_closing(&self) -> bool {
         self.transport.is_closing()
     }
 
     /// Waits until the connection is closed (its `connection_lost` ran). `Err` with the
     /// connection's error if it failed.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     writer.close();
+    ///     writer.wait_closed().await?; // connection_lost ran: the socket is closed
+    ///     assert!(writer.transport().fd().is_none());
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn wait_closed(&self) -> io::Result<()> {
         poll_fn(|cx| {
             let c = &self.conn;
@@ -1057,26 +1435,86 @@ impl StreamWriter {
     }
 
     /// The peer's address (`get_extra_info('peername')`).
+    ///
+    /// ```
+    /// use evloop::net::SockAddr;
+    ///
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     assert_eq!(writer.peername(), Some(&SockAddr::Inet(server.local_addr())));
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn peername(&self) -> Option<&SockAddr> {
         self.transport.peername()
     }
 
     /// The local address (`get_extra_info('sockname')`).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let local = writer.sockname().and_then(|a| a.as_inet()).expect("a TCP address");
+    ///     assert!(local.ip().is_loopback() && local.port() != 0); // the port the kernel picked
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sockname(&self) -> Option<&SockAddr> {
         self.transport.sockname()
     }
 
     /// The transport underneath.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let transport = writer.transport();
+    ///     transport.pause_reading(); // the protocol-level controls are all there
+    ///     assert!(!transport.is_reading());
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn transport(&self) -> &Transport {
         &self.transport
     }
 
     /// Sets the transport's high- and low-water marks (`None`: 64 KiB and a quarter of high).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     writer.set_write_buffer_limits(Some(1024), None); // drain() waits above 1 KiB
+    ///     assert_eq!(writer.transport().get_write_buffer_limits(), (1024, 256));
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_write_buffer_limits(&self, high: Option<usize>, low: Option<usize>) {
         self.transport.set_write_buffer_limits(high, low);
     }
 
     /// Bytes the transport holds that the kernel has not taken yet.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     writer.write(b"queued");
+    ///     assert_eq!(writer.get_write_buffer_size(), 6); // held until the end of the iteration
+    ///     writer.drain().await?;
+    ///     evloop::yield_now().await; // the flush ran: the kernel took it all
+    ///     assert_eq!(writer.get_write_buffer_size(), 0);
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get_write_buffer_size(&self) -> usize {
         self.transport.get_write_buffer_size()
     }
@@ -1317,11 +1755,37 @@ fn running(op: &'static str) -> io::Result<LoopHandle> {
 
 /// Connects to `host:port` on the running loop and returns the streams (asyncio's
 /// `open_connection`). See [`LoopHandle::open_connection`].
+///
+/// ```
+/// evloop::run(async {
+///     let server = evloop::start_server(|_r, w| async move { w.write(b"welcome\n") }, "127.0.0.1", 0).await?;
+///     // reader, writer = await asyncio.open_connection('127.0.0.1', port)
+///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     assert_eq!(reader.readline().await?, b"welcome\n");
+///     writer.close();
+///     writer.wait_closed().await?;
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub async fn open_connection(host: &str, port: u16) -> io::Result<(StreamReader, StreamWriter)> {
     running("open_connection")?.open_connection(host, port).await
 }
 
 /// [`open_connection`] with options (asyncio's `limit=`).
+///
+/// ```
+/// use evloop::StreamConfig;
+///
+/// evloop::run(async {
+///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+///     let config = StreamConfig::new().limit(1 << 20); // asyncio's limit=
+///     let (reader, _w) = evloop::open_connection_with("127.0.0.1", server.local_addr().port(), config).await?;
+///     assert_eq!(reader.limit(), 1 << 20);
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub async fn open_connection_with(
     host: &str,
     port: u16,
@@ -1333,11 +1797,38 @@ pub async fn open_connection_with(
 }
 
 /// Connects to a Unix socket on the running loop (asyncio's `open_unix_connection`).
+///
+/// ```
+/// use evloop::net::UnixAddr;
+///
+/// evloop::run(async {
+///     let addr = UnixAddr::abstract_name(format!("evloop-doc-{}", std::process::id()).as_bytes())?;
+///     let _server = evloop::start_unix_server(|_r, w| async move { w.write(b"local hello") }, &addr)?;
+///     let (reader, _w) = evloop::open_unix_connection(&addr).await?;
+///     assert_eq!(reader.read_to_end().await?, b"local hello");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub async fn open_unix_connection(addr: &UnixAddr) -> io::Result<(StreamReader, StreamWriter)> {
     running("open_unix_connection")?.open_unix_connection(addr).await
 }
 
 /// [`open_unix_connection`] with options.
+///
+/// ```
+/// use evloop::net::UnixAddr;
+/// use evloop::StreamConfig;
+///
+/// evloop::run(async {
+///     let addr = UnixAddr::abstract_name(format!("evloop-doc-{}", std::process::id()).as_bytes())?;
+///     let _server = evloop::start_unix_server(|_r, _w| async {}, &addr)?;
+///     let (reader, _w) = evloop::open_unix_connection_with(&addr, StreamConfig::new().limit(512)).await?;
+///     assert_eq!(reader.limit(), 512);
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub async fn open_unix_connection_with(
     addr: &UnixAddr,
     config: StreamConfig,
@@ -1349,6 +1840,28 @@ pub async fn open_unix_connection_with(
 
 /// Serves `handler` on the running loop (asyncio's `start_server`). See
 /// [`LoopHandle::start_server`].
+///
+/// ```
+/// // An echo server, as in asyncio's documentation: one task per connection.
+/// async fn handle_echo(reader: evloop::StreamReader, writer: evloop::StreamWriter) {
+///     if let Ok(data) = reader.read(100).await {
+///         writer.write(&data);
+///         let _ = writer.drain().await;
+///     }
+///     writer.close();
+/// }
+///
+/// evloop::run(async {
+///     let server = evloop::start_server(handle_echo, "127.0.0.1", 0).await?;
+///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     writer.write(b"Hello World!");
+///     assert_eq!(reader.read_to_end().await?, b"Hello World!");
+///     server.close();
+///     server.wait_closed().await;
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub async fn start_server<H, Fut>(handler: H, host: &str, port: u16) -> io::Result<Server>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
@@ -1358,6 +1871,24 @@ where
 }
 
 /// [`start_server`] with options.
+///
+/// ```
+/// use evloop::StreamConfig;
+///
+/// evloop::run(async {
+///     let server = evloop::start_server_with(
+///         |reader, writer| async move { writer.write(reader.limit().to_string().as_bytes()) },
+///         "127.0.0.1",
+///         0,
+///         StreamConfig::new().limit(4096), // each connection's reader limit
+///     )
+///     .await?;
+///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     assert_eq!(reader.read_to_end().await?, b"4096");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub async fn start_server_with<H, Fut>(handler: H, host: &str, port: u16, config: StreamConfig) -> io::Result<Server>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
@@ -1369,6 +1900,23 @@ where
 }
 
 /// Serves `handler` on a Unix socket on the running loop (asyncio's `start_unix_server`).
+///
+/// ```
+/// use evloop::net::UnixAddr;
+///
+/// evloop::run(async {
+///     let path = std::env::temp_dir().join(format!("evloop-doc-{}.sock", std::process::id()));
+///     let addr = UnixAddr::pathname(&path)?;
+///     let server = evloop::start_unix_server(|_r, w| async move { w.write(b"hi") }, &addr)?;
+///     assert_eq!(server.local_addr(), addr);
+///     let (reader, _w) = evloop::open_unix_connection(&addr).await?;
+///     assert_eq!(reader.read_to_end().await?, b"hi");
+///     server.close(); // also removes the socket file
+///     assert!(!path.exists());
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn start_unix_server<H, Fut>(handler: H, addr: &UnixAddr) -> io::Result<Server<UnixAddr>>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
@@ -1378,6 +1926,25 @@ where
 }
 
 /// [`start_unix_server`] with options.
+///
+/// ```
+/// use evloop::net::UnixAddr;
+/// use evloop::StreamConfig;
+///
+/// evloop::run(async {
+///     let addr = UnixAddr::abstract_name(format!("evloop-doc-{}", std::process::id()).as_bytes())?;
+///     let config = StreamConfig::new().limit(64);
+///     let _server = evloop::start_unix_server_with(
+///         |reader, writer| async move { writer.write(reader.limit().to_string().as_bytes()) },
+///         &addr,
+///         config,
+///     )?;
+///     let (reader, _w) = evloop::open_unix_connection(&addr).await?;
+///     assert_eq!(reader.read_to_end().await?, b"64");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn start_unix_server_with<H, Fut>(handler: H, addr: &UnixAddr, config: StreamConfig) -> io::Result<Server<UnixAddr>>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
