@@ -143,6 +143,21 @@ where
 
 impl Builder {
     /// [`spawn`] with this builder's name and stack size (the parent is always the poll).
+    ///
+    /// ```
+    /// use evloop::fiber::{self, Builder};
+    ///
+    /// let name = evloop::run(async {
+    ///     let task = Builder::new()
+    ///         .name("blocking-worker")
+    ///         .stack_size(128 * 1024)
+    ///         .spawn(|| fiber::yield_now().map(|()| evloop::fiber::Fiber::current().name()))?;
+    ///     assert_eq!(task.name(), "blocking-worker"); // the task is named after the fiber
+    ///     Ok::<_, Box<dyn std::error::Error>>(task.await??)
+    /// })??;
+    /// assert_eq!(name, "blocking-worker");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn spawn<F, T>(self, f: F) -> Result<Task<T>, FiberError>
     where
@@ -154,6 +169,20 @@ impl Builder {
     }
 
     /// [`spawn`] on `lp` (which need not be running yet: the task's first step waits for it).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::fiber::{self, Builder};
+    /// use evloop::EventLoop;
+    ///
+    /// let lp = EventLoop::builder().virtual_clock(true).build()?;
+    /// let task = Builder::new().spawn_on(&lp, || {
+    ///     fiber::sleep(Duration::from_secs(1))?; // blocking style, on the loop
+    ///     Ok::<_, fiber::FiberError>("slept")
+    /// })?;
+    /// assert_eq!(lp.run_until_complete(task)???, "slept");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn spawn_on<F, T>(self, lp: &LoopHandle, f: F) -> Result<Task<T>, FiberError>
     where
@@ -237,21 +266,105 @@ pub fn block_on<F: Future>(fut: F) -> Result<F::Output, FiberError> {
 }
 
 /// Sleeps for `d` inside a fiber run by the loop (`block_on(evloop::sleep(d))`): never early.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{fiber, Builder};
+///
+/// let elapsed = evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let lp = evloop::get_running_loop()?;
+///     let start = lp.time();
+///     let task = fiber::spawn(move || fiber::sleep(Duration::from_secs(5)).map(|()| lp.time() - start))?;
+///     Ok::<_, Box<dyn std::error::Error>>(task.await??)
+/// })??;
+/// assert!(elapsed >= Duration::from_secs(5)); // never early
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn sleep(d: Duration) -> Result<(), FiberError> {
     block_on(crate::task::time::sleep(d))
 }
 
 /// Lets every other ready task and fiber run once (`block_on(evloop::yield_now())`).
+///
+/// ```
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+/// use evloop::fiber;
+///
+/// let log = evloop::run(async {
+///     let log = Rc::new(RefCell::new(Vec::new()));
+///     let l = log.clone();
+///     let task = fiber::spawn(move || {
+///         l.borrow_mut().push("fiber: before");
+///         fiber::yield_now()?; // lets the async task below run once
+///         l.borrow_mut().push("fiber: after");
+///         Ok::<(), fiber::FiberError>(())
+///     })?;
+///     let l = log.clone();
+///     evloop::spawn(async move { l.borrow_mut().push("task") });
+///     task.await??;
+///     Ok::<_, Box<dyn std::error::Error>>(log.take())
+/// })??;
+/// assert_eq!(log, ["fiber: before", "task", "fiber: after"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn yield_now() -> Result<(), FiberError> {
     block_on(crate::task::time::yield_now())
 }
 
 /// Accepts a connection, blocking this fiber (not the loop) until one arrives.
+///
+/// ```
+/// use evloop::fiber;
+/// use evloop::net::TcpListener;
+///
+/// evloop::run(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+///     let addr = listener.local_addr()?;
+///     // A blocking-style server in a fiber: accept, read, answer.
+///     let server = fiber::spawn(move || -> std::io::Result<()> {
+///         let (mut conn, _) = fiber::accept(&listener)?;
+///         let mut buf = [0; 4];
+///         fiber::read_exact(&mut conn, &mut buf)?;
+///         fiber::write_all(&mut conn, b"pong")
+///     })?;
+///     let client = fiber::spawn(move || -> std::io::Result<Vec<u8>> {
+///         let mut conn = fiber::connect(addr)?;
+///         fiber::write_all(&mut conn, b"ping")?;
+///         let mut buf = [0; 4];
+///         fiber::read_exact(&mut conn, &mut buf)?;
+///         Ok(buf.to_vec())
+///     })?;
+///     assert_eq!(client.await??, b"pong");
+///     server.await??;
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn accept(listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
     block_on(listener.accept())?
 }
 
 /// Accepts a Unix-socket connection, blocking this fiber until one arrives.
+///
+/// ```
+/// use evloop::fiber;
+/// use evloop::net::{UnixAddr, UnixListener, UnixStream};
+///
+/// evloop::run(async {
+///     let addr = UnixAddr::abstract_name(format!("evloop-doc-{}", std::process::id()).as_bytes())?;
+///     let listener = UnixListener::bind(&addr)?;
+///     let server = fiber::spawn(move || -> std::io::Result<usize> {
+///         let (mut conn, _) = fiber::accept_unix(&listener)?; // blocks the fiber, not the loop
+///         fiber::read(&mut conn, &mut [0; 8])
+///     })?;
+///     let mut client = UnixStream::connect(&addr).await?;
+///     evloop::AsyncWriteExt::write_all(&mut client, b"hey").await?;
+///     assert_eq!(server.await??, 3);
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn accept_unix(listener: &UnixListener) -> io::Result<(UnixStream, UnixAddr)> {
     block_on(listener.accept())?
 }
@@ -259,27 +372,118 @@ pub fn accept_unix(listener: &UnixListener) -> io::Result<(UnixStream, UnixAddr)
 /// Connects to `addr` (anything [`ToSocketAddrs`] takes: `"127.0.0.1:8080"`,
 /// `("localhost", 8080)`, a `SocketAddr`; `TCP_NODELAY` on), blocking this fiber until the
 /// connection is established; a name is resolved on the loop's executor meanwhile.
+///
+/// ```
+/// use evloop::fiber;
+/// use evloop::net::TcpListener;
+///
+/// evloop::run(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+///     let port = listener.local_addr()?.port();
+///     let task = fiber::spawn(move || fiber::connect(("127.0.0.1", port)).and_then(|s| s.peer_addr()))?;
+///     assert_eq!(task.await??.port(), port);
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
     block_on(TcpStream::connect(addr))?
 }
 
 /// Reads some bytes into `buf`, blocking this fiber until at least one arrives; 0 is the end of
 /// the stream.
+///
+/// ```
+/// use evloop::fiber;
+/// use evloop::net::UnixStream;
+///
+/// evloop::run(async {
+///     let (mut a, mut b) = UnixStream::pair()?;
+///     let reader = fiber::spawn(move || -> std::io::Result<Vec<u8>> {
+///         let mut buf = [0; 16];
+///         let n = fiber::read(&mut a, &mut buf)?; // waits for the write below
+///         Ok(buf[..n].to_vec())
+///     })?;
+///     evloop::AsyncWriteExt::write_all(&mut b, b"data").await?;
+///     assert_eq!(reader.await??, b"data");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn read<R: AsyncRead + Unpin + ?Sized>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     block_on(reader.read(buf))?
 }
 
 /// Fills `buf`, blocking this fiber; `UnexpectedEof` if the stream ends first.
+///
+/// ```
+/// use evloop::fiber;
+///
+/// evloop::run(async {
+///     let task = fiber::spawn(|| {
+///         let mut src: &[u8] = b"abcdef";
+///         let mut first = [0; 4];
+///         fiber::read_exact(&mut src, &mut first)?;
+///         let short = fiber::read_exact(&mut src, &mut [0; 4]); // two bytes left
+///         Ok::<_, std::io::Error>((first, short.map_err(|e| e.kind())))
+///     })?;
+///     let (first, short) = task.await??;
+///     assert_eq!(&first, b"abcd");
+///     assert_eq!(short, Err(std::io::ErrorKind::UnexpectedEof));
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn read_exact<R: AsyncRead + Unpin + ?Sized>(reader: &mut R, buf: &mut [u8]) -> io::Result<()> {
     block_on(reader.read_exact(buf))?
 }
 
 /// Writes some of `buf`, blocking this fiber until the socket takes at least one byte.
+///
+/// ```
+/// use evloop::fiber;
+///
+/// evloop::run(async {
+///     let task = fiber::spawn(|| {
+///         let mut out = Vec::new();
+///         let n = fiber::write(&mut out, b"some")?; // some of it: check how much
+///         Ok::<_, std::io::Error>((n, out))
+///     })?;
+///     let (n, out) = task.await??;
+///     assert_eq!(&out[..], &b"some"[..n]);
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn write<W: AsyncWrite + Unpin + ?Sized>(writer: &mut W, buf: &[u8]) -> io::Result<usize> {
     block_on(writer.write(buf))?
 }
 
 /// Writes all of `buf`, blocking this fiber while the socket's buffer is full.
+///
+/// ```
+/// use evloop::fiber;
+/// use evloop::net::UnixStream;
+/// use evloop::AsyncReadExt;
+///
+/// evloop::run(async {
+///     let (mut a, mut b) = UnixStream::pair()?;
+///     let writer = fiber::spawn(move || {
+///         let big = vec![b'x'; 1 << 20]; // more than the socket buffer: the fiber waits for room
+///         fiber::write_all(&mut a, &big)
+///     })?;
+///     let mut got = Vec::new();
+///     let mut chunk = [0; 65536];
+///     while got.len() < 1 << 20 {
+///         let n = b.read(&mut chunk).await?;
+///         got.extend_from_slice(&chunk[..n]);
+///     }
+///     writer.await??;
+///     assert_eq!(got.len(), 1 << 20);
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn write_all<W: AsyncWrite + Unpin + ?Sized>(writer: &mut W, buf: &[u8]) -> io::Result<()> {
     block_on(writer.write_all(buf))?
 }

@@ -85,6 +85,19 @@ use switch::{Context, Finish};
 /// Code that catches panics inside a fiber (`catch_unwind`) should let it continue
 /// (`std::panic::resume_unwind`): a fiber that swallows it and keeps running cannot be
 /// stopped, and is leaked (with a warning on stderr) when its last handle goes.
+///
+/// ```
+/// use evloop::fiber::{Fiber, FiberExit};
+///
+/// let child = Fiber::new(|_| {
+///     let _ = Fiber::main().switch(()); // suspended here ...
+///     "never reached"
+/// });
+/// child.switch(()).unwrap();
+/// let back = child.throw().unwrap(); // ... and unwound from here: the parent receives FiberExit
+/// assert_eq!(back.downcast::<FiberExit>().ok(), Some(FiberExit));
+/// assert!(child.is_dead());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FiberExit;
 
@@ -96,6 +109,17 @@ impl fmt::Display for FiberExit {
 
 /// What went wrong with a fiber operation. Messages name the fiber (`main`, `Fiber-3` or the
 /// name it was given) and the operation.
+///
+/// ```
+/// use evloop::fiber::{Fiber, FiberError};
+///
+/// let parent = Fiber::new(|_| ());
+/// let child = Fiber::builder().parent(&parent).build(|_| ());
+/// // Making `parent` a child of its own child would be a cycle: refused, nothing changes.
+/// let err = parent.set_parent(&child).unwrap_err();
+/// assert!(matches!(err, FiberError::ParentCycle { .. }));
+/// assert!(matches!(Fiber::main().throw(), Err(FiberError::ThrowToMain)));
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum FiberError {
@@ -148,6 +172,17 @@ pub enum FiberError {
 
 impl FiberError {
     /// The caught panic, for [`FiberError::Panicked`].
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// let child = Fiber::new(|_| {
+    ///     panic!("boom");
+    /// });
+    /// let err = child.switch(()).unwrap_err(); // the panic is delivered to the parent
+    /// assert_eq!(err.panic().map(|p| p.message()), Some("boom"));
+    /// assert!(child.is_dead());
+    /// ```
     pub fn panic(&self) -> Option<&Panic> {
         match self {
             FiberError::Panicked { panic, .. } => Some(panic),
@@ -156,6 +191,15 @@ impl FiberError {
     }
 
     /// True for [`FiberError::Panicked`].
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// let child = Fiber::new(|_| {
+    ///     panic!("caught at the bottom of the fiber's stack");
+    /// });
+    /// assert!(child.switch(()).unwrap_err().is_panic());
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self, FiberError::Panicked { .. })
     }
@@ -724,6 +768,15 @@ impl Fiber {
     /// A fiber that will run `f` with the value of the first switch to it, as a child of the
     /// running fiber (greenlet's `greenlet(run)`). Nothing runs, and no stack is allocated,
     /// until the first switch.
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// let f = Fiber::new(|v| v.downcast::<u32>().unwrap() * 2); // nothing runs yet
+    /// assert!(!f.is_active());
+    /// let out = f.switch(21u32).unwrap(); // starts it with 21; its result comes back
+    /// assert_eq!(out.downcast::<u32>().ok(), Some(42));
+    /// ```
     pub fn new<F, R>(f: F) -> Fiber
     where
         F: FnOnce(Value) -> R + 'static,
@@ -733,6 +786,13 @@ impl Fiber {
     }
 
     /// A builder for a fiber with a name, a stack size or another parent.
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// let f = Fiber::builder().name("parser").build(|_| ());
+    /// assert_eq!(f.name(), "parser");
+    /// ```
     pub fn builder() -> Builder {
         Builder::new()
     }
@@ -741,6 +801,15 @@ impl Fiber {
     ///
     /// # Panics
     /// While the thread's locals are being destroyed (like `std::thread::current`).
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// assert!(Fiber::current().is_main()); // on the thread's own stack
+    /// let f = Fiber::new(|_| Fiber::current().name());
+    /// let name = f.switch(()).unwrap().downcast::<String>().unwrap();
+    /// assert_eq!(name, f.name());
+    /// ```
     pub fn current() -> Fiber {
         match current_core() {
             Some(c) => Fiber::from_core(c),
@@ -752,6 +821,15 @@ impl Fiber {
     ///
     /// # Panics
     /// While the thread's locals are being destroyed.
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// let main = Fiber::main();
+    /// assert!(main.is_main() && main.parent().is_none());
+    /// let f = Fiber::new(|_| Fiber::main().is_current());
+    /// assert_eq!(f.switch(()).unwrap().downcast::<bool>().ok(), Some(false)); // inside `f`
+    /// ```
     pub fn main() -> Fiber {
         let _ = current_core();
         match FIBERS.try_with(|f| {
@@ -773,6 +851,21 @@ impl Fiber {
     /// comes straight back. Errors: a child of the caller panicked ([`FiberError::Panicked`],
     /// delivered here because the caller is its parent), or the fiber's stack could not be
     /// allocated ([`FiberError::Stack`]).
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// // A generator: each switch into it gives the next value back to main.
+    /// let counter = Fiber::new(|_| {
+    ///     for i in 1..=3u32 {
+    ///         let _ = Fiber::main().switch(i);
+    ///     }
+    ///     0u32 // the end
+    /// });
+    /// let got: Vec<u32> = (0..4).map(|_| counter.switch(()).unwrap().downcast::<u32>().unwrap()).collect();
+    /// assert_eq!(got, [1, 2, 3, 0]);
+    /// assert!(counter.is_dead());
+    /// ```
     pub fn switch<T: 'static>(&self, value: T) -> Result<Value, FiberError> {
         receive(transfer(&self.core, Message::Value(Value::new(value))))
     }
@@ -786,6 +879,30 @@ impl Fiber {
     /// receives `FiberExit`; a dead fiber gives `FiberExit` back at once. Throwing into the
     /// running fiber unwinds it from here; throwing into the main fiber is
     /// [`FiberError::ThrowToMain`].
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    /// use evloop::fiber::{Fiber, FiberExit};
+    ///
+    /// struct Cleanup(Rc<Cell<bool>>);
+    /// impl Drop for Cleanup {
+    ///     fn drop(&mut self) {
+    ///         self.0.set(true);
+    ///     }
+    /// }
+    ///
+    /// let cleaned = Rc::new(Cell::new(false));
+    /// let flag = cleaned.clone();
+    /// let worker = Fiber::new(move |_| {
+    ///     let _guard = Cleanup(flag);
+    ///     let _ = Fiber::main().switch(()); // suspended with `_guard` alive
+    /// });
+    /// worker.switch(()).unwrap();
+    /// let back = worker.throw().unwrap(); // greenlet's g.throw(): the stack unwinds
+    /// assert!(back.is::<FiberExit>());
+    /// assert!(cleaned.get()); // its destructors ran
+    /// ```
     pub fn throw(&self) -> Result<Value, FiberError> {
         let core = &self.core;
         match core.state.get() {
@@ -811,6 +928,14 @@ impl Fiber {
 
     /// The parent: where the fiber's result (or panic) goes when it ends. `None` for the main
     /// fiber.
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// let child = Fiber::new(|_| ());
+    /// assert!(child.parent().is_some_and(|p| p.is_main())); // created by main
+    /// assert!(Fiber::main().parent().is_none());
+    /// ```
     pub fn parent(&self) -> Option<Fiber> {
         self.core.parent_core().map(Fiber::from_core)
     }
@@ -818,6 +943,17 @@ impl Fiber {
     /// Makes `parent` this fiber's parent. Refused, leaving everything as it was, when it
     /// would make a cycle ([`FiberError::ParentCycle`]: `parent` is this fiber or one of its
     /// descendants) or when this is the main fiber ([`FiberError::MainHasNoParent`]).
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// let worker = Fiber::new(|_| "result");
+    /// let logger = Fiber::new(|v| format!("logged {}", v.downcast::<&str>().unwrap()));
+    /// worker.set_parent(&logger).unwrap(); // the worker's result goes to `logger` now
+    /// // The worker returns "result" to `logger`, which starts with it, and returns to main.
+    /// let out = worker.switch(()).unwrap();
+    /// assert_eq!(out.downcast::<String>().ok().as_deref(), Some("logged result"));
+    /// ```
     pub fn set_parent(&self, parent: &Fiber) -> Result<(), FiberError> {
         if self.core.is_main() {
             return Err(FiberError::MainHasNoParent);
@@ -838,31 +974,84 @@ impl Fiber {
     }
 
     /// Whether its function has returned, panicked, or it was thrown out (greenlet's `dead`).
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// let f = Fiber::new(|_| ());
+    /// assert!(!f.is_dead());
+    /// f.switch(()).unwrap(); // it runs to the end
+    /// assert!(f.is_dead());
+    /// ```
     pub fn is_dead(&self) -> bool {
         self.core.state.get() == State::Dead
     }
 
     /// Whether it has started and is not dead (greenlet's `bool(g)`): running or suspended.
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// let f = Fiber::new(|_| {
+    ///     let _ = Fiber::main().switch(());
+    /// });
+    /// assert!(!f.is_active()); // not started
+    /// f.switch(()).unwrap();
+    /// assert!(f.is_active()); // suspended in the middle
+    /// f.switch(()).unwrap();
+    /// assert!(!f.is_active()); // dead
+    /// ```
     pub fn is_active(&self) -> bool {
         matches!(self.core.state.get(), State::Running | State::Suspended)
     }
 
     /// Whether it is the fiber running now.
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// assert!(Fiber::main().is_current());
+    /// let f = Fiber::new(|_| Fiber::current().is_current() && !Fiber::main().is_current());
+    /// assert_eq!(f.switch(()).unwrap().downcast::<bool>().ok(), Some(true));
+    /// ```
     pub fn is_current(&self) -> bool {
         self.core.state.get() == State::Running
     }
 
     /// Whether it is a thread's main fiber.
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// assert!(Fiber::current().is_main());
+    /// assert!(!Fiber::new(|_| ()).is_main());
+    /// ```
     pub fn is_main(&self) -> bool {
         self.core.is_main()
     }
 
     /// Its name: `main`, `Fiber-N` (N counts the thread's fibers from 1), or the builder's.
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// assert_eq!(Fiber::main().name(), "main");
+    /// assert!(Fiber::new(|_| ()).name().starts_with("Fiber-"));
+    /// assert_eq!(Fiber::builder().name("io").build(|_| ()).name(), "io");
+    /// ```
     pub fn name(&self) -> String {
         self.core.label()
     }
 
     /// Whether two handles are the same fiber.
+    ///
+    /// ```
+    /// use evloop::fiber::Fiber;
+    ///
+    /// let f = Fiber::new(|_| ());
+    /// assert!(f.ptr_eq(&f.clone())); // handles to one fiber
+    /// assert!(!f.ptr_eq(&Fiber::new(|_| ())));
+    /// ```
     pub fn ptr_eq(&self, other: &Fiber) -> bool {
         Rc::ptr_eq(&self.core, &other.core)
     }
@@ -932,11 +1121,27 @@ impl fmt::Debug for Builder {
 
 impl Builder {
     /// Default options: `Fiber-N`, a 256 KiB stack, the running fiber as parent.
+    ///
+    /// ```
+    /// use evloop::fiber::Builder;
+    ///
+    /// let f = Builder::new().build(|_| 1u8); // the defaults: Fiber-N, 256 KiB, the running fiber as parent
+    /// assert!(f.parent().is_some_and(|p| p.is_main()));
+    /// assert_eq!(f.switch(()).unwrap().downcast::<u8>().ok(), Some(1));
+    /// ```
     pub fn new() -> Builder {
         Builder::default()
     }
 
     /// Names the fiber (in trace lines, errors and the overflow message).
+    ///
+    /// ```
+    /// use evloop::fiber::Builder;
+    ///
+    /// let f = Builder::new().name("reader").build(|_| ());
+    /// assert_eq!(f.name(), "reader");
+    /// assert_eq!(format!("{f:?}"), "Fiber(reader, not started)");
+    /// ```
     pub fn name(mut self, name: impl Into<String>) -> Builder {
         self.name = Some(name.into());
         self
@@ -944,18 +1149,45 @@ impl Builder {
 
     /// The usable stack size in bytes, rounded up to whole pages, at least 16 KiB and at most
     /// 1 GiB (default 256 KiB). Only touched pages take memory.
+    ///
+    /// ```
+    /// use evloop::fiber::Builder;
+    ///
+    /// fn depth(n: u32) -> u32 {
+    ///     if n == 0 { 0 } else { 1 + depth(n - 1) }
+    /// }
+    ///
+    /// // Deep recursion needs a bigger stack than the default 256 KiB.
+    /// let f = Builder::new().stack_size(8 << 20).build(|_| depth(10_000));
+    /// assert_eq!(f.switch(()).unwrap().downcast::<u32>().ok(), Some(10_000));
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.stack_size = Some(bytes);
         self
     }
 
     /// The parent (default: the fiber running when the fiber is built).
+    ///
+    /// ```
+    /// use evloop::fiber::{Builder, Fiber};
+    ///
+    /// let parent = Fiber::new(|_| ());
+    /// let child = Builder::new().parent(&parent).build(|_| ());
+    /// assert!(child.parent().is_some_and(|p| p.ptr_eq(&parent)));
+    /// ```
     pub fn parent(mut self, parent: &Fiber) -> Builder {
         self.parent = Some(parent.clone());
         self
     }
 
     /// The fiber, not started: it runs `f` at the first switch to it.
+    ///
+    /// ```
+    /// use evloop::fiber::Builder;
+    ///
+    /// let f = Builder::new().name("adder").build(|v| v.downcast::<(u32, u32)>().map(|(a, b)| a + b).unwrap_or(0));
+    /// assert_eq!(f.switch((2u32, 3u32)).unwrap().downcast::<u32>().ok(), Some(5));
+    /// ```
     pub fn build<F, R>(self, f: F) -> Fiber
     where
         F: FnOnce(Value) -> R + 'static,
@@ -994,6 +1226,19 @@ impl Builder {
 
 /// The calling thread's fiber stacks: in use, free in its pool, mapped; and how this process
 /// installs guard pages.
+///
+/// ```
+/// use evloop::fiber::{stack_stats, Fiber};
+///
+/// let before = stack_stats().in_use;
+/// let f = Fiber::new(|_| {
+///     let _ = Fiber::main().switch(());
+/// });
+/// f.switch(()).unwrap(); // started: it owns a stack now
+/// assert_eq!(stack_stats().in_use, before + 1);
+/// drop(f); // unwound, its stack back in the pool
+/// assert_eq!(stack_stats().in_use, before);
+/// ```
 pub fn stack_stats() -> StackStats {
     stack::stats()
 }
