@@ -404,9 +404,9 @@ pub async fn wait<T: 'static>(
 /// Yields task results in the order the tasks finish (asyncio's `as_completed`).
 ///
 /// ```
-/// # evloop::run(async {
+/// # evloop::run_with(evloop::Builder::new().virtual_clock(true), async {
 /// use std::time::Duration;
-/// let slow = evloop::spawn(async { evloop::sleep(Duration::from_millis(20)).await; "slow" });
+/// let slow = evloop::spawn(async { evloop::sleep(Duration::from_secs(20)).await; "slow" });
 /// let fast = evloop::spawn(async { "fast" });
 /// let mut results = evloop::as_completed(vec![slow, fast]);
 /// assert_eq!(results.next().await.unwrap().unwrap(), "fast");
