@@ -65,6 +65,25 @@ use crate::event_loop::{
 };
 
 /// Where a task is in its life.
+///
+/// ```
+/// use evloop::TaskState;
+///
+/// evloop::run(async {
+///     let t = evloop::spawn(async { evloop::current_task().map(|me| me.state()) });
+///     assert_eq!(t.state(), TaskState::Pending); // scheduled with call_soon, not run yet
+///     let watch = t.task_ref();
+///     assert_eq!(t.await?, Some(TaskState::Running)); // what it saw while it ran
+///     assert_eq!(watch.state(), TaskState::Done);
+///
+///     let stuck = evloop::spawn(std::future::pending::<()>());
+///     stuck.cancel();
+///     evloop::yield_now().await; // its next step drops the future
+///     assert_eq!(stuck.state(), TaskState::Cancelled);
+///     Ok::<(), evloop::TaskError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TaskState {
     /// Not finished, not running: waiting for a wake, or queued for its next step.
@@ -81,6 +100,14 @@ pub enum TaskState {
 
 impl TaskState {
     /// Finished in any way.
+    ///
+    /// ```
+    /// use evloop::TaskState;
+    ///
+    /// assert!(TaskState::Done.is_finished());
+    /// assert!(TaskState::Cancelled.is_finished() && TaskState::Failed.is_finished());
+    /// assert!(!TaskState::Pending.is_finished() && !TaskState::Running.is_finished());
+    /// ```
     pub fn is_finished(self) -> bool {
         matches!(self, TaskState::Done | TaskState::Cancelled | TaskState::Failed)
     }
@@ -434,6 +461,18 @@ fn abort_now(lp: &Rc<LoopInner>, task: &TaskPtr) {
 
 /// An untyped reference to a task: what `current_task()`, `all_tasks()` and done callbacks give.
 /// It can inspect, name and cancel the task, but not take its result.
+///
+/// ```
+/// evloop::run(async {
+///     let me = evloop::current_task().expect("run's future runs as a task");
+///     let other = evloop::spawn(async {});
+///     let names: Vec<String> = evloop::all_tasks().iter().map(|t| t.name()).collect();
+///     assert!(names.contains(&me.name()) && names.contains(&other.name()));
+///     other.await?;
+///     Ok::<(), evloop::TaskError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct TaskRef {
     ptr: TaskPtr,
@@ -445,42 +484,127 @@ impl TaskRef {
     }
 
     /// The task's name: `Task-N` (N counts the loop's tasks from 1) unless it was named.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(async {});
+    ///     assert!(t.name().starts_with("Task-"));
+    ///     let named = evloop::TaskBuilder::new().name("fetch").spawn(async {})?;
+    ///     assert_eq!(named.name(), "fetch");
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn name(&self) -> String {
         self.core().label()
     }
 
     /// Renames the task.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(async {});
+    ///     t.set_name("renamed"); // asyncio's Task.set_name
+    ///     assert_eq!(t.name(), "renamed");
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn set_name(&self, name: impl Into<String>) {
         let name = name.into().into_boxed_str();
         self.ptr.header().extra_mut(|e| e.name = Some(name));
     }
 
     /// The task's number in its loop (the N of `Task-N`; it wraps after 2^32 tasks of one loop).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(async {});
+    ///     assert_eq!(t.name(), format!("Task-{}", t.number()));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn number(&self) -> u64 {
         self.core().number()
     }
 
     /// Where it is in its life.
+    ///
+    /// ```
+    /// use evloop::TaskState;
+    ///
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(async {});
+    ///     let r = t.task_ref();
+    ///     assert_eq!(r.state(), TaskState::Pending);
+    ///     t.await?;
+    ///     assert_eq!(r.state(), TaskState::Done);
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn state(&self) -> TaskState {
         self.core().state()
     }
 
     /// Finished in any way (done, cancelled or failed).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(async {});
+    ///     assert!(!t.done());
+    ///     evloop::yield_now().await; // the task takes its one step
+    ///     assert!(t.done());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn done(&self) -> bool {
         self.state().is_finished()
     }
 
     /// Finished by cancellation.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(std::future::pending::<()>());
+    ///     t.cancel();
+    ///     assert!(!t.cancelled()); // requested: it takes effect at the task's next step
+    ///     evloop::yield_now().await;
+    ///     assert!(t.cancelled());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn cancelled(&self) -> bool {
         self.state() == TaskState::Cancelled
     }
 
     /// What the task waits on, as noted by the future it last returned `Pending` from.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Awaiting, Builder};
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let t = evloop::spawn(evloop::sleep(Duration::from_secs(10)));
+    ///     evloop::yield_now().await; // its first step starts the timer
+    ///     assert!(matches!(t.awaiting(), Awaiting::Sleep(_)));
+    ///     t.abort();
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn awaiting(&self) -> Awaiting {
         self.core().awaiting()
     }
 
     /// Where the task was created.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let line = line!();
+    ///     let t = evloop::spawn(async {}); // the caller's location, kept for traces and task dumps
+    ///     assert_eq!(t.created_at().line(), line + 1);
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn created_at(&self) -> &'static Location<'static> {
         self.core().site()
     }
@@ -488,6 +612,32 @@ impl TaskRef {
     /// Requests cancellation: the task's next step drops its future instead of polling it.
     /// Returns false if the task already finished. A cancel made while the task runs takes effect
     /// at its next step (its next await).
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// struct Cleanup(Rc<Cell<bool>>);
+    /// impl Drop for Cleanup {
+    ///     fn drop(&mut self) {
+    ///         self.0.set(true); // the `finally:` of the cancelled task
+    ///     }
+    /// }
+    ///
+    /// evloop::run(async {
+    ///     let cleaned = Rc::new(Cell::new(false));
+    ///     let guard = Cleanup(cleaned.clone());
+    ///     let t = evloop::spawn(async move {
+    ///         let _guard = guard;
+    ///         std::future::pending::<()>().await;
+    ///     });
+    ///     evloop::yield_now().await;
+    ///     assert!(t.cancel());
+    ///     assert!(t.await.unwrap_err().is_cancelled()); // asyncio's CancelledError
+    ///     assert!(cleaned.get());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn cancel(&self) -> bool {
         let core = self.core();
         if core.state().is_finished() {
@@ -504,6 +654,33 @@ impl TaskRef {
 
     /// Cancels the task now: its future is dropped before this returns (unless the task is
     /// running right now, when it happens at its next step). Returns false if it had finished.
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let alive = Rc::new(Cell::new(true));
+    ///     let flag = alive.clone();
+    ///     struct Clear(Rc<Cell<bool>>);
+    ///     impl Drop for Clear {
+    ///         fn drop(&mut self) {
+    ///             self.0.set(false);
+    ///         }
+    ///     }
+    ///     let t = evloop::spawn(async move {
+    ///         let _c = Clear(flag);
+    ///         std::future::pending::<()>().await;
+    ///     });
+    ///     evloop::yield_now().await;
+    ///     let r = t.task_ref();
+    ///     assert!(r.abort());
+    ///     assert!(!alive.get()); // dropped before `abort` returned, not at the next step
+    ///     assert!(r.cancelled());
+    ///     assert!(!r.abort()); // already finished
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn abort(&self) -> bool {
         if self.done() {
             return false;
@@ -515,6 +692,18 @@ impl TaskRef {
     }
 
     /// Whether `cancel()` was called and the task has not finished yet.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(std::future::pending::<()>());
+    ///     assert!(!t.cancelling());
+    ///     t.cancel();
+    ///     assert!(t.cancelling()); // requested, not yet done
+    ///     evloop::yield_now().await;
+    ///     assert!(!t.cancelling() && t.cancelled());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn cancelling(&self) -> bool {
         let core = self.core();
         core.has(CANCEL_REQUESTED) && !core.state().is_finished()
@@ -522,6 +711,24 @@ impl TaskRef {
 
     /// Adds a callback run (with `call_soon`, never inline) when the task finishes. On a
     /// finished task it is scheduled at once.
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let log = Rc::new(RefCell::new(Vec::new()));
+    ///     let t = evloop::spawn(async { 7 });
+    ///     let l = log.clone();
+    ///     t.add_done_callback(move |task| l.borrow_mut().push(format!("{:?}", task.state())));
+    ///     t.await?;
+    ///     assert!(log.borrow().is_empty()); // scheduled with call_soon, never run inline
+    ///     evloop::yield_now().await;
+    ///     assert_eq!(*log.borrow(), ["Done"]);
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn add_done_callback<F: FnOnce(&TaskRef) + 'static>(&self, f: F) -> CallbackId {
         let header = self.ptr.header();
@@ -547,6 +754,17 @@ impl TaskRef {
     }
 
     /// Removes a done callback that has not been scheduled yet; returns how many were removed.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(async {});
+    ///     let id = t.add_done_callback(|_| unreachable!("removed before the task finished"));
+    ///     assert_eq!(t.remove_done_callback(id), 1);
+    ///     assert_eq!(t.remove_done_callback(id), 0);
+    ///     t.await
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove_done_callback(&self, id: CallbackId) -> usize {
         let removed: Vec<DoneEntry> = self.ptr.header().with_extra(|e| {
             let Some(e) = e else { return Vec::new() };
@@ -576,6 +794,17 @@ impl TaskRef {
     }
 
     /// Whether both refer to the same task.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(async { evloop::current_task() });
+    ///     let r = t.task_ref();
+    ///     let seen = t.await?.expect("a task was running");
+    ///     assert!(seen.ptr_eq(&r)); // the task saw itself
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn ptr_eq(&self, other: &TaskRef) -> bool {
         self.ptr.ptr_eq(&other.ptr)
     }
@@ -598,6 +827,29 @@ impl fmt::Debug for TaskRef {
 /// Awaiting it gives `Ok(value)`, or `Err(TaskError)` if the task was cancelled or panicked.
 /// Dropping it detaches the task (it keeps running: the loop holds it) and never cancels it.
 /// It dereferences to [`TaskRef`] for the name, state, cancel and done callbacks.
+///
+/// ```
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+///
+/// let finished = evloop::run(async {
+///     let t = evloop::spawn(async { 6 * 7 }); // asyncio.create_task(...)
+///     assert_eq!(t.await?, 42); // await task
+///
+///     // Dropping a handle detaches the task; it is not cancelled.
+///     let flag = Rc::new(Cell::new(false));
+///     let f = flag.clone();
+///     drop(evloop::spawn(async move {
+///         evloop::yield_now().await;
+///         f.set(true);
+///     }));
+///     evloop::yield_now().await;
+///     evloop::yield_now().await;
+///     Ok::<_, evloop::TaskError>(flag.get())
+/// })??;
+/// assert!(finished);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Task<T> {
     r: TaskRef,
     _output: PhantomData<fn() -> T>,
@@ -631,17 +883,50 @@ impl<T: 'static> Task<T> {
     }
 
     /// The result if the task finished (taking it), `None` if it has not.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let mut t = evloop::spawn(async { "result" });
+    ///     assert!(t.try_result().is_none()); // still running
+    ///     evloop::yield_now().await;
+    ///     assert_eq!(t.try_result().map(Result::ok), Some(Some("result")));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn try_result(&mut self) -> Option<Result<T, TaskError>> {
         self.take_outcome()
     }
 
     /// An untyped reference to the task, to keep beside (or after) the handle.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(async {});
+    ///     let r = t.task_ref(); // outlives the handle
+    ///     t.await?;
+    ///     assert!(r.done());
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn task_ref(&self) -> TaskRef {
         self.r.clone()
     }
 
     /// `Ready` once the task has finished in any way, without taking its result (for `wait`,
     /// `as_completed` and task groups, which own the handles they watch).
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    ///
+    /// evloop::run(async {
+    ///     let mut t = evloop::spawn(async { 1 });
+    ///     poll_fn(|cx| t.poll_done(cx)).await; // finished, result not taken
+    ///     assert_eq!(t.await?, 1);
+    ///     Ok::<(), evloop::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn poll_done(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if self.r.done() {
             return Poll::Ready(());
@@ -653,11 +938,34 @@ impl<T: 'static> Task<T> {
 
     /// Cancels the task now: its future is dropped before this returns (unless the task is
     /// running right now, when it happens at its next step). Returns false if it had finished.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(std::future::pending::<()>());
+    ///     assert!(t.abort()); // the future is dropped now
+    ///     assert!(t.await.unwrap_err().is_cancelled());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn abort(&self) -> bool {
         self.r.abort()
     }
 
     /// Drops the handle, leaving the task running (the same as `drop`, said out loud).
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     let ran = Rc::new(Cell::new(false));
+    ///     let r = ran.clone();
+    ///     evloop::spawn(async move { r.set(true) }).detach(); // fire and forget
+    ///     evloop::yield_now().await;
+    ///     assert!(ran.get());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn detach(self) {}
 
     /// Tells the awaiting task's step what it now waits on.
@@ -766,6 +1074,16 @@ impl<T> fmt::Debug for Task<T> {
 // Creating tasks.
 
 /// Options for one task: a name, and whether it starts eagerly.
+///
+/// ```
+/// evloop::run(async {
+///     let t = evloop::TaskBuilder::new().name("worker").eager(true).spawn(async { 1 })?;
+///     assert_eq!(t.name(), "worker");
+///     assert!(t.done()); // eager: it ran to completion inside spawn
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Default, Debug, Clone)]
 pub struct TaskBuilder {
     name: Option<String>,
@@ -774,11 +1092,29 @@ pub struct TaskBuilder {
 
 impl TaskBuilder {
     /// No name (`Task-N`), lazy start unless the loop was built with eager tasks.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::TaskBuilder::new().spawn(async {})?; // like evloop::spawn, with an error
+    ///     assert!(t.name().starts_with("Task-") && !t.done());
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> TaskBuilder {
         TaskBuilder::default()
     }
 
     /// Names the task (asyncio's `create_task(coro, name=...)`).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::TaskBuilder::new().name("poller").spawn(async {})?; // create_task(coro, name="poller")
+    ///     assert_eq!(t.name(), "poller");
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -786,12 +1122,31 @@ impl TaskBuilder {
 
     /// Eager start (asyncio 3.12's `eager_start`): if the loop is running, the first step runs
     /// inside `spawn`, before it returns. A task that completes there never enters the ready queue.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let lazy = evloop::TaskBuilder::new().spawn(async { evloop::yield_now().await })?;
+    ///     let eager = evloop::TaskBuilder::new().eager(true).spawn(async { evloop::yield_now().await })?;
+    ///     use evloop::Awaiting;
+    ///     assert_eq!(lazy.awaiting(), Awaiting::Unknown); // not run yet
+    ///     assert_eq!(eager.awaiting(), Awaiting::Yield); // its first step already ran
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn eager(mut self, on: bool) -> Self {
         self.eager = Some(on);
         self
     }
 
     /// Creates the task on `lp`.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let t = evloop::TaskBuilder::new().name("early").spawn_on(&lp, async { 5 })?; // before it runs
+    /// assert_eq!(lp.run_until_complete(t)??, 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn spawn_on<F>(self, lp: &LoopHandle, fut: F) -> Result<Task<F::Output>, LoopError>
     where
@@ -816,6 +1171,19 @@ impl TaskBuilder {
     }
 
     /// Creates the task on the loop running on this thread.
+    ///
+    /// ```
+    /// use evloop::{LoopErrorKind, TaskBuilder};
+    ///
+    /// let err = TaskBuilder::new().spawn(async {}).unwrap_err(); // an error, where spawn() panics
+    /// assert_eq!(err.kind(), LoopErrorKind::NoRunningLoop);
+    /// evloop::run(async {
+    ///     let t = TaskBuilder::new().spawn(async { 2 })?;
+    ///     assert_eq!(t.await.ok(), Some(2));
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn spawn<F>(self, fut: F) -> Result<Task<F::Output>, LoopError>
     where
@@ -830,6 +1198,15 @@ impl TaskBuilder {
 
 impl LoopHandle {
     /// Wraps `fut` in a task and schedules its first step (asyncio's `create_task`).
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let t = lp.create_task(async { "made before the loop ran" })?; // loop.create_task(coro)
+    /// assert_eq!(lp.run_until_complete(t)??, "made before the loop ran");
+    /// lp.close()?;
+    /// assert!(lp.create_task(async {}).is_err()); // a closed loop refuses new work
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn create_task<F>(&self, fut: F) -> Result<Task<F::Output>, LoopError>
     where
@@ -854,6 +1231,15 @@ impl LoopHandle {
     }
 
     /// Every task of this loop that has not finished (asyncio's `all_tasks()`).
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let t = lp.create_task(async {})?;
+    /// assert_eq!(lp.all_tasks().len(), 1);
+    /// lp.run_until_complete(t)??;
+    /// assert!(lp.all_tasks().is_empty()); // finished tasks leave
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn all_tasks(&self) -> Vec<TaskRef> {
         self.inner
             .tasks
@@ -864,11 +1250,28 @@ impl LoopHandle {
     }
 
     /// The task being stepped right now, if any (asyncio's `current_task()`).
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// assert!(lp.current_task().is_none()); // nothing is being stepped
+    /// let h = lp.handle();
+    /// let name = lp.run_until_complete(async move { h.current_task().map(|t| t.name()) })?;
+    /// assert!(name.is_some_and(|n| n.starts_with("Task-")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn current_task(&self) -> Option<TaskRef> {
         self.inner.current.get().map(|ptr| TaskRef { ptr })
     }
 
     /// A multi-line dump of every live task: name, state, what it awaits, where it was created.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// evloop::TaskBuilder::new().name("idle").spawn_on(&lp, std::future::pending::<()>())?;
+    /// let dump = lp.dump_tasks();
+    /// assert!(dump.starts_with("idle [pending]"), "{dump}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dump_tasks(&self) -> String {
         let tasks = self.all_tasks();
         let names: std::collections::HashMap<u64, String> = tasks.iter().map(|t| (t.number(), t.name())).collect();
@@ -894,6 +1297,20 @@ impl LoopHandle {
     /// Runs the loop until `fut` completes and returns its output (asyncio's
     /// `run_until_complete`). The future runs as a task; `stop()` before it completes makes this
     /// return [`LoopErrorKind::Stopped`] (the task stays in the loop).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let out = lp.run_until_complete(async {
+    ///     evloop::sleep(Duration::from_secs(1)).await;
+    ///     "done"
+    /// })?;
+    /// assert_eq!(out, "done");
+    /// // The loop stays open for more runs, unlike `evloop::run`.
+    /// assert_eq!(lp.run_until_complete(async { 2 })?, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn run_until_complete<F>(&self, fut: F) -> Result<F::Output, RunError>
     where
@@ -974,6 +1391,30 @@ where
 /// # Panics
 /// If no evloop loop is running on this thread, or it is closing; use
 /// [`LoopHandle::create_task`] or [`TaskBuilder::spawn`] to get an error instead.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// let total = evloop::run_with(Builder::new().virtual_clock(true), async {
+///     // Three tasks run concurrently: the whole takes 3 s of loop time, not 6.
+///     let tasks: Vec<_> = (1..=3u64)
+///         .map(|s| {
+///             evloop::spawn(async move {
+///                 evloop::sleep(Duration::from_secs(s)).await;
+///                 s
+///             })
+///         })
+///         .collect();
+///     let mut total = 0;
+///     for t in tasks {
+///         total += t.await?;
+///     }
+///     Ok::<_, evloop::TaskError>(total)
+/// })??;
+/// assert_eq!(total, 6);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[track_caller]
 pub fn spawn<F>(fut: F) -> Task<F::Output>
 where
@@ -989,18 +1430,48 @@ where
 }
 
 /// The task running right now on this thread's loop (`asyncio.current_task()`).
+///
+/// ```
+/// assert!(evloop::current_task().is_none()); // no loop runs here
+/// evloop::run(async {
+///     let me = evloop::current_task().expect("inside a task");
+///     assert!(me.name().starts_with("Task-"));
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub fn current_task() -> Option<TaskRef> {
     with_running(|lp| LoopHandle { inner: lp.clone() }.current_task()).flatten()
 }
 
 /// The unfinished tasks of the loop running on this thread (`asyncio.all_tasks()`); empty when
 /// no loop runs.
+///
+/// ```
+/// evloop::run(async {
+///     let _t = evloop::spawn(std::future::pending::<()>());
+///     assert_eq!(evloop::all_tasks().len(), 2); // this one and the pending one
+///     // `run` cancels the tasks left over when its future returns.
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub fn all_tasks() -> Vec<TaskRef> {
     with_running(|lp| LoopHandle { inner: lp.clone() }.all_tasks()).unwrap_or_default()
 }
 
 /// asyncio's `asyncio.run(main)`: a new loop, run `fut` to completion, cancel the tasks left
 /// over (running the loop until their futures are dropped), wait for executor jobs, close.
+///
+/// ```
+/// async fn answer() -> u32 {
+///     42
+/// }
+///
+/// let v = evloop::run(answer())?; // asyncio.run(main())
+/// assert_eq!(v, 42);
+/// // A fresh loop each time, closed at the end.
+/// assert!(evloop::run(async { evloop::get_running_loop().map(|lp| lp.is_running()) })??);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[track_caller]
 pub fn run<F>(fut: F) -> Result<F::Output, RunError>
 where
@@ -1011,6 +1482,18 @@ where
 }
 
 /// [`run`] with a configured loop (trace mode, a virtual clock, ...).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use evloop::Builder;
+///
+/// let started = Instant::now();
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     evloop::sleep(Duration::from_secs(3600)).await; // an hour of loop time ...
+/// })?;
+/// assert!(started.elapsed() < Duration::from_secs(3600)); // ... passes at once
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[track_caller]
 pub fn run_with<F>(builder: Builder, fut: F) -> Result<F::Output, RunError>
 where

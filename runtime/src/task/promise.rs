@@ -48,6 +48,16 @@ struct Inner<T> {
 }
 
 /// A value that will be provided later (asyncio's `Future`). See the module documentation.
+///
+/// ```
+/// let lp = evloop::EventLoop::new()?;
+/// let p = lp.create_future::<&str>(); // loop.create_future()
+/// let setter = p.clone();
+/// lp.call_soon(move || setter.set_result("later").expect("pending"))?;
+/// let got = lp.run_until_complete(p.wait())?; // await fut
+/// assert_eq!(got, Ok("later"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Promise<T> {
     inner: Rc<Inner<T>>,
 }
@@ -62,6 +72,15 @@ impl<T> Clone for Promise<T> {
 
 impl LoopHandle {
     /// A new pending promise bound to this loop (asyncio's `loop.create_future()`).
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let p = lp.create_future::<u32>();
+    /// assert!(!p.done());
+    /// p.set_result(1).expect("pending");
+    /// assert_eq!(p.result(), Ok(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_future<T: 'static>(&self) -> Promise<T> {
         let lp = &self.inner;
         let id = lp.next_promise_id.get();
@@ -82,6 +101,14 @@ impl LoopHandle {
 
 impl<T: 'static> Promise<T> {
     /// Its number in the loop (`Promise#N` in trace lines).
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let (a, b) = (lp.create_future::<()>(), lp.create_future::<()>());
+    /// assert_ne!(a.id(), b.id());
+    /// assert!(format!("{a:?}").contains(&format!("Promise#{}", a.id())));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn id(&self) -> u64 {
         self.inner.id
     }
@@ -115,17 +142,45 @@ impl<T: 'static> Promise<T> {
     }
 
     /// Finished or cancelled.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let p = lp.create_future::<()>();
+    /// assert!(!p.done());
+    /// p.cancel();
+    /// assert!(p.done()); // cancelled counts as done
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn done(&self) -> bool {
         !matches!(*self.inner.state.borrow(), State::Pending)
     }
 
     /// Cancelled.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let p = lp.create_future::<()>();
+    /// p.set_result(()).expect("pending");
+    /// assert!(!p.cancelled());
+    /// assert!(!p.cancel()); // already done: false, nothing changes
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cancelled(&self) -> bool {
         matches!(*self.inner.state.borrow(), State::Cancelled)
     }
 
     /// Stores the value, wakes every awaiter and schedules the done callbacks. An
     /// [`InvalidStateError`] if the promise is already finished or cancelled.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let p = lp.create_future::<u8>();
+    /// assert!(p.set_result(1).is_ok());
+    /// let err = p.set_result(2).unwrap_err(); // asyncio's InvalidStateError, not a panic
+    /// assert_eq!(err.state(), "finished");
+    /// assert_eq!(p.result(), Ok(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_result(&self, value: T) -> Result<(), InvalidStateError> {
         {
             let mut st = self.inner.state.borrow_mut();
@@ -145,6 +200,18 @@ impl<T: 'static> Promise<T> {
 
     /// Cancels the promise: awaiters get [`PromiseError::Cancelled`], done callbacks are
     /// scheduled. Returns false if it was already done.
+    ///
+    /// ```
+    /// use evloop::PromiseError;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let p = lp.create_future::<u8>();
+    /// let waiter = lp.create_task(p.wait())?;
+    /// assert!(p.cancel());
+    /// let got = lp.run_until_complete(waiter)??;
+    /// assert!(matches!(got, Err(PromiseError::Cancelled { .. }))); // the awaiter sees CancelledError
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cancel(&self) -> bool {
         {
             let mut st = self.inner.state.borrow_mut();
@@ -197,6 +264,24 @@ impl<T: 'static> Promise<T> {
 
     /// Adds a callback run with `call_soon` when the promise completes (at once, scheduled, if it
     /// already has). Callbacks run in the order they were added.
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let p = lp.create_future::<u32>();
+    /// let log = Rc::new(RefCell::new(Vec::new()));
+    /// for name in ["first", "second"] {
+    ///     let log = log.clone();
+    ///     p.add_done_callback(move |p| log.borrow_mut().push(format!("{name}: {:?}", p.result())));
+    /// }
+    /// p.set_result(5).expect("pending");
+    /// assert!(log.borrow().is_empty()); // scheduled with call_soon, not run inline
+    /// lp.run_until_complete(async {})?; // one run of the loop runs them
+    /// assert_eq!(*log.borrow(), ["first: Ok(5)", "second: Ok(5)"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn add_done_callback<F: FnOnce(&Promise<T>) + 'static>(&self, f: F) -> CallbackId {
         let id = CallbackId(self.inner.next_callback.get());
@@ -220,6 +305,17 @@ impl<T: 'static> Promise<T> {
     }
 
     /// Removes a callback that has not been scheduled yet; returns how many were removed (0 or 1).
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let p = lp.create_future::<()>();
+    /// let id = p.add_done_callback(|_| unreachable!("removed"));
+    /// assert_eq!(p.remove_done_callback(id), 1);
+    /// assert_eq!(p.remove_done_callback(id), 0);
+    /// p.set_result(()).expect("pending");
+    /// lp.run_until_complete(async {})?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove_done_callback(&self, id: CallbackId) -> usize {
         let removed: Vec<PromiseEntry<T>> = {
             let mut cbs = self.inner.callbacks.borrow_mut();
@@ -232,6 +328,22 @@ impl<T: 'static> Promise<T> {
 
     /// A future for the value that does not need `T: Clone` of the promise's users: it gives a
     /// clone of the value when the promise finishes.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let p = lp.create_future::<String>();
+    ///     // Two tasks wait for one promise; each gets a clone of the value.
+    ///     let a = evloop::spawn(p.wait());
+    ///     let b = evloop::spawn(p.wait());
+    ///     evloop::yield_now().await;
+    ///     p.set_result("shared".into()).expect("pending");
+    ///     assert_eq!(a.await?, Ok("shared".to_string()));
+    ///     assert_eq!(b.await?, Ok("shared".to_string()));
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn wait(&self) -> PromiseFuture<T>
     where
         T: Clone,
@@ -246,6 +358,17 @@ impl<T: 'static> Promise<T> {
 impl<T: Clone + 'static> Promise<T> {
     /// The value, if it is set (asyncio's `Future.result()`): [`PromiseError::Pending`] if not
     /// yet, [`PromiseError::Cancelled`] if cancelled.
+    ///
+    /// ```
+    /// use evloop::PromiseError;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let p = lp.create_future::<u8>();
+    /// assert!(matches!(p.result(), Err(PromiseError::Pending { .. })));
+    /// p.set_result(9).expect("pending");
+    /// assert_eq!(p.result(), Ok(9)); // Future.result()
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn result(&self) -> Result<T, PromiseError> {
         match &*self.inner.state.borrow() {
             State::Finished(v) => Ok(v.clone()),
@@ -262,6 +385,18 @@ impl<T: 'static> fmt::Debug for Promise<T> {
 }
 
 /// The future of awaiting a [`Promise`]: `Ok(value)` or `Err(PromiseError::Cancelled)`.
+///
+/// ```
+/// evloop::run(async {
+///     let lp = evloop::get_running_loop()?;
+///     let p = lp.create_future::<u8>();
+///     let setter = p.clone();
+///     lp.call_soon(move || drop(setter.set_result(3)))?;
+///     assert_eq!(p.wait().await, Ok(3)); // or `p.await`: a promise is IntoFuture
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct PromiseFuture<T: 'static> {
     promise: Promise<T>,
     slot: Option<usize>,

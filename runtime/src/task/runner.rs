@@ -23,21 +23,22 @@ use crate::task::cancel_leftover_tasks;
 /// ```
 /// use std::time::Duration;
 ///
-/// let mut runner = evloop::Runner::new()?;
+/// // A virtual clock: the seconds below pass at once, and the count is exact.
+/// let mut runner = evloop::Runner::with_builder(evloop::Builder::new().virtual_clock(true))?;
 /// // A task started by the first run keeps running during the second.
 /// let ticks = std::rc::Rc::new(std::cell::Cell::new(0));
 /// let t = ticks.clone();
 /// runner.run(async move {
 ///     evloop::spawn(async move {
 ///         loop {
+///             evloop::sleep(Duration::from_secs(1)).await;
 ///             t.set(t.get() + 1);
-///             evloop::sleep(Duration::from_millis(1)).await;
 ///         }
 ///     });
 /// })?;
-/// let before = ticks.get();
-/// runner.run(evloop::sleep(Duration::from_millis(20)))?;
-/// assert!(ticks.get() > before, "the background task ran during the second run");
+/// assert_eq!(ticks.get(), 0);
+/// runner.run(evloop::sleep(Duration::from_millis(3500)))?;
+/// assert_eq!(ticks.get(), 3, "the background task ran during the second run");
 /// runner.close()?; // cancels the background task and closes the loop
 /// assert!(runner.run(async {}).is_err(), "a closed runner runs nothing");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -49,12 +50,27 @@ pub struct Runner {
 
 impl Runner {
     /// A runner with a default loop.
+    ///
+    /// ```
+    /// let runner = evloop::Runner::new()?; // with asyncio.Runner() as runner:
+    /// assert_eq!(runner.run(async { 1 })?, 1);
+    /// assert_eq!(runner.run(async { 2 })?, 2); // the same loop both times
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> Result<Runner, LoopError> {
         Runner::with_builder(Builder::new())
     }
 
     /// A runner whose loop is made by `builder` (trace mode, a virtual clock, debug mode: the
     /// options asyncio's `Runner(debug=..., loop_factory=...)` takes).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let runner = evloop::Runner::with_builder(evloop::Builder::new().virtual_clock(true))?;
+    /// runner.run(evloop::sleep(Duration::from_secs(60)))?; // a virtual minute
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_builder(builder: Builder) -> Result<Runner, LoopError> {
         Ok(Runner {
             lp: Some(builder.build()?),
@@ -66,6 +82,19 @@ impl Runner {
     /// the loop and run again during the next call. Errors: the runner is closed, the loop is
     /// already running on this thread (a `run` from inside a `run`), or the future's task
     /// panicked or was cancelled.
+    ///
+    /// ```
+    /// let runner = evloop::Runner::new()?;
+    /// let lp = runner.get_loop()?;
+    /// let p = lp.create_future::<u8>();
+    /// let waiter = runner.run({
+    ///     let p = p.clone();
+    ///     async move { evloop::spawn(p.wait()) } // a task that outlives this run
+    /// })?;
+    /// p.set_result(4).expect("pending");
+    /// assert_eq!(runner.run(waiter)??, Ok(4)); // finished during the second run
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn run<F>(&self, fut: F) -> Result<F::Output, RunError>
     where
@@ -79,6 +108,16 @@ impl Runner {
     }
 
     /// The runner's loop (asyncio's `Runner.get_loop()`); an error once the runner is closed.
+    ///
+    /// ```
+    /// let mut runner = evloop::Runner::new()?;
+    /// let lp = runner.get_loop()?;
+    /// assert!(!lp.is_closed());
+    /// runner.close()?;
+    /// assert!(lp.is_closed());
+    /// assert!(runner.get_loop().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get_loop(&self) -> Result<LoopHandle, LoopError> {
         match &self.lp {
             Some(lp) => Ok(lp.handle()),
@@ -87,6 +126,14 @@ impl Runner {
     }
 
     /// Whether [`Runner::close`] ran.
+    ///
+    /// ```
+    /// let mut runner = evloop::Runner::new()?;
+    /// assert!(!runner.is_closed());
+    /// runner.close()?;
+    /// assert!(runner.is_closed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.lp.is_none()
     }
@@ -96,6 +143,15 @@ impl Runner {
     /// its future). Idempotent. An error if called while the loop runs (from inside `run`) or
     /// if closing the loop's descriptors failed; the runner is closed either way except in the
     /// first case.
+    ///
+    /// ```
+    /// let mut runner = evloop::Runner::new()?;
+    /// let left = runner.run(async { evloop::spawn(std::future::pending::<()>()).task_ref() })?;
+    /// runner.close()?; // cancels what is left, then closes the loop
+    /// assert!(left.cancelled());
+    /// runner.close()?; // idempotent
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn close(&mut self) -> Result<(), LoopError> {
         let Some(lp) = &self.lp else {
             return Ok(());

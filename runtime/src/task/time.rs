@@ -39,6 +39,21 @@ enum Deadline {
 ///
 /// # Panics
 /// Polling it outside a running evloop loop panics with a message saying so.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let lp = evloop::get_running_loop()?;
+///     let nap = evloop::sleep(Duration::from_secs(2));
+///     let deadline = nap.deadline().expect("made inside a running loop");
+///     nap.await;
+///     assert!(lp.time() >= deadline); // never early
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Sleep {
     deadline: Deadline,
     registered: Option<(Rc<LoopInner>, TimerId)>,
@@ -46,6 +61,31 @@ pub struct Sleep {
 
 /// Sleeps for `delay` (asyncio's `sleep(delay)`). A zero delay completes at the first poll
 /// without yielding; use [`yield_now`] to give other tasks a turn.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// let order = evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+///     let tasks: Vec<_> = [(3, "c"), (1, "a"), (2, "b")]
+///         .into_iter()
+///         .map(|(s, name)| {
+///             let log = log.clone();
+///             evloop::spawn(async move {
+///                 evloop::sleep(Duration::from_secs(s)).await; // await asyncio.sleep(s)
+///                 log.borrow_mut().push(name);
+///             })
+///         })
+///         .collect();
+///     for t in tasks {
+///         t.await?;
+///     }
+///     Ok::<_, evloop::TaskError>(log.take())
+/// })??;
+/// assert_eq!(order, ["a", "b", "c"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn sleep(delay: Duration) -> Sleep {
     let deadline = with_running(|lp| Deadline::At(lp.now().saturating_add(duration_to_ns(delay))))
         .unwrap_or(Deadline::After(delay));
@@ -56,6 +96,20 @@ pub fn sleep(delay: Duration) -> Sleep {
 }
 
 /// Sleeps until `when` (loop time, see [`LoopHandle::time`](crate::LoopHandle::time)).
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let lp = evloop::get_running_loop()?;
+///     let when = lp.time() + Duration::from_secs(5); // loop time
+///     evloop::sleep_until(when).await;
+///     assert!(lp.time() >= when);
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn sleep_until(when: Instant) -> Sleep {
     let deadline = with_running(|lp| Deadline::At(lp.clock.ns_of(when))).unwrap_or(Deadline::Instant(when));
     Sleep {
@@ -77,6 +131,20 @@ impl Sleep {
 
     /// The deadline as an `Instant`, once known (after the first poll, or at creation inside a
     /// running loop).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let outside = evloop::sleep(Duration::from_secs(1));
+    /// assert!(outside.deadline().is_none()); // no loop yet: known at the first poll
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let inside = evloop::sleep(Duration::from_millis(1));
+    ///     assert!(inside.deadline().is_some_and(|d| d >= lp.time()));
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn deadline(&self) -> Option<Instant> {
         match (&self.deadline, &self.registered) {
             (Deadline::Instant(i), _) => Some(*i),
@@ -162,11 +230,40 @@ impl fmt::Debug for Sleep {
 
 /// Gives other ready work a turn (asyncio's `await asyncio.sleep(0)`): the task is queued again
 /// and runs in the next loop iteration, after I/O has been polled.
+///
+/// ```
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+///
+/// let log = evloop::run(async {
+///     let log = Rc::new(RefCell::new(Vec::new()));
+///     let l = log.clone();
+///     evloop::spawn(async move { l.borrow_mut().push("other task") });
+///     log.borrow_mut().push("before");
+///     evloop::yield_now().await; // await asyncio.sleep(0): the other task runs
+///     log.borrow_mut().push("after");
+///     log.take()
+/// })?;
+/// assert_eq!(log, ["before", "other task", "after"]);
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub fn yield_now() -> YieldNow {
     YieldNow { yielded: false }
 }
 
 /// The future of [`yield_now`].
+///
+/// ```
+/// use evloop::Awaiting;
+///
+/// evloop::run(async {
+///     let t = evloop::spawn(evloop::yield_now());
+///     evloop::yield_now().await; // `t` ran once and asked to run again
+///     assert_eq!(t.awaiting(), Awaiting::Yield);
+///     t.await
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct YieldNow {
     yielded: bool,
@@ -186,6 +283,19 @@ impl Future for YieldNow {
 }
 
 /// The error of [`timeout`]: the deadline passed first. The inner future was dropped.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let err = evloop::timeout(Duration::from_secs(1), std::future::pending::<()>()).await.unwrap_err();
+///     assert_eq!(err.to_string(), "timed out after 1s");
+///     let io: std::io::Error = err.into(); // `?` in an io::Result function
+///     assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Elapsed {
     after: Duration,
@@ -197,6 +307,17 @@ impl Elapsed {
     }
 
     /// The timeout that elapsed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::Builder;
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let err = evloop::timeout(Duration::from_millis(250), std::future::pending::<()>()).await.unwrap_err();
+    ///     assert_eq!(err.after(), Duration::from_millis(250));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn after(&self) -> Duration {
         self.after
     }
@@ -220,6 +341,19 @@ impl From<Elapsed> for std::io::Error {
 /// future is dropped (its destructors are the cleanup) and `Err(Elapsed)` is returned. The
 /// inner future is always polled at least once, even with a zero limit, and it is polled
 /// before the timer is checked, so a future that is ready wins.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let slow = evloop::sleep(Duration::from_secs(10));
+///     assert!(evloop::timeout(Duration::from_secs(1), slow).await.is_err()); // asyncio.wait_for
+///     let quick = async { 5 };
+///     assert_eq!(evloop::timeout(Duration::ZERO, quick).await, Ok(5)); // polled once: ready wins
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub async fn timeout<F: Future>(limit: Duration, fut: F) -> Result<F::Output, Elapsed> {
     let mut fut = pin!(fut);
     let mut timer = sleep(limit);

@@ -119,15 +119,15 @@ fn an_enclosing_one_expired(now: Instant) -> bool {
 /// use std::time::Duration;
 /// use evloop::Timeout;
 ///
-/// evloop::run(async {
+/// evloop::run_with(evloop::Builder::new().virtual_clock(true), async {
 ///     let lp = evloop::get_running_loop().unwrap();
-///     let t = Timeout::after(Duration::from_millis(10));
+///     let t = Timeout::after(Duration::from_secs(1));
 ///     let cm = t.handle();
 ///     let result = t
 ///         .run(async {
 ///             // More time is needed after all: move the deadline.
-///             cm.reschedule(Some(lp.time() + Duration::from_millis(50))).unwrap();
-///             evloop::sleep(Duration::from_millis(20)).await;
+///             cm.reschedule(Some(lp.time() + Duration::from_secs(5))).unwrap();
+///             evloop::sleep(Duration::from_secs(2)).await;
 ///             "done"
 ///         })
 ///         .await;
@@ -142,6 +142,20 @@ pub struct Timeout {
 
 /// A shared view of a [`Timeout`]: its deadline, moving it, and whether it expired. Clone it
 /// freely (into the bounded future, for instance).
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{Builder, Timeout};
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let t = Timeout::after(Duration::from_secs(1));
+///     let handle = t.handle(); // kept outside, valid after the run
+///     let r = t.run(evloop::sleep(Duration::from_secs(5))).await;
+///     assert!(r.is_err());
+///     assert!(handle.expired());
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[derive(Clone)]
 pub struct TimeoutHandle {
     state: Rc<State>,
@@ -164,6 +178,20 @@ impl Timeout {
     /// A deadline `delay` from now in loop time (`asyncio.timeout(delay)`). Made outside a
     /// running loop, the delay counts from the first poll of [`Timeout::run`] and
     /// [`TimeoutHandle::when`] is `None` until then.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Builder, Timeout};
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let t = Timeout::after(Duration::from_secs(2)); // async with asyncio.timeout(2):
+    ///     assert_eq!(t.when(), Some(lp.time() + Duration::from_secs(2)));
+    ///     assert_eq!(t.run(async { "in time" }).await, Ok("in time"));
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn after(delay: Duration) -> Timeout {
         match with_running(|lp| LoopHandle { inner: lp.clone() }.time()) {
             Some(now) => Timeout::with(Some(now + delay), None),
@@ -173,16 +201,68 @@ impl Timeout {
 
     /// A deadline at `when` in loop time ([`LoopHandle::time`]), or none (`asyncio.timeout_at`).
     /// A deadline already passed expires at the first check, after one poll of the future.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Builder, Timeout};
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let deadline = lp.time() + Duration::from_secs(1);
+    ///     let r = Timeout::at(Some(deadline)).run(evloop::sleep(Duration::from_secs(3))).await;
+    ///     assert!(r.is_err());
+    ///     assert!(lp.time() >= deadline);
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn at(when: Option<Instant>) -> Timeout {
         Timeout::with(when, None)
     }
 
     /// No deadline until [`TimeoutHandle::reschedule`] sets one (`asyncio.timeout(None)`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Builder, Timeout};
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let t = Timeout::never(); // asyncio.timeout(None)
+    ///     assert!(t.when().is_none());
+    ///     let r = t.run(async {
+    ///         evloop::sleep(Duration::from_secs(100)).await;
+    ///         "no deadline"
+    ///     });
+    ///     assert_eq!(r.await, Ok("no deadline"));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn never() -> Timeout {
         Timeout::with(None, None)
     }
 
     /// A handle to look at and move the deadline, valid before, during and after the run.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Builder, Timeout};
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let t = Timeout::never();
+    ///     let cm = t.handle();
+    ///     let r = t
+    ///         .run(async move {
+    ///             // Decide the deadline from inside: `async with asyncio.timeout(None) as cm:`
+    ///             cm.reschedule(Some(lp.time() + Duration::from_secs(1))).expect("running");
+    ///             evloop::sleep(Duration::from_secs(5)).await;
+    ///         })
+    ///         .await;
+    ///     assert!(r.is_err());
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn handle(&self) -> TimeoutHandle {
         TimeoutHandle {
             state: self.state.clone(),
@@ -190,6 +270,13 @@ impl Timeout {
     }
 
     /// The deadline (see [`TimeoutHandle::when`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let t = evloop::Timeout::after(Duration::from_secs(1));
+    /// assert!(t.when().is_none()); // made outside a loop: counted from the first poll of run
+    /// ```
     pub fn when(&self) -> Option<Instant> {
         self.state.when.get()
     }
@@ -198,6 +285,23 @@ impl Timeout {
     /// `fut` is dropped, which cancels it). `fut` is always polled before the deadline is
     /// checked, so a future that is ready wins, and a deadline in the past still lets it run
     /// up to its first `Pending`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Builder, Timeout};
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let outer = Timeout::after(Duration::from_secs(1));
+    ///     let inner = Timeout::after(Duration::from_secs(1));
+    ///     let (outer_h, inner_h) = (outer.handle(), inner.handle());
+    ///     // Nested on the same deadline: the outer one reports the timeout (an `Err` of the
+    ///     // outer run, not an `Ok(Err(..))` from the inner one), and both say they expired.
+    ///     let r = outer.run(async move { inner.run(evloop::sleep(Duration::from_secs(5))).await }).await;
+    ///     assert!(r.is_err());
+    ///     assert!(outer_h.expired() && inner_h.expired());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub async fn run<F: Future>(self, fut: F) -> Result<F::Output, Elapsed> {
         let state = self.state;
         let mut fut = pin!(fut);
@@ -275,6 +379,20 @@ fn store_waker(state: &State, cx: &Context<'_>) {
 
 impl TimeoutHandle {
     /// The deadline in loop time, `None` for none (asyncio's `when()`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Builder, Timeout};
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let cm = Timeout::after(Duration::from_secs(3)).handle();
+    ///     assert_eq!(cm.when(), Some(lp.time() + Duration::from_secs(3)));
+    ///     assert!(Timeout::never().handle().when().is_none());
+    ///     Ok::<(), evloop::LoopError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn when(&self) -> Option<Instant> {
         self.state.when.get()
     }
@@ -282,6 +400,20 @@ impl TimeoutHandle {
     /// Moves the deadline (`None` removes it), asyncio's `reschedule()`. Works before the run
     /// and while it runs, from inside the bounded future or from anywhere on the loop's
     /// thread; an [`InvalidStateError`] once the timeout expired or its future finished.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Builder, Timeout};
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let t = Timeout::after(Duration::from_secs(1));
+    ///     let cm = t.handle();
+    ///     cm.reschedule(None).expect("not started"); // no deadline after all
+    ///     assert_eq!(t.run(evloop::sleep(Duration::from_secs(2))).await, Ok(()));
+    ///     assert!(cm.reschedule(None).is_err()); // finished: InvalidStateError
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn reschedule(&self, when: Option<Instant>) -> Result<(), InvalidStateError> {
         let phase = self.state.phase.get();
         if matches!(phase, Phase::Expired | Phase::Finished) {
@@ -304,6 +436,20 @@ impl TimeoutHandle {
 
     /// Whether the deadline passed while the future ran (asyncio's `expired()`): true for an
     /// inner timeout too when an enclosing one on the same deadline reported it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Builder, Timeout};
+    ///
+    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    ///     let t = Timeout::after(Duration::from_secs(1));
+    ///     let cm = t.handle();
+    ///     assert!(!cm.expired());
+    ///     let _ = t.run(std::future::pending::<()>()).await;
+    ///     assert!(cm.expired());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn expired(&self) -> bool {
         self.state.phase.get() == Phase::Expired
     }

@@ -33,6 +33,19 @@ use crate::event_loop::{with_running, LoopHandle};
 use crate::task::{Core, TaskState};
 
 /// One task in a [`TaskTree`].
+///
+/// ```
+/// evloop::run(async {
+///     let worker = evloop::TaskBuilder::new().name("worker").spawn(std::future::pending::<()>())?;
+///     evloop::yield_now().await;
+///     let tree = evloop::task_tree().expect("a loop runs");
+///     let node = tree.get(worker.number()).expect("live");
+///     assert_eq!((node.name.as_str(), node.state), ("worker", evloop::TaskState::Pending));
+///     assert!(node.awaited_by.is_empty()); // nobody awaits it
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct TaskNode {
     /// `Task-N` or the name it was given.
@@ -51,6 +64,20 @@ pub struct TaskNode {
 
 /// A snapshot of a loop's live tasks and who awaits whom (see the module documentation);
 /// `Display` prints it as a tree, like `python -m asyncio pstree`.
+///
+/// ```
+/// evloop::run(async {
+///     let child = evloop::TaskBuilder::new().name("child").spawn(std::future::pending::<()>())?;
+///     let parent = evloop::TaskBuilder::new().name("parent").spawn(async move { child.await })?;
+///     evloop::yield_now().await;
+///     let text = evloop::task_tree().expect("a loop runs").to_string(); // python -m asyncio pstree
+///     let (p, c) = (text.find("parent").expect("listed"), text.find("child").expect("listed"));
+///     assert!(p < c, "{text}"); // the awaited task is printed below its awaiter
+///     parent.abort();
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct TaskTree {
     nodes: Vec<TaskNode>,
@@ -59,6 +86,14 @@ pub struct TaskTree {
 impl LoopHandle {
     /// A snapshot of every live task of this loop and who awaits whom (asyncio 3.14's
     /// `pstree`). Cheap enough for a diagnostic: one pass over the tasks.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// lp.create_task(std::future::pending::<()>())?;
+    /// let tree = lp.task_tree(); // also from outside the loop
+    /// assert_eq!(tree.tasks().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn task_tree(&self) -> TaskTree {
         let tasks = self.inner.tasks.borrow();
         let mut by_addr: HashMap<usize, u64> = HashMap::with_capacity(tasks.len());
@@ -94,22 +129,64 @@ impl LoopHandle {
 }
 
 /// The task tree of the loop running on this thread (`None` when no loop runs).
+///
+/// ```
+/// assert!(evloop::task_tree().is_none()); // no loop runs here
+/// let n = evloop::run(async { evloop::task_tree().map(|t| t.tasks().len()) })?;
+/// assert_eq!(n, Some(1)); // the task running run's future
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 pub fn task_tree() -> Option<TaskTree> {
     with_running(|lp| LoopHandle { inner: lp.clone() }.task_tree())
 }
 
 impl TaskTree {
     /// Every live task, by number.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let _a = evloop::spawn(std::future::pending::<()>());
+    ///     let _b = evloop::spawn(std::future::pending::<()>());
+    ///     let tree = evloop::task_tree().expect("a loop runs");
+    ///     let numbers: Vec<u64> = tree.tasks().iter().map(|t| t.number).collect();
+    ///     assert_eq!(numbers.len(), 3);
+    ///     assert!(numbers.windows(2).all(|w| w[0] < w[1])); // by number
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn tasks(&self) -> &[TaskNode] {
         &self.nodes
     }
 
     /// The task with `number`, if it is live.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let me = evloop::current_task().expect("in a task");
+    ///     let tree = evloop::task_tree().expect("a loop runs");
+    ///     assert_eq!(tree.get(me.number()).map(|n| n.name.clone()), Some(me.name()));
+    ///     assert!(tree.get(u64::MAX).is_none());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn get(&self, number: u64) -> Option<&TaskNode> {
         self.nodes.iter().find(|n| n.number == number)
     }
 
     /// The tasks `number` awaits (the inverse of `awaited_by`).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let child = evloop::spawn(std::future::pending::<()>());
+    ///     let c = child.number();
+    ///     let parent = evloop::spawn(async move { child.await });
+    ///     evloop::yield_now().await;
+    ///     let tree = evloop::task_tree().expect("a loop runs");
+    ///     assert_eq!(tree.awaits(parent.number()), [c]);
+    ///     parent.abort();
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn awaits(&self, number: u64) -> Vec<u64> {
         self.nodes
             .iter()
@@ -121,6 +198,34 @@ impl TaskTree {
     /// Every cycle of the awaited-by graph, each as the numbers of its tasks in await order
     /// (the first awaits the second, ..., the last awaits the first), starting from its
     /// lowest-numbered task. A cycle is a deadlock: none of its tasks can finish first.
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    ///
+    /// evloop::run(async {
+    ///     // Two tasks that each await the other: a deadlock the tree can name.
+    ///     let slot: Rc<RefCell<Option<evloop::Task<()>>>> = Rc::default();
+    ///     let s = slot.clone();
+    ///     let a = evloop::spawn(async move {
+    ///         evloop::yield_now().await;
+    ///         let b = s.borrow_mut().take().expect("set");
+    ///         let _ = b.await;
+    ///     });
+    ///     let a_ref = a.task_ref();
+    ///     let b = evloop::spawn(async move {
+    ///         let _ = a.await;
+    ///     });
+    ///     let (an, bn) = (a_ref.number(), b.number());
+    ///     *slot.borrow_mut() = Some(b);
+    ///     evloop::yield_now().await;
+    ///     evloop::yield_now().await;
+    ///     let tree = evloop::task_tree().expect("a loop runs");
+    ///     assert_eq!(tree.cycles(), [vec![an.min(bn), an.max(bn)]]);
+    ///     a_ref.abort();
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn cycles(&self) -> Vec<Vec<u64>> {
         // Each task awaits at most a few others; follow the edges from every task, and report a
         // cycle once, from its smallest member.
