@@ -12,6 +12,16 @@ use std::fmt;
 use std::io;
 
 /// What went wrong with a loop operation; see [`LoopError`].
+///
+/// ```
+/// use evloop::LoopErrorKind;
+///
+/// let lp = evloop::EventLoop::new()?;
+/// lp.close()?;
+/// let err = lp.run_until_complete(async {}).unwrap_err();
+/// assert_eq!(err.as_loop_error().map(|e| e.kind()), Some(LoopErrorKind::Closed));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LoopErrorKind {
@@ -37,6 +47,18 @@ pub enum LoopErrorKind {
 ///
 /// The message names the operation (`"call_soon"`, `"run_forever"`, ...) and, for I/O errors, the
 /// fd and the underlying OS error.
+///
+/// ```
+/// let err = evloop::get_running_loop().unwrap_err();
+/// assert_eq!(err.operation(), "get_running_loop");
+/// assert!(err.to_string().contains("get_running_loop"), "{err}"); // the message names the call
+///
+/// fn needs_a_loop() -> std::io::Result<()> {
+///     let _lp = evloop::get_running_loop()?; // a LoopError converts into an io::Error
+///     Ok(())
+/// }
+/// assert!(needs_a_loop().is_err());
+/// ```
 #[derive(Debug)]
 pub struct LoopError {
     kind: LoopErrorKind,
@@ -67,16 +89,38 @@ impl LoopError {
     }
 
     /// What kind of failure this is.
+    ///
+    /// ```
+    /// use evloop::LoopErrorKind;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let h = lp.handle();
+    /// let nested = lp.run_until_complete(async move { h.run_forever() })?; // a run inside the run
+    /// assert_eq!(nested.unwrap_err().kind(), LoopErrorKind::AlreadyRunning); // an error, not a hang
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn kind(&self) -> LoopErrorKind {
         self.kind
     }
 
     /// The loop operation that failed, e.g. `"call_soon"`.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// lp.close()?;
+    /// assert_eq!(lp.call_soon(|| ()).unwrap_err().operation(), "call_soon");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn operation(&self) -> &'static str {
         self.op
     }
 
     /// The OS error behind a [`LoopErrorKind::Io`] failure.
+    ///
+    /// ```
+    /// let err = evloop::get_running_loop().unwrap_err();
+    /// assert!(err.io_error().is_none()); // only for LoopErrorKind::Io
+    /// ```
     pub fn io_error(&self) -> Option<&io::Error> {
         self.io.as_ref()
     }
@@ -123,6 +167,12 @@ impl From<LoopError> for io::Error {
 ///
 /// The payload can be re-raised with [`std::panic::resume_unwind`] by code that wants the panic
 /// to continue past the loop.
+///
+/// ```
+/// let err = evloop::run(async { panic!("inside a task") }).unwrap_err();
+/// let panic = err.as_task_error().and_then(|e| e.panic()).expect("a panic");
+/// assert_eq!(panic.message(), "inside a task");
+/// ```
 pub struct Panic {
     message: String,
     payload: Option<Box<dyn Any + Send>>,
@@ -144,11 +194,31 @@ impl Panic {
     }
 
     /// The panic message (`panic!("...")`'s text).
+    ///
+    /// ```
+    /// let r = evloop::run(async {
+    ///     let t = evloop::spawn(async { panic!("code {}", 42) });
+    ///     t.await.unwrap_err().into_panic()
+    /// })?;
+    /// assert_eq!(r.map(|p| p.message().to_string()).as_deref(), Some("code 42"));
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn message(&self) -> &str {
         &self.message
     }
 
     /// Takes the original payload, e.g. to re-raise it with `std::panic::resume_unwind`.
+    ///
+    /// ```
+    /// let mut panic = evloop::run(async {
+    ///     evloop::spawn(async { std::panic::panic_any(7u32) }).await.unwrap_err().into_panic()
+    /// })?
+    /// .expect("a panic");
+    /// let payload = panic.take_payload().expect("kept"); // resume_unwind(payload) would re-raise it
+    /// assert_eq!(payload.downcast_ref::<u32>(), Some(&7));
+    /// assert!(panic.take_payload().is_none()); // taken once
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn take_payload(&mut self) -> Option<Box<dyn Any + Send>> {
         self.payload.take()
     }
@@ -167,6 +237,20 @@ impl fmt::Display for Panic {
 }
 
 /// Why a task gave no value: it was cancelled, or it panicked.
+///
+/// ```
+/// use evloop::TaskError;
+///
+/// evloop::run(async {
+///     let t = evloop::spawn(std::future::pending::<()>());
+///     t.cancel();
+///     match t.await {
+///         Err(TaskError::Cancelled { task }) => assert!(task.starts_with("Task-")),
+///         other => unreachable!("{other:?}"),
+///     }
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum TaskError {
@@ -198,16 +282,41 @@ pub enum TaskError {
 
 impl TaskError {
     /// True for [`TaskError::Cancelled`].
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(std::future::pending::<()>());
+    ///     t.abort();
+    ///     assert!(t.await.unwrap_err().is_cancelled()); // asyncio's CancelledError
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self, TaskError::Cancelled { .. })
     }
 
     /// True for [`TaskError::Panicked`].
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let err = evloop::spawn(async { panic!("boom") }).await.unwrap_err();
+    ///     assert!(err.is_panic() && !err.is_cancelled());
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self, TaskError::Panicked { .. })
     }
 
     /// The caught panic, for [`TaskError::Panicked`].
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let err = evloop::spawn(async { panic!("boom") }).await.unwrap_err();
+    ///     assert_eq!(err.panic().map(|p| p.message()), Some("boom"));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn panic(&self) -> Option<&Panic> {
         match self {
             TaskError::Panicked { panic, .. } => Some(panic),
@@ -216,6 +325,15 @@ impl TaskError {
     }
 
     /// Consumes the error and returns the caught panic, for [`TaskError::Panicked`].
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let err = evloop::spawn(async { panic!("owned") }).await.unwrap_err();
+    ///     let panic = err.into_panic().expect("it panicked");
+    ///     assert_eq!(panic.message(), "owned"); // e.g. to re-raise: resume_unwind(panic.take_payload()...)
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn into_panic(self) -> Option<Panic> {
         match self {
             TaskError::Panicked { panic, .. } => Some(panic),
@@ -254,6 +372,16 @@ impl From<TaskError> for io::Error {
 
 /// The error of [`EventLoop::run_until_complete`](crate::LoopHandle::run_until_complete) and
 /// [`run`](crate::run): the loop could not run the future, or the future's task failed.
+///
+/// ```
+/// use evloop::RunError;
+///
+/// match evloop::run(async { panic!("main failed") }) {
+///     Err(RunError::Task(e)) => assert!(e.is_panic()), // the future's task failed
+///     Err(RunError::Loop(e)) => unreachable!("the loop itself ran: {e}"),
+///     other => unreachable!("{other:?}"),
+/// }
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum RunError {
@@ -265,6 +393,17 @@ pub enum RunError {
 
 impl RunError {
     /// The loop error, if that is what this is.
+    ///
+    /// ```
+    /// use evloop::LoopErrorKind;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// lp.close()?;
+    /// let err = lp.run_until_complete(async {}).unwrap_err();
+    /// assert_eq!(err.as_loop_error().map(|e| e.kind()), Some(LoopErrorKind::Closed));
+    /// assert!(err.as_task_error().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn as_loop_error(&self) -> Option<&LoopError> {
         match self {
             RunError::Loop(e) => Some(e),
@@ -273,6 +412,11 @@ impl RunError {
     }
 
     /// The task error, if that is what this is.
+    ///
+    /// ```
+    /// let err = evloop::run(async { panic!("boom") }).unwrap_err();
+    /// assert!(err.as_task_error().is_some_and(|e| e.is_panic()));
+    /// ```
     pub fn as_task_error(&self) -> Option<&TaskError> {
         match self {
             RunError::Task(e) => Some(e),
@@ -330,6 +474,21 @@ impl From<RunError> for io::Error {
 /// until that loop runs again, which while this one runs is never. So the wait fails at once,
 /// naming both loops. See [`LoopHandle::id`](crate::LoopHandle::id) and the book's "What
 /// belongs to a loop" (docs/01-the-event-loop.md) for what is bound and what is not.
+///
+/// ```
+/// use evloop::{EventLoop, PromiseError};
+///
+/// let (a, b) = (EventLoop::new()?, EventLoop::new()?);
+/// let p = a.create_future::<u8>(); // bound to loop `a`
+/// let r = b.run_until_complete(p.wait())?; // awaited from a task of `b`
+/// match r {
+///     Err(PromiseError::WrongLoop(e)) => {
+///         assert_eq!((e.bound_loop(), e.running_loop()), (a.id(), b.id()));
+///     }
+///     other => unreachable!("{other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WrongLoopError {
     pub(crate) op: &'static str,
@@ -380,6 +539,15 @@ impl From<WrongLoopError> for io::Error {
 
 /// A promise operation that its state does not allow, such as setting a result twice
 /// (asyncio's `InvalidStateError`).
+///
+/// ```
+/// let lp = evloop::EventLoop::new()?;
+/// let p = lp.create_future::<()>();
+/// p.cancel();
+/// let err = p.set_result(()).unwrap_err(); // asyncio's InvalidStateError
+/// assert_eq!((err.operation(), err.state()), ("set_result", "cancelled"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidStateError {
     pub(crate) op: &'static str,
@@ -415,6 +583,17 @@ impl From<InvalidStateError> for io::Error {
 
 /// Awaiting a promise that was cancelled (asyncio's `CancelledError`), or reading the result of
 /// one that is not done yet.
+///
+/// ```
+/// use evloop::PromiseError;
+///
+/// let lp = evloop::EventLoop::new()?;
+/// let p = lp.create_future::<u8>();
+/// assert!(matches!(p.result(), Err(PromiseError::Pending { .. })));
+/// p.cancel();
+/// assert!(p.result().unwrap_err().is_cancelled());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PromiseError {
@@ -467,6 +646,26 @@ impl From<PromiseError> for io::Error {
 ///
 /// evloop returns it inside an `io::Error` of the same [`io::ErrorKind`], so `?` and `kind()`
 /// work as usual; [`os_error`] digs the errno back out.
+///
+/// ```
+/// use std::net::SocketAddr;
+/// use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
+/// use evloop::OpError;
+///
+/// evloop::run(async {
+///     // A port that is bound but not listening refuses connections.
+///     let not_listening = Socket::new(Domain::Inet, SockType::Stream)?;
+///     not_listening.bind(&SockAddr::Inet(SocketAddr::from(([127, 0, 0, 1], 0))))?;
+///     let addr = not_listening.local_addr()?.as_inet().expect("an IP address");
+///     let err = TcpStream::connect(addr).await.unwrap_err();
+///     assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused); // kind() as usual
+///     let op = err.get_ref().and_then(|e| e.downcast_ref::<OpError>()).expect("with context");
+///     assert_eq!(op.context(), format!("connect({addr})"));
+///     assert_eq!(op.io_error().raw_os_error(), Some(111)); // ECONNREFUSED
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct OpError {
     context: String,
@@ -475,6 +674,21 @@ pub struct OpError {
 
 impl OpError {
     /// The operation and object, e.g. `connect(127.0.0.1:9)`.
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// use evloop::OpError;
+    ///
+    /// evloop::run(async {
+    ///     let first = UdpSocket::bind("127.0.0.1:0").await?;
+    ///     let taken = first.local_addr()?;
+    ///     let err = UdpSocket::bind(taken).await.unwrap_err();
+    ///     let op = err.get_ref().and_then(|e| e.downcast_ref::<OpError>()).expect("with context");
+    ///     assert_eq!(op.context(), format!("bind({taken})")); // the call and its address
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn context(&self) -> &str {
         &self.context
     }
@@ -504,6 +718,18 @@ pub(crate) fn with_context(context: String, e: io::Error) -> io::Error {
 
 /// The errno behind `e`, looking through evloop's [`OpError`] context (which `raw_os_error()`
 /// alone cannot see).
+///
+/// ```
+/// use evloop::net::UdpSocket;
+///
+/// evloop::run(async {
+///     let first = UdpSocket::bind("127.0.0.1:0").await?;
+///     let err = UdpSocket::bind(first.local_addr()?).await.unwrap_err(); // the port is taken
+///     assert_eq!(evloop::os_error(&err), Some(98)); // EADDRINUSE, through the added context
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn os_error(e: &io::Error) -> Option<i32> {
     if let Some(code) = e.raw_os_error() {
         return Some(code);

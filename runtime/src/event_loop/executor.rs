@@ -35,6 +35,16 @@ use crate::event_loop::{LoopHandle, LoopInner};
 type Job = Box<dyn FnOnce() + Send>;
 
 /// Why an executor job gave no value.
+///
+/// ```
+/// use evloop::ExecutorError;
+///
+/// let lp = evloop::EventLoop::new()?;
+/// let job = lp.run_in_executor(|| -> u32 { panic!("in the pool") })?;
+/// let r = lp.run_until_complete(job)?; // the panic is caught on the worker thread
+/// assert!(matches!(r, Err(ExecutorError::Panicked(p)) if p.message() == "in the pool"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ExecutorError {
@@ -227,6 +237,18 @@ impl Extension for DefaultExecutor {
 impl LoopHandle {
     /// Runs `f` on the executor's thread pool (asyncio's `run_in_executor(None, f)`); await the
     /// returned job for its result. The pool starts lazily and is bounded.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     // Blocking work off the loop: await loop.run_in_executor(None, f)
+    ///     let job = lp.run_in_executor(|| std::fs::read_to_string("/proc/self/stat").map(|s| s.len()))?;
+    ///     let len = job.await??;
+    ///     assert!(len > 0);
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run_in_executor<T, F>(&self, f: F) -> Result<ExecutorJob<T>, LoopError>
     where
         T: Send + 'static,
@@ -250,6 +272,15 @@ impl LoopHandle {
     /// Shuts the executor down and waits for its running jobs to finish (this blocks the
     /// thread). Jobs queued but not started resolve as shut down. The next `run_in_executor`
     /// starts a new pool.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let job = lp.run_in_executor(|| 1)?;
+    /// assert_eq!(lp.run_until_complete(job)??, 1);
+    /// lp.shutdown_default_executor(); // waits for running jobs; the threads exit
+    /// assert_eq!(lp.stats().executor_threads, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shutdown_default_executor(&self) {
         let pool = self
             .inner
@@ -266,6 +297,17 @@ impl LoopHandle {
     /// blocking: every job already given to it still runs (queued ones included) and its
     /// threads exit once its queue is empty. Errors: `threads == 0` (`InvalidInput`), or the
     /// loop is closed.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// lp.set_default_executor(1)?; // at most one thread from now on
+    /// let (a, b) = (lp.run_in_executor(|| "a")?, lp.run_in_executor(|| "b")?);
+    /// let (a, b) = lp.run_until_complete(async { (a.await, b.await) })?;
+    /// assert_eq!((a?, b?), ("a", "b"));
+    /// assert_eq!(lp.stats().executor_threads, 1);
+    /// assert!(lp.set_default_executor(0).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_default_executor(&self, threads: usize) -> io::Result<()> {
         self.check_open("set_default_executor")?;
         if threads == 0 {
@@ -352,12 +394,29 @@ impl<T> Drop for ResultGuard<T> {
 /// gives the job's return value, or an [`ExecutorError`] if it panicked or never ran.
 ///
 /// Dropping it does not stop the job (a thread cannot be interrupted); the result is discarded.
+///
+/// ```
+/// let lp = evloop::EventLoop::new()?;
+/// let job = lp.run_in_executor(|| (1..=10u64).product::<u64>())?;
+/// assert_eq!(lp.run_until_complete(job)??, 3_628_800);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct ExecutorJob<T> {
     slot: Arc<Mutex<JobState<T>>>,
 }
 
 impl<T> ExecutorJob<T> {
     /// Whether the job has finished (or was dropped by a shutdown).
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let (tx, rx) = std::sync::mpsc::channel::<()>();
+    /// let job = lp.run_in_executor(move || rx.recv().is_ok())?;
+    /// assert!(!job.is_done()); // blocked on the channel
+    /// tx.send(())?;
+    /// assert!(lp.run_until_complete(job)??);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_done(&self) -> bool {
         !matches!(
             *self.slot.lock().unwrap_or_else(|p| p.into_inner()),

@@ -222,6 +222,20 @@ impl<F: FnMut()> Callback for RepeatCallback<F> {
 /// Cancelling before it runs means it never runs; cancelling again, or after it ran, does nothing.
 /// Cancelling drops the closure, and everything it captured, at once (not when the handle is
 /// dropped and the loop gets to the cancelled entry).
+///
+/// ```
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+///
+/// let lp = evloop::EventLoop::new()?;
+/// let ran = Rc::new(Cell::new(false));
+/// let r = ran.clone();
+/// let handle = lp.call_soon(move || r.set(true))?;
+/// handle.cancel(); // before it runs: it never runs
+/// lp.run_until_complete(async {})?;
+/// assert!(!ran.get());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Handle {
     pub(crate) inner: Rc<dyn Callback>,
@@ -229,11 +243,33 @@ pub struct Handle {
 
 impl Handle {
     /// Cancels the callback if it has not run yet, dropping its closure now. Idempotent.
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let big = Rc::new(vec![0u8; 1 << 20]);
+    /// let captured = big.clone();
+    /// let handle = lp.call_soon(move || drop(captured))?;
+    /// handle.cancel(); // the closure, and what it captured, is dropped now
+    /// assert_eq!(Rc::strong_count(&big), 1);
+    /// handle.cancel(); // idempotent
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cancel(&self) {
         self.inner.cancel();
     }
 
     /// Whether [`cancel`](Handle::cancel) was called.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let handle = lp.call_soon(|| ())?;
+    /// assert!(!handle.cancelled());
+    /// handle.cancel();
+    /// assert!(handle.cancelled());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cancelled(&self) -> bool {
         self.inner.cancelled()
     }
@@ -247,6 +283,16 @@ impl fmt::Debug for Handle {
 }
 
 /// Identifies a done callback, for `remove_done_callback` on tasks and promises.
+///
+/// ```
+/// evloop::run(async {
+///     let t = evloop::spawn(async {});
+///     let id: evloop::CallbackId = t.add_done_callback(|_| ());
+///     assert_eq!(t.remove_done_callback(id), 1); // the id names the callback to remove
+///     t.await
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CallbackId(pub(crate) u64);
 
@@ -258,6 +304,17 @@ pub(crate) struct TimerCancels {
 
 /// A callback scheduled for a point in time (asyncio's `TimerHandle`), returned by `call_later`
 /// and `call_at`.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+/// let timer = lp.call_later(Duration::from_secs(30), || unreachable!("cancelled"))?;
+/// assert_eq!(timer.when(), lp.time() + Duration::from_secs(30));
+/// timer.cancel();
+/// lp.run_until_complete(evloop::sleep(Duration::from_secs(60)))?; // past the deadline
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct TimerHandle {
     pub(crate) handle: Handle,
     pub(crate) when: Instant,
@@ -269,6 +326,18 @@ impl TimerHandle {
     /// Cancels the timer: it will not run, its closure is dropped now, and the next loop
     /// iteration removes its (now small) entry from the timer heap (no garbage accumulates).
     /// Idempotent; a no-op once the callback has run.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let timer = lp.call_later(Duration::from_secs(3600), || ())?;
+    /// timer.cancel();
+    /// lp.stop();
+    /// lp.run_forever()?; // the next iteration removes the entry from the heap
+    /// assert_eq!(lp.stats().timers, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cancel(&self) {
         if self.handle.cancelled() {
             return;
@@ -282,11 +351,31 @@ impl TimerHandle {
     }
 
     /// Whether [`cancel`](TimerHandle::cancel) was called.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let timer = lp.call_later(Duration::from_secs(1), || ())?;
+    /// assert!(!timer.cancelled());
+    /// timer.cancel();
+    /// assert!(timer.cancelled());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cancelled(&self) -> bool {
         self.handle.cancelled()
     }
 
     /// The deadline this timer was scheduled for.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let at = lp.time() + Duration::from_secs(5);
+    /// assert_eq!(lp.call_at(at, || ())?.when(), at); // TimerHandle.when()
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn when(&self) -> Instant {
         self.when
     }

@@ -140,6 +140,21 @@ pub(crate) trait DeferredFlush {
 }
 
 /// The kind of problem passed to the exception handler.
+///
+/// ```
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+/// use evloop::ExceptionKind;
+///
+/// let lp = evloop::EventLoop::new()?;
+/// let kinds = Rc::new(RefCell::new(Vec::new()));
+/// let k = kinds.clone();
+/// lp.set_exception_handler(Some(Box::new(move |_lp, ctx| k.borrow_mut().push(ctx.kind))));
+/// lp.call_soon(|| panic!("a callback fails"))?;
+/// lp.run_until_complete(async {})?; // the loop goes on
+/// assert_eq!(*kinds.borrow(), [ExceptionKind::CallbackPanicked]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ExceptionKind {
@@ -155,6 +170,26 @@ pub enum ExceptionKind {
 }
 
 /// What the exception handler receives (asyncio's `context` dict).
+///
+/// ```
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+///
+/// let lp = evloop::EventLoop::new()?;
+/// let seen = Rc::new(RefCell::new(None));
+/// let s = seen.clone();
+/// lp.set_exception_handler(Some(Box::new(move |_lp, ctx| {
+///     // asyncio's context dict: what happened, where, and the panic.
+///     *s.borrow_mut() = Some((ctx.task.clone(), ctx.panic.as_ref().map(|p| p.message().to_string())));
+/// })));
+/// let t = lp.create_task(async { panic!("lost") })?;
+/// drop(t); // nobody will await it: its failure goes to the handler
+/// lp.run_until_complete(evloop::yield_now())?;
+/// let (task, message) = seen.take().expect("reported");
+/// assert!(task.is_some_and(|name| name.starts_with("Task-")));
+/// assert_eq!(message.as_deref(), Some("lost"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct ExceptionContext {
     /// What happened.
@@ -178,6 +213,21 @@ pub type BoxedExceptionHandler = Box<ExceptionHandler>;
 pub type SharedExceptionHandler = Rc<ExceptionHandler>;
 
 /// The default exception handler: one line on stderr (asyncio logs at ERROR level).
+///
+/// ```
+/// let lp = evloop::EventLoop::new()?;
+/// // A handler that counts failures, then logs them the default way (one line on stderr).
+/// let count = std::rc::Rc::new(std::cell::Cell::new(0));
+/// let c = count.clone();
+/// lp.set_exception_handler(Some(Box::new(move |_lp, ctx| {
+///     c.set(c.get() + 1);
+///     evloop::default_exception_handler(ctx);
+/// })));
+/// lp.call_soon(|| panic!("logged"))?;
+/// lp.run_until_complete(async {})?;
+/// assert_eq!(count.get(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn default_exception_handler(ctx: &ExceptionContext) {
     match &ctx.panic {
         Some(p) => eprintln!("evloop: {}: {}", ctx.message, p),
@@ -281,6 +331,26 @@ impl Shared {
 }
 
 /// A `Send + Sync` handle to a loop for other threads: `call_soon_threadsafe` and `stop`.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::sync::Arc;
+///
+/// let lp = evloop::EventLoop::new()?;
+/// let remote = lp.remote(); // Send + Sync
+/// let hits = Arc::new(AtomicU32::new(0));
+/// let h = hits.clone();
+/// let worker = std::thread::spawn(move || {
+///     remote.call_soon_threadsafe(move || {
+///         h.fetch_add(1, Ordering::SeqCst); // runs on the loop's thread
+///     })?;
+///     remote.stop() // after the callback: both go through one FIFO queue
+/// });
+/// lp.run_forever()?; // wakes at once for the thread's calls, then stops
+/// worker.join().expect("no panic")?;
+/// assert_eq!(hits.load(Ordering::SeqCst), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct RemoteHandle {
     shared: Arc<Shared>,
@@ -295,6 +365,24 @@ impl RemoteHandle {
     /// callback waits in the remote queue, which the loop moves to its ready queue at the next
     /// poll or before the next `call_soon` of the loop's thread, whichever comes first, so a
     /// callback scheduled earlier runs earlier.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let remote = lp.remote();
+    /// let (tx, rx) = mpsc::channel();
+    /// std::thread::spawn(move || {
+    ///     let stopper = remote.clone();
+    ///     remote.call_soon_threadsafe(move || {
+    ///         tx.send(std::thread::current().id()).expect("receiver alive");
+    ///         let _ = stopper.stop();
+    ///     })
+    /// });
+    /// lp.run_forever()?; // blocked in epoll until the eventfd write wakes it
+    /// assert_eq!(rx.recv()?, std::thread::current().id()); // the callback ran here, on the loop's thread
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
         let site = Location::caller();
@@ -323,6 +411,14 @@ impl RemoteHandle {
 
     /// Asks the loop to stop after its current iteration (asyncio's `loop.stop()` via
     /// `call_soon_threadsafe`).
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let remote = lp.remote();
+    /// std::thread::spawn(move || remote.stop()).join().expect("no panic")?;
+    /// lp.run_forever()?; // returns after one iteration: the stop was waiting for it
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stop(&self) -> Result<(), LoopError> {
         self.shared
             .push(Remote::Stop)
@@ -330,6 +426,16 @@ impl RemoteHandle {
     }
 
     /// Whether the loop was closed.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let remote = lp.remote();
+    /// assert!(!remote.is_closed());
+    /// lp.close()?;
+    /// assert!(remote.is_closed());
+    /// assert!(remote.call_soon_threadsafe(|| ()).is_err()); // refused, not lost silently
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.shared.is_closed()
     }
@@ -403,6 +509,19 @@ pub(crate) fn running_loop_id() -> Option<u64> {
 }
 
 /// The loop running on this thread (asyncio's `get_running_loop()`).
+///
+/// ```
+/// use evloop::LoopErrorKind;
+///
+/// let err = evloop::get_running_loop().unwrap_err();
+/// assert_eq!(err.kind(), LoopErrorKind::NoRunningLoop);
+/// evloop::run(async {
+///     let lp = evloop::get_running_loop()?; // asyncio.get_running_loop()
+///     assert!(lp.is_running());
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn get_running_loop() -> Result<LoopHandle, LoopError> {
     with_running(|lp| LoopHandle { inner: lp.clone() })
         .ok_or_else(|| LoopError::new(LoopErrorKind::NoRunningLoop, "get_running_loop"))
@@ -477,6 +596,22 @@ impl Drop for RunGuard {
 // Configuration.
 
 /// Builds an [`EventLoop`] with options (asyncio's debug mode, trace mode, a virtual clock, ...).
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let lp = evloop::EventLoop::builder()
+///     .virtual_clock(true) // an hour of timers in milliseconds
+///     .debug(true) // warn about slow callbacks
+///     .executor_threads(2)
+///     .build()?;
+/// let out = lp.run_until_complete(async {
+///     evloop::sleep(Duration::from_secs(3600)).await;
+///     "an hour later"
+/// })?;
+/// assert_eq!(out, "an hour later");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Builder {
     debug: bool,
     slow_callback: Duration,
@@ -509,6 +644,12 @@ impl Builder {
     /// Defaults: trace mode if `EVLOOP_TRACE` is set (non-empty, not `0`), debug mode if
     /// `EVLOOP_DEBUG` is, 100 ms slow-callback threshold, real clock, 1 ns timer slack, lazy
     /// task start, executor bound `min(32, cores + 4)`.
+    ///
+    /// ```
+    /// let lp = evloop::Builder::new().build()?; // the same as EventLoop::new()
+    /// assert!(!lp.is_running() && !lp.is_closed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> Builder {
         Builder {
             debug: env_flag("EVLOOP_DEBUG"),
@@ -525,24 +666,71 @@ impl Builder {
 
     /// Debug mode: warns (on stderr) about callbacks, task steps and whole iterations slower than
     /// [`slow_callback_duration`](Builder::slow_callback_duration).
+    ///
+    /// ```
+    /// let lp = evloop::Builder::new().debug(true).build()?; // asyncio's debug=True
+    /// assert!(lp.get_debug());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn debug(mut self, on: bool) -> Self {
         self.debug = on;
         self
     }
 
     /// The debug-mode threshold (asyncio's `slow_callback_duration`, default 100 ms).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// // Debug mode warns on stderr about any callback or task step slower than 10 ms.
+    /// let lp = evloop::Builder::new()
+    ///     .debug(true)
+    ///     .slow_callback_duration(Duration::from_millis(10))
+    ///     .build()?;
+    /// lp.run_until_complete(async {})?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn slow_callback_duration(mut self, d: Duration) -> Self {
         self.slow_callback = d;
         self
     }
 
     /// Trace mode: a line per loop phase, handle run, task step, wake and promise completion.
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    ///
+    /// let lines = Rc::new(RefCell::new(Vec::new()));
+    /// let sink = lines.clone();
+    /// let lp = evloop::Builder::new()
+    ///     .trace(true) // or EVLOOP_TRACE=1
+    ///     .trace_sink(move |line| sink.borrow_mut().push(line.to_string()))
+    ///     .build()?;
+    /// lp.run_until_complete(async {})?;
+    /// assert!(lines.borrow().iter().any(|l| l.starts_with("[iter 1]")), "{:#?}", lines.borrow());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn trace(mut self, on: bool) -> Self {
         self.trace = on;
         self
     }
 
     /// Sends trace lines to `sink` instead of stderr (implies nothing: trace mode must be on).
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    ///
+    /// let lines = Rc::new(RefCell::new(Vec::new()));
+    /// let sink = lines.clone();
+    /// evloop::run_with(
+    ///     evloop::Builder::new().trace(true).trace_sink(move |line| sink.borrow_mut().push(line.to_string())),
+    ///     async {},
+    /// )?;
+    /// assert!(lines.borrow().iter().any(|l| l.contains("Task-1")), "{:#?}", lines.borrow());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn trace_sink(mut self, sink: impl FnMut(&str) + 'static) -> Self {
         self.trace_sink = Some(Box::new(sink));
         self
@@ -550,6 +738,17 @@ impl Builder {
 
     /// Virtual time: the clock starts at zero and moves only when the loop is idle, jumping to
     /// the next timer's deadline. An hour of timers runs in milliseconds, deterministically.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let lp = evloop::Builder::new().virtual_clock(true).build()?;
+    /// let (wall, start) = (Instant::now(), lp.time());
+    /// lp.run_until_complete(evloop::sleep(Duration::from_secs(24 * 3600)))?;
+    /// assert!(lp.time() - start >= Duration::from_secs(24 * 3600)); // a day of loop time ...
+    /// assert!(wall.elapsed() < Duration::from_secs(24 * 3600)); // ... without waiting for it
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn virtual_clock(mut self, on: bool) -> Self {
         self.virtual_clock = on;
         self
@@ -564,18 +763,47 @@ impl Builder {
     /// At most [`MAX_TIMER_SLACK`] (1 s): every timer of the loop may be that late, and the
     /// kernel would take anything up to 584 years (a `Duration::MAX` slack made a 10 ms sleep
     /// never finish). [`build`](Builder::build) refuses more.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Builder, LoopErrorKind};
+    ///
+    /// let lp = Builder::new().timer_slack(None).build()?; // leave the thread's slack alone
+    /// drop(lp);
+    /// let err = Builder::new().timer_slack(Some(Duration::from_secs(2))).build().unwrap_err();
+    /// assert_eq!(err.kind(), LoopErrorKind::InvalidConfig); // more than MAX_TIMER_SLACK
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn timer_slack(mut self, slack: Option<Duration>) -> Self {
         self.timer_slack = slack;
         self
     }
 
     /// asyncio 3.12's eager task start for every task: the first step runs inside `create_task`.
+    ///
+    /// ```
+    /// evloop::run_with(evloop::Builder::new().eager_tasks(true), async {
+    ///     let t = evloop::spawn(async { 1 });
+    ///     assert!(t.done()); // its first (and only) step ran inside spawn
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
     pub fn eager_tasks(mut self, on: bool) -> Self {
         self.eager_tasks = on;
         self
     }
 
     /// The executor pool's bound (at least 1).
+    ///
+    /// ```
+    /// let lp = evloop::Builder::new().executor_threads(1).build()?;
+    /// let a = lp.run_in_executor(|| 1)?;
+    /// let b = lp.run_in_executor(|| 2)?; // waits for the one thread
+    /// let (a, b) = lp.run_until_complete(async { (a.await, b.await) })?;
+    /// assert_eq!((a?, b?), (1, 2));
+    /// assert_eq!(lp.stats().executor_threads, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn executor_threads(mut self, n: usize) -> Self {
         self.executor_threads = n.max(1);
         self
@@ -590,6 +818,17 @@ impl Builder {
     ///
     /// It must lie within 1 ms (a shorter delay would make a server that cannot accept spin)
     /// and 1 hour; [`build`](Builder::build) refuses other values.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::{Builder, LoopErrorKind};
+    ///
+    /// let lp = Builder::new().accept_retry_delay(Duration::from_millis(250)).build()?;
+    /// drop(lp);
+    /// let err = Builder::new().accept_retry_delay(Duration::ZERO).build().unwrap_err(); // would spin
+    /// assert_eq!(err.kind(), LoopErrorKind::InvalidConfig);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn accept_retry_delay(mut self, delay: Duration) -> Self {
         self.accept_retry_delay = delay;
         self
@@ -599,6 +838,12 @@ impl Builder {
     ///
     /// Errors: an option out of its range ([`LoopErrorKind::InvalidConfig`], naming the
     /// option), or the OS refused the epoll instance or the eventfd.
+    ///
+    /// ```
+    /// let lp = evloop::Builder::new().build()?;
+    /// assert!(lp.epoll_fd().is_some()); // an epoll instance (and a wake-up eventfd), O_CLOEXEC
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn build(self) -> Result<EventLoop, LoopError> {
         check_accept_retry_delay(self.accept_retry_delay)
             .map_err(|e| LoopError::invalid_config("Builder::build (accept_retry_delay)", e))?;
@@ -773,6 +1018,15 @@ pub(crate) struct LoopInner {
 }
 
 /// Counts of what the loop holds right now (for tests and the teaching docs).
+///
+/// ```
+/// let lp = evloop::EventLoop::new()?;
+/// lp.call_soon(|| ())?;
+/// lp.create_task(std::future::pending::<()>())?;
+/// let stats = lp.stats();
+/// assert_eq!((stats.ready, stats.tasks, stats.timers), (2, 1, 0)); // a callback and a first step
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoopStats {
     /// Iterations run so far.
@@ -1315,16 +1569,37 @@ pub struct EventLoop {
 
 impl EventLoop {
     /// A loop with the default options (see [`Builder::new`]).
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?; // asyncio.new_event_loop()
+    /// assert_eq!(lp.run_until_complete(async { 1 + 1 })?, 2);
+    /// drop(lp); // closes it: every fd it opened is released
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> Result<EventLoop, LoopError> {
         Builder::new().build()
     }
 
     /// A builder for a loop with options.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// assert!(!lp.is_closed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn builder() -> Builder {
         Builder::new()
     }
 
     /// A clone of the handle, to keep beyond the owner's scope.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let h = lp.handle(); // cheap to clone, e.g. into callbacks
+    /// lp.call_soon(move || h.stop())?;
+    /// lp.run_forever()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn handle(&self) -> LoopHandle {
         self.handle.clone()
     }
@@ -1350,6 +1625,16 @@ impl fmt::Debug for EventLoop {
 }
 
 /// A handle to an event loop: every loop operation (asyncio's loop methods) lives here.
+///
+/// ```
+/// let lp = evloop::EventLoop::new()?;
+/// let h: evloop::LoopHandle = lp.handle();
+/// assert!(h.same_loop(&lp));
+/// drop(lp); // the owner closes the loop ...
+/// assert!(h.is_closed()); // ... which every handle sees
+/// assert!(h.call_soon(|| ()).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct LoopHandle {
     pub(crate) inner: Rc<LoopInner>,
@@ -1404,6 +1689,16 @@ impl LoopHandle {
     ///
     /// Errors: the loop is closed, already running, another loop runs on this thread, or the
     /// poll failed (an OS error, which would repeat if the loop went on).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let h = lp.handle();
+    /// lp.call_later(Duration::from_secs(1), move || h.stop())?;
+    /// lp.run_forever()?; // loop.run_forever(): until stop()
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run_forever(&self) -> Result<(), LoopError> {
         let _guard = RunGuard::enter(&self.inner, "run_forever")?;
         let result = loop {
@@ -1424,6 +1719,25 @@ impl LoopHandle {
     /// iteration it blocks in the poll when nothing is ready and no timer is pending, until an
     /// fd event or another thread wakes it. A `stop()` made during it is kept for the next
     /// `run_forever`.
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let ran = Rc::new(Cell::new(0));
+    /// let (r, h) = (ran.clone(), lp.handle());
+    /// lp.call_soon(move || {
+    ///     r.set(r.get() + 1);
+    ///     let r = r.clone();
+    ///     h.call_soon(move || r.set(r.get() + 1)).expect("open"); // waits for the next iteration
+    /// })?;
+    /// lp.run_once()?;
+    /// assert_eq!(ran.get(), 1);
+    /// lp.run_once()?;
+    /// assert_eq!(ran.get(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run_once(&self) -> Result<(), LoopError> {
         let _guard = RunGuard::enter(&self.inner, "run_once")?;
         self.inner.run_once()
@@ -1432,17 +1746,40 @@ impl LoopHandle {
     /// Makes `run_forever` return after the current iteration. Called while the loop is not
     /// running, the next `run_forever` runs one iteration (polling without blocking) and returns.
     /// On a closed loop it does nothing (asyncio's `stop()` only sets a flag).
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// lp.stop(); // before it runs: the next run_forever runs one iteration
+    /// lp.run_forever()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stop(&self) {
         self.trace(|| "  stop requested".to_string());
         self.inner.stopping.set(true);
     }
 
     /// Whether the loop is running.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// assert!(!lp.is_running());
+    /// let h = lp.handle();
+    /// assert!(lp.run_until_complete(async move { h.is_running() })?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_running(&self) -> bool {
         self.inner.running.get()
     }
 
     /// Whether the loop was closed.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// assert!(!lp.is_closed());
+    /// lp.close()?;
+    /// assert!(lp.is_closed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.inner.closed.get()
     }
@@ -1451,6 +1788,20 @@ impl LoopHandle {
     /// callback and timer (the closures of those that never ran, even where the user still
     /// holds their handles), deregisters every fd, stops the executor's threads after their current
     /// job, and closes the loop's epoll fd and eventfd. Idempotent. An error if the loop is running.
+    ///
+    /// ```
+    /// use evloop::LoopErrorKind;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let h = lp.handle();
+    /// let err = lp.run_until_complete(async move { h.close() })?.unwrap_err();
+    /// assert_eq!(err.kind(), LoopErrorKind::Running); // not while it runs
+    /// lp.close()?;
+    /// lp.close()?; // idempotent
+    /// assert!(lp.epoll_fd().is_none()); // its fds are closed
+    /// assert_eq!(lp.call_soon(|| ()).unwrap_err().kind(), LoopErrorKind::Closed);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn close(&self) -> Result<(), LoopError> {
         let lp = &self.inner;
         if lp.running.get() {
@@ -1537,12 +1888,39 @@ impl LoopHandle {
     }
 
     /// Loop time: `CLOCK_MONOTONIC` (or the virtual clock) as an `Instant`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let start = lp.time(); // loop.time()
+    /// lp.run_until_complete(evloop::sleep(Duration::from_secs(5)))?;
+    /// assert_eq!(lp.time() - start, Duration::from_secs(5)); // the virtual clock jumped exactly there
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn time(&self) -> Instant {
         self.inner.clock.instant_of(self.inner.clock.now())
     }
 
     /// Schedules `f` for the next iteration (asyncio's `call_soon`). Callbacks run in FIFO
     /// order; one scheduled by a running callback runs in the next iteration.
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let log = Rc::new(RefCell::new(Vec::new()));
+    /// for i in 0..3 {
+    ///     let log = log.clone();
+    ///     lp.call_soon(move || log.borrow_mut().push(i))?; // loop.call_soon(cb)
+    /// }
+    /// let h = lp.handle();
+    /// lp.call_soon(move || h.stop())?;
+    /// lp.run_forever()?;
+    /// assert_eq!(*log.borrow(), [0, 1, 2]); // FIFO
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn call_soon<F: FnOnce() + 'static>(&self, f: F) -> Result<Handle, LoopError> {
         self.check_open("call_soon")?;
@@ -1554,6 +1932,19 @@ impl LoopHandle {
     /// own thread, so here this is [`call_soon`](LoopHandle::call_soon) without the handle:
     /// FIFO with the callbacks scheduled around it. From other threads, use
     /// [`RemoteHandle::call_soon_threadsafe`] (`lp.remote()`).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let done = Arc::new(AtomicBool::new(false));
+    /// let d = done.clone();
+    /// lp.call_soon_threadsafe(move || d.store(true, Ordering::SeqCst))?; // on the loop's own thread
+    /// lp.run_until_complete(async {})?;
+    /// assert!(done.load(Ordering::SeqCst));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn call_soon_threadsafe<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), LoopError> {
         self.check_open("call_soon_threadsafe")?;
@@ -1564,6 +1955,24 @@ impl LoopHandle {
 
     /// Runs `f` once `delay` has passed (asyncio's `call_later`); never early. A zero delay runs
     /// in the next iteration, after the handles that are already ready.
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    /// use std::time::Duration;
+    ///
+    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let log = Rc::new(RefCell::new(Vec::new()));
+    /// for (secs, name) in [(2, "two"), (1, "one"), (3, "three")] {
+    ///     let log = log.clone();
+    ///     lp.call_later(Duration::from_secs(secs), move || log.borrow_mut().push(name))?;
+    /// }
+    /// let h = lp.handle();
+    /// lp.call_later(Duration::from_secs(4), move || h.stop())?;
+    /// lp.run_forever()?;
+    /// assert_eq!(*log.borrow(), ["one", "two", "three"]); // by deadline, never early
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn call_later<F: FnOnce() + 'static>(&self, delay: Duration, f: F) -> Result<TimerHandle, LoopError> {
         self.check_open("call_later")?;
@@ -1573,6 +1982,25 @@ impl LoopHandle {
 
     /// Runs `f` at `when` or later (asyncio's `call_at`); never early. Equal deadlines run in
     /// the order they were scheduled.
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    /// use std::time::Duration;
+    ///
+    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let when = lp.time() + Duration::from_secs(10);
+    /// let ran_at = Rc::new(Cell::new(None));
+    /// let (r, h) = (ran_at.clone(), lp.handle());
+    /// let timer = lp.call_at(when, move || {
+    ///     r.set(Some(h.time()));
+    ///     h.stop();
+    /// })?;
+    /// assert_eq!(timer.when(), when);
+    /// lp.run_forever()?;
+    /// assert!(ran_at.get().is_some_and(|t| t >= when)); // never early
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn call_at<F: FnOnce() + 'static>(&self, when: Instant, f: F) -> Result<TimerHandle, LoopError> {
         self.check_open("call_at")?;
@@ -1599,6 +2027,15 @@ impl LoopHandle {
     }
 
     /// A `Send + Sync` handle for other threads.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let remote = lp.remote();
+    /// let worker = std::thread::spawn(move || remote.stop()); // from another thread
+    /// lp.run_forever()?;
+    /// worker.join().expect("no panic")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remote(&self) -> RemoteHandle {
         RemoteHandle {
             shared: self.inner.shared.clone(),
@@ -1611,6 +2048,33 @@ impl LoopHandle {
     /// The fd stays owned by the caller, who must call [`remove_reader`](LoopHandle::remove_reader)
     /// before closing it. Errors name the fd: it is not open (`EBADF`), it cannot be polled
     /// (`EPERM`, a regular file), it is the loop's own, or the loop is closed.
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use std::io::{Read, Write};
+    /// use std::os::fd::AsRawFd;
+    /// use std::os::unix::net::UnixStream;
+    /// use std::rc::Rc;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let (mut a, mut b) = UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let fd = a.as_raw_fd();
+    /// let got = Rc::new(RefCell::new(Vec::new()));
+    /// let (g, h) = (got.clone(), lp.handle());
+    /// lp.add_reader(fd, move || {
+    ///     // Level-triggered: called while `fd` is readable, so read what is there.
+    ///     let mut buf = [0; 64];
+    ///     let n = a.read(&mut buf).unwrap_or(0);
+    ///     g.borrow_mut().extend_from_slice(&buf[..n]);
+    ///     h.stop();
+    /// })?;
+    /// b.write_all(b"ready")?;
+    /// lp.run_forever()?;
+    /// assert!(lp.remove_reader(fd)); // before the fd is closed (here: with the callback)
+    /// assert_eq!(*got.borrow(), b"ready");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn add_reader<F: FnMut() + 'static>(&self, fd: RawFd, f: F) -> io::Result<()> {
         self.add_fd_callback(
@@ -1621,6 +2085,26 @@ impl LoopHandle {
     }
 
     /// Calls `f` whenever `fd` is writable (level-triggered, asyncio's `add_writer`).
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::os::fd::AsRawFd;
+    /// use std::os::unix::net::UnixStream;
+    /// use std::rc::Rc;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let calls = Rc::new(Cell::new(0));
+    /// let (c, h) = (calls.clone(), lp.handle());
+    /// lp.add_writer(a.as_raw_fd(), move || {
+    ///     c.set(c.get() + 1); // an empty send buffer: writable
+    ///     h.stop();
+    /// })?;
+    /// lp.run_forever()?;
+    /// assert!(lp.remove_writer(a.as_raw_fd()));
+    /// assert_eq!(calls.get(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn add_writer<F: FnMut() + 'static>(&self, fd: RawFd, f: F) -> io::Result<()> {
         self.add_fd_callback(
@@ -1657,11 +2141,36 @@ impl LoopHandle {
     }
 
     /// Stops watching `fd` for reading; returns whether a reader was registered.
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let (a, _b) = UnixStream::pair()?;
+    /// assert!(!lp.remove_reader(a.as_raw_fd())); // nothing registered
+    /// lp.add_reader(a.as_raw_fd(), || ())?;
+    /// assert!(lp.remove_reader(a.as_raw_fd()));
+    /// assert_eq!(lp.stats().fds, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove_reader(&self, fd: RawFd) -> bool {
         self.remove_fd_callback(fd, Side::Read)
     }
 
     /// Stops watching `fd` for writing; returns whether a writer was registered.
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let (a, _b) = UnixStream::pair()?;
+    /// lp.add_writer(a.as_raw_fd(), || ())?;
+    /// assert!(lp.remove_writer(a.as_raw_fd()));
+    /// assert!(!lp.remove_writer(a.as_raw_fd())); // already gone
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove_writer(&self, fd: RawFd) -> bool {
         self.remove_fd_callback(fd, Side::Write)
     }
@@ -1686,6 +2195,24 @@ impl LoopHandle {
     }
 
     /// Replaces the exception handler (`None` restores the default, which prints to stderr).
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let messages = Rc::new(RefCell::new(Vec::new()));
+    /// let m = messages.clone();
+    /// lp.set_exception_handler(Some(Box::new(move |_lp, ctx| {
+    ///     m.borrow_mut().push(ctx.panic.as_ref().map(|p| p.message().to_string()));
+    /// })));
+    /// lp.call_soon(|| panic!("first"))?;
+    /// lp.call_soon(|| panic!("second"))?; // the loop survives both
+    /// lp.run_until_complete(async {})?;
+    /// assert_eq!(*messages.borrow(), [Some("first".to_string()), Some("second".to_string())]);
+    /// lp.set_exception_handler(None); // back to the default (stderr)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_exception_handler(&self, handler: Option<BoxedExceptionHandler>) {
         let new: Option<Rc<ExceptionHandler>> = handler.map(Rc::from);
         let old = std::mem::replace(&mut *self.inner.exception_handler.borrow_mut(), new);
@@ -1713,21 +2240,68 @@ impl LoopHandle {
     }
 
     /// Passes `ctx` to the exception handler (asyncio's `call_exception_handler`).
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    /// use evloop::{ExceptionContext, ExceptionKind};
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let calls = Rc::new(Cell::new(0));
+    /// let c = calls.clone();
+    /// lp.set_exception_handler(Some(Box::new(move |_lp, _ctx| c.set(c.get() + 1))));
+    /// lp.call_exception_handler(ExceptionContext {
+    ///     kind: ExceptionKind::ServerError,
+    ///     message: "accept failed, retrying in 1 s".into(),
+    ///     panic: None,
+    ///     task: None,
+    ///     handle: None,
+    /// });
+    /// assert_eq!(calls.get(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn call_exception_handler(&self, ctx: ExceptionContext) {
         self.inner.report(ctx);
     }
 
     /// Whether debug mode is on.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::builder().debug(false).build()?;
+    /// assert!(!lp.get_debug());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get_debug(&self) -> bool {
         self.inner.debug.get()
     }
 
     /// Turns debug mode on or off.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::builder().debug(false).build()?;
+    /// lp.set_debug(true); // loop.set_debug(True)
+    /// assert!(lp.get_debug());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_debug(&self, on: bool) {
         self.inner.debug.set(on);
     }
 
     /// What the loop holds right now.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// let timer = lp.call_later(Duration::from_secs(60), || ())?;
+    /// assert_eq!(lp.stats().timers, 1);
+    /// timer.cancel();
+    /// lp.stop();
+    /// lp.run_forever()?; // one iteration: phase 1 drops the cancelled timer
+    /// assert_eq!(lp.stats().timers, 0);
+    /// assert!(lp.stats().iterations >= 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> LoopStats {
         let lp = &self.inner;
         LoopStats {
@@ -1743,11 +2317,27 @@ impl LoopHandle {
     }
 
     /// The loop's epoll fd (`None` once closed), for diagnostics and syscall-level tests.
+    ///
+    /// ```
+    /// let lp = evloop::EventLoop::new()?;
+    /// let fd = lp.epoll_fd().expect("open");
+    /// assert!(std::fs::read_link(format!("/proc/self/fd/{fd}"))?.to_string_lossy().contains("eventpoll"));
+    /// lp.close()?;
+    /// assert_eq!(lp.epoll_fd(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn epoll_fd(&self) -> Option<RawFd> {
         self.inner.reactor.borrow().as_ref().map(|r| r.epoll_fd())
     }
 
     /// Whether both handles refer to the same loop.
+    ///
+    /// ```
+    /// let (a, b) = (evloop::EventLoop::new()?, evloop::EventLoop::new()?);
+    /// assert!(a.same_loop(&a.handle()));
+    /// assert!(!a.same_loop(&b));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn same_loop(&self, other: &LoopHandle) -> bool {
         Rc::ptr_eq(&self.inner, &other.inner)
     }
@@ -1755,6 +2345,13 @@ impl LoopHandle {
     /// The loop's number: unique in the process, counting from 1 in creation order. Debug
     /// output (`<EventLoop #2 running ...>`) and [`WrongLoopError`](crate::WrongLoopError) name
     /// loops by it.
+    ///
+    /// ```
+    /// let (a, b) = (evloop::EventLoop::new()?, evloop::EventLoop::new()?);
+    /// assert!(b.id() > a.id()); // in creation order, unique in the process
+    /// assert!(format!("{a:?}").contains(&format!("#{}", a.id())));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn id(&self) -> u64 {
         u64::from(self.inner.id)
     }
