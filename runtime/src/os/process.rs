@@ -71,6 +71,19 @@ use crate::sync::combinator::gather;
 // Options.
 
 /// Where a child's stdin, stdout or stderr goes.
+///
+/// ```
+/// use evloop::process::{Stdio, SubprocessOptions};
+///
+/// let out = evloop::run(async {
+///     let lp = evloop::get_running_loop()?;
+///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe).stderr(Stdio::Null); // PIPE, DEVNULL
+///     let mut child = lp.subprocess_shell_with("echo out; echo err >&2", &opts)?;
+///     child.communicate(None).await
+/// })??;
+/// assert_eq!((out.stdout.as_slice(), out.stderr.as_slice()), (&b"out\n"[..], &b""[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Stdio {
     /// A new pipe; evloop keeps the other end as [`Process::stdin`] / `stdout` / `stderr`
@@ -114,11 +127,32 @@ pub struct SubprocessOptions {
 
 impl SubprocessOptions {
     /// Everything inherited.
+    ///
+    /// ```
+    /// let status = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = evloop::process::SubprocessOptions::new(); // inherit stdio, env and directory
+    ///     lp.subprocess_exec_with("true", [""; 0], &opts)?.wait().await
+    /// })??;
+    /// assert!(status.success());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> SubprocessOptions {
         SubprocessOptions::default()
     }
 
     /// stdin, stdout and stderr all piped.
+    ///
+    /// ```
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = evloop::process::SubprocessOptions::piped(); // all three are pipes
+    ///     let mut child = lp.subprocess_exec_with("tr", ["a-z", "A-Z"], &opts)?;
+    ///     child.communicate(Some(b"shout".to_vec())).await
+    /// })??;
+    /// assert_eq!(out.stdout, b"SHOUT");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn piped() -> SubprocessOptions {
         SubprocessOptions::new()
             .stdin(Stdio::Pipe)
@@ -127,24 +161,83 @@ impl SubprocessOptions {
     }
 
     /// The child's stdin.
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    /// use evloop::AsyncWriteExt;
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdin(Stdio::Pipe).stdout(Stdio::Pipe);
+    ///     let mut child = lp.subprocess_exec_with("wc", ["-c"], &opts)?;
+    ///     let mut stdin = child.stdin.take().expect("a pipe");
+    ///     stdin.write_all(b"12345").await?;
+    ///     drop(stdin); // end of file for the child
+    ///     child.communicate(None).await
+    /// })??;
+    /// assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "5");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stdin(mut self, s: Stdio) -> Self {
         self.stdin = s;
         self
     }
 
     /// The child's stdout.
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    /// use evloop::AsyncReadExt;
+    ///
+    /// let text = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
+    ///     let mut child = lp.subprocess_exec_with("echo", ["hello"], &opts)?;
+    ///     let mut stdout = child.stdout.take().expect("a pipe");
+    ///     let mut text = Vec::new();
+    ///     stdout.read_to_end(&mut text).await?; // a PipeReader on the loop
+    ///     child.wait().await?;
+    ///     Ok::<_, std::io::Error>(text)
+    /// })??;
+    /// assert_eq!(text, b"hello\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stdout(mut self, s: Stdio) -> Self {
         self.stdout = s;
         self
     }
 
     /// The child's stderr.
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stderr(Stdio::Pipe);
+    ///     lp.subprocess_shell_with("echo oops >&2; exit 3", &opts)?.communicate(None).await
+    /// })??;
+    /// assert_eq!((out.status.code(), out.stderr.as_slice()), (Some(3), &b"oops\n"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stderr(mut self, s: Stdio) -> Self {
         self.stderr = s;
         self
     }
 
     /// Sets an environment variable for the child.
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe).env("GREETING", "hi");
+    ///     lp.subprocess_shell_with("printf %s \"$GREETING\"", &opts)?.communicate(None).await
+    /// })??;
+    /// assert_eq!(out.stdout, b"hi");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
         self.env
             .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
@@ -152,12 +245,36 @@ impl SubprocessOptions {
     }
 
     /// Removes an environment variable for the child.
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe).env("A", "1").env_remove("A");
+    ///     lp.subprocess_shell_with("printf %s \"${A-unset}\"", &opts)?.communicate(None).await
+    /// })??;
+    /// assert_eq!(out.stdout, b"unset");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
         self.env.push((key.as_ref().to_owned(), None));
         self
     }
 
     /// Starts the child with an empty environment (then the `env` settings).
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe).env_clear().env("ONLY", "this");
+    ///     lp.subprocess_exec_with("/usr/bin/env", [""; 0], &opts)?.communicate(None).await
+    /// })??;
+    /// assert_eq!(out.stdout, b"ONLY=this\n"); // nothing inherited
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn env_clear(mut self) -> Self {
         self.env_clear = true;
         self.env.clear();
@@ -165,6 +282,18 @@ impl SubprocessOptions {
     }
 
     /// The child's working directory.
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe).current_dir("/");
+    ///     lp.subprocess_exec_with("pwd", [""; 0], &opts)?.communicate(None).await
+    /// })??;
+    /// assert_eq!(out.stdout, b"/\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());
         self
@@ -193,11 +322,30 @@ impl SubprocessOptions {
 // Exit status.
 
 /// How a child ended.
+///
+/// ```
+/// let status = evloop::run(async {
+///     let lp = evloop::get_running_loop()?;
+///     lp.subprocess_exec("sh", ["-c", "exit 7"])?.wait().await
+/// })??;
+/// assert_eq!((status.code(), status.success(), status.returncode()), (Some(7), false, 7));
+/// assert_eq!(status.to_string(), "exit code 7");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ExitStatus(sys::ExitStatus);
 
 impl ExitStatus {
     /// The exit code (0..=255) if it exited, `None` if a signal killed it.
+    ///
+    /// ```
+    /// let status = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     lp.subprocess_exec("false", [""; 0])?.wait().await
+    /// })??;
+    /// assert_eq!(status.code(), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn code(&self) -> Option<i32> {
         match self.0 {
             sys::ExitStatus::Exited(code) => Some(code),
@@ -206,6 +354,19 @@ impl ExitStatus {
     }
 
     /// The signal that killed it, `None` if it exited.
+    ///
+    /// ```
+    /// use evloop::signal::Signal;
+    ///
+    /// let status = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
+    ///     child.kill()?;
+    ///     child.wait().await
+    /// })??;
+    /// assert_eq!((status.signal(), status.code()), (Some(Signal::KILL.raw()), None));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn signal(&self) -> Option<i32> {
         match self.0 {
             sys::ExitStatus::Exited(_) => None,
@@ -214,16 +375,51 @@ impl ExitStatus {
     }
 
     /// Whether it dumped core when the signal killed it.
+    ///
+    /// ```
+    /// let status = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
+    ///     child.terminate()?; // SIGTERM does not dump core
+    ///     child.wait().await
+    /// })??;
+    /// assert!(!status.core_dumped());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn core_dumped(&self) -> bool {
         matches!(self.0, sys::ExitStatus::Signaled { core_dumped: true, .. })
     }
 
     /// Whether it exited with code 0.
+    ///
+    /// ```
+    /// let (ok, failed) = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let ok = lp.subprocess_exec("true", [""; 0])?.wait().await?;
+    ///     let failed = lp.subprocess_exec("false", [""; 0])?.wait().await?;
+    ///     Ok::<_, std::io::Error>((ok, failed))
+    /// })??;
+    /// assert!(ok.success() && !failed.success());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn success(&self) -> bool {
         self.code() == Some(0)
     }
 
     /// asyncio's `returncode`: the exit code, or minus the signal number.
+    ///
+    /// ```
+    /// use evloop::signal::Signal;
+    ///
+    /// let status = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
+    ///     child.send_signal(Signal::TERM)?;
+    ///     child.wait().await
+    /// })??;
+    /// assert_eq!(status.returncode(), -Signal::TERM.raw()); // asyncio's -15
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn returncode(&self) -> i32 {
         match self.0 {
             sys::ExitStatus::Exited(code) => code,
@@ -287,6 +483,19 @@ impl fmt::Display for ExitStatus {
 }
 
 /// What [`Process::communicate`] collected.
+///
+/// ```
+/// use evloop::process::SubprocessOptions;
+///
+/// let out = evloop::run(async {
+///     let lp = evloop::get_running_loop()?;
+///     let mut child = lp.subprocess_exec_with("sh", ["-c", "cat; echo done >&2"], &SubprocessOptions::piped())?;
+///     child.communicate(Some(b"input".to_vec())).await
+/// })??;
+/// assert!(out.status.success());
+/// assert_eq!((out.stdout.as_slice(), out.stderr.as_slice()), (&b"input"[..], &b"done\n"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Output {
     /// How the child ended.
@@ -306,6 +515,20 @@ pub struct Output {
 /// Take the pipe ends out of the public fields to use them (`p.stdout.take()`); dropping an
 /// end closes it. Dropping the `Process` does not kill the child; the loop reaps it when it
 /// exits (see the module docs).
+///
+/// ```
+/// use evloop::process::SubprocessOptions;
+///
+/// let (stdout, code) = evloop::run(async {
+///     let lp = evloop::get_running_loop()?;
+///     // proc = await asyncio.create_subprocess_exec('sh', '-c', ..., stdout=PIPE)
+///     let mut proc = lp.subprocess_exec_with("sh", ["-c", "echo hi; exit 2"], &SubprocessOptions::piped())?;
+///     let out = proc.communicate(None).await?;
+///     Ok::<_, std::io::Error>((out.stdout, proc.returncode().and_then(|s| s.code())))
+/// })??;
+/// assert_eq!((stdout.as_slice(), code), (&b"hi\n"[..], Some(2)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Process {
     pid: u32,
     /// The child's pidfd, registered with the loop; `None` once reaped (or lost to `ECHILD`).
@@ -322,12 +545,40 @@ pub struct Process {
 
 impl Process {
     /// The child's process id.
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let (pid, said) = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
+    ///     let mut child = lp.subprocess_shell_with("echo $$", &opts)?;
+    ///     let pid = child.pid();
+    ///     let out = child.communicate(None).await?;
+    ///     Ok::<_, std::io::Error>((pid, String::from_utf8_lossy(&out.stdout).trim().to_string()))
+    /// })??;
+    /// assert_eq!(said, pid.to_string());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pid(&self) -> u32 {
         self.pid
     }
 
     /// How the child ended, if it has been reaped; else, if the loop has seen it exit, reaps it
     /// now (one `waitid`). Never blocks, and makes no system call while the child runs.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
+    ///     assert!(child.returncode().is_none()); // still running: no system call made
+    ///     child.kill()?;
+    ///     child.wait().await?;
+    ///     assert!(child.returncode().is_some_and(|s| !s.success()));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn returncode(&self) -> Option<ExitStatus> {
         if let Some(s) = self.status.get() {
             return Some(s);
@@ -349,6 +600,18 @@ impl Process {
     /// As in asyncio, a child writing more than a pipe holds (64 KiB) to a stdout or stderr
     /// pipe that nobody reads blocks forever, and so does this wait: read the pipes at the same
     /// time, or use [`communicate`](Process::communicate).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let mut child = lp.subprocess_exec("sh", ["-c", "exit 4"])?;
+    ///     let status = child.wait().await?; // sleeps in epoll until the pidfd is readable
+    ///     assert_eq!(status.code(), Some(4));
+    ///     assert_eq!(child.wait().await?.code(), Some(4)); // the same status again, at once
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         loop {
             if let Some(s) = self.status.get() {
@@ -437,11 +700,38 @@ impl Process {
     }
 
     /// Sends `SIGTERM` (asyncio's `terminate`).
+    ///
+    /// ```
+    /// use evloop::signal::Signal;
+    ///
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
+    ///     child.terminate()?; // SIGTERM
+    ///     assert_eq!(child.wait().await?.signal(), Some(Signal::TERM.raw()));
+    ///     assert!(child.terminate().is_err()); // reaped: ESRCH, never another process
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn terminate(&self) -> io::Result<()> {
         self.send_signal(Signal::TERM)
     }
 
     /// Sends `SIGKILL` (asyncio's `kill`).
+    ///
+    /// ```
+    /// use evloop::signal::Signal;
+    ///
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let mut child = lp.subprocess_shell("trap '' TERM; sleep 60")?; // ignores SIGTERM ...
+    ///     child.kill()?; // ... but not SIGKILL
+    ///     assert_eq!(child.wait().await?.signal(), Some(Signal::KILL.raw()));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn kill(&self) -> io::Result<()> {
         self.send_signal(Signal::KILL)
     }
@@ -453,6 +743,19 @@ impl Process {
     /// The pipe ends are taken from the `Process`; ends that were not pipes give empty output.
     /// A child that exits without reading all its input is not an error (`EPIPE` on stdin is
     /// ignored, as asyncio does). `input` without a stdin pipe is an `InvalidInput` error.
+    ///
+    /// ```
+    /// use evloop::process::SubprocessOptions;
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let mut child = lp.subprocess_exec_with("cat", [""; 0], &SubprocessOptions::piped())?;
+    ///     // More than a pipe holds, both ways at once: no deadlock.
+    ///     child.communicate(Some(vec![b'z'; 256 * 1024])).await
+    /// })??;
+    /// assert_eq!(out.stdout.len(), 256 * 1024);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn communicate(&mut self, input: Option<Vec<u8>>) -> io::Result<Output> {
         if input.is_some() && self.stdin.is_none() {
             return Err(io::Error::new(
@@ -535,6 +838,18 @@ impl LoopHandle {
     /// Starts `program` with `args`, inheriting stdin, stdout and stderr (asyncio's
     /// `create_subprocess_exec` with the defaults). `program` is looked up in `PATH` unless it
     /// contains a `/`.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let status = lp.subprocess_exec("sh", ["-c", "exit 0"])?.wait().await?; // stdio inherited
+    ///     assert!(status.success());
+    ///     let err = lp.subprocess_exec("no-such-program-here", [""; 0]).unwrap_err();
+    ///     assert!(err.to_string().contains("no-such-program-here"), "{err}"); // names the program
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn subprocess_exec<I, S>(&self, program: impl AsRef<OsStr>, args: I) -> io::Result<Process>
     where
         I: IntoIterator<Item = S>,
@@ -544,6 +859,18 @@ impl LoopHandle {
     }
 
     /// Starts `program` with `args` and `opts` (stdio pipes, environment, working directory).
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
+    ///     lp.subprocess_exec_with("printf", ["%s-%s", "a", "b"], &opts)?.communicate(None).await
+    /// })??;
+    /// assert_eq!(out.stdout, b"a-b");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn subprocess_exec_with<I, S>(
         &self,
         program: impl AsRef<OsStr>,
@@ -568,11 +895,32 @@ impl LoopHandle {
 
     /// Runs `cmd` with `/bin/sh -c`, inheriting stdin, stdout and stderr (asyncio's
     /// `create_subprocess_shell`). Quoting is the caller's business.
+    ///
+    /// ```
+    /// let status = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     lp.subprocess_shell("test 2 -gt 1 && exit 5")?.wait().await // /bin/sh -c
+    /// })??;
+    /// assert_eq!(status.code(), Some(5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn subprocess_shell(&self, cmd: impl AsRef<OsStr>) -> io::Result<Process> {
         self.subprocess_shell_with(cmd, &SubprocessOptions::new())
     }
 
     /// Runs `cmd` with `/bin/sh -c` and `opts`.
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
+    ///     lp.subprocess_shell_with("echo one two | wc -w", &opts)?.communicate(None).await
+    /// })??;
+    /// assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn subprocess_shell_with(&self, cmd: impl AsRef<OsStr>, opts: &SubprocessOptions) -> io::Result<Process> {
         let cmd = cmd.as_ref();
         let mut command = Command::new("/bin/sh");

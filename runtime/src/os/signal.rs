@@ -180,11 +180,21 @@ impl LoopHandle {
     /// loop is busy are coalesced: the handler runs at least once.
     ///
     /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
     /// use evloop::signal::Signal;
     ///
     /// let lp = evloop::EventLoop::new()?;
-    /// lp.add_signal_handler(Signal::USR1, || println!("got SIGUSR1"))?;
-    /// assert!(lp.remove_signal_handler(Signal::USR1));
+    /// let got = Rc::new(Cell::new(0));
+    /// let (g, h) = (got.clone(), lp.handle());
+    /// lp.add_signal_handler(Signal::USR1, move || {
+    ///     g.set(g.get() + 1); // on the loop's thread, not in the signal handler's context
+    ///     h.stop();
+    /// })?;
+    /// evloop::sys::raise_in_process(Signal::USR1)?; // kill(getpid(), SIGUSR1)
+    /// lp.run_forever()?; // the delivery wakes the loop, which runs the handler
+    /// assert_eq!(got.get(), 1);
+    /// assert!(lp.remove_signal_handler(Signal::USR1)); // the old disposition is back
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -235,6 +245,16 @@ impl LoopHandle {
     /// Removes the handler of `signal`; returns whether there was one (asyncio's
     /// `remove_signal_handler`). When nothing else on this loop waits for the signal, its
     /// previous disposition is restored.
+    ///
+    /// ```
+    /// use evloop::signal::Signal;
+    ///
+    /// let lp = evloop::EventLoop::new()?;
+    /// assert!(!lp.remove_signal_handler(Signal::HUP)); // none installed
+    /// lp.add_signal_handler(Signal::HUP, || ())?;
+    /// assert!(lp.remove_signal_handler(Signal::HUP));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove_signal_handler(&self, signal: Signal) -> bool {
         let signum = signal.raw();
         let Some(state) = self.inner.extension::<SignalState>() else {
@@ -259,13 +279,16 @@ impl LoopHandle {
 /// first polled, so a delivery in between is not missed. A signal that cannot be caught
 /// ([`Signal::KILL`], [`Signal::STOP`]) or a missing loop is an error the future returns.
 ///
-/// ```no_run
+/// ```
 /// use evloop::signal::{self, Signal};
 ///
-/// # async fn demo() -> std::io::Result<()> {
-/// signal::recv(Signal::TERM).await?; // the next SIGTERM
-/// println!("shutting down");
-/// # Ok(()) }
+/// evloop::run(async {
+///     let next = signal::recv(Signal::TERM); // watched from here on
+///     evloop::sys::raise_in_process(Signal::TERM)?; // as `kill -TERM <pid>` would
+///     next.await?; // the delivery: shut down cleanly instead of dying
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn recv(signal: Signal) -> Recv {
     let mut r = Recv {
@@ -282,11 +305,41 @@ pub fn recv(signal: Signal) -> Recv {
 }
 
 /// Waits for Ctrl-C (`SIGINT`).
+///
+/// ```
+/// evloop::run(async {
+///     let interrupted = evloop::signal::ctrl_c(); // SIGINT is caught from here on
+///     evloop::sys::raise_in_process(evloop::signal::Signal::INT)?; // what Ctrl-C sends
+///     interrupted.await?;
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn ctrl_c() -> Recv {
     recv(Signal::INT)
 }
 
 /// The future of [`recv`].
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::signal::{self, Signal};
+///
+/// evloop::run(async {
+///     // Either the work finishes or SIGUSR2 arrives, whichever comes first.
+///     let work = evloop::sleep(Duration::from_secs(3600));
+///     let stop = signal::recv(Signal::USR2);
+///     evloop::sys::raise_in_process(Signal::USR2)?;
+///     match evloop::select(stop, work).await {
+///         evloop::Either::Left(delivered) => delivered?,
+///         evloop::Either::Right(()) => unreachable!("the signal comes first"),
+///     }
+///     // An uncatchable signal is an error the future returns.
+///     assert!(signal::recv(Signal::KILL).await.is_err());
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Recv {
     signal: Signal,
     state: Option<Rc<SignalState>>,
