@@ -6,7 +6,7 @@ BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH := $(or $(CARGO_TARGET_DIR),target)/release/examples/bench
 
 .PHONY: all test demo bench bench-quick bench-build bench-venv bench-instr bench-instr-gate bench-instr-baseline \
-	lint doc book book-traces fault-matrix valgrind publish-check fmt clean miri
+	lint doc doc-coverage book book-traces fault-matrix valgrind publish-check fmt clean miri
 
 all: test
 
@@ -86,6 +86,11 @@ miri:
 ## doc: the API docs (the book is docs/*.md)
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+
+## doc-coverage: rustdoc's table of documented public items and items with an example (nightly
+## `--show-coverage`, installed through rustup when missing); fails below 90% with an example
+doc-coverage:
+	CARGO=$(CARGO) scripts/doc-coverage.sh
 
 ## book: the book (docs/) as HTML with mdBook, into target/book/. Without mdbook it says how to get
 ## it and installs nothing: the Markdown in docs/ reads fine on its own (start at docs/README.md).
