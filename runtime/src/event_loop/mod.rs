@@ -458,6 +458,9 @@ thread_local! {
     /// The loop in `RUNNING` is in trace mode: one load for hot paths (a fiber switch) that
     /// only need to know whether to format a trace line.
     static RUNNING_TRACES: Cell<bool> = const { Cell::new(false) };
+    /// The id of the loop in `RUNNING` (ids start at 1; 0 is "none"): one load for the
+    /// wrong-loop check every parking future makes, without borrowing `RUNNING`.
+    static RUNNING_ID: Cell<u32> = const { Cell::new(0) };
     /// (loops alive on this thread that asked for a slack, the slack to restore).
     static SLACK: Cell<(u32, u64)> = const { Cell::new((0, 0)) };
 }
@@ -504,8 +507,12 @@ pub(crate) fn running_loop_traces() -> bool {
 
 /// The id of the loop running on this thread, if any (what loop-bound objects compare theirs
 /// with before they let a task wait).
+#[inline]
 pub(crate) fn running_loop_id() -> Option<u64> {
-    with_running(|lp| u64::from(lp.id))
+    match RUNNING_ID.try_with(Cell::get) {
+        Ok(0) | Err(_) => None,
+        Ok(id) => Some(u64::from(id)),
+    }
 }
 
 /// The loop running on this thread (asyncio's `get_running_loop()`).
@@ -576,6 +583,7 @@ impl RunGuard {
         }
         lp.running.set(true);
         let _ = RUNNING_TRACES.try_with(|t| t.set(lp.tracing()));
+        let _ = RUNNING_ID.try_with(|t| t.set(lp.id));
         Ok(RunGuard { lp: lp.clone() })
     }
 }
@@ -584,6 +592,7 @@ impl Drop for RunGuard {
     fn drop(&mut self) {
         self.lp.running.set(false);
         let _ = RUNNING_TRACES.try_with(|t| t.set(false));
+        let _ = RUNNING_ID.try_with(|t| t.set(0));
         RUNNING.with(|r| {
             // Take it out first, drop it after the borrow ends.
             let old = r.borrow_mut().take();

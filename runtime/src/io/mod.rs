@@ -388,6 +388,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn poll_ready(&self, cx: &mut Context<'_>, interest: Interest) -> Poll<io::Result<()>> {
         if self.lp.is_closed() {
             return Poll::Ready(Err(LoopError::new(LoopErrorKind::Closed, "AsyncFd").into()));
@@ -501,6 +502,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn poll_io<R>(
         &self,
         cx: &mut Context<'_>,
@@ -579,6 +581,7 @@ impl<T: AsFd> AsyncFd<T> {
 /// A failed I/O call's error with the operation and the fd it concerns (`recv(fd 7): Connection
 /// reset by peer`), as every evloop error names them. `WouldBlock` passes through untouched: it
 /// is the readiness protocol's signal, matched on by kind, never shown to a user.
+#[inline]
 pub(crate) fn fd_context<T>(op: &str, fd: RawFd, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
     match r {
         Poll::Ready(Err(e)) if e.kind() != io::ErrorKind::WouldBlock => {
