@@ -13,6 +13,7 @@
 //! Connecting is asyncio's `sock_connect`: a non-blocking `connect(2)` answers `EINPROGRESS`,
 //! the task waits for writability, and `getsockopt(SO_ERROR)` says how it went.
 
+use std::cell::Cell;
 use std::fmt;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
@@ -91,6 +92,28 @@ fn unix(addr: SockAddr, op: &str) -> io::Result<UnixAddr> {
 /// ```
 pub struct Socket {
     fd: AsyncFd<OwnedFd>,
+    kind: Cell<Kind>,
+}
+
+/// What the socket's type says about a transfer, learned once: on a byte stream a short receive
+/// drained the queue and an empty send is nothing to send; on a message socket (datagram,
+/// seqpacket) a short receive was one message among possibly many queued, and an empty send is
+/// an empty message the peer receives.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Adopted from an fd: asked of the kernel (`SO_TYPE`) the first time it matters.
+    Unknown,
+    Stream,
+    Message,
+}
+
+impl Kind {
+    fn of(ty: SockType) -> Kind {
+        match ty {
+            SockType::Stream => Kind::Stream,
+            SockType::Datagram => Kind::Message,
+        }
+    }
 }
 
 impl Socket {
@@ -107,7 +130,7 @@ impl Socket {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(domain: Domain, ty: SockType) -> io::Result<Socket> {
-        Socket::from_fd(sys::socket(domain, ty)?)
+        Socket::adopt(sys::socket(domain, ty)?, Kind::of(ty))
     }
 
     /// Adopts an fd that is already a socket (switched to non-blocking mode).
@@ -126,7 +149,33 @@ impl Socket {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_fd(fd: OwnedFd) -> io::Result<Socket> {
-        Ok(Socket { fd: AsyncFd::new(fd)? })
+        Socket::adopt(fd, Kind::Unknown)
+    }
+
+    /// Adopts `fd` on the running loop, its type already known (or to be asked).
+    fn adopt(fd: OwnedFd, kind: Kind) -> io::Result<Socket> {
+        Ok(Socket {
+            fd: AsyncFd::new(fd)?,
+            kind: Cell::new(kind),
+        })
+    }
+
+    /// Whether this is a byte stream (`SOCK_STREAM`): asks the kernel once for an adopted fd.
+    /// A socket whose type cannot be read is treated as a message socket, which only forgoes
+    /// the byte-stream shortcuts.
+    fn is_stream(&self) -> bool {
+        match self.kind.get() {
+            Kind::Stream => true,
+            Kind::Message => false,
+            Kind::Unknown => {
+                let kind = match sys::socket_type(self.as_fd()) {
+                    Ok(ty) => Kind::of(ty),
+                    Err(_) => Kind::Message,
+                };
+                self.kind.set(kind);
+                kind == Kind::Stream
+            }
+        }
     }
 
     /// `bind(2)`.
@@ -396,7 +445,8 @@ impl Socket {
         fd_context("accept4", self.as_raw_fd(), r)
     }
 
-    /// Receives into `buf`; 0 is end of stream (or an empty `buf`, which makes no syscall).
+    /// Receives into `buf`; 0 is end of stream (or an empty `buf`, which makes no syscall). On a
+    /// datagram socket, one datagram (truncated to `buf`; 0 for an empty one).
     ///
     /// ```
     /// use std::future::poll_fn;
@@ -420,9 +470,10 @@ impl Socket {
         let wanted = buf.len();
         let r = self.fd.poll_io(cx, Interest::Read, |fd| sys::recv(fd.as_fd(), buf));
         if let Poll::Ready(Ok(n)) = r {
-            if n > 0 && n < wanted {
-                // A short read drained the receive queue: skip the recv that would say EAGAIN.
-                // (A FIN that came with the data keeps its bit: the next read returns 0.)
+            if n > 0 && n < wanted && self.is_stream() {
+                // A short read drained a stream's receive queue: skip the recv that would say
+                // EAGAIN. (A FIN that came with the data keeps its bit: the next read returns
+                // 0.) A short datagram says nothing about the ones queued behind it.
                 self.fd.clear_after_short_transfer(Interest::Read);
             }
         }
@@ -451,7 +502,9 @@ impl Socket {
         std::future::poll_fn(|cx| self.poll_recv(cx, buf)).await
     }
 
-    /// Sends some of `buf` (`MSG_NOSIGNAL`); an empty `buf` makes no syscall.
+    /// Sends some of `buf` (`MSG_NOSIGNAL`); an empty `buf` makes no syscall on a byte stream.
+    /// On a datagram socket, `buf` is one datagram, sent whole or not at all (an empty `buf` is
+    /// an empty datagram).
     ///
     /// ```
     /// use std::future::poll_fn;
@@ -468,7 +521,7 @@ impl Socket {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn poll_send(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        if buf.is_empty() {
+        if buf.is_empty() && self.is_stream() {
             return Poll::Ready(Ok(0));
         }
         let r = self.fd.poll_io(cx, Interest::Write, |fd| sys::send(fd.as_fd(), buf));
@@ -502,7 +555,7 @@ impl Socket {
     /// ```
     pub fn poll_send_vectored(&self, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
         let total: usize = bufs.iter().map(|b| b.len()).sum();
-        if total == 0 {
+        if total == 0 && self.is_stream() {
             return Poll::Ready(Ok(0));
         }
         let r = self
@@ -536,7 +589,8 @@ impl Socket {
         std::future::poll_fn(|cx| self.poll_send(cx, buf)).await
     }
 
-    /// Sends all of `buf` (asyncio's `sock_sendall`).
+    /// Sends all of `buf` (asyncio's `sock_sendall`): on a datagram socket, one `send` of the
+    /// whole datagram.
     ///
     /// ```
     /// use evloop::net::Socket;
@@ -557,6 +611,11 @@ impl Socket {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn send_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        if !self.is_stream() {
+            // One datagram, whole or not at all: an empty one too (asyncio sends it as well).
+            self.send(buf).await?;
+            return Ok(());
+        }
         while !buf.is_empty() {
             let n = self.send(buf).await?;
             buf = &buf[n..];
@@ -856,7 +915,7 @@ impl TcpStream {
     }
 
     fn from_accepted(fd: OwnedFd) -> io::Result<TcpStream> {
-        let sock = Socket::from_fd(fd)?;
+        let sock = Socket::adopt(fd, Kind::Stream)?;
         sock.set_nodelay(true)?;
         Ok(TcpStream { sock })
     }
@@ -881,7 +940,7 @@ impl TcpStream {
     /// ```
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         Ok(TcpStream {
-            sock: Socket::from_fd(stream.into())?,
+            sock: Socket::adopt(stream.into(), Kind::Stream)?,
         })
     }
 
@@ -1447,7 +1506,7 @@ impl UnixListener {
         let (fd, addr) = self.sock.accept().await?;
         Ok((
             UnixStream {
-                sock: Socket::from_fd(fd)?,
+                sock: Socket::adopt(fd, Kind::Stream)?,
             },
             unix(addr, "accept")?,
         ))
@@ -1537,10 +1596,10 @@ impl UnixStream {
         let (a, b) = sys::socketpair(Domain::Unix, SockType::Stream)?;
         Ok((
             UnixStream {
-                sock: Socket::from_fd(a)?,
+                sock: Socket::adopt(a, Kind::Stream)?,
             },
             UnixStream {
-                sock: Socket::from_fd(b)?,
+                sock: Socket::adopt(b, Kind::Stream)?,
             },
         ))
     }
@@ -1714,10 +1773,10 @@ impl UnixDatagram {
         let (a, b) = sys::socketpair(Domain::Unix, SockType::Datagram)?;
         Ok((
             UnixDatagram {
-                sock: Socket::from_fd(a)?,
+                sock: Socket::adopt(a, Kind::Message)?,
             },
             UnixDatagram {
-                sock: Socket::from_fd(b)?,
+                sock: Socket::adopt(b, Kind::Message)?,
             },
         ))
     }
@@ -1983,7 +2042,12 @@ impl LoopHandle {
     /// Accepts a connection on a listening socket (asyncio's `sock_accept`).
     pub async fn sock_accept(&self, sock: &Socket) -> io::Result<(Socket, SockAddr)> {
         let (fd, addr) = sock.accept().await?;
-        Ok((Socket::with_loop(self, fd)?, addr))
+        let accepted = Socket::with_loop(self, fd)?;
+        // A connection accepted on a stream listener is a stream (seqpacket stays to be asked).
+        if sock.kind.get() == Kind::Stream {
+            accepted.kind.set(Kind::Stream);
+        }
+        Ok((accepted, addr))
     }
 
     /// Receives a datagram and its sender (asyncio's `sock_recvfrom`): up to `n` bytes of it,
@@ -2132,6 +2196,7 @@ impl Socket {
     pub fn with_loop(lp: &LoopHandle, fd: OwnedFd) -> io::Result<Socket> {
         Ok(Socket {
             fd: AsyncFd::with_loop(lp, fd)?,
+            kind: Cell::new(Kind::Unknown),
         })
     }
 }
