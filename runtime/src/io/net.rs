@@ -163,19 +163,26 @@ impl Socket {
     /// Whether this is a byte stream (`SOCK_STREAM`): asks the kernel once for an adopted fd.
     /// A socket whose type cannot be read is treated as a message socket, which only forgoes
     /// the byte-stream shortcuts.
+    #[inline]
     fn is_stream(&self) -> bool {
         match self.kind.get() {
             Kind::Stream => true,
             Kind::Message => false,
-            Kind::Unknown => {
-                let kind = match sys::socket_type(self.as_fd()) {
-                    Ok(ty) => Kind::of(ty),
-                    Err(_) => Kind::Message,
-                };
-                self.kind.set(kind);
-                kind == Kind::Stream
-            }
+            Kind::Unknown => self.learn_kind() == Kind::Stream,
         }
+    }
+
+    /// Asks the kernel for the type of an adopted fd, once (out of line: the hot paths of
+    /// sockets evloop created never get here).
+    #[cold]
+    #[inline(never)]
+    fn learn_kind(&self) -> Kind {
+        let kind = match sys::socket_type(self.as_fd()) {
+            Ok(ty) => Kind::of(ty),
+            Err(_) => Kind::Message,
+        };
+        self.kind.set(kind);
+        kind
     }
 
     /// `bind(2)`.
