@@ -95,24 +95,7 @@ pub fn fd_is_open(fd: RawFd) -> bool {
 #[doc(alias = "F_SETFD")]
 #[doc(alias = "FD_CLOEXEC")]
 pub fn set_cloexec(fd: RawFd, on: bool) -> io::Result<()> {
-    let flags = call(Syscall::Fcntl, || {
-        // SAFETY: F_GETFD takes no third argument and touches no user memory;
-        // any integer is valid (the kernel answers EBADF for a closed one).
-        unsafe { libc::fcntl(fd, libc::F_GETFD) }
-    })?;
-    let wanted = if on {
-        flags | libc::FD_CLOEXEC
-    } else {
-        flags & !libc::FD_CLOEXEC
-    };
-    if wanted != flags {
-        call(Syscall::Fcntl, || {
-            // SAFETY: F_SETFD takes an integer third argument and touches no
-            // user memory.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, wanted) }
-        })?;
-    }
-    Ok(())
+    toggle_flag(fd, (libc::F_GETFD, libc::F_SETFD), libc::FD_CLOEXEC, on)
 }
 
 /// `fcntl(fd, F_GETFL)` then, if the flag must change,
@@ -129,21 +112,23 @@ pub fn set_cloexec(fd: RawFd, on: bool) -> io::Result<()> {
 #[doc(alias = "F_SETFL")]
 #[doc(alias = "O_NONBLOCK")]
 pub fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
-    let raw = fd.as_raw_fd();
+    toggle_flag(fd.as_raw_fd(), (libc::F_GETFL, libc::F_SETFL), libc::O_NONBLOCK, on)
+}
+
+/// Reads a flag word with `get`, and writes it back with `set` only if `bit`
+/// must change: the read-modify-write both `fcntl` flag words need.
+fn toggle_flag(fd: RawFd, (get, set): (libc::c_int, libc::c_int), bit: libc::c_int, on: bool) -> io::Result<()> {
     let flags = call(Syscall::Fcntl, || {
-        // SAFETY: F_GETFL takes no third argument and touches no user memory.
-        unsafe { libc::fcntl(raw, libc::F_GETFL) }
+        // SAFETY: F_GETFD and F_GETFL take no third argument and touch no user
+        // memory; any integer is a valid fd argument (a closed one is EBADF).
+        unsafe { libc::fcntl(fd, get) }
     })?;
-    let wanted = if on {
-        flags | libc::O_NONBLOCK
-    } else {
-        flags & !libc::O_NONBLOCK
-    };
+    let wanted = if on { flags | bit } else { flags & !bit };
     if wanted != flags {
         call(Syscall::Fcntl, || {
-            // SAFETY: F_SETFL takes an integer third argument and touches no
-            // user memory.
-            unsafe { libc::fcntl(raw, libc::F_SETFL, wanted) }
+            // SAFETY: F_SETFD and F_SETFL take an integer third argument and
+            // touch no user memory.
+            unsafe { libc::fcntl(fd, set, wanted) }
         })?;
     }
     Ok(())
