@@ -194,7 +194,9 @@ pub use file::{dup, nofile_limit, open_dev_null, open_readonly, set_nofile_limit
 pub use io::{read, readv, write, writev, IOV_MAX};
 pub use mman::{max_map_count, mmap_anonymous, page_size, Advice, Mapping, Prot};
 pub use pipe::{pipe2, socketpair_stream};
-pub use process::{pidfd_open, pidfd_send_signal, reset_signals_on_exec, waitid_pidfd, ExitStatus};
+pub use process::{
+    close_fds_on_exec, keep_fds_on_exec, pidfd_open, pidfd_send_signal, reset_signals_on_exec, waitid_pidfd, ExitStatus,
+};
 pub use resolve::{getaddrinfo, getnameinfo, AddrHints, AddrInfoError};
 pub use signal::{
     getpid, kill, raise_in_process, register_signal, signal_disposition, Disposition, Signal, SignalRegistration,

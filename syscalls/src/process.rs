@@ -211,3 +211,114 @@ pub fn reset_signals_on_exec(cmd: &mut std::process::Command) {
         });
     }
 }
+
+/// Makes `exec` close every descriptor of `cmd`'s child above stderr, except those in `keep`
+/// (asyncio's and Python's `close_fds=True` with `pass_fds`): a `pre_exec` hook that runs, in
+/// the child between `fork` and `exec`, `close_range(3, ~0, CLOSE_RANGE_CLOEXEC)` and then
+/// clears `FD_CLOEXEC` on each descriptor of `keep` (`fcntl(F_SETFD)`).
+///
+/// Man pages: <https://man7.org/linux/man-pages/man2/close_range.2.html>,
+/// <https://man7.org/linux/man-pages/man2/fcntl.2.html>
+///
+/// * Why: descriptors this crate and std open are close-on-exec already, but a process may
+///   have inherited others from its own parent (a shell's, a CI runner's), and a library's fd
+///   opened without `O_CLOEXEC` would leak into every child: a held pipe end keeps a reader
+///   from seeing end of file, a held socket keeps a port busy.
+/// * Marked close-on-exec rather than closed, so that std's own report pipe (which tells the
+///   parent an `exec` failed) keeps working until the `exec`.
+/// * Kernels before 5.11 have no `CLOSE_RANGE_CLOEXEC`: the hook then marks descriptors one
+///   by one up to the `RLIMIT_NOFILE` soft limit (at most 2^20 of them).
+/// * A number in `keep` that is not open in the child is skipped; `keep` may name 0, 1 or 2.
+/// * Not counted: the calls happen in the child.
+///
+/// ```
+/// use std::io::Read;
+/// use std::os::fd::AsRawFd;
+/// use std::process::Command;
+///
+/// let (r, w) = evloop_syscalls::pipe2()?; // both ends close-on-exec
+/// let mut r = std::fs::File::from(r);
+/// let mut cmd = Command::new("sh");
+/// cmd.args(["-c", &format!("echo passed >&{}", w.as_raw_fd())]);
+/// evloop_syscalls::close_fds_on_exec(&mut cmd, vec![w.as_raw_fd()]);
+/// assert!(cmd.status()?.success());
+/// drop(w);
+/// let mut got = String::new();
+/// r.read_to_string(&mut got)?;
+/// assert_eq!(got, "passed\n");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[doc(alias = "close_range")]
+#[doc(alias = "close_fds")]
+#[doc(alias = "pass_fds")]
+pub fn close_fds_on_exec(cmd: &mut std::process::Command, keep: Vec<std::os::fd::RawFd>) {
+    fds_on_exec(cmd, true, keep);
+}
+
+/// Makes `cmd`'s child keep the descriptors in `keep` across `exec` even when they are
+/// close-on-exec (Python's `pass_fds` with `close_fds=False`): a `pre_exec` hook that clears
+/// `FD_CLOEXEC` on each of them in the child (`fcntl(F_SETFD)`); every other descriptor is
+/// left as it is. See [`close_fds_on_exec`] for the variant that also closes the rest.
+///
+/// Man page: <https://man7.org/linux/man-pages/man2/fcntl.2.html>
+///
+/// * Not counted: the calls happen in the child.
+///
+/// ```
+/// use std::os::fd::AsRawFd;
+/// use std::process::Command;
+///
+/// let (_r, w) = evloop_syscalls::pipe2()?; // close-on-exec
+/// let mut cmd = Command::new("sh");
+/// cmd.args(["-c", &format!("[ -e /proc/self/fd/{} ]", w.as_raw_fd())]);
+/// evloop_syscalls::keep_fds_on_exec(&mut cmd, vec![w.as_raw_fd()]);
+/// assert!(cmd.status()?.success()); // the child has it
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[doc(alias = "pass_fds")]
+pub fn keep_fds_on_exec(cmd: &mut std::process::Command, keep: Vec<std::os::fd::RawFd>) {
+    fds_on_exec(cmd, false, keep);
+}
+
+fn fds_on_exec(cmd: &mut std::process::Command, close_others: bool, keep: Vec<std::os::fd::RawFd>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `pre_exec` runs the closure in the forked child before `exec`, where only
+    // async-signal-safe functions may be called and no lock may be taken: the closure makes
+    // raw system calls (close_range, getrlimit, fcntl) that take integers or a pointer to its
+    // own stack (the rlimit), allocates nothing (`keep` was allocated in the parent and is only
+    // read), and returns `Ok` without formatting.
+    unsafe {
+        cmd.pre_exec(move || {
+            if close_others {
+                let first: libc::c_uint = 3;
+                let all = libc::syscall(
+                    libc::SYS_close_range,
+                    first,
+                    libc::c_uint::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                );
+                if all != 0 {
+                    let mut lim: libc::rlimit = std::mem::zeroed();
+                    let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+                        lim.rlim_cur.min(1 << 20) as libc::c_int
+                    } else {
+                        1024
+                    };
+                    for fd in 3..top {
+                        let flags = libc::fcntl(fd, libc::F_GETFD);
+                        if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                            libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+                        }
+                    }
+                }
+            }
+            for &fd in &keep {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags >= 0 {
+                    libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+                }
+            }
+            Ok(())
+        });
+    }
+}

@@ -548,3 +548,102 @@ fn a_child_spawned_while_the_loop_blocks_sigpipe_starts_with_an_empty_mask() {
         .expect("SigBlk in the child's status");
     assert_eq!(blocked, 0, "the child inherited a signal mask: {blocked:#x}");
 }
+
+/// A pipe whose write end this process holds without close-on-exec, as a descriptor inherited
+/// from a parent (or opened by a library without `O_CLOEXEC`) would be.
+fn leaky_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    let (r, w) = evloop::sys::pipe2().unwrap();
+    evloop::sys::set_cloexec(std::os::fd::AsRawFd::as_raw_fd(&w), false).unwrap();
+    (r, w)
+}
+
+/// Whether a child started with `opts` has descriptor `fd` open.
+fn child_has_fd(lp: &LoopHandle, fd: i32, opts: SubprocessOptions) -> bool {
+    let script = format!("[ -e /proc/self/fd/{fd} ] && echo kept || echo closed");
+    let h = lp.clone();
+    let out = run_bounded(lp, async move {
+        let mut child = h.subprocess_shell_with(&script, &opts.stdout(Stdio::Pipe)).unwrap();
+        child.communicate(None).await.unwrap()
+    });
+    match out.stdout.as_slice() {
+        b"kept\n" => true,
+        b"closed\n" => false,
+        other => panic!("unexpected probe output {:?}", String::from_utf8_lossy(other)),
+    }
+}
+
+#[test]
+fn a_child_gets_only_stdio_by_default_like_asyncios_close_fds() {
+    use std::os::fd::AsRawFd;
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let (_r, w) = leaky_pipe();
+    assert!(!child_has_fd(&lp.handle(), w.as_raw_fd(), SubprocessOptions::new()));
+    assert!(child_has_fd(
+        &lp.handle(),
+        w.as_raw_fd(),
+        SubprocessOptions::new().close_fds(false)
+    ));
+    // The parent's own descriptor is untouched: the hook runs in the child only.
+    assert!(evloop::sys::fd_is_open(w.as_raw_fd()));
+    lp.close().unwrap();
+}
+
+#[test]
+fn a_reader_sees_end_of_file_while_a_child_runs_on() {
+    // The symptom close_fds prevents: a long-running child holding a copy of a pipe's write end
+    // keeps the reader from ever seeing end of file.
+    use std::io::Read;
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let h = lp.handle();
+    let (r, w) = leaky_pipe();
+    evloop::sys::set_nonblocking(std::os::fd::AsFd::as_fd(&r), false).unwrap();
+    let mut child = run_bounded(&h, {
+        let h = h.clone();
+        async move { h.subprocess_exec("sleep", ["30"]).unwrap() }
+    });
+    drop(w);
+    let mut rest = Vec::new();
+    // Blocks until every write end is closed: at once, since the child has none (with a copy in
+    // the child it would block until the child exits, and the kill below would find it gone).
+    std::fs::File::from(r).read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty());
+    child.kill().unwrap();
+    let status = run_bounded(&h, async move { child.wait().await.unwrap() });
+    assert!(!status.success());
+    lp.close().unwrap();
+}
+
+#[test]
+fn pass_fds_hands_the_child_a_close_on_exec_descriptor_under_its_number() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let _g = lock();
+    let lp = EventLoop::new().unwrap();
+    let h = lp.handle();
+    for close in [true, false] {
+        let (r, w) = evloop::sys::pipe2().unwrap(); // close-on-exec
+        let number = w.as_raw_fd();
+        let (_r2, other) = leaky_pipe();
+        let opts = SubprocessOptions::new().close_fds(close).pass_fds([w.as_raw_fd()]);
+        assert!(child_has_fd(&h, w.as_raw_fd(), opts.clone()), "close_fds({close})");
+        assert_eq!(
+            child_has_fd(&h, other.as_raw_fd(), opts.clone()),
+            !close,
+            "close_fds({close})"
+        );
+        let script = format!("printf 'fd %s' {0} >&{0}", w.as_raw_fd());
+        let status = run_bounded(&h, {
+            let h = h.clone();
+            async move { h.subprocess_shell_with(&script, &opts).unwrap().wait().await.unwrap() }
+        });
+        assert!(status.success());
+        drop(w);
+        let mut got = String::new();
+        evloop::sys::set_nonblocking(std::os::fd::AsFd::as_fd(&r), false).unwrap();
+        std::fs::File::from(r).read_to_string(&mut got).unwrap();
+        assert_eq!(got, format!("fd {number}"), "written through the passed descriptor");
+    }
+    lp.close().unwrap();
+}

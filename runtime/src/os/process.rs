@@ -49,7 +49,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::future::poll_fn;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::panic::Location;
 use std::path::PathBuf;
 use std::process::Command;
@@ -106,8 +106,11 @@ impl Stdio {
     }
 }
 
-/// How to start a child: its stdio, environment and working directory. The default inherits
-/// all three stdio descriptors, the environment and the working directory.
+/// How to start a child: its stdio, environment, working directory and the descriptors it
+/// keeps. The default inherits all three stdio descriptors, the environment and the working
+/// directory, and closes every other descriptor in the child, as asyncio's `close_fds=True`
+/// does (see [`close_fds`](SubprocessOptions::close_fds) and
+/// [`pass_fds`](SubprocessOptions::pass_fds)).
 ///
 /// ```
 /// use evloop::process::{Stdio, SubprocessOptions};
@@ -123,6 +126,11 @@ pub struct SubprocessOptions {
     /// Set (`Some`) or removed (`None`), in order, after the optional clear.
     env: Vec<(OsString, Option<OsString>)>,
     cwd: Option<PathBuf>,
+    /// `close_fds(false)`: the child keeps every descriptor the parent holds without
+    /// close-on-exec (asyncio's default, `close_fds=True`, is `false` here).
+    inherit_fds: bool,
+    /// Descriptors the child keeps whatever their close-on-exec flag (`pass_fds`).
+    pass_fds: Vec<RawFd>,
 }
 
 impl SubprocessOptions {
@@ -299,6 +307,67 @@ impl SubprocessOptions {
         self
     }
 
+    /// Whether the child starts with only stdin, stdout, stderr and the
+    /// [`pass_fds`](SubprocessOptions::pass_fds) (`true`, the default: asyncio's and Python's
+    /// `close_fds=True`), or keeps every descriptor this process holds without close-on-exec
+    /// (`false`: std's `Command`). evloop's own descriptors are close-on-exec either way; what
+    /// the default keeps out of the child are those this process inherited or a library opened
+    /// without `O_CLOEXEC` (a held pipe end keeps a reader from ever seeing end of file).
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let (_r, w) = evloop::sys::pipe2()?;
+    /// evloop::sys::set_cloexec(w.as_raw_fd(), false)?; // as an inherited descriptor would be
+    /// let probe = format!("[ -e /proc/self/fd/{} ] && echo kept || echo closed", w.as_raw_fd());
+    /// let seen = |opts: SubprocessOptions| {
+    ///     let probe = probe.clone();
+    ///     evloop::run(async move {
+    ///         let lp = evloop::get_running_loop()?;
+    ///         let out = lp.subprocess_shell_with(&probe, &opts.stdout(Stdio::Pipe))?.communicate(None).await?;
+    ///         Ok::<_, std::io::Error>(String::from_utf8_lossy(&out.stdout).into_owned())
+    ///     })
+    /// };
+    /// assert_eq!(seen(SubprocessOptions::new())??, "closed\n");
+    /// assert_eq!(seen(SubprocessOptions::new().close_fds(false))??, "kept\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close_fds(mut self, close: bool) -> Self {
+        self.inherit_fds = !close;
+        self
+    }
+
+    /// Descriptors the child keeps, under the same numbers, even when they are close-on-exec
+    /// here (asyncio's and Python's `pass_fds`); the others are closed as
+    /// [`close_fds`](SubprocessOptions::close_fds) says. The caller keeps them open until the
+    /// child has started.
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// use std::os::fd::AsRawFd;
+    /// use evloop::process::SubprocessOptions;
+    ///
+    /// let (r, w) = evloop::sys::pipe2()?; // close-on-exec, like every evloop descriptor
+    /// let script = format!("echo through >&{}", w.as_raw_fd());
+    /// let opts = SubprocessOptions::new().pass_fds([w.as_raw_fd()]);
+    /// let status = evloop::run(async move {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let mut child = lp.subprocess_shell_with(&script, &opts)?;
+    ///     drop(w); // the child has its own copy now
+    ///     child.wait().await
+    /// })??;
+    /// assert!(status.success());
+    /// let mut got = String::new();
+    /// std::fs::File::from(r).read_to_string(&mut got)?;
+    /// assert_eq!(got, "through\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pass_fds(mut self, fds: impl IntoIterator<Item = RawFd>) -> Self {
+        self.pass_fds.extend(fds);
+        self
+    }
+
     fn apply(&self, cmd: &mut Command) {
         cmd.stdin(self.stdin.to_std())
             .stdout(self.stdout.to_std())
@@ -314,6 +383,11 @@ impl SubprocessOptions {
         }
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
+        }
+        if !self.inherit_fds {
+            evloop_syscalls::close_fds_on_exec(cmd, self.pass_fds.clone());
+        } else if !self.pass_fds.is_empty() {
+            evloop_syscalls::keep_fds_on_exec(cmd, self.pass_fds.clone());
         }
     }
 }
