@@ -8,8 +8,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use evloop_tests::server::BackgroundServer;
-
 #[allow(dead_code)]
 #[path = "../../runtime/examples/http_server.rs"]
 mod http_server;
@@ -217,36 +215,8 @@ fn many_connections_at_once(addr: SocketAddr) {
     }
 }
 
-macro_rules! both {
-    ($($check:ident),* $(,)?) => {
-        mod on_evloop {
-            use super::*;
-            $(
-                #[test]
-                fn $check() {
-                    let server = BackgroundServer::start(|l| async move {
-                        let _ = http_server::serve(l).await;
-                    });
-                    super::$check(server.addr());
-                }
-            )*
-        }
-        mod on_tokio {
-            use super::*;
-            $(
-                #[test]
-                fn $check() {
-                    let server = tokio_server::TokioServer::start(|l| async move {
-                        let _ = tokio_http::serve(l).await;
-                    });
-                    super::$check(server.addr());
-                }
-            )*
-        }
-    };
-}
-
-both!(
+tokio_server::on_both_runtimes!(
+    evloop: http_server::serve, tokio: tokio_http::serve;
     keep_alive_serves_requests_one_after_another,
     pipelined_requests_are_answered_in_order,
     connection_close_gets_an_answer_then_the_end,

@@ -8,8 +8,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use evloop_tests::server::BackgroundServer;
-
 #[allow(dead_code)]
 #[path = "../../runtime/examples/redis_server.rs"]
 mod redis_server;
@@ -212,36 +210,8 @@ fn a_protocol_error_is_answered_then_the_connection_closes(addr: SocketAddr) {
     assert!(rest.is_empty(), "closed after the protocol error");
 }
 
-macro_rules! both {
-    ($($check:ident),* $(,)?) => {
-        mod on_evloop {
-            use super::*;
-            $(
-                #[test]
-                fn $check() {
-                    let server = BackgroundServer::start(|l| async move {
-                        let _ = redis_server::serve(l).await;
-                    });
-                    super::$check(server.addr());
-                }
-            )*
-        }
-        mod on_tokio {
-            use super::*;
-            $(
-                #[test]
-                fn $check() {
-                    let server = tokio_server::TokioServer::start(|l| async move {
-                        let _ = tokio_redis::serve(l).await;
-                    });
-                    super::$check(server.addr());
-                }
-            )*
-        }
-    };
-}
-
-both!(
+tokio_server::on_both_runtimes!(
+    evloop: redis_server::serve, tokio: tokio_redis::serve;
     the_basic_commands,
     errors_name_the_problem_and_the_connection_goes_on,
     inline_commands_and_quit,
