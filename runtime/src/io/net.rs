@@ -1380,7 +1380,7 @@ impl UdpSocket {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        send_datagram(&self.sock, buf).await
+        self.sock.send(buf).await
     }
 
     /// Receives from the connected peer.
@@ -1849,7 +1849,7 @@ impl UnixDatagram {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        send_datagram(&self.sock, buf).await
+        self.sock.send(buf).await
     }
 
     /// Receives from the connected peer.
@@ -2151,26 +2151,15 @@ async fn recv_buffer(sock: &Socket, n: usize) -> io::Result<Vec<u8>> {
     if n <= RECV_BUFFER_MAX {
         return Ok(vec![0u8; n]);
     }
-    let len = match sys::socket_type(sock.as_fd())? {
-        SockType::Stream => RECV_BUFFER_MAX,
-        SockType::Datagram => {
-            sock.fd
-                .io(Interest::Read, |fd| sys::peek_datagram_len(fd.as_fd()))
-                .await?
-        }
+    // The socket's type is known (or learned once): no getsockopt per call.
+    let len = if sock.is_stream() {
+        RECV_BUFFER_MAX
+    } else {
+        sock.fd
+            .io(Interest::Read, |fd| sys::peek_datagram_len(fd.as_fd()))
+            .await?
     };
     Ok(vec![0u8; len.min(n)])
-}
-
-/// Sends one datagram on a connected datagram socket. Unlike [`Socket::send`], an empty `buf`
-/// is sent: an empty datagram is a datagram.
-async fn send_datagram(sock: &Socket, buf: &[u8]) -> io::Result<usize> {
-    let fd = sock.as_raw_fd();
-    std::future::poll_fn(|cx| {
-        let r = sock.fd.poll_io(cx, Interest::Write, |s| sys::send(s.as_fd(), buf));
-        fd_context("send", fd, r)
-    })
-    .await
 }
 
 /// Truncates a receive buffer to what was received, giving back memory that a short receive
