@@ -1264,17 +1264,13 @@ impl LoopInner {
             return 0;
         }
         let ids = std::mem::take(&mut *self.timer_cancels.ids.borrow_mut());
-        let mut removed = Vec::with_capacity(ids.len());
-        {
-            let mut timers = self.timers.borrow_mut();
-            for id in &ids {
-                if let Some(p) = timers.cancel(*id) {
-                    removed.push(p);
-                }
-            }
+        let mut n = 0;
+        for id in &ids {
+            // The payload is dropped after the borrow ends: its destructor may touch the timers.
+            let payload = self.timers.borrow_mut().cancel(*id);
+            n += usize::from(payload.is_some());
+            drop(payload);
         }
-        let n = removed.len();
-        drop(removed);
         // Hand the (emptied) vector back so steady-state cancels do not allocate.
         let mut ids = ids;
         ids.clear();
@@ -1381,7 +1377,7 @@ impl LoopInner {
             match item {
                 Remote::Wake(task) => {
                     if let Some(task) = task.into_local(&self.owner) {
-                        self.trace(|| format!("  wake {} (from another thread)", self.task_label(&task)));
+                        self.trace(|| format!("  wake {} (from another thread)", task.header().label()));
                         self.push_ready(Ready::Task(task));
                     }
                 }
@@ -1538,13 +1534,6 @@ impl LoopInner {
         } else {
             self.trace(|| format!("  wake {label}"));
         }
-    }
-
-    /// `Task-3` (or its name), for trace lines.
-    pub(crate) fn task_label(&self, task: &TaskPtr) -> String {
-        let header = task.header();
-        let name = header.with_extra(|e| e.and_then(|e| e.name.as_deref().map(str::to_string)));
-        name.unwrap_or_else(|| format!("Task-{}", header.number()))
     }
 }
 

@@ -188,6 +188,12 @@ impl Header {
         self.number
     }
 
+    /// `Task-3`, or the name the task was given: how trace lines and the task dump call it.
+    pub(crate) fn label(&self) -> String {
+        let name = self.with_extra(|e| e.and_then(|e| e.name.as_deref().map(str::to_string)));
+        name.unwrap_or_else(|| format!("Task-{}", self.number))
+    }
+
     /// The creation site's id.
     pub(crate) fn site(&self) -> u32 {
         self.meta.get() >> SITE_SHIFT

@@ -73,7 +73,7 @@ pub(crate) mod ready {
 /// ready queue instead.
 pub(crate) struct IoState {
     fd: RawFd,
-    token: Cell<u64>,
+    token: u64,
     readiness: Cell<u8>,
     reader: Cell<Option<Waker>>,
     writer: Cell<Option<Waker>>,
@@ -133,7 +133,6 @@ impl IoState {
 
 /// One fd's level-triggered callbacks.
 pub(crate) struct Registration {
-    fd: RawFd,
     reader: Option<Rc<dyn Callback>>,
     writer: Option<Rc<dyn Callback>>,
 }
@@ -170,8 +169,6 @@ impl Side {
 /// What one call to [`Reactor::dispatch`] found.
 #[derive(Default, Debug, Clone, Copy)]
 pub(crate) struct Dispatched {
-    /// Events that scheduled at least one callback.
-    pub(crate) fd_events: usize,
     /// The wake-up eventfd was readable.
     pub(crate) woken: bool,
     /// Events whose registration no longer exists (dropped).
@@ -259,7 +256,7 @@ impl Reactor {
         sys::epoll_ctl_add(self.epoll.as_fd(), fd, flags, token).map_err(|e| with_fd_context("register", fd, e))?;
         let state = Rc::new(IoState {
             fd,
-            token: Cell::new(token),
+            token,
             readiness: Cell::new(0),
             reader: Cell::new(None),
             writer: Cell::new(None),
@@ -274,7 +271,7 @@ impl Reactor {
     /// Deregisters an edge-triggered registration (`EPOLL_CTL_DEL`, before its owner closes the
     /// fd). Its token goes stale: an event still queued for it is dropped by `dispatch`.
     pub(crate) fn deregister_io(&mut self, state: &IoState) {
-        let key = Key::from_u64(state.token.get() & !IO_TOKEN_BIT);
+        let key = Key::from_u64(state.token & !IO_TOKEN_BIT);
         if self.io.remove(key).is_some() {
             self.io_fds.remove(&state.fd);
             let _ = sys::epoll_ctl_del(self.epoll.as_fd(), state.fd);
@@ -340,7 +337,6 @@ impl Reactor {
             }
         }
         let mut reg = Registration {
-            fd,
             reader: None,
             writer: None,
         };
@@ -496,7 +492,6 @@ impl Reactor {
                 if let Some(h) = &*state.handler.borrow() {
                     ready.push_back(Ready::Callback(h.clone()));
                 }
-                out.fd_events += 1;
                 continue;
             }
             let Some(reg) = self.regs.get(Key::from_u64(data)) else {
@@ -508,21 +503,15 @@ impl Reactor {
             // reach a writer), any bit besides OUT makes it "readable".
             let readable = bits & !EpollFlags::OUT.bits() != 0;
             let writable = bits & !EpollFlags::IN.bits() != 0;
-            let mut scheduled = false;
             if readable {
                 if let Some(cb) = &reg.reader {
                     ready.push_back(Ready::Callback(cb.clone()));
-                    scheduled = true;
                 }
             }
             if writable {
                 if let Some(cb) = &reg.writer {
                     ready.push_back(Ready::Callback(cb.clone()));
-                    scheduled = true;
                 }
-            }
-            if scheduled {
-                out.fd_events += 1;
             }
         }
         out
@@ -564,14 +553,5 @@ impl Reactor {
         }
         let res = sys::close(self.epoll);
         (callbacks, res)
-    }
-
-    /// The registration for `fd`, if any (tests and the task dump).
-    #[allow(dead_code)]
-    pub(crate) fn registration(&self, fd: RawFd) -> Option<(bool, bool)> {
-        let key = self.by_fd.get(&fd)?;
-        let reg = self.regs.get(*key)?;
-        debug_assert_eq!(reg.fd, fd);
-        Some((reg.reader.is_some(), reg.writer.is_some()))
     }
 }

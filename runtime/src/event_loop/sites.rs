@@ -2,10 +2,9 @@
 //! an 8-byte `&'static Location`, and the id gives the location back.
 //!
 //! Call sites are few (every `spawn(...)` in a program's source is one), so the table only grows
-//! while new sites show up, and most spawns repeat the last site of their thread: a per-thread
-//! cache answers those without the process-wide lock.
+//! while new sites show up; each loop remembers the last site it interned
+//! (`LoopInner::site_id`), which answers most spawns without the process-wide lock.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::sync::{Mutex, OnceLock};
@@ -23,11 +22,6 @@ fn table() -> &'static Mutex<Table> {
     TABLE.get_or_init(Mutex::default)
 }
 
-thread_local! {
-    /// The last site interned on this thread, by address, with its id.
-    static LAST: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
-}
-
 /// Where a task was created when its site could not be recorded: the table is full
 /// (more than a million distinct spawn sites, which no real program has).
 fn unknown() -> &'static Location<'static> {
@@ -37,26 +31,17 @@ fn unknown() -> &'static Location<'static> {
 
 /// The id of `site` (the same site always gets the same id).
 pub(crate) fn intern(site: &'static Location<'static>) -> u32 {
-    let addr = site as *const Location<'static> as usize;
-    let (last_addr, last_id) = LAST.with(Cell::get);
-    if last_addr == addr {
-        return last_id;
-    }
-    let id = {
-        let mut t = table().lock().unwrap_or_else(|p| p.into_inner());
-        match t.by_site.get(site) {
-            Some(&id) => id,
-            None if t.sites.len() < MAX_SITE_ID as usize => {
-                let id = t.sites.len() as u32;
-                t.sites.push(site);
-                t.by_site.insert(site, id);
-                id
-            }
-            None => MAX_SITE_ID,
+    let mut t = table().lock().unwrap_or_else(|p| p.into_inner());
+    match t.by_site.get(site) {
+        Some(&id) => id,
+        None if t.sites.len() < MAX_SITE_ID as usize => {
+            let id = t.sites.len() as u32;
+            t.sites.push(site);
+            t.by_site.insert(site, id);
+            id
         }
-    };
-    LAST.with(|l| l.set((addr, id)));
-    id
+        None => MAX_SITE_ID,
+    }
 }
 
 /// The site an id was given for.

@@ -37,7 +37,7 @@ impl Schedule for LoopScheduler {
             };
             if let Some(t) = t.into_local(&lp.owner) {
                 if lp.tracing() {
-                    let label = lp.task_label(&t);
+                    let label = t.header().label();
                     ready.push_back(Ready::Task(t));
                     drop(ready);
                     lp.trace_wake(label);

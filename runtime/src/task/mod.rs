@@ -60,8 +60,8 @@ use crate::event_loop::trace::{
 };
 use crate::event_loop::waker::LoopScheduler;
 use crate::event_loop::{
-    default_exception_handler, local_loop, running_loop_id, sites, with_running, Builder, EventLoop, ExceptionContext,
-    ExceptionKind, LoopHandle, LoopInner, Ready, TaskHooks, SPARE_EXTRAS,
+    default_exception_handler, local_loop, running_loop_id, running_loop_traces, sites, with_running, Builder,
+    EventLoop, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready, TaskHooks, SPARE_EXTRAS,
 };
 
 /// Where a task is in its life.
@@ -188,10 +188,7 @@ impl Core<'_> {
     }
 
     fn label(&self) -> String {
-        let name = self
-            .0
-            .with_extra(|e| e.and_then(|e| e.name.as_deref().map(str::to_string)));
-        name.unwrap_or_else(|| format!("Task-{}", self.0.number()))
+        self.0.label()
     }
 
     /// Takes the done callbacks (to schedule or drop them outside the header).
@@ -972,7 +969,7 @@ impl<T: 'static> Task<T> {
     fn note_awaited(&self) {
         let core = self.r.core();
         note_awaiting(Awaiting::Task(core.number()));
-        if with_running(|lp| lp.tracing()).unwrap_or(false) {
+        if running_loop_traces() {
             note_awaiting_label(core.label());
         }
     }
