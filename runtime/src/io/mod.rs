@@ -170,6 +170,21 @@ impl<T: AsFd> AsyncFd<T> {
 
     fn register(lp: Rc<LoopInner>, inner: T) -> io::Result<AsyncFd<T>> {
         evloop_syscalls::set_nonblocking(inner.as_fd(), true)?;
+        Self::register_nonblocking(lp, inner)
+    }
+
+    /// [`new`](Self::new) (`lp` `None`) or [`with_loop`](Self::with_loop) for an fd the syscall
+    /// layer created non-blocking (`socket`, `accept4`, `socketpair` all pass `SOCK_NONBLOCK`):
+    /// no `fcntl` to check the flag, one syscall less per connection.
+    pub(crate) fn new_nonblocking(lp: Option<&LoopHandle>, inner: T) -> io::Result<AsyncFd<T>> {
+        let lp = match lp {
+            Some(lp) => lp.inner.clone(),
+            None => with_running(Rc::clone).ok_or_else(|| no_loop("AsyncFd::new"))?,
+        };
+        Self::register_nonblocking(lp, inner)
+    }
+
+    fn register_nonblocking(lp: Rc<LoopInner>, inner: T) -> io::Result<AsyncFd<T>> {
         let state = lp.register_io(inner.as_fd().as_raw_fd())?;
         Ok(AsyncFd {
             state,

@@ -130,7 +130,7 @@ impl Socket {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(domain: Domain, ty: SockType) -> io::Result<Socket> {
-        Socket::adopt(sys::socket(domain, ty)?, Kind::of(ty))
+        Socket::own(None, sys::socket(domain, ty)?, Kind::of(ty))
     }
 
     /// Adopts an fd that is already a socket (switched to non-blocking mode).
@@ -156,6 +156,16 @@ impl Socket {
     fn adopt(fd: OwnedFd, kind: Kind) -> io::Result<Socket> {
         Ok(Socket {
             fd: AsyncFd::new(fd)?,
+            kind: Cell::new(kind),
+        })
+    }
+
+    /// Registers a socket the syscall layer just made (`socket`, `accept4`, `socketpair`: all
+    /// `SOCK_NONBLOCK`) with `lp`, or the running loop: unlike [`adopt`](Self::adopt), no
+    /// `fcntl` to check the flag, one syscall less per connection.
+    fn own(lp: Option<&LoopHandle>, fd: OwnedFd, kind: Kind) -> io::Result<Socket> {
+        Ok(Socket {
+            fd: AsyncFd::new_nonblocking(lp, fd)?,
             kind: Cell::new(kind),
         })
     }
@@ -922,7 +932,7 @@ impl TcpStream {
     }
 
     fn from_accepted(fd: OwnedFd) -> io::Result<TcpStream> {
-        let sock = Socket::adopt(fd, Kind::Stream)?;
+        let sock = Socket::own(None, fd, Kind::Stream)?;
         sock.set_nodelay(true)?;
         Ok(TcpStream { sock })
     }
@@ -1513,7 +1523,7 @@ impl UnixListener {
         let (fd, addr) = self.sock.accept().await?;
         Ok((
             UnixStream {
-                sock: Socket::adopt(fd, Kind::Stream)?,
+                sock: Socket::own(None, fd, Kind::Stream)?,
             },
             unix(addr, "accept")?,
         ))
@@ -1603,10 +1613,10 @@ impl UnixStream {
         let (a, b) = sys::socketpair(Domain::Unix, SockType::Stream)?;
         Ok((
             UnixStream {
-                sock: Socket::adopt(a, Kind::Stream)?,
+                sock: Socket::own(None, a, Kind::Stream)?,
             },
             UnixStream {
-                sock: Socket::adopt(b, Kind::Stream)?,
+                sock: Socket::own(None, b, Kind::Stream)?,
             },
         ))
     }
@@ -1780,10 +1790,10 @@ impl UnixDatagram {
         let (a, b) = sys::socketpair(Domain::Unix, SockType::Datagram)?;
         Ok((
             UnixDatagram {
-                sock: Socket::adopt(a, Kind::Message)?,
+                sock: Socket::own(None, a, Kind::Message)?,
             },
             UnixDatagram {
-                sock: Socket::adopt(b, Kind::Message)?,
+                sock: Socket::own(None, b, Kind::Message)?,
             },
         ))
     }
@@ -2049,12 +2059,13 @@ impl LoopHandle {
     /// Accepts a connection on a listening socket (asyncio's `sock_accept`).
     pub async fn sock_accept(&self, sock: &Socket) -> io::Result<(Socket, SockAddr)> {
         let (fd, addr) = sock.accept().await?;
-        let accepted = Socket::with_loop(self, fd)?;
         // A connection accepted on a stream listener is a stream (seqpacket stays to be asked).
-        if sock.kind.get() == Kind::Stream {
-            accepted.kind.set(Kind::Stream);
-        }
-        Ok((accepted, addr))
+        let kind = if sock.kind.get() == Kind::Stream {
+            Kind::Stream
+        } else {
+            Kind::Unknown
+        };
+        Ok((Socket::own(Some(self), fd, kind)?, addr))
     }
 
     /// Receives a datagram and its sender (asyncio's `sock_recvfrom`): up to `n` bytes of it,

@@ -248,17 +248,18 @@ impl Callback for TransportHandler {
 }
 
 impl Transport {
-    /// Wraps a connected, registered socket. `connection_made` is scheduled.
-    fn start(
+    /// Wraps a socket `accept4` just returned (already non-blocking, its peer known): registers
+    /// it and schedules `connection_made`.
+    fn start_accepted(
         lp: &Rc<LoopInner>,
         fd: OwnedFd,
+        peer: SockAddr,
         protocol: Box<dyn Protocol>,
         site: &'static Location<'static>,
         on_close: Option<Box<dyn FnOnce()>>,
     ) -> io::Result<Transport> {
-        sys::set_nonblocking(fd.as_fd(), true)?;
         let io = lp.register_io(fd.as_raw_fd())?;
-        Self::start_registered(lp, fd, io, protocol, site, on_close)
+        Self::start_kind(lp, fd, io, Some(peer), protocol, site, on_close, TransportKind::Socket)
     }
 
     /// Like `start`, for a socket whose registration already exists (a connected `Socket`).
@@ -270,7 +271,8 @@ impl Transport {
         site: &'static Location<'static>,
         on_close: Option<Box<dyn FnOnce()>>,
     ) -> io::Result<Transport> {
-        Self::start_kind(lp, fd, io, protocol, site, on_close, TransportKind::Socket)
+        let peer = sys::peer_addr(fd.as_fd()).ok();
+        Self::start_kind(lp, fd, io, peer, protocol, site, on_close, TransportKind::Socket)
     }
 
     /// A transport over one end of a pipe whose registration already exists (the `pipe` module).
@@ -282,21 +284,24 @@ impl Transport {
         site: &'static Location<'static>,
         kind: TransportKind,
     ) -> io::Result<Transport> {
-        Self::start_kind(lp, fd, io, protocol, site, None, kind)
+        Self::start_kind(lp, fd, io, None, protocol, site, None, kind)
     }
 
+    /// `peer` is what the caller knows of the other end (a socket's peer; `None` for pipes).
+    #[allow(clippy::too_many_arguments)]
     fn start_kind(
         lp: &Rc<LoopInner>,
         fd: OwnedFd,
         io: Rc<IoState>,
+        peer: Option<SockAddr>,
         protocol: Box<dyn Protocol>,
         site: &'static Location<'static>,
         on_close: Option<Box<dyn FnOnce()>>,
         kind: TransportKind,
     ) -> io::Result<Transport> {
-        let (peer, local) = match kind {
-            TransportKind::Socket => (sys::peer_addr(fd.as_fd()).ok(), sys::local_addr(fd.as_fd()).ok()),
-            TransportKind::ReadPipe | TransportKind::WritePipe => (None, None),
+        let local = match kind {
+            TransportKind::Socket => sys::local_addr(fd.as_fd()).ok(),
+            TransportKind::ReadPipe | TransportKind::WritePipe => None,
         };
         let inner = Rc::new(TransportInner {
             lp: lp.clone(),
@@ -951,7 +956,7 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
             sys::accept4(fd.as_fd())
         };
         match accepted {
-            Ok((fd, _peer)) => {
+            Ok((fd, peer)) => {
                 listener.out_of_fds_since.set(None);
                 if listener.addr.as_inet().is_some() {
                     let _ = sys::set_nodelay(fd.as_fd(), true);
@@ -960,7 +965,9 @@ fn accept_ready(server: &Rc<ServerInner>, listener: &Rc<Listener>) {
                 server.active.set(server.active.get() + 1);
                 let s = server.clone();
                 let on_close: Box<dyn FnOnce()> = Box::new(move || connection_closed(&s));
-                if let Err(e) = Transport::start(&server.lp, fd, protocol, Location::caller(), Some(on_close)) {
+                if let Err(e) =
+                    Transport::start_accepted(&server.lp, fd, peer, protocol, Location::caller(), Some(on_close))
+                {
                     server.active.set(server.active.get() - 1);
                     report(
                         server,

@@ -678,8 +678,6 @@ impl Protocol for StreamProtocol {
 }
 
 fn pair(conn: Rc<Conn>, transport: Transport) -> (StreamReader, StreamWriter) {
-    conn.reader_alive.set(true);
-    conn.writer_alive.set(true);
     (StreamReader { conn: conn.clone() }, StreamWriter { conn, transport })
 }
 
@@ -1159,7 +1157,13 @@ impl AsyncRead for StreamReader {
         if let Err(e) = self.conn.check_loop(op) {
             return Poll::Ready(Err(e));
         }
-        self.conn.read.borrow_mut().waiter = Some(cx.waker().clone());
+        {
+            let mut st = self.conn.read.borrow_mut();
+            match &st.waiter {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => st.waiter = Some(cx.waker().clone()),
+            }
+        }
         self.conn.ensure_reading();
         self.conn.note_fd();
         Poll::Pending
