@@ -498,6 +498,22 @@ pub struct WrongLoopError {
 }
 
 impl WrongLoopError {
+    /// The one wrong-loop rule: `Err` when a loop other than `bound` runs on this thread (no
+    /// running loop is fine: nothing can wait then). `object` names what was waited on; it is
+    /// only formatted for the error.
+    #[inline]
+    pub(crate) fn check(bound: u64, op: &'static str, object: impl FnOnce() -> String) -> Result<(), WrongLoopError> {
+        match crate::event_loop::running_loop_id() {
+            Some(running) if running != bound => Err(WrongLoopError {
+                op,
+                object: object(),
+                bound,
+                running,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// The operation that was refused, e.g. `"await"`.
     pub fn operation(&self) -> &'static str {
         self.op

@@ -62,7 +62,7 @@ use std::task::{Context, Poll};
 use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
 use crate::event_loop::reactor::{ready, IoState};
 use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{running_loop_id, with_running, LoopHandle, LoopInner};
+use crate::event_loop::{with_running, LoopHandle, LoopInner};
 
 /// Which direction an operation needs.
 ///
@@ -411,19 +411,12 @@ impl<T: AsFd> AsyncFd<T> {
         if self.is_ready(interest) {
             return Poll::Ready(Ok(()));
         }
-        if let Some(running) = running_loop_id() {
-            if running != u64::from(self.lp.id) {
-                return Poll::Ready(Err(WrongLoopError {
-                    op: match interest {
-                        Interest::Read => "wait for readability",
-                        Interest::Write => "wait for writability",
-                    },
-                    object: format!("fd {}", self.state.fd()),
-                    bound: u64::from(self.lp.id),
-                    running,
-                }
-                .into()));
-            }
+        let op = match interest {
+            Interest::Read => "wait for readability",
+            Interest::Write => "wait for writability",
+        };
+        if let Err(e) = WrongLoopError::check(u64::from(self.lp.id), op, || format!("fd {}", self.state.fd())) {
+            return Poll::Ready(Err(e.into()));
         }
         match interest {
             Interest::Read => self.state.set_reader(cx.waker()),

@@ -76,7 +76,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{get_running_loop, running_loop_id, LoopHandle};
+use crate::event_loop::{get_running_loop, LoopHandle};
 use crate::io::net::{SockAddr, UnixAddr};
 use crate::io::protocol::{Protocol, Server, Transport};
 use crate::io::{AsyncRead, AsyncWrite};
@@ -581,22 +581,10 @@ impl Conn {
     /// Only a task of the connection's own loop may wait for it: its transport's events come
     /// from that loop's poll, which cannot run while another loop does.
     fn check_loop(&self, op: &'static str) -> io::Result<()> {
-        let Some(running) = running_loop_id() else {
-            return Ok(());
-        };
         let Some(bound) = self.transport.borrow().as_ref().map(Transport::loop_id) else {
             return Ok(());
         };
-        if running == bound {
-            return Ok(());
-        }
-        Err(WrongLoopError {
-            op,
-            object: "the stream".to_string(),
-            bound,
-            running,
-        }
-        .into())
+        Ok(WrongLoopError::check(bound, op, || "the stream".to_string())?)
     }
 
     fn note_fd(&self) {

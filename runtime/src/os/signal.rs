@@ -38,7 +38,7 @@ use crate::event_loop::extension::Extension;
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, RepeatCallback};
 use crate::event_loop::reactor::{ready, IoState};
 use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{running_loop_id, with_running, LoopHandle, LoopInner, Ready};
+use crate::event_loop::{with_running, LoopHandle, LoopInner, Ready};
 
 /// One watched signal of one loop.
 struct Entry {
@@ -396,16 +396,10 @@ impl Future for Recv {
         if e.generation > this.start {
             return Poll::Ready(Ok(()));
         }
-        if let Some(running) = running_loop_id() {
-            if running != this.loop_id {
-                return Poll::Ready(Err(WrongLoopError {
-                    op: "signal::recv",
-                    object: format!("the watch of {}", this.signal.name()),
-                    bound: this.loop_id,
-                    running,
-                }
-                .into()));
-            }
+        if let Err(e) = WrongLoopError::check(this.loop_id, "signal::recv", || {
+            format!("the watch of {}", this.signal.name())
+        }) {
+            return Poll::Ready(Err(e.into()));
         }
         if !e.waiters.iter().any(|w| w.will_wake(cx.waker())) {
             e.waiters.push(cx.waker().clone());

@@ -60,8 +60,8 @@ use crate::event_loop::trace::{
 };
 use crate::event_loop::waker::LoopScheduler;
 use crate::event_loop::{
-    default_exception_handler, local_loop, running_loop_id, running_loop_traces, sites, with_running, Builder,
-    EventLoop, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready, TaskHooks, SPARE_EXTRAS,
+    default_exception_handler, local_loop, running_loop_traces, sites, with_running, Builder, EventLoop,
+    ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready, TaskHooks, SPARE_EXTRAS,
 };
 
 /// Where a task is in its life.
@@ -1029,14 +1029,7 @@ impl<T> Drop for Task<T> {
 /// The error for awaiting `core`'s task from a task of another loop, which would wait while
 /// the task's own loop cannot run (asyncio: "Task got Future attached to a different loop").
 fn wrong_loop(core: &Core<'_>) -> Option<WrongLoopError> {
-    let running = running_loop_id()?;
-    let bound = u64::from(core.0.owner());
-    (running != bound).then(|| WrongLoopError {
-        op: "await",
-        object: core.label(),
-        bound,
-        running,
-    })
+    WrongLoopError::check(u64::from(core.0.owner()), "await", || core.label()).err()
 }
 
 fn report_failed_on_drop(task: &TaskRef) {

@@ -22,7 +22,7 @@ use std::task::{Context, Poll, Waker};
 use crate::event_loop::error::{InvalidStateError, PromiseError, WrongLoopError};
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
 use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{running_loop_id, LoopHandle, LoopInner, Ready};
+use crate::event_loop::{LoopHandle, LoopInner, Ready};
 
 enum State<T> {
     Pending,
@@ -419,15 +419,8 @@ impl<T: Clone + 'static> Future for PromiseFuture<T> {
         }
         // Only the promise's own loop can complete it (its callbacks set it, its tasks resolve
         // it): a task of another loop would wait while that loop cannot run.
-        if let Some(running) = running_loop_id() {
-            if running != inner.loop_id {
-                return Poll::Ready(Err(PromiseError::WrongLoop(WrongLoopError {
-                    op: "await",
-                    object: this.promise.label(),
-                    bound: inner.loop_id,
-                    running,
-                })));
-            }
+        if let Err(e) = WrongLoopError::check(inner.loop_id, "await", || this.promise.label()) {
+            return Poll::Ready(Err(PromiseError::WrongLoop(e)));
         }
         let mut waiters = inner.waiters.borrow_mut();
         match this.slot.and_then(|i| waiters.get_mut(i)) {
