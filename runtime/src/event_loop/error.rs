@@ -501,16 +501,24 @@ impl WrongLoopError {
     /// The one wrong-loop rule: `Err` when a loop other than `bound` runs on this thread (no
     /// running loop is fine: nothing can wait then). `object` names what was waited on; it is
     /// only formatted for the error.
-    #[inline]
+    /// (Inlined into every parking path, the error built out of line: the check itself is a
+    /// thread-local load and a compare, on the hot path of every stream read and write.)
+    #[inline(always)]
     pub(crate) fn check(bound: u64, op: &'static str, object: impl FnOnce() -> String) -> Result<(), WrongLoopError> {
         match crate::event_loop::running_loop_id() {
-            Some(running) if running != bound => Err(WrongLoopError {
-                op,
-                object: object(),
-                bound,
-                running,
-            }),
+            Some(running) if running != bound => Err(Self::refused(op, object, bound, running)),
             _ => Ok(()),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refused(op: &'static str, object: impl FnOnce() -> String, bound: u64, running: u64) -> WrongLoopError {
+        WrongLoopError {
+            op,
+            object: object(),
+            bound,
+            running,
         }
     }
 

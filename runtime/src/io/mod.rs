@@ -403,7 +403,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn poll_ready(&self, cx: &mut Context<'_>, interest: Interest) -> Poll<io::Result<()>> {
         if self.lp.is_closed() {
             return Poll::Ready(Err(LoopError::new(LoopErrorKind::Closed, "AsyncFd").into()));
@@ -510,7 +510,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn poll_io<R>(
         &self,
         cx: &mut Context<'_>,
