@@ -156,7 +156,9 @@ fn main() {
         "group-owner" => evloop::run(group_owner()),
         "group-before-join" => evloop::run(group_before_join()),
         _ => {
-            eprintln!("usage: book_cancel cancel | self-cancel | timeout | detach | shield | group | group-owner | group-before-join");
+            eprintln!(
+                "usage: book_cancel cancel | self-cancel | timeout | detach | shield | group | group-owner | group-before-join"
+            );
             std::process::exit(2);
         }
     };

@@ -13,7 +13,7 @@ use std::error::Error;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
-use evloop::{sys, AsyncFd, Interest};
+use evloop::{AsyncFd, Interest, sys};
 use sys::{EpollEvent, EpollFlags};
 
 /// What a zero-timeout poll of `epfd` reports: `EPOLLIN`, or `-` for nothing.

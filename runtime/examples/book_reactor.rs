@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
 use evloop::sys::counters::{self, Counts};
-use evloop::{sys, AsyncFd, AsyncReadExt, AsyncWriteExt, Interest, Protocol, Transport};
+use evloop::{AsyncFd, AsyncReadExt, AsyncWriteExt, Interest, Protocol, Transport, sys};
 
 async fn edge() -> Result<(), Box<dyn Error>> {
     let (r, w) = sys::pipe2()?;

@@ -15,9 +15,9 @@ use std::error::Error;
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
+use evloop::AsyncWriteExt;
 use evloop::process::{Stdio, SubprocessOptions};
 use evloop::signal::Signal;
-use evloop::AsyncWriteExt;
 
 async fn sigwake() -> Result<(), Box<dyn Error>> {
     let lp = evloop::get_running_loop()?;

@@ -12,7 +12,7 @@ use std::error::Error;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{gather, sleep, yield_now, Task, TaskBuilder};
+use evloop::{Task, TaskBuilder, gather, sleep, yield_now};
 
 type Slot = Rc<RefCell<Option<Task<()>>>>;
 

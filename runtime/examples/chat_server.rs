@@ -24,10 +24,10 @@ use std::io;
 use std::rc::Rc;
 use std::time::Duration;
 
+use evloop::TaskRef;
 use evloop::channel::mpsc;
 use evloop::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use evloop::net::{TcpListener, TcpStream};
-use evloop::TaskRef;
 
 /// Messages a client may have waiting before it counts as not reading.
 const OUTBOX: usize = 256;

@@ -18,9 +18,9 @@ use std::error::Error;
 use std::rc::Rc;
 use std::time::Duration;
 
+use evloop::AsyncWriteExt;
 use evloop::fiber::{self, Builder, Fiber};
 use evloop::net::UnixStream;
-use evloop::AsyncWriteExt;
 
 fn greenlet_example() -> Result<(), Box<dyn Error>> {
     // gr1 needs gr2 and gr2 needs gr1: each finds the other through a slot.

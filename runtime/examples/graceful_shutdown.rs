@@ -38,7 +38,7 @@ use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use evloop::signal::{self, Signal};
-use evloop::{select, sleep, timeout, Either, StreamReader, StreamWriter, TaskBuilder};
+use evloop::{Either, StreamReader, StreamWriter, TaskBuilder, select, sleep, timeout};
 
 /// How long open connections may take to finish after the signal.
 const GRACE: Duration = Duration::from_secs(2);

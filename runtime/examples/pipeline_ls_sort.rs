@@ -34,7 +34,7 @@ use std::io::{self, Write};
 
 use evloop::pipe::{PipeReader, PipeWriter};
 use evloop::process::{Stdio, SubprocessOptions};
-use evloop::{gather, AsyncReadExt, AsyncWriteExt, TaskBuilder};
+use evloop::{AsyncReadExt, AsyncWriteExt, TaskBuilder, gather};
 
 /// The copy task: `ls`'s stdout into `sort`'s stdin until end of file, then closes `sort`'s
 /// stdin. Returns how many bytes went through.

@@ -17,7 +17,7 @@ use std::io;
 use evloop::{Promise, Protocol, Transport};
 
 mod seed001_common;
-use seed001_common::{announce, stop_signal, Options};
+use seed001_common::{Options, announce, stop_signal};
 
 /// Longest unfinished line we keep; a client that sends more without a newline is cut off.
 const MAX_LINE: usize = 64 * 1024;

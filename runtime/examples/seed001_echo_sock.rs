@@ -17,11 +17,11 @@ use std::error::Error;
 use std::io;
 use std::time::Duration;
 
-use evloop::net::{Domain, SockAddr, SockType, Socket};
 use evloop::LoopHandle;
+use evloop::net::{Domain, SockAddr, SockType, Socket};
 
 mod seed001_common;
-use seed001_common::{announce, stop_signal, Options};
+use seed001_common::{Options, announce, stop_signal};
 
 /// The seed's `serve_client`: receive, upper-case, send, until the client closes.
 async fn serve_client(lp: LoopHandle, conn: Socket) -> io::Result<()> {

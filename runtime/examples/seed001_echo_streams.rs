@@ -17,7 +17,7 @@ use std::error::Error;
 use evloop::{StreamReader, StreamWriter};
 
 mod seed001_common;
-use seed001_common::{announce, stop_signal, Options};
+use seed001_common::{Options, announce, stop_signal};
 
 /// The `client_connected_cb`: one line in, the same line upper-cased out, until end of stream.
 async fn handle_client(reader: StreamReader, writer: StreamWriter) {

@@ -87,46 +87,44 @@ pub mod sync;
 mod task;
 
 pub use event_loop::error::{
-    os_error, InvalidStateError, LoopError, LoopErrorKind, OpError, Panic, PromiseError, RunError, TaskError,
-    WrongLoopError,
+    InvalidStateError, LoopError, LoopErrorKind, OpError, Panic, PromiseError, RunError, TaskError, WrongLoopError,
+    os_error,
 };
 pub use event_loop::executor::{ExecutorError, ExecutorJob};
 pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
 pub use event_loop::trace::{Awaiting, QueueOp};
 pub use event_loop::{
-    default_exception_handler, get_running_loop, BoxedExceptionHandler, Builder, EventLoop, ExceptionContext,
-    ExceptionKind, LoopHandle, LoopStats, RemoteHandle, SharedExceptionHandler, DEFAULT_ACCEPT_RETRY_DELAY,
-    MAX_TIMER_SLACK,
+    BoxedExceptionHandler, Builder, DEFAULT_ACCEPT_RETRY_DELAY, EventLoop, ExceptionContext, ExceptionKind, LoopHandle,
+    LoopStats, MAX_TIMER_SLACK, RemoteHandle, SharedExceptionHandler, default_exception_handler, get_running_loop,
 };
 pub use io::datagram::{
-    DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, DEFAULT_DATAGRAM_QUEUE_LIMIT,
+    DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport,
 };
-pub use io::protocol::{Protocol, Server, Transport, DEFAULT_HIGH_WATER};
+pub use io::protocol::{DEFAULT_HIGH_WATER, Protocol, Server, Transport};
 pub use io::stream::{
-    open_connection, open_connection_with, open_unix_connection, open_unix_connection_with, start_server,
-    start_server_with, start_unix_server, start_unix_server_with, StreamConfig, StreamError, StreamReader,
-    StreamWriter,
+    StreamConfig, StreamError, StreamReader, StreamWriter, open_connection, open_connection_with, open_unix_connection,
+    open_unix_connection_with, start_server, start_server_with, start_unix_server, start_unix_server_with,
 };
-pub use io::{net, pipe, stream};
 pub use io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
+pub use io::{net, pipe, stream};
 pub use os::{process, signal};
 pub use sync::combinator::{
-    as_completed, gather, race, select, shield, shield_future, timeout_at, try_gather, wait, AsCompleted, Either,
-    Gather, ReturnWhen, Shield, TryGather,
+    AsCompleted, Either, Gather, ReturnWhen, Shield, TryGather, as_completed, gather, race, select, shield,
+    shield_future, timeout_at, try_gather, wait,
 };
 pub use sync::group::{ChildError, GroupError, TaskGroup};
 pub use sync::queue::{Queue, QueueShutDown, TaskDoneError, TryGetError, TryPutError};
-pub use sync::{channel, queue};
 pub use sync::{
     Barrier, BoundedSemaphore, Condition, Event, Lock, LockGuard, Mutex, MutexGuard, Semaphore, SemaphorePermit,
     SyncError, SyncOp,
 };
+pub use sync::{channel, queue};
 pub use task::promise::{Promise, PromiseFuture};
 pub use task::runner::Runner;
-pub use task::time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep, YieldNow};
+pub use task::time::{Elapsed, Sleep, YieldNow, sleep, sleep_until, timeout, yield_now};
 pub use task::timeouts::{Timeout, TimeoutHandle};
-pub use task::tree::{task_tree, TaskNode, TaskTree};
-pub use task::{all_tasks, current_task, run, run_with, spawn, Task, TaskBuilder, TaskRef, TaskState};
+pub use task::tree::{TaskNode, TaskTree, task_tree};
+pub use task::{Task, TaskBuilder, TaskRef, TaskState, all_tasks, current_task, run, run_with, spawn};
 
 /// `#[evloop::main]` and `#[evloop::test]`: an `async fn` run on a new loop (`asyncio.run`);
 /// options `trace` and `virtual_clock`. See the crate documentation's first example.

@@ -10,8 +10,8 @@
 
 use std::io;
 
-use crate::counters;
 use crate::Syscall;
+use crate::counters;
 
 /// A C return value that signals failure with `-1` and `errno`.
 pub(crate) trait CRet: Copy {

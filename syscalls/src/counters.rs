@@ -13,7 +13,7 @@
 use std::cell::Cell;
 use std::fmt;
 
-use crate::syscall::{Syscall, SYSCALL_COUNT};
+use crate::syscall::{SYSCALL_COUNT, Syscall};
 
 thread_local! {
     static COUNTS: [Cell<u64>; SYSCALL_COUNT] =

@@ -25,10 +25,10 @@ use std::time::Duration;
 
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
+use crate::Syscall;
 use crate::call::{call, is_eintr};
 use crate::raw;
 use crate::time::duration_to_timespec;
-use crate::Syscall;
 
 // ---------------------------------------------------------------------------
 // Layout of `struct epoll_event`.

@@ -10,8 +10,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use crate::call::{call, call_retry_eintr};
 use crate::Syscall;
+use crate::call::{call, call_retry_eintr};
 
 /// `eventfd(initval, EFD_CLOEXEC | EFD_NONBLOCK)`: a new eventfd whose
 /// counter starts at `initval`.

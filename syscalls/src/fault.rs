@@ -20,8 +20,8 @@
 
 use std::cell::RefCell;
 
-pub use crate::signal::{handler_in_flight, HandlerInFlight};
 use crate::Syscall;
+pub use crate::signal::{HandlerInFlight, handler_in_flight};
 
 #[derive(Debug)]
 struct Injection {

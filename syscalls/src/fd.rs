@@ -10,8 +10,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 
-use crate::call::{call, enter, is_eintr};
 use crate::Syscall;
+use crate::call::{call, enter, is_eintr};
 
 /// `close(fd)`: closes `fd` and reports what the kernel said.
 ///

@@ -14,8 +14,8 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use crate::call::{call, call_retry_eintr};
 use crate::Syscall;
+use crate::call::{call, call_retry_eintr};
 
 /// `open(path, flags)` without `O_CREAT` (no mode argument), retried on
 /// EINTR.

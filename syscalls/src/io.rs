@@ -10,9 +10,9 @@
 use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, BorrowedFd};
 
+use crate::Syscall;
 use crate::call::call_retry_eintr;
 use crate::raw;
-use crate::Syscall;
 
 /// The most buffers one `readv`/`writev` call takes (`IOV_MAX`, 1024 on
 /// Linux); longer lists are cut to this many, giving a short transfer.

@@ -185,28 +185,28 @@ pub use std::time::Duration;
 #[cfg(feature = "fault-injection")]
 pub use epoll::force_epoll_wait_fallback;
 pub use epoll::{
-    epoll_create1, epoll_ctl_add, epoll_ctl_del, epoll_ctl_mod, epoll_pwait2, epoll_pwait2_available, epoll_wait,
-    epoll_wait_timeout, epoll_wait_timeout_call, EpollEvent, EpollFlags,
+    EpollEvent, EpollFlags, epoll_create1, epoll_ctl_add, epoll_ctl_del, epoll_ctl_mod, epoll_pwait2,
+    epoll_pwait2_available, epoll_wait, epoll_wait_timeout, epoll_wait_timeout_call,
 };
 pub use eventfd::{eventfd, eventfd_read, eventfd_write};
 pub use fd::{close, fd_is_open, set_cloexec, set_nonblocking};
 pub use file::{dup, nofile_limit, open_dev_null, open_readonly, set_nofile_limit};
-pub use io::{read, readv, write, writev, IOV_MAX};
-pub use mman::{max_map_count, mmap_anonymous, page_size, Advice, Mapping, Prot};
+pub use io::{IOV_MAX, read, readv, write, writev};
+pub use mman::{Advice, Mapping, Prot, max_map_count, mmap_anonymous, page_size};
 pub use pipe::{pipe2, socketpair_stream};
 pub use process::{
-    close_fds_on_exec, keep_fds_on_exec, pidfd_open, pidfd_send_signal, reset_signals_on_exec, waitid_pidfd, ExitStatus,
+    ExitStatus, close_fds_on_exec, keep_fds_on_exec, pidfd_open, pidfd_send_signal, reset_signals_on_exec, waitid_pidfd,
 };
-pub use resolve::{getaddrinfo, getnameinfo, AddrHints, AddrInfoError};
+pub use resolve::{AddrHints, AddrInfoError, getaddrinfo, getnameinfo};
 pub use signal::{
-    getpid, kill, raise_in_process, register_signal, signal_disposition, Disposition, Signal, SignalRegistration,
-    SLOTS_PER_SIGNAL,
+    Disposition, SLOTS_PER_SIGNAL, Signal, SignalRegistration, getpid, kill, raise_in_process, register_signal,
+    signal_disposition,
 };
-pub use sigpipe::{block_sigpipe_on_this_thread, write_nosigpipe, writev_nosigpipe, SigpipeBlock};
+pub use sigpipe::{SigpipeBlock, block_sigpipe_on_this_thread, write_nosigpipe, writev_nosigpipe};
 pub use sockaddr::{Domain, SockAddr, UnixAddr};
 pub use socket::{
-    accept4, bind, connect, listen, local_addr, peek_datagram_len, peer_addr, recv, recv_from, recv_peek, send,
-    send_to, send_vectored, sendfile, shutdown, socket, socketpair, Shutdown, SockType,
+    Shutdown, SockType, accept4, bind, connect, listen, local_addr, peek_datagram_len, peer_addr, recv, recv_from,
+    recv_peek, send, send_to, send_vectored, sendfile, shutdown, socket, socketpair,
 };
 pub use sockopt::{
     nodelay, recv_buffer_size, send_buffer_size, set_broadcast, set_keepalive, set_linger_zero, set_nodelay,
@@ -214,10 +214,10 @@ pub use sockopt::{
     take_socket_error,
 };
 pub use stack_guard::{
-    ensure_alt_signal_stack, register_stack_guards, StackGuards, MAX_STACK_REGIONS, STACK_LABEL_LEN,
+    MAX_STACK_REGIONS, STACK_LABEL_LEN, StackGuards, ensure_alt_signal_stack, register_stack_guards,
 };
 pub use syscall::Syscall;
-pub use time::{clock_gettime, clock_monotonic, Clock};
+pub use time::{Clock, clock_gettime, clock_monotonic};
 pub use timer::{set_timer_slack, timer_slack, timerfd_create, timerfd_read, timerfd_set_abs};
 
 /// The `errno` values callers compare [`std::io::Error::raw_os_error`] against, so crates above

@@ -24,8 +24,8 @@ use std::io;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::call::{call, enter};
 use crate::Syscall;
+use crate::call::{call, enter};
 
 /// `MADV_GUARD_INSTALL` (Linux 6.13+, `include/uapi/asm-generic/mman-common.h`); the libc
 /// crate does not name it yet.

@@ -9,8 +9,8 @@
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-use crate::call::call;
 use crate::Syscall;
+use crate::call::call;
 
 /// `pipe2(fds, O_CLOEXEC | O_NONBLOCK)`: a new pipe, returned as
 /// `(read end, write end)`.

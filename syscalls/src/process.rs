@@ -15,8 +15,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use crate::call::{call, call_retry_eintr};
 use crate::Syscall;
+use crate::call::{call, call_retry_eintr};
 
 /// Turns `ENOSYS` (the kernel lacks the call) into an error that says so.
 fn explain_enosys(e: io::Error, what: &str, since: &str) -> io::Error {

@@ -16,8 +16,8 @@
 
 use std::io;
 
-use crate::call::enter;
 use crate::Syscall;
+use crate::call::enter;
 
 /// A system call with up to six arguments, as the kernel's raw ABI: the result, or `-errno`.
 ///

@@ -21,10 +21,10 @@ use std::io;
 use std::mem::size_of;
 use std::net::SocketAddr;
 
+use crate::Syscall;
 use crate::call::enter;
 use crate::sockaddr::{Domain, RawSockAddr, SockAddr};
 use crate::socket::SockType;
-use crate::Syscall;
 
 /// glibc's `EAI_ADDRFAMILY` ("address family for hostname not supported"),
 /// which the `libc` crate does not export for glibc.

@@ -76,9 +76,9 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use crate::Syscall;
 use crate::call::call;
 use crate::counters;
-use crate::Syscall;
 
 /// The highest signal number this module handles: glibc's `SIGRTMAX` on
 /// Linux (`_NSIG - 1`).

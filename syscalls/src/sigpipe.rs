@@ -46,9 +46,9 @@ use std::io::{self, IoSlice};
 use std::marker::PhantomData;
 use std::os::fd::BorrowedFd;
 
+use crate::Syscall;
 use crate::call::enter;
 use crate::io::IOV_MAX;
-use crate::Syscall;
 
 /// The signal set holding only `SIGPIPE`.
 fn sigpipe_set() -> libc::sigset_t {

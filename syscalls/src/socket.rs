@@ -19,12 +19,12 @@
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
+use crate::Syscall;
 use crate::call::{call, call_retry_eintr, is_eintr};
 use crate::io::IOV_MAX;
 use crate::raw;
 use crate::sigpipe::SigpipeGuard;
 use crate::sockaddr::{Domain, RawSockAddr, SockAddr};
-use crate::Syscall;
 
 /// A socket's type (the second argument of `socket(2)`, without flags).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -13,9 +13,9 @@ use std::io;
 use std::mem::size_of;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
+use crate::Syscall;
 use crate::call::call;
 use crate::socket::SockType;
-use crate::Syscall;
 
 /// Length of an `int` option value.
 const INT_LEN: libc::socklen_t = size_of::<libc::c_int>() as libc::socklen_t;

@@ -30,12 +30,12 @@
 //! ([`crate::register_signal`]).
 
 use std::io;
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
-use crate::call::call;
-use crate::mman::{mmap_anonymous, page_size, Mapping, Prot};
 use crate::Syscall;
+use crate::call::call;
+use crate::mman::{Mapping, Prot, mmap_anonymous, page_size};
 
 /// How many regions can be registered at the same time. A region is one chunk of fiber stacks
 /// (the runtime puts 64 stacks in a chunk), so this allows half a million stacks.

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use static_assertions::assert_eq_size;
 
-use crate::call::call;
 use crate::Syscall;
+use crate::call::call;
 
 // `struct timespec` is { time_t tv_sec; long tv_nsec; } = 16 bytes on both
 // supported 64-bit targets; the epoll and timerfd wrappers pass it by pointer.

@@ -10,10 +10,10 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
+use crate::Syscall;
 use crate::call::call;
 use crate::eventfd::read_u64;
 use crate::time::duration_to_timespec;
-use crate::Syscall;
 
 /// `prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0)`: sets the calling *thread's*
 /// timer slack to `ns` nanoseconds.

@@ -9,7 +9,7 @@ use std::io::{ErrorKind, IoSlice, IoSliceMut};
 
 use evloop_syscalls::*;
 
-use common::{delta, Clean};
+use common::{Clean, delta};
 
 #[test]
 fn injected_eintr_on_read_is_retried() {

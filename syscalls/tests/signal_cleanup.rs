@@ -107,8 +107,8 @@ fn queue_foreign_sigpipe_to_this_thread() {
     info[2] = libc::SI_QUEUE;
     info[4] = 1; // si_pid
     info[5] = 0; // si_uid
-                 // SAFETY: the kernel reads 128 bytes (one `siginfo_t`) from `info`, a live local array of
-                 // that size; the other arguments are integers (this process, this thread, the signal).
+    // SAFETY: the kernel reads 128 bytes (one `siginfo_t`) from `info`, a live local array of
+    // that size; the other arguments are integers (this process, this thread, the signal).
     let rc = unsafe {
         libc::syscall(
             libc::SYS_rt_tgsigqueueinfo,

@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use evloop_syscalls::*;
 
-use common::{delta, Clean};
+use common::{Clean, delta};
 
 /// Waits up to 10 s for `fd` to report `interest`.
 fn wait(fd: BorrowedFd<'_>, interest: EpollFlags) {

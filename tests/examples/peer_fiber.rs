@@ -293,16 +293,18 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
         let listener = TcpListener::bind(addr).await?;
         announce(listener.local_addr()?)?;
         if fibers {
-            let server = fiber::spawn(move || loop {
-                match fiber::accept(&listener) {
-                    Ok((conn, _peer)) => {
-                        if let Err(e) = fiber::spawn(move || echo_fiber(conn)) {
-                            eprintln!("spawn: {e}");
+            let server = fiber::spawn(move || {
+                loop {
+                    match fiber::accept(&listener) {
+                        Ok((conn, _peer)) => {
+                            if let Err(e) = fiber::spawn(move || echo_fiber(conn)) {
+                                eprintln!("spawn: {e}");
+                            }
                         }
-                    }
-                    Err(e) => {
-                        eprintln!("accept: {e}; retrying in 100 ms");
-                        let _ = fiber::sleep(std::time::Duration::from_millis(100));
+                        Err(e) => {
+                            eprintln!("accept: {e}; retrying in 100 ms");
+                            let _ = fiber::sleep(std::time::Duration::from_millis(100));
+                        }
                     }
                 }
             })?;

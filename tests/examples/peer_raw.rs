@@ -39,7 +39,7 @@ use std::process::ExitCode;
 
 use evloop_syscalls::{self as sys, AsFd, AsRawFd, Domain, EpollEvent, EpollFlags, OwnedFd, SockAddr, SockType};
 
-use common::{announce, exit_at_stdin_eof, peer_main, print_na, Cmd};
+use common::{Cmd, announce, exit_at_stdin_eof, peer_main, print_na};
 
 const READ_SIZE: usize = 64 * 1024;
 const LISTENER: u64 = u64::MAX;

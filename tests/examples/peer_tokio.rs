@@ -38,9 +38,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 
 use common::{
-    announce, check_idle_started, cpu_seconds, exit_at_stdin_eof, idle_task, lateness_ms, measure_idle_tasks,
-    peer_main, print_na, print_per_sec, print_rtts, print_spawn, print_timers, Cmd, Delays, ThreadWake, STARTED,
-    TIMER_WAKE_DELAY,
+    Cmd, Delays, STARTED, TIMER_WAKE_DELAY, ThreadWake, announce, check_idle_started, cpu_seconds, exit_at_stdin_eof,
+    idle_task, lateness_ms, measure_idle_tasks, peer_main, print_na, print_per_sec, print_rtts, print_spawn,
+    print_timers,
 };
 
 const READ_SIZE: usize = 64 * 1024;

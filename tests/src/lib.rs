@@ -28,7 +28,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{timeout, ExceptionContext, LoopHandle};
+use evloop::{ExceptionContext, LoopHandle, timeout};
 
 // ---------------------------------------------------------------------------------------------
 // Running the loop.
@@ -77,7 +77,7 @@ pub mod watchdog {
     //! A guard against hanging tests: a thread that stops the loop if the test takes too long.
 
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    use std::sync::{mpsc, Arc};
+    use std::sync::{Arc, mpsc};
     use std::thread::{self, JoinHandle};
     use std::time::Duration;
 

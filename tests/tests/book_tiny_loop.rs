@@ -8,8 +8,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use evloop::sys::counters::{self, Counts};
 use evloop::sys::Syscall;
+use evloop::sys::counters::{self, Counts};
 
 const TRIPS: usize = 200;
 /// Longer than two of the tiny loop's one-second poll timeouts.

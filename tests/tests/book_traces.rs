@@ -42,8 +42,8 @@ use std::io::Read;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::sync::Mutex;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// How long one run of one program may take before it is killed and counted as a failure.
@@ -1026,29 +1026,31 @@ fn every_quoted_trace_in_the_book_matches_a_fresh_run_of_its_program() {
     let results: Mutex<BTreeMap<usize, Outcome>> = Mutex::new(BTreeMap::new());
     std::thread::scope(|s| {
         for _ in 0..PARALLEL {
-            s.spawn(|| loop {
-                let Some(job) = jobs.lock().expect("jobs").pop() else {
-                    break;
-                };
-                let marker = &blocks[job[0]].marker;
-                let without_strace = marker.strace.is_some() && !strace;
-                let mut last = BTreeMap::new();
-                for _attempt in 0..ATTEMPTS {
-                    let out = run(marker, strace);
-                    let mut all = true;
-                    for &i in &job {
-                        let verdict = match &out {
-                            Ok(text) => compare(&blocks[i], text, without_strace),
-                            Err(e) => Err(format!("{}: {e}", blocks[i].place())),
-                        };
-                        all &= verdict.is_ok();
-                        last.insert(i, (out.clone(), verdict));
-                    }
-                    if all {
+            s.spawn(|| {
+                loop {
+                    let Some(job) = jobs.lock().expect("jobs").pop() else {
                         break;
+                    };
+                    let marker = &blocks[job[0]].marker;
+                    let without_strace = marker.strace.is_some() && !strace;
+                    let mut last = BTreeMap::new();
+                    for _attempt in 0..ATTEMPTS {
+                        let out = run(marker, strace);
+                        let mut all = true;
+                        for &i in &job {
+                            let verdict = match &out {
+                                Ok(text) => compare(&blocks[i], text, without_strace),
+                                Err(e) => Err(format!("{}: {e}", blocks[i].place())),
+                            };
+                            all &= verdict.is_ok();
+                            last.insert(i, (out.clone(), verdict));
+                        }
+                        if all {
+                            break;
+                        }
                     }
+                    results.lock().expect("results").extend(last);
                 }
-                results.lock().expect("results").extend(last);
             });
         }
     });

@@ -25,10 +25,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use evloop::{
-    current_task, shield, shield_future, sleep, timeout, timeout_at, yield_now, Builder, Elapsed, EventLoop,
-    LoopHandle, Task, TaskError, TaskGroup, TaskRef, TaskState,
+    Builder, Elapsed, EventLoop, LoopHandle, Task, TaskError, TaskGroup, TaskRef, TaskState, current_task, shield,
+    shield_future, sleep, timeout, timeout_at, yield_now,
 };
-use evloop_tests::{entries, flag, log, push, run_bounded, run_one, spin_once, DropFlag, Log};
+use evloop_tests::{DropFlag, Log, entries, flag, log, push, run_bounded, run_one, spin_once};
 
 /// Logs `drop <name>` when dropped.
 struct Guard {

@@ -25,10 +25,10 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use evloop::{
-    as_completed, current_task, gather, race, select, shield, sleep, spawn, timeout, try_gather, wait, yield_now,
-    Builder, Either, EventLoop, ReturnWhen, Task, TaskError, TaskRef, TaskState,
+    Builder, Either, EventLoop, ReturnWhen, Task, TaskError, TaskRef, TaskState, as_completed, current_task, gather,
+    race, select, shield, sleep, spawn, timeout, try_gather, wait, yield_now,
 };
-use evloop_tests::{entries, log, push, record_exceptions_with, run_bounded, DropFlag, Log};
+use evloop_tests::{DropFlag, Log, entries, log, push, record_exceptions_with, run_bounded};
 
 /// Logs `drop <name>` when dropped.
 struct Guard {

@@ -168,9 +168,9 @@ fn an_oversized_head_gets_431(addr: SocketAddr) {
     }
     req.extend_from_slice(b"\r\n");
     let _ = s.write_all(&req); // the server may close before it has read all of it
-                               // The server answers 431 and closes without reading the rest; the rest still in its
-                               // receive queue makes the kernel reset the connection, which may reach us before the
-                               // answer does. Either way it stopped at 8 KiB and did not serve the request.
+    // The server answers 431 and closes without reading the rest; the rest still in its
+    // receive queue makes the kernel reset the connection, which may reach us before the
+    // answer does. Either way it stopped at 8 KiB and did not serve the request.
     let mut r = BufReader::new(s.try_clone().unwrap());
     let mut line = String::new();
     match r.read_line(&mut line) {

@@ -45,9 +45,9 @@ use std::time::{Duration, Instant};
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
 use evloop::process::{Stdio, SubprocessOptions};
-use evloop::sys::{errno, fault, Syscall};
+use evloop::sys::{Syscall, errno, fault};
 use evloop::{
-    os_error, sleep, timeout, AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, LoopHandle, Protocol, Transport,
+    AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, LoopHandle, Protocol, Transport, os_error, sleep, timeout,
 };
 use evloop_tests::net::open_fds;
 
@@ -84,11 +84,9 @@ struct Row {
     isolated: bool,
 }
 
-const EAGAIN_WITH_DATA: &str =
-    "n/a: the runtime makes this call after epoll reported the fd ready; an `EAGAIN` then only means the readiness was stale (data taken by someone else), and the runtime waits for the next edge. Injected with data still queued, it would wait for an edge that never comes, which no kernel does";
+const EAGAIN_WITH_DATA: &str = "n/a: the runtime makes this call after epoll reported the fd ready; an `EAGAIN` then only means the readiness was stale (data taken by someone else), and the runtime waits for the next edge. Injected with data still queued, it would wait for an edge that never comes, which no kernel does";
 
-const EAGAIN_WITH_ROOM: &str =
-    "n/a: `EAGAIN` from a write means the kernel's buffer is full, and its draining raises the edge the writer waits for. Injected with the buffer empty, no edge would ever come, which no kernel does";
+const EAGAIN_WITH_ROOM: &str = "n/a: `EAGAIN` from a write means the kernel's buffer is full, and its draining raises the edge the writer waits for. Injected with the buffer empty, no edge would ever come, which no kernel does";
 
 fn rows() -> Vec<Row> {
     use errno::*;
@@ -170,10 +168,25 @@ fn rows() -> Vec<Row> {
             syscall: Syscall::Accept4,
             target: Target::Workload,
             errnos: &[
-                EAGAIN, EBADF, ECONNABORTED, EFAULT, EINTR, EINVAL, EMFILE, ENFILE, ENOBUFS, ENOMEM, ENOTSOCK, EOPNOTSUPP,
-                EPERM, EPROTO,
+                EAGAIN,
+                EBADF,
+                ECONNABORTED,
+                EFAULT,
+                EINTR,
+                EINVAL,
+                EMFILE,
+                ENFILE,
+                ENOBUFS,
+                ENOMEM,
+                ENOTSOCK,
+                EOPNOTSUPP,
+                EPERM,
+                EPROTO,
             ],
-            not_applicable: &[(EAGAIN, "n/a: accept4 after a readable edge; `EAGAIN` is the normal end of every accept batch, exercised by every test")],
+            not_applicable: &[(
+                EAGAIN,
+                "n/a: accept4 after a readable edge; `EAGAIN` is the normal end of every accept batch, exercised by every test",
+            )],
             fallback: false,
             isolated: false,
         },
@@ -182,10 +195,28 @@ fn rows() -> Vec<Row> {
             syscall: Syscall::Connect,
             target: Target::Workload,
             errnos: &[
-                EACCES, EPERM, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EALREADY, EBADF, ECONNREFUSED, EFAULT,
-                EINPROGRESS, EINTR, EISCONN, ENETUNREACH, ENOTSOCK, libc::EPROTOTYPE, ETIMEDOUT,
+                EACCES,
+                EPERM,
+                EADDRINUSE,
+                EADDRNOTAVAIL,
+                EAFNOSUPPORT,
+                EAGAIN,
+                EALREADY,
+                EBADF,
+                ECONNREFUSED,
+                EFAULT,
+                EINPROGRESS,
+                EINTR,
+                EISCONN,
+                ENETUNREACH,
+                ENOTSOCK,
+                libc::EPROTOTYPE,
+                ETIMEDOUT,
             ],
-            not_applicable: &[(EINPROGRESS, "n/a: `EINPROGRESS` is how every non-blocking TCP connect starts; injected, no connection attempt exists to wait for")],
+            not_applicable: &[(
+                EINPROGRESS,
+                "n/a: `EINPROGRESS` is how every non-blocking TCP connect starts; injected, no connection attempt exists to wait for",
+            )],
             fallback: false,
             isolated: false,
         },
@@ -275,7 +306,10 @@ fn rows() -> Vec<Row> {
             syscall: Syscall::Write,
             target: Target::RemoteWakeOtherThread,
             errnos: &[EAGAIN, EBADF, EFAULT, EINTR, EINVAL],
-            not_applicable: &[(EAGAIN, "n/a: an eventfd write fails with `EAGAIN` only when its counter is at its maximum, which leaves it readable: the loop wakes all the same (and the runtime takes `EAGAIN` so)")],
+            not_applicable: &[(
+                EAGAIN,
+                "n/a: an eventfd write fails with `EAGAIN` only when its counter is at its maximum, which leaves it readable: the loop wakes all the same (and the runtime takes `EAGAIN` so)",
+            )],
             fallback: false,
             isolated: false,
         },

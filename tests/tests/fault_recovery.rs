@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream};
-use evloop::sys::{fault, Syscall};
-use evloop::{os_error, AsyncReadExt, AsyncWriteExt, EventLoop};
+use evloop::sys::{Syscall, fault};
+use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, os_error};
 use evloop_syscalls as sys;
 use evloop_tests::run_bounded;
 use evloop_tests::watchdog::Watchdog;

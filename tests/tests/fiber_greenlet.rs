@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use evloop::fiber::{Builder, Fiber, FiberError, FiberExit, Value};
-use evloop_tests::{entries, flag, log, push, DropFlag, Log};
+use evloop_tests::{DropFlag, Log, entries, flag, log, push};
 
 /// `greenlet.getcurrent().parent.switch(value)`. The handle `Fiber::current()` returns is
 /// dropped before the switch: kept across it (as a temporary of the same statement would be),
@@ -539,10 +539,12 @@ fn a_fiber_dropped_deep_in_nested_calls_unwinds_every_frame() {
 fn a_destructor_may_switch_while_its_fiber_unwinds() {
     let log = log();
     let helper_log = log.clone();
-    let helper = Fiber::new(move |_| loop {
-        push(&helper_log, "helper ran");
-        if to_parent(()).is_err() {
-            break;
+    let helper = Fiber::new(move |_| {
+        loop {
+            push(&helper_log, "helper ran");
+            if to_parent(()).is_err() {
+                break;
+            }
         }
     });
     let l = log.clone();

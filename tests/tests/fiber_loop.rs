@@ -22,10 +22,10 @@ use std::time::Duration;
 use evloop::fiber::{self, Fiber, FiberError};
 use evloop::net::{TcpListener, TcpStream};
 use evloop::sync::Event;
-use evloop::sys::counters;
 use evloop::sys::Syscall;
+use evloop::sys::counters;
 use evloop::{Builder, EventLoop, Queue, TaskError};
-use evloop_tests::{entries, flag, log, push, run_bounded, DropFlag};
+use evloop_tests::{DropFlag, entries, flag, log, push, run_bounded};
 
 #[test]
 fn a_spawned_fiber_returns_its_value_through_its_task() {

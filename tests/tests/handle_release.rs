@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use evloop::EventLoop;
 use evloop_syscalls as sys;
-use evloop_tests::{flag, DropFlag};
+use evloop_tests::{DropFlag, flag};
 
 #[test]
 fn cancelling_a_call_soon_handle_drops_its_closure_at_once() {

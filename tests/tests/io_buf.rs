@@ -8,13 +8,13 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use evloop::EventLoop;
 use evloop::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufStream, BufWriter,
 };
 use evloop::net::{TcpListener, TcpStream};
-use evloop::sys::counters;
 use evloop::sys::Syscall;
-use evloop::EventLoop;
+use evloop::sys::counters;
 use evloop_tests::run_bounded;
 
 /// A connected pair on loopback: (evloop stream, std stream of the peer).

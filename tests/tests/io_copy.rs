@@ -5,9 +5,9 @@
 
 use std::io::{ErrorKind, Read as _, Write as _};
 
-use evloop::io::{copy, copy_bidirectional, copy_buf, AsyncWriteExt, BufReader, BufWriter};
-use evloop::net::{TcpListener, TcpStream};
 use evloop::EventLoop;
+use evloop::io::{AsyncWriteExt, BufReader, BufWriter, copy, copy_bidirectional, copy_buf};
+use evloop::net::{TcpListener, TcpStream};
 use evloop_tests::run_bounded;
 
 async fn pair() -> (TcpStream, std::net::TcpStream) {

@@ -4,9 +4,9 @@
 
 use std::io::{Read as _, Write as _};
 
+use evloop::EventLoop;
 use evloop::io::{AsyncReadExt, AsyncWriteExt};
 use evloop::net::{TcpListener, TcpStream, UnixStream};
-use evloop::EventLoop;
 use evloop_tests::run_bounded;
 
 #[test]

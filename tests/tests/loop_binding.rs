@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use evloop::channel::{mpsc, oneshot};
 use evloop::net::{Domain, SockType, Socket};
 use evloop::{
-    sleep, timeout, yield_now, Barrier, BoundedSemaphore, Condition, Event, EventLoop, Lock, LoopHandle, Mutex,
-    Promise, PromiseError, Queue, RunError, Semaphore, SyncError, TaskError,
+    Barrier, BoundedSemaphore, Condition, Event, EventLoop, Lock, LoopHandle, Mutex, Promise, PromiseError, Queue,
+    RunError, Semaphore, SyncError, TaskError, sleep, timeout, yield_now,
 };
 
 /// Runs `fut` on `lp` for at most 5 s: `None` if it timed out (the hang this file is about).

@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use evloop::net::TcpStream;
-use evloop::{sleep, yield_now, AsyncWriteExt, EventLoop, Protocol, StreamReader, StreamWriter, Transport};
+use evloop::{AsyncWriteExt, EventLoop, Protocol, StreamReader, StreamWriter, Transport, sleep, yield_now};
 use evloop_tests::net::open_fd_count;
 use evloop_tests::run_bounded;
 

@@ -12,19 +12,19 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use evloop::sys::{counters, Syscall};
+use evloop::sys::{Syscall, counters};
 use evloop::*;
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
 use std::prelude::v1::test;
 // The shared log helpers under this file's names: `new_log()` for a log of any element type,
 // `taken(&log)` for what it holds so far.
-use evloop_tests::{entries as taken, log as new_log, record_exceptions_with, spin_once, Log};
+use evloop_tests::{Log, entries as taken, log as new_log, record_exceptions_with, spin_once};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
 
 /// A callback that appends `v` to `log`.
-fn push<T: 'static>(log: &Log<T>, v: T) -> impl FnOnce() + 'static {
+fn push<T: 'static>(log: &Log<T>, v: T) -> impl FnOnce() + 'static + use<T> {
     let log = log.clone();
     move || log.borrow_mut().push(v)
 }

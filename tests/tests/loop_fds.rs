@@ -21,7 +21,7 @@ fn counter() -> Rc<Cell<u32>> {
 }
 
 /// A callback that counts its calls.
-fn count(c: &Rc<Cell<u32>>) -> impl FnMut() + 'static {
+fn count(c: &Rc<Cell<u32>>) -> impl FnMut() + 'static + use<> {
     let c = c.clone();
     move || c.set(c.get() + 1)
 }

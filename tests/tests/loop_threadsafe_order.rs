@@ -11,7 +11,7 @@ use evloop_tests::{run_one, spin_once};
 
 type Order = Arc<Mutex<Vec<u32>>>;
 
-fn rec(order: &Order, n: u32) -> impl FnOnce() + Send + 'static {
+fn rec(order: &Order, n: u32) -> impl FnOnce() + Send + 'static + use<> {
     let o = order.clone();
     move || o.lock().unwrap().push(n)
 }

@@ -4,14 +4,14 @@
 //! early drops, on a virtual clock so times are exact.
 
 use std::cell::Cell;
-use std::future::{pending, ready, Future};
+use std::future::{Future, pending, ready};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use evloop::{sleep, Builder, EventLoop, LoopHandle};
-use evloop_tests::{flag, DropFlag};
+use evloop::{Builder, EventLoop, LoopHandle, sleep};
+use evloop_tests::{DropFlag, flag};
 
 fn virtual_loop() -> EventLoop {
     Builder::new().virtual_clock(true).build().unwrap()

@@ -20,11 +20,11 @@ use std::task::Poll;
 use std::time::Duration;
 
 use evloop::net::{Domain, SockType, TcpListener, TcpStream, UnixStream};
-use evloop::sys::counters::{self, Counts};
 use evloop::sys::Syscall;
+use evloop::sys::counters::{self, Counts};
 use evloop::{
-    sleep, yield_now, AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, EventLoop, Interest, LoopHandle,
-    Protocol, Transport,
+    AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, EventLoop, Interest, LoopHandle, Protocol, Transport,
+    sleep, yield_now,
 };
 use evloop_syscalls as sys;
 use evloop_tests::{run_bounded, spin_once};
@@ -172,10 +172,11 @@ fn split_halves_share_the_one_registration() {
         let (echoed, b) = echo.await.unwrap();
         assert_eq!(echoed, 10_000);
         assert_eq!(got.len(), 10_000);
-        assert!(got
-            .chunks(100)
-            .enumerate()
-            .all(|(i, c)| c.iter().all(|&x| x == i as u8)));
+        assert!(
+            got.chunks(100)
+                .enumerate()
+                .all(|(i, c)| c.iter().all(|&x| x == i as u8))
+        );
         let c = counters::snapshot();
         drop((rd, b));
         c

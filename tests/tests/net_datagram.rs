@@ -20,12 +20,12 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use evloop::net::{SockAddr, UnixAddr};
-use evloop::sys::{self as sys, counters, Syscall};
+use evloop::sys::{self as sys, Syscall, counters};
 use evloop::{
-    sleep, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, EventLoop, LoopHandle,
-    DEFAULT_DATAGRAM_QUEUE_LIMIT,
+    DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, EventLoop,
+    LoopHandle, sleep,
 };
-use evloop_tests::{flag, run_bounded, DropFlag, HANG};
+use evloop_tests::{DropFlag, HANG, flag, run_bounded};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -323,9 +323,10 @@ fn create_datagram_endpoint_needs_an_address_of_one_family() {
     let (p, _, _) = recorder(false);
     assert!(lp.create_datagram_endpoint(p, Some(v4()), None).is_err());
     let (p, _, _) = recorder(false);
-    assert!(lp
-        .create_unix_datagram_endpoint(p, Some(&abstract_name("closed")), None)
-        .is_err());
+    assert!(
+        lp.create_unix_datagram_endpoint(p, Some(&abstract_name("closed")), None)
+            .is_err()
+    );
 }
 
 #[test]
@@ -629,11 +630,13 @@ fn unix_datagram_endpoints_with_abstract_names() {
         async move { until("the unix echo exchange", || ping_done(&p)).await },
     );
     assert_ping_ok(&ping, 1000);
-    assert!(server_seen
-        .datagrams
-        .borrow()
-        .iter()
-        .all(|(_, a)| *a == SockAddr::Unix(client_name.clone())));
+    assert!(
+        server_seen
+            .datagrams
+            .borrow()
+            .iter()
+            .all(|(_, a)| *a == SockAddr::Unix(client_name.clone()))
+    );
 
     // Connecting to a name nobody bound fails at once.
     let (p, _, _) = recorder(false);
@@ -978,9 +981,11 @@ fn injected_faults_per_datagram_errors_vs_a_dead_socket() {
     assert!(st.is_closing());
     let s = s_seen.clone();
     run_bounded(&lp, async move { until("connection_lost", || s.lost() == 1).await });
-    assert!(s_seen.lost.borrow()[0]
-        .as_ref()
-        .is_some_and(|e| e.to_string().contains("sendto(fd")));
+    assert!(
+        s_seen.lost.borrow()[0]
+            .as_ref()
+            .is_some_and(|e| e.to_string().contains("sendto(fd"))
+    );
     assert_eq!(s_seen.errors(), 0);
     assert_eq!(fault::pending(), 0);
 }

@@ -7,8 +7,8 @@ use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket};
-use evloop::sys::{counters, Syscall};
-use evloop::{sleep, EventLoop};
+use evloop::sys::{Syscall, counters};
+use evloop::{EventLoop, sleep};
 use evloop_tests::run_bounded;
 
 /// A datagram pair: the evloop side and a std side to send from.

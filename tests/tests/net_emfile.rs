@@ -17,11 +17,11 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
-use evloop::sys::{fault, Syscall};
-use evloop::{sleep, AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, LoopHandle};
+use evloop::sys::{Syscall, fault};
+use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, LoopHandle, sleep};
 use evloop_syscalls as sys;
-use evloop_tests::net::{open_fd_count, open_fds, Echo};
-use evloop_tests::{child, record_exceptions_with, run_bounded, spin_once, Log};
+use evloop_tests::net::{Echo, open_fd_count, open_fds};
+use evloop_tests::{Log, child, record_exceptions_with, run_bounded, spin_once};
 
 /// Free fd numbers left below the lowered limit.
 const HEADROOM: usize = 6;

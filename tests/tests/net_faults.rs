@@ -22,8 +22,8 @@ use std::time::Duration;
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream, UdpSocket, UnixAddr};
 use evloop::net::{UnixListener, UnixStream};
 use evloop::sys::counters;
-use evloop::sys::{fault, Syscall};
-use evloop::{sleep, yield_now, AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Transport};
+use evloop::sys::{Syscall, fault};
+use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Transport, sleep, yield_now};
 use evloop_syscalls as sys;
 use evloop_tests::{child, run_bounded, spin_once};
 

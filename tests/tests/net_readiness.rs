@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, UnixAddr};
-use evloop::{timeout, yield_now, EventLoop, Interest};
+use evloop::{EventLoop, Interest, timeout, yield_now};
 use evloop_syscalls as sys;
 use evloop_tests::run_bounded;
 

@@ -14,8 +14,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use evloop::net::{TcpListener, TcpStream};
-use evloop::{yield_now, AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Promise, Protocol, Transport};
-use evloop_tests::net::{echo_stream, open_fd_count, Echo};
+use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Promise, Protocol, Transport, yield_now};
+use evloop_tests::net::{Echo, echo_stream, open_fd_count};
 use evloop_tests::{run_bounded, spin_once};
 
 const SEQUENTIAL: usize = 10_000;

@@ -125,7 +125,7 @@ fn echo_line_by_line_with_the_seed_001_upper_casing_server() {
 
 #[test]
 fn replies_to_pipelined_requests_leave_in_one_send() {
-    use evloop::sys::{counters, Syscall};
+    use evloop::sys::{Syscall, counters};
     let _g = shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
@@ -288,9 +288,10 @@ fn readuntil_limit_overrun_is_an_error_and_the_data_stays_readable() {
             } => assert_eq!(consumed, 40, "the separator was found 40 bytes in"),
             ref other => panic!("expected LimitOverrun, got {other:?}"),
         }
-        assert!(err
-            .to_string()
-            .starts_with("readuntil: no separator within the limit of 16 bytes"));
+        assert!(
+            err.to_string()
+                .starts_with("readuntil: no separator within the limit of 16 bytes")
+        );
         assert_eq!(cr.buffered(), long.len(), "an overrun leaves the data in the buffer");
         // readline overruns the same way, and also keeps the data (asyncio would discard it).
         assert!(matches!(

@@ -27,8 +27,8 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use evloop::net::{TcpListener, TcpStream};
-use evloop::sys::counters::{self, Counts};
 use evloop::sys::Syscall;
+use evloop::sys::counters::{self, Counts};
 use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Promise, Protocol, Transport};
 use evloop_tests::{child, run_bounded, spin_once};
 
@@ -211,8 +211,8 @@ fn task_server_steady_state_echo_makes_no_epoll_ctl_and_one_recv_and_one_send_pe
             window.message_done();
         }
         client.join().unwrap().unwrap();
-        let c = counts.borrow_mut().take().unwrap();
-        c
+
+        counts.borrow_mut().take().unwrap()
     });
     assert_one_recv_one_send_per_round_trip("task server (TcpStream)", &c, ROUND_TRIPS);
 }
@@ -233,8 +233,8 @@ fn task_client_steady_state_echo_makes_no_epoll_ctl_and_one_recv_and_one_send_pe
             assert_eq!(&buf[..n], &[i as u8; MSG][..], "one whole echo per read");
             window.message_done();
         }
-        let c = counts.borrow_mut().take().unwrap();
-        c
+
+        counts.borrow_mut().take().unwrap()
     });
     assert_eq!(server.join().unwrap().unwrap(), ((WARMUP + ROUND_TRIPS) * MSG) as u64);
     assert_one_recv_one_send_per_round_trip("task client (TcpStream)", &c, ROUND_TRIPS);
@@ -294,8 +294,8 @@ fn protocol_client_steady_state_echo_makes_no_epoll_ctl_and_one_recv_and_one_sen
         };
         let _t = h.create_connection(client, "127.0.0.1", addr.port()).await.unwrap();
         done.await.unwrap();
-        let c = counts.borrow_mut().take().unwrap();
-        c
+
+        counts.borrow_mut().take().unwrap()
     });
     // The loop may stop before the last echo reaches the client, which then never closes its
     // transport: closing the loop closes it (and the server sees EOF).
@@ -362,8 +362,8 @@ fn a_server_side_transport_makes_exactly_two_epoll_ctl_calls_in_its_lifetime() {
         done.await.unwrap();
         client.join().unwrap().unwrap();
         server.close();
-        let c = at_lost.borrow_mut().take().unwrap();
-        c
+
+        at_lost.borrow_mut().take().unwrap()
     });
     println!("one accepted connection, 100 round trips, closed by the peer: {c}");
     assert_eq!(c[Syscall::EpollCtl], 2, "ADD at accept, DEL at close: {c}");
@@ -405,8 +405,8 @@ fn a_client_side_transport_makes_exactly_two_epoll_ctl_calls_in_its_lifetime() {
         }
         t.close();
         done.await.unwrap();
-        let c = at_lost.borrow_mut().take().unwrap();
-        c
+
+        at_lost.borrow_mut().take().unwrap()
     });
     server.join().unwrap().unwrap();
     println!("one create_connection transport, closed: {c}");

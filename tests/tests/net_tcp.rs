@@ -17,11 +17,11 @@ use std::time::Duration;
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream, UdpSocket, UnixAddr};
 use evloop::net::{UnixDatagram, UnixListener, UnixStream};
 use evloop::sys::counters;
-use evloop::sys::{fault, Syscall};
-use evloop::{sleep, yield_now, AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Transport};
+use evloop::sys::{Syscall, fault};
+use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Transport, sleep, yield_now};
 use evloop_syscalls as sys;
-use evloop_tests::net::{echo_stream, Echo};
-use evloop_tests::{entries, log, push, run_bounded, spin_once, Log};
+use evloop_tests::net::{Echo, echo_stream};
+use evloop_tests::{Log, entries, log, push, run_bounded, spin_once};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (local to this binary).

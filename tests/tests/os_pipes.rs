@@ -14,14 +14,14 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use evloop::net::Socket;
-use evloop::pipe::{pipe, pipe_with_loop, PipeReader, PipeWriter};
+use evloop::pipe::{PipeReader, PipeWriter, pipe, pipe_with_loop};
 use evloop::process::{Stdio, SubprocessOptions};
+use evloop::sys::Syscall;
 use evloop::sys::counters;
 use evloop::sys::errno::EPIPE;
-use evloop::sys::Syscall;
-use evloop::{sleep, spawn, AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Transport};
+use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Transport, sleep, spawn};
 use evloop_syscalls as sys;
-use evloop_tests::{child, entries, log, push, run_bounded, Log};
+use evloop_tests::{Log, child, entries, log, push, run_bounded};
 
 const SIGPIPE_BIT: u64 = 1 << (13 - 1);
 
@@ -372,7 +372,7 @@ fn connect_write_pipe_writes_with_back_pressure_and_write_eof_closes_it() {
         let data = data.clone();
         async move {
             sleep(Duration::from_millis(1)).await; // connection_made
-                                                   // 1 MiB into a 64 KiB pipe: the rest is buffered, over the high-water mark.
+            // 1 MiB into a 64 KiB pipe: the rest is buffered, over the high-water mark.
             transport.write(&data);
             assert!(transport.get_write_buffer_size() > 0);
             assert_eq!(entries(&log), ["made", "pause"]);

@@ -15,9 +15,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use evloop::process::{Stdio, SubprocessOptions};
-use evloop::sys::counters;
 use evloop::sys::Syscall;
-use evloop::{sleep, AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle};
+use evloop::sys::counters;
+use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, sleep};
 use evloop_tests::net::open_fd_count;
 use evloop_tests::run_bounded;
 

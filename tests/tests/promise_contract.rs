@@ -12,7 +12,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{sleep, timeout, yield_now, EventLoop, Promise, PromiseError, Task};
+use evloop::{EventLoop, Promise, PromiseError, Task, sleep, timeout, yield_now};
 use evloop_tests::{entries, log, push, run_bounded, run_one};
 
 // ---------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 
-use evloop::{sys, EventLoop, LoopHandle};
+use evloop::{EventLoop, LoopHandle, sys};
 use evloop_tests::spin_once;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

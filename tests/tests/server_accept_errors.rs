@@ -17,11 +17,11 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use evloop::sys::{fault, Syscall};
+use evloop::sys::{Syscall, fault};
 use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, LoopHandle, Server};
 use evloop_syscalls as sys;
 use evloop_tests::net::Echo;
-use evloop_tests::{record_exceptions_with, run_bounded, Log};
+use evloop_tests::{Log, record_exceptions_with, run_bounded};
 
 const CLIENTS: usize = 8;
 const RETRY: Duration = Duration::from_millis(50);

@@ -14,8 +14,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use evloop::channel::{mpsc, oneshot, threadsafe};
-use evloop::sys::{counters, Syscall};
-use evloop::{sleep, spawn, timeout, yield_now, EventLoop, LoopErrorKind, RunError};
+use evloop::sys::{Syscall, counters};
+use evloop::{EventLoop, LoopErrorKind, RunError, sleep, spawn, timeout, yield_now};
 use evloop_tests::watchdog::Watchdog;
 use evloop_tests::{entries, log, procfs, run_bounded};
 

@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use evloop::sync::{BarrierWait, EventWait, LockAcquire, SemaphoreAcquire};
 use evloop::{
-    get_running_loop, sleep, spawn, timeout, yield_now, Awaiting, Barrier, BoundedSemaphore, Condition, Event,
-    EventLoop, Lock, Mutex, Promise, Semaphore, SyncError, SyncOp, Task, TaskError,
+    Awaiting, Barrier, BoundedSemaphore, Condition, Event, EventLoop, Lock, Mutex, Promise, Semaphore, SyncError,
+    SyncOp, Task, TaskError, get_running_loop, sleep, spawn, timeout, yield_now,
 };
-use evloop_tests::{entries, log, push, run_bounded, Log};
+use evloop_tests::{Log, entries, log, push, run_bounded};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.

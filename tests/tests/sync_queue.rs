@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use evloop::queue::{Get, Put};
 use evloop::{
-    get_running_loop, spawn, timeout, yield_now, EventLoop, Queue, QueueShutDown, Task, TaskDoneError, TryGetError,
-    TryPutError,
+    EventLoop, Queue, QueueShutDown, Task, TaskDoneError, TryGetError, TryPutError, get_running_loop, spawn, timeout,
+    yield_now,
 };
-use evloop_tests::{entries, log, run_bounded, spin_once, Log, Rng};
+use evloop_tests::{Log, Rng, entries, log, run_bounded, spin_once};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).

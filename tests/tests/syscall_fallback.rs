@@ -9,10 +9,10 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use evloop::EventLoop;
-use evloop_syscalls::counters;
 use evloop_syscalls::Syscall;
+use evloop_syscalls::counters;
 use evloop_tests::watchdog::Watchdog;
-use evloop_tests::{spin_once, Rng};
+use evloop_tests::{Rng, spin_once};
 
 #[test]
 fn epoll_wait_fallback_rounds_up_and_never_fires_early() {

@@ -15,7 +15,7 @@ use std::thread;
 use std::time::Duration;
 
 use evloop::{EventLoop, LoopErrorKind};
-use evloop_syscalls::{fault, Syscall};
+use evloop_syscalls::{Syscall, fault};
 use evloop_tests::watchdog::Watchdog;
 
 static FD_TABLE: Mutex<()> = Mutex::new(());

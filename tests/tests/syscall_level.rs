@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use evloop::{EventLoop, LoopErrorKind, LoopHandle};
 use evloop_syscalls::counters::{self, Counts};
-use evloop_syscalls::{fault, Syscall};
+use evloop_syscalls::{Syscall, fault};
 use evloop_tests::watchdog::Watchdog;
-use evloop_tests::{procfs, spin_once, Rng};
+use evloop_tests::{Rng, procfs, spin_once};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (local to this binary).

@@ -20,17 +20,17 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use evloop::{
-    all_tasks, current_task, get_running_loop, sleep, spawn, yield_now, Builder, EventLoop, ExceptionKind,
-    LoopErrorKind, LoopHandle, Promise, RunError, Task, TaskBuilder, TaskError, TaskRef, TaskState,
+    Builder, EventLoop, ExceptionKind, LoopErrorKind, LoopHandle, Promise, RunError, Task, TaskBuilder, TaskError,
+    TaskRef, TaskState, all_tasks, current_task, get_running_loop, sleep, spawn, yield_now,
 };
 use evloop_tests::watchdog::Watchdog;
-use evloop_tests::{entries, flag, log, push, record_exceptions_with, run_bounded, run_one, DropFlag, Log};
+use evloop_tests::{DropFlag, Log, entries, flag, log, push, record_exceptions_with, run_bounded, run_one};
 
 /// What the exception handler saw: (kind, task name, panic message).
 type Reports = Log<(ExceptionKind, Option<String>, Option<String>)>;

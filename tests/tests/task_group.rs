@@ -20,10 +20,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use evloop::{
-    current_task, sleep, yield_now, Builder, ChildError, EventLoop, ExceptionKind, GroupError, LoopErrorKind,
-    LoopHandle, Promise, TaskGroup, TaskRef, TaskState,
+    Builder, ChildError, EventLoop, ExceptionKind, GroupError, LoopErrorKind, LoopHandle, Promise, TaskGroup, TaskRef,
+    TaskState, current_task, sleep, yield_now,
 };
-use evloop_tests::{entries, log, push, record_exceptions_with, run_bounded, run_one, spin_once, Log};
+use evloop_tests::{Log, entries, log, push, record_exceptions_with, run_bounded, run_one, spin_once};
 
 /// Logs `drop <name>` when dropped.
 struct Guard {
@@ -640,7 +640,9 @@ fn group_nested_an_inner_failure_fails_the_outer_group() {
     });
     assert_eq!(
         describe(&err),
-        ["inner-owner failed: \"task group: 1 child failure(s) (1 sibling(s) cancelled): leaf-bad failed: leaf broke\""]
+        [
+            "inner-owner failed: \"task group: 1 child failure(s) (1 sibling(s) cancelled): leaf-bad failed: leaf broke\""
+        ]
     );
     assert_eq!(err.cancelled, 1);
     let log = entries(&log);

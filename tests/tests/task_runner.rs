@@ -7,8 +7,8 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{sleep, Builder, LoopErrorKind, Runner};
-use evloop_tests::{flag, DropFlag};
+use evloop::{Builder, LoopErrorKind, Runner, sleep};
+use evloop_tests::{DropFlag, flag};
 
 #[test]
 fn several_runs_share_one_loop_and_its_tasks() {

@@ -6,8 +6,8 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{sleep, Builder, EventLoop, Timeout};
-use evloop_tests::{flag, DropFlag};
+use evloop::{Builder, EventLoop, Timeout, sleep};
+use evloop_tests::{DropFlag, flag};
 
 const HOUR: Duration = Duration::from_secs(3600);
 

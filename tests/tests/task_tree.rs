@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{gather, sleep, spawn, task_tree, yield_now, Awaiting, Task, TaskGroup, TaskState, TaskTree};
+use evloop::{Awaiting, Task, TaskGroup, TaskState, TaskTree, gather, sleep, spawn, task_tree, yield_now};
 
 fn names(tree: &TaskTree, numbers: &[u64]) -> Vec<String> {
     numbers

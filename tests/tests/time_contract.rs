@@ -16,8 +16,8 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use evloop::{get_running_loop, sleep, sleep_until, timeout, yield_now, Builder, Elapsed, EventLoop};
-use evloop_tests::{flag, run_bounded, DropFlag, Rng, HANG};
+use evloop::{Builder, Elapsed, EventLoop, get_running_loop, sleep, sleep_until, timeout, yield_now};
+use evloop_tests::{DropFlag, HANG, Rng, flag, run_bounded};
 
 /// Counts its polls; pending forever (until dropped).
 struct CountPolls(Rc<Cell<u32>>);

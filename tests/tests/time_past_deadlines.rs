@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use evloop::{sleep_until, EventLoop};
+use evloop::{EventLoop, sleep_until};
 use evloop_tests::{entries, log, push, run_bounded};
 
 #[test]

@@ -512,17 +512,21 @@ fn the_layer_check_catches_upward_sibling_and_root_imports() {
     assert!(layer_violations("sync", "macro_rules! m { () => { $crate::Lock::new() } }")[0].contains("re-exports"));
     assert!(layer_violations("fiber", "use crate::os::signal::recv;")[0].contains("sibling"));
     assert!(layer_violations("fiber", "use crate::{io::net::TcpStream, task::Task};").is_empty());
-    assert!(layer_violations(
-        "os",
-        "use crate::event_loop::X;\nuse crate::sync::Y;\nuse crate::io::Z;"
-    )
-    .is_empty());
+    assert!(
+        layer_violations(
+            "os",
+            "use crate::event_loop::X;\nuse crate::sync::Y;\nuse crate::io::Z;"
+        )
+        .is_empty()
+    );
     // Doc links, comments and strings are not imports.
-    assert!(layer_violations(
-        "event_loop",
-        "/// see [`x`](crate::os::signal)\n// crate::task\nconst S: &str = \"crate::io\";\n"
-    )
-    .is_empty());
+    assert!(
+        layer_violations(
+            "event_loop",
+            "/// see [`x`](crate::os::signal)\n// crate::task\nconst S: &str = \"crate::io\";\n"
+        )
+        .is_empty()
+    );
 }
 
 /// The methods each layer adds to `LoopHandle` (its own `impl LoopHandle` blocks): a name and

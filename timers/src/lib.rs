@@ -470,11 +470,7 @@ impl<T> TimerQueue<T> {
     /// A timer whose deadline equals `now` is due: a timer set for `t` fires
     /// when the clock reads `t`, not one tick later.
     pub fn pop_expired(&mut self, now: Deadline) -> Option<Expired<T>> {
-        if self.peek_deadline()? <= now {
-            self.pop()
-        } else {
-            None
-        }
+        if self.peek_deadline()? <= now { self.pop() } else { None }
     }
 
     /// Iterator that calls [`TimerQueue::pop_expired`]`(now)` until it

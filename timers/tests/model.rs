@@ -206,7 +206,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                         (q, m) => {
                             return Err(TestCaseError::fail(format!(
                                 "step {step}: get_mut disagrees: queue {q:?}, model {m:?}"
-                            )))
+                            )));
                         }
                     }
                 }

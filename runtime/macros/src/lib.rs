@@ -176,25 +176,28 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
                     "trace" if !opts.trace => opts.trace = true,
                     "virtual_clock" if !opts.virtual_clock => opts.virtual_clock = true,
                     "trace" | "virtual_clock" => {
-                        return Err(Error::new(id.span(), format!("the option `{name}` is given twice")))
+                        return Err(Error::new(id.span(), format!("the option `{name}` is given twice")));
                     }
                     "flavor" => {
                         // tokio's option, accepted so that tokio code ports unchanged: evloop's
                         // loop is always one thread, which is tokio's `current_thread`.
                         let eq = matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '=');
                         match tokens.get(i + 2) {
-                            Some(TokenTree::Literal(lit)) if eq && string_literal(lit).as_deref() == Some("current_thread") => {}
-                            Some(TokenTree::Literal(lit)) if eq && string_literal(lit).as_deref() == Some("multi_thread") => {
+                            Some(TokenTree::Literal(lit))
+                                if eq && string_literal(lit).as_deref() == Some("current_thread") => {}
+                            Some(TokenTree::Literal(lit))
+                                if eq && string_literal(lit).as_deref() == Some("multi_thread") =>
+                            {
                                 return Err(Error::new(
                                     lit.span(),
                                     "evloop runs one event loop per thread: only `flavor = \"current_thread\"` is available",
-                                ))
+                                ));
                             }
                             _ => {
                                 return Err(Error::new(
                                     id.span(),
                                     "`flavor` takes \"current_thread\" (evloop's only flavor)",
-                                ))
+                                ));
                             }
                         }
                         i += 2;
@@ -211,7 +214,7 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
                                 return Err(Error::new(
                                     id.span(),
                                     "`crate` takes a path as a string: `crate = \"my_evloop\"`",
-                                ))
+                                ));
                             }
                         }
                         i += 2;
@@ -220,7 +223,7 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
                         return Err(Error::new(
                             id.span(),
                             format!("unknown option `{name}` for {}: {expected}", kind.attribute()),
-                        ))
+                        ));
                     }
                 }
             }
@@ -228,7 +231,7 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
                 return Err(Error::new(
                     other.span(),
                     format!("unexpected `{other}` in {}'s options: {expected}", kind.attribute()),
-                ))
+                ));
             }
         }
         i += 1;
@@ -239,7 +242,7 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
                 return Err(Error::new(
                     other.span(),
                     format!("expected `,` between {}'s options", kind.attribute()),
-                ))
+                ));
             }
         }
     }
@@ -308,13 +311,13 @@ fn parse_function(item: TokenStream, kind: Kind) -> Result<Function, Error> {
                         return Err(Error::new(
                             id.span(),
                             format!("{} does not take `{word}` functions", kind.attribute()),
-                        ))
+                        ));
                     }
                     _ => {
                         return Err(Error::new(
                             id.span(),
                             format!("{} goes on an `async fn`", kind.attribute()),
-                        ))
+                        ));
                     }
                 }
                 i += 1;
@@ -324,13 +327,13 @@ fn parse_function(item: TokenStream, kind: Kind) -> Result<Function, Error> {
                 return Err(Error::new(
                     other.span(),
                     format!("{} goes on an `async fn`", kind.attribute()),
-                ))
+                ));
             }
             None => {
                 return Err(Error::new(
                     Span::call_site(),
                     format!("{} goes on an `async fn`", kind.attribute()),
-                ))
+                ));
             }
         }
     };
@@ -354,7 +357,7 @@ fn parse_function(item: TokenStream, kind: Kind) -> Result<Function, Error> {
             return Err(Error::new(
                 p.span(),
                 format!("{} functions cannot be generic", kind.attribute()),
-            ))
+            ));
         }
         Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis => {
             if !g.stream().is_empty() {

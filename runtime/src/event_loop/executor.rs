@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 
 use crate::event_loop::error::{LoopError, Panic};
 use crate::event_loop::extension::Extension;
-use crate::event_loop::trace::{note_awaiting, Awaiting};
+use crate::event_loop::trace::{Awaiting, note_awaiting};
 use crate::event_loop::{LoopHandle, LoopInner};
 
 type Job = Box<dyn FnOnce() + Send>;

@@ -41,7 +41,7 @@ use std::fmt;
 use std::io;
 use std::ops::Deref;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
-use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::panic::{AssertUnwindSafe, Location, catch_unwind};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 use evloop_syscalls as sys;
 use evloop_timers::{TimerId, TimerQueue};
 
-use crate::event_loop::clock::{duration_to_ns, Clock};
+use crate::event_loop::clock::{Clock, duration_to_ns};
 use crate::event_loop::error::{LoopError, LoopErrorKind, Panic};
 use crate::event_loop::extension::Slot;
 use crate::event_loop::handle::{
@@ -60,7 +60,7 @@ use crate::event_loop::handle::{
 use crate::event_loop::raw_task::{CurrentTask, Notified, OwnerToken, TaskPtr};
 use crate::event_loop::reactor::{IoState, Reactor, Side};
 use crate::event_loop::task_table::TaskTable;
-use crate::event_loop::trace::{fmt_duration, TraceSink, Tracer};
+use crate::event_loop::trace::{TraceSink, Tracer, fmt_duration};
 
 pub(crate) mod clock;
 pub(crate) mod error;
@@ -1538,11 +1538,7 @@ impl LoopInner {
 }
 
 fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
+    if n == 1 { "" } else { "s" }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -47,16 +47,16 @@
 //! The step clears `NOTIFIED` right before polling, so a wake during the poll queues the task
 //! again for the next iteration.
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::any::TypeId;
 use std::cell::{Cell, UnsafeCell};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, MaybeUninit};
-use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::panic::{AssertUnwindSafe, Location, catch_unwind};
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering, fence};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use crate::event_loop::error::Panic;
@@ -890,7 +890,7 @@ mod tests {
     }
 
     impl Gate {
-        fn wait(&self) -> impl Future<Output = u64> + 'static {
+        fn wait(&self) -> impl Future<Output = u64> + 'static + use<> {
             let gate = self.clone();
             std::future::poll_fn(move |cx| {
                 if *gate.open.lock().unwrap() {

@@ -25,9 +25,9 @@ use std::time::Duration;
 
 use evloop_syscalls::{self as sys, EpollEvent, EpollFlags};
 
+use crate::event_loop::Ready;
 use crate::event_loop::handle::Callback;
 use crate::event_loop::slab::{Key, Slab};
-use crate::event_loop::Ready;
 
 /// The `data` value of the loop's own wake-up eventfd; slab keys never take this value because
 /// a slot whose generation reaches `u32::MAX` is retired.

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use crate::event_loop::raw_task::{Notified, Schedule};
-use crate::event_loop::{with_running, Ready, Remote, Shared};
+use crate::event_loop::{Ready, Remote, Shared, with_running};
 
 /// The scheduler of every task on an evloop loop.
 pub(crate) struct LoopScheduler;

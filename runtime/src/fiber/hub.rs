@@ -20,14 +20,14 @@ use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::{pin, Pin};
+use std::pin::{Pin, pin};
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use crate::event_loop::get_running_loop;
 use crate::event_loop::LoopHandle;
-use crate::fiber::{current_core, kill, receive, transfer, Builder, Fiber, FiberError, Message, State, Value};
+use crate::event_loop::get_running_loop;
+use crate::fiber::{Builder, Fiber, FiberError, Message, State, Value, current_core, kill, receive, transfer};
 use crate::io::addr::ToSocketAddrs;
 use crate::io::net::{TcpListener, TcpStream, UnixAddr, UnixListener, UnixStream};
 use crate::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};

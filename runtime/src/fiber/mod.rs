@@ -66,7 +66,7 @@ mod value;
 use std::cell::{Cell, OnceCell, RefCell};
 use std::fmt;
 use std::io;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 
 use crate::event_loop::error::{LoopError, Panic};
@@ -222,7 +222,10 @@ impl fmt::Display for FiberError {
                  on the loop's own stack, await the future instead: waiting here would deadlock)"
             ),
             FiberError::Cancelled { fiber } => {
-                write!(f, "fiber '{fiber}' is being unwound (cancelled or thrown out) and can no longer wait")
+                write!(
+                    f,
+                    "fiber '{fiber}' is being unwound (cancelled or thrown out) and can no longer wait"
+                )
             }
             FiberError::Loop(e) => write!(f, "fiber::spawn: {e}"),
             FiberError::ThreadExiting => f.write_str("fiber: the thread is exiting; its fibers can no longer run"),

@@ -456,7 +456,7 @@ fn install_guards(map: &Mapping, stride: usize, guard: usize, count: usize, vmas
                     return Err(with_context(
                         "madvise(MADV_GUARD_INSTALL) for a fiber stack's guard page".into(),
                         e,
-                    ))
+                    ));
                 }
             }
         }

@@ -44,7 +44,7 @@
 //! outside valgrind (a few rotations by a total of 128 bits).
 
 use std::cell::{Cell, RefCell};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 
 use crate::fiber::stack::Stack;
@@ -426,7 +426,7 @@ mod arch {
         ),
     );
 
-    extern "C" {
+    unsafe extern "C" {
         /// Saves the callee-saved registers on the current stack, stores the stack pointer at
         /// `save_sp`, loads `to_sp` and restores the registers saved there; returns `arg` on
         /// the other stack.

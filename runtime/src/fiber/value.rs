@@ -10,7 +10,7 @@
 //! `&'static str`) are stored inline; anything else is boxed. Which one a value is does not show
 //! in the API.
 
-use std::any::{type_name, Any};
+use std::any::{Any, type_name};
 use std::fmt;
 
 /// A value switched between fibers: any `'static` type, taken back out with

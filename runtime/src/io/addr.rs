@@ -16,7 +16,7 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
-use crate::event_loop::error::{with_context, LoopError, LoopErrorKind};
+use crate::event_loop::error::{LoopError, LoopErrorKind, with_context};
 use crate::event_loop::get_running_loop;
 use sealed::Target;
 

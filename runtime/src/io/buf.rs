@@ -28,10 +28,10 @@
 //! The adapters need their inner value to be `Unpin` (every evloop stream, pipe and half is;
 //! box and pin anything else): that keeps this module free of pin projections and `unsafe`.
 
-use std::future::{poll_fn, Future};
+use std::future::{Future, poll_fn};
 use std::io::{self, IoSlice};
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use crate::io::{AsyncRead, AsyncWrite};
 

@@ -11,7 +11,7 @@
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use crate::io::buf::{AsyncBufRead, DEFAULT_BUF_SIZE};
 use crate::io::{AsyncRead, AsyncWrite};
@@ -116,30 +116,32 @@ where
     W: AsyncWrite + Unpin + ?Sized,
 {
     let mut amt = 0u64;
-    poll_fn(|cx| loop {
-        let written = {
-            let buf = match Pin::new(&mut *reader).poll_fill_buf(cx) {
-                Poll::Ready(r) => r?,
-                Poll::Pending => {
+    poll_fn(|cx| {
+        loop {
+            let written = {
+                let buf = match Pin::new(&mut *reader).poll_fill_buf(cx) {
+                    Poll::Ready(r) => r?,
+                    Poll::Pending => {
+                        ready!(Pin::new(&mut *writer).poll_flush(cx))?;
+                        return Poll::Pending;
+                    }
+                };
+                if buf.is_empty() {
                     ready!(Pin::new(&mut *writer).poll_flush(cx))?;
-                    return Poll::Pending;
+                    return Poll::Ready(Ok(amt));
                 }
+                let n = ready!(Pin::new(&mut *writer).poll_write(cx, buf))?;
+                if n == 0 {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "copy_buf: the writer accepted 0 bytes",
+                    )));
+                }
+                n
             };
-            if buf.is_empty() {
-                ready!(Pin::new(&mut *writer).poll_flush(cx))?;
-                return Poll::Ready(Ok(amt));
-            }
-            let n = ready!(Pin::new(&mut *writer).poll_write(cx, buf))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "copy_buf: the writer accepted 0 bytes",
-                )));
-            }
-            n
-        };
-        Pin::new(&mut *reader).consume(written);
-        amt += written as u64;
+            Pin::new(&mut *reader).consume(written);
+            amt += written as u64;
+        }
     })
     .await
 }

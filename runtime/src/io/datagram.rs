@@ -61,7 +61,7 @@ use evloop_syscalls as sys;
 
 use crate::event_loop::error::{LoopError, LoopErrorKind};
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
-use crate::event_loop::reactor::{ready, IoState};
+use crate::event_loop::reactor::{IoState, ready};
 use crate::event_loop::{LoopHandle, LoopInner, Ready};
 use crate::io::net::{Domain, SockAddr, SockType, UnixAddr};
 
@@ -595,7 +595,7 @@ impl DatagramTransport {
                         "sendto(fd {}): no address given and the transport is not connected",
                         t.fd_num
                     ),
-                ))
+                ));
             }
             (Some(a), Some(p)) => {
                 return Err(io::Error::new(
@@ -604,7 +604,7 @@ impl DatagramTransport {
                         "sendto(fd {}, {a}): the transport is connected to {p}; pass None or that address",
                         t.fd_num
                     ),
-                ))
+                ));
             }
         };
         if t.closed.get() || t.closing.get() {
@@ -873,14 +873,14 @@ impl LoopHandle {
                     format!(
                         "create_datagram_endpoint: local address {l} and remote address {r} are of different families"
                     ),
-                ))
+                ));
             }
             (Some(a), _) | (None, Some(a)) => domain_of(a),
             (None, None) => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
                     "create_datagram_endpoint: give a local address, a remote address or both (the socket's family comes from them)",
-                ))
+                ));
             }
         };
         if self.is_closed() {

@@ -48,7 +48,7 @@ pub(crate) mod split;
 pub mod stream;
 
 pub use self::buf::{
-    AsyncBufRead, AsyncBufReadExt, BufReader, BufStream, BufWriter, FillBuf, Lines, Split, DEFAULT_BUF_SIZE,
+    AsyncBufRead, AsyncBufReadExt, BufReader, BufStream, BufWriter, DEFAULT_BUF_SIZE, FillBuf, Lines, Split,
 };
 pub use self::copy::{copy, copy_bidirectional, copy_buf};
 
@@ -60,9 +60,9 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
-use crate::event_loop::reactor::{ready, IoState};
-use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{with_running, LoopHandle, LoopInner};
+use crate::event_loop::reactor::{IoState, ready};
+use crate::event_loop::trace::{Awaiting, note_awaiting};
+use crate::event_loop::{LoopHandle, LoopInner, with_running};
 
 /// Which direction an operation needs.
 ///

@@ -25,12 +25,12 @@ use std::task::{Context, Poll};
 use evloop_syscalls as sys;
 pub use evloop_syscalls::{Domain, Shutdown, SockAddr, SockType, UnixAddr};
 
-use crate::event_loop::error::with_context;
 use crate::event_loop::LoopHandle;
+use crate::event_loop::error::with_context;
 pub use crate::io::addr::ToSocketAddrs;
-use crate::io::addr::{each_addr, Resolving};
+use crate::io::addr::{Resolving, each_addr};
 pub use crate::io::split::{ReadHalf, WriteHalf};
-use crate::io::{fd_context, AsyncFd, AsyncRead, AsyncWrite, Interest};
+use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest, fd_context};
 
 fn addr_context(op: &str, addr: &dyn fmt::Display, e: io::Error) -> io::Error {
     with_context(format!("{op}({addr})"), e)

@@ -37,10 +37,10 @@ use std::task::{Context, Poll};
 
 use evloop_syscalls as sys;
 
-use crate::event_loop::error::{with_context, LoopError, LoopErrorKind};
-use crate::event_loop::{get_running_loop, LoopHandle, LoopInner};
+use crate::event_loop::error::{LoopError, LoopErrorKind, with_context};
+use crate::event_loop::{LoopHandle, LoopInner, get_running_loop};
 use crate::io::protocol::{Protocol, Transport, TransportKind};
-use crate::io::{fd_context, AsyncFd, AsyncRead, AsyncWrite, Interest};
+use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest, fd_context};
 
 /// Creates a pipe (`pipe2(O_NONBLOCK | O_CLOEXEC)`) registered with the loop running on this
 /// thread: `(read end, write end)`.

@@ -39,9 +39,9 @@ use evloop_syscalls as sys;
 
 use crate::event_loop::clock::duration_to_ns;
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback, TimerHandle};
-use crate::event_loop::reactor::{ready, IoState};
+use crate::event_loop::reactor::{IoState, ready};
 use crate::event_loop::{
-    check_accept_retry_delay, DeferredFlush, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready,
+    DeferredFlush, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready, check_accept_retry_delay,
 };
 use crate::io::net::{Shutdown, SockAddr, SockType, UnixAddr};
 use crate::task::promise::Promise;
@@ -1386,7 +1386,7 @@ impl LoopHandle {
         protocol: P,
         host: &str,
         port: u16,
-    ) -> impl std::future::Future<Output = io::Result<Transport>> + 'static {
+    ) -> impl std::future::Future<Output = io::Result<Transport>> + 'static + use<P> {
         let site = Location::caller();
         let lp = self.clone();
         let host = host.to_string();
@@ -1404,7 +1404,7 @@ impl LoopHandle {
         &self,
         protocol: P,
         addr: &UnixAddr,
-    ) -> impl std::future::Future<Output = io::Result<Transport>> + 'static {
+    ) -> impl std::future::Future<Output = io::Result<Transport>> + 'static + use<P> {
         let site = Location::caller();
         let lp = self.clone();
         let addr = addr.clone();

@@ -68,15 +68,15 @@
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::future::{poll_fn, Future};
+use std::future::{Future, poll_fn};
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::error::WrongLoopError;
-use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{get_running_loop, LoopHandle};
+use crate::event_loop::trace::{Awaiting, note_awaiting};
+use crate::event_loop::{LoopHandle, get_running_loop};
 use crate::io::net::{SockAddr, UnixAddr};
 use crate::io::protocol::{Protocol, Server, Transport};
 use crate::io::{AsyncRead, AsyncWrite};

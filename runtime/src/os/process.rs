@@ -59,9 +59,9 @@ use std::time::Duration;
 
 use evloop_syscalls::{self as sys, EpollEvent, EpollFlags, Signal};
 
-use crate::event_loop::error::{with_context, LoopError, LoopErrorKind};
+use crate::event_loop::error::{LoopError, LoopErrorKind, with_context};
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta};
-use crate::event_loop::reactor::{ready, IoState};
+use crate::event_loop::reactor::{IoState, ready};
 use crate::event_loop::{LoopHandle, LoopInner};
 use crate::io::pipe::{PipeReader, PipeWriter};
 use crate::io::{AsyncFd, AsyncReadExt, AsyncWriteExt, Interest};
@@ -662,11 +662,7 @@ impl Process {
             .borrow()
             .as_ref()
             .is_some_and(|fd| fd.is_ready(Interest::Read));
-        if exited {
-            self.try_reap().ok().flatten()
-        } else {
-            None
-        }
+        if exited { self.try_reap().ok().flatten() } else { None }
     }
 
     /// Waits for the child to exit and reaps it; later calls return the same status at once.

@@ -36,9 +36,9 @@ use evloop_syscalls::{self as sys, SignalRegistration};
 use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
 use crate::event_loop::extension::Extension;
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, RepeatCallback};
-use crate::event_loop::reactor::{ready, IoState};
-use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{with_running, LoopHandle, LoopInner, Ready};
+use crate::event_loop::reactor::{IoState, ready};
+use crate::event_loop::trace::{Awaiting, note_awaiting};
+use crate::event_loop::{LoopHandle, LoopInner, Ready, with_running};
 
 /// One watched signal of one loop.
 struct Entry {

@@ -33,8 +33,8 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use crate::event_loop::trace::{note_awaiting, Awaiting, QueueOp};
-use crate::sync::queue::{wake_all, Core, Get, Put, QueueShutDown, SharedCore, TryGetError, TryPutError};
+use crate::event_loop::trace::{Awaiting, QueueOp, note_awaiting};
+use crate::sync::queue::{Core, Get, Put, QueueShutDown, SharedCore, TryGetError, TryPutError, wake_all};
 use crate::sync::{LoopBinding, WrongLoop};
 
 /// A new [one-shot channel](mod@oneshot): one value, from one sender to one receiver.
@@ -1168,11 +1168,7 @@ pub mod threadsafe {
             let waker = {
                 let mut st = self.chan.lock();
                 st.senders -= 1;
-                if st.senders == 0 {
-                    st.waker.take()
-                } else {
-                    None
-                }
+                if st.senders == 0 { st.waker.take() } else { None }
             };
             if let Some(w) = waker {
                 w.wake();

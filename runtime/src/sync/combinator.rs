@@ -17,13 +17,13 @@
 //! combinators are used with.
 
 use std::fmt;
-use std::future::{poll_fn, Future};
-use std::pin::{pin, Pin};
+use std::future::{Future, poll_fn};
+use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::event_loop::error::TaskError;
-use crate::task::time::{sleep, sleep_until, Elapsed};
+use crate::task::time::{Elapsed, sleep, sleep_until};
 use crate::task::{Task, TaskState};
 
 /// A child future and, once it finished, its output.

@@ -17,13 +17,13 @@
 use std::cell::{Cell, RefCell};
 use std::convert::Infallible;
 use std::fmt;
-use std::future::{poll_fn, Future};
+use std::future::{Future, poll_fn};
 use std::panic::Location;
 use std::rc::Rc;
 use std::task::Poll;
 
 use crate::event_loop::error::{LoopError, Panic, TaskError};
-use crate::event_loop::{get_running_loop, LoopHandle};
+use crate::event_loop::{LoopHandle, get_running_loop};
 use crate::task::{Task, TaskBuilder, TaskRef};
 
 /// Why one child of a group did not give a value.

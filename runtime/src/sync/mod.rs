@@ -147,7 +147,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::running_loop_id;
 pub use crate::event_loop::trace::SyncOp;
-use crate::event_loop::trace::{note_awaiting, Awaiting};
+use crate::event_loop::trace::{Awaiting, note_awaiting};
 
 // ---------------------------------------------------------------------------------------------
 // Errors.
@@ -2461,8 +2461,8 @@ impl fmt::Debug for BarrierWait<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::Wake;
 
     struct Count(AtomicUsize);

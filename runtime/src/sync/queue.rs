@@ -89,7 +89,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::slab::{Key, Slab};
-use crate::event_loop::trace::{note_awaiting, Awaiting, QueueOp};
+use crate::event_loop::trace::{Awaiting, QueueOp, note_awaiting};
 use crate::sync::LoopBinding;
 
 // ---------------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ pub(crate) mod tree;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::panic::{AssertUnwindSafe, Location, catch_unwind};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
@@ -56,12 +56,12 @@ use crate::event_loop::error::{LoopError, LoopErrorKind, Panic, RunError, TaskEr
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
 use crate::event_loop::raw_task::{DoneEntry, Header, Init, TaskPtr};
 use crate::event_loop::trace::{
-    fmt_duration, note_awaiting, note_awaiting_label, take_awaiting, take_awaiting_label, Awaiting,
+    Awaiting, fmt_duration, note_awaiting, note_awaiting_label, take_awaiting, take_awaiting_label,
 };
 use crate::event_loop::waker::LoopScheduler;
 use crate::event_loop::{
-    default_exception_handler, local_loop, running_loop_traces, sites, with_running, Builder, EventLoop,
-    ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready, TaskHooks, SPARE_EXTRAS,
+    Builder, EventLoop, ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready, SPARE_EXTRAS, TaskHooks,
+    default_exception_handler, local_loop, running_loop_traces, sites, with_running,
 };
 
 /// Where a task is in its life.

@@ -21,7 +21,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::error::{InvalidStateError, PromiseError, WrongLoopError};
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
-use crate::event_loop::trace::{note_awaiting, Awaiting};
+use crate::event_loop::trace::{Awaiting, note_awaiting};
 use crate::event_loop::{LoopHandle, LoopInner, Ready};
 
 enum State<T> {
@@ -413,7 +413,7 @@ impl<T: Clone + 'static> Future for PromiseFuture<T> {
             State::Cancelled => {
                 return Poll::Ready(Err(PromiseError::Cancelled {
                     promise: this.promise.label(),
-                }))
+                }));
             }
             State::Pending => {}
         }

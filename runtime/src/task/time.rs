@@ -9,7 +9,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::{Pin, pin};
 use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use evloop_timers::TimerId;
 
 use crate::event_loop::clock::duration_to_ns;
-use crate::event_loop::trace::{note_awaiting, Awaiting};
-use crate::event_loop::{with_running, LoopInner, TimerEntry};
+use crate::event_loop::trace::{Awaiting, note_awaiting};
+use crate::event_loop::{LoopInner, TimerEntry, with_running};
 
 enum Deadline {
     /// Known in loop time (the loop was running when the sleep was created).

@@ -30,15 +30,15 @@
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::future::{poll_fn, Future};
-use std::pin::{pin, Pin};
+use std::future::{Future, poll_fn};
+use std::pin::{Pin, pin};
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::event_loop::error::InvalidStateError;
-use crate::event_loop::{with_running, LoopHandle};
-use crate::task::time::{sleep_until, Elapsed, Sleep};
+use crate::event_loop::{LoopHandle, with_running};
+use crate::task::time::{Elapsed, Sleep, sleep_until};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Phase {

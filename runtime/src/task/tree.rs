@@ -29,7 +29,7 @@ use std::fmt;
 use std::panic::Location;
 
 use crate::event_loop::trace::Awaiting;
-use crate::event_loop::{with_running, LoopHandle};
+use crate::event_loop::{LoopHandle, with_running};
 use crate::task::{Core, TaskState};
 
 /// One task in a [`TaskTree`].

@@ -15,8 +15,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::procs::{cpu_ns, tail, wait_until, Env};
-use crate::table::{col, Row, Table};
+use crate::procs::{Env, cpu_ns, tail, wait_until};
+use crate::table::{Row, Table, col};
 
 /// One side of a comparison: a label and the example binary's name.
 struct Side {

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::json::Value;
 use crate::procs::{
-    cpu_ns, run_load, run_peer, tail, vm_rss_kib, wait_until, EchoServer, Env, PeerOut, Runtime, StartError,
+    EchoServer, Env, PeerOut, Runtime, StartError, cpu_ns, run_load, run_peer, tail, vm_rss_kib, wait_until,
 };
-use crate::table::{col, fmt_num, Row, Table};
+use crate::table::{Row, Table, col, fmt_num};
 
 fn start_reason(e: StartError) -> String {
     match e {

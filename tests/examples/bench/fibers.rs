@@ -16,11 +16,11 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::Plan;
 use crate::cases::{self, EchoConfig};
 use crate::json;
-use crate::procs::{run_captured, tail, Env, Peer, Runtime};
-use crate::table::{col, fmt_num, fmt_ratio, pair_ratios, Row, Table};
-use crate::Plan;
+use crate::procs::{Env, Peer, Runtime, run_captured, tail};
+use crate::table::{Row, Table, col, fmt_num, fmt_ratio, pair_ratios};
 
 /// The tables of the section (each `None` when it did not run).
 #[derive(Default)]

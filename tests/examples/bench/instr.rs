@@ -35,7 +35,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::json;
-use crate::procs::{self, Env, Peer, PeerOut, Runtime, ECHO_RUNTIMES, MICRO_RUNTIMES};
+use crate::procs::{self, ECHO_RUNTIMES, Env, MICRO_RUNTIMES, Peer, PeerOut, Runtime};
 use crate::report::Machine;
 use crate::table::{fmt_num, fmt_ratio};
 
@@ -622,7 +622,9 @@ fn measure_all(env: &Env, a: &Args) -> Result<(), String> {
         return Ok(());
     }
     if !a.only.is_empty() {
-        eprintln!("bench instr: --only measures a subset: the files are left as they are (rerun without --only to write them)");
+        eprintln!(
+            "bench instr: --only measures a subset: the files are left as they are (rerun without --only to write them)"
+        );
         return Ok(());
     }
     std::fs::write(env.root.join(RESULTS), results_tsv(env, &cells))
@@ -1077,7 +1079,7 @@ fn read_baseline(path: &Path) -> Result<BTreeMap<(String, String), f64>, String>
                     "{}:{}: not `case<TAB>runtime<TAB>number`: {line:?}",
                     path.display(),
                     i + 1
-                ))
+                ));
             }
         }
     }

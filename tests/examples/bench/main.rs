@@ -30,9 +30,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use cases::{metric, EchoConfig};
-use procs::{Env, ECHO_RUNTIMES, MICRO_RUNTIMES, PIPELINE_RUNTIMES};
-use table::{col, Row, Table};
+use cases::{EchoConfig, metric};
+use procs::{ECHO_RUNTIMES, Env, MICRO_RUNTIMES, PIPELINE_RUNTIMES};
+use table::{Row, Table, col};
 
 /// How much of everything to run.
 pub struct Plan {

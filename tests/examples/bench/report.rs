@@ -10,7 +10,7 @@ use crate::cases::EchoConfig;
 use crate::json::{Object, Value};
 use crate::procs::{Env, Peer, Runtime};
 use crate::svg;
-use crate::table::{fmt_num, fmt_ratio, pair_ratios, Cell, Table};
+use crate::table::{Cell, Table, fmt_num, fmt_ratio, pair_ratios};
 use crate::{Plan, Results};
 
 pub struct Machine {

@@ -115,7 +115,7 @@ fn parse_args(args: &[String], variants: &[&str]) -> Result<Cmd, String> {
                     return Err(format!(
                         "echo: unknown --variant {v:?} (allowed: {})",
                         variants.join(", ")
-                    ))
+                    ));
                 }
                 v => v.map(str::to_string),
             },
