@@ -1,0 +1,452 @@
+//! The byte-stream traits: [`AsyncRead`] and [`AsyncWrite`] (evloop's own: the runtime has no
+//! dependencies), and the helpers every reader and writer gets ([`AsyncReadExt`],
+//! [`AsyncWriteExt`]).
+//!
+//! A `poll_*` method does one step: it returns `Ready` with what one syscall (or one copy out of
+//! a buffer) gave, or parks the task's waker and returns `Pending`; the `Ext` helpers are
+//! `async fn` loops over those steps.
+
+use std::future::poll_fn;
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// Reading bytes asynchronously (evloop's own trait: the runtime has no dependencies).
+///
+/// ```
+/// use std::io;
+/// use std::pin::Pin;
+/// use std::task::{Context, Poll};
+/// use evloop::{AsyncRead, AsyncReadExt};
+///
+/// /// Reads as an endless run of zero bytes, like `/dev/zero`.
+/// struct Zeros;
+///
+/// impl AsyncRead for Zeros {
+///     fn poll_read(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+///         buf.fill(0);
+///         Poll::Ready(Ok(buf.len()))
+///     }
+/// }
+///
+/// let buf = evloop::run(async {
+///     let mut buf = [1u8; 4];
+///     Zeros.read_exact(&mut buf).await?; // every reader gets the `AsyncReadExt` helpers
+///     Ok::<_, io::Error>(buf)
+/// })??;
+/// assert_eq!(buf, [0; 4]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait AsyncRead {
+    /// Reads into `buf`: `Ready(Ok(0))` means end of stream (or an empty `buf`).
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use evloop::AsyncRead;
+    ///
+    /// evloop::run(async {
+    ///     let mut src: &[u8] = b"abc"; // `&[u8]` is an in-memory reader
+    ///     let mut buf = [0; 2];
+    ///     let n = poll_fn(|cx| Pin::new(&mut src).poll_read(cx, &mut buf)).await?;
+    ///     assert_eq!(&buf[..n], b"ab");
+    ///     assert_eq!(src, b"c");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>>;
+}
+
+/// Writing bytes asynchronously.
+///
+/// ```
+/// use std::io;
+/// use std::pin::Pin;
+/// use std::task::{Context, Poll};
+/// use evloop::{AsyncWrite, AsyncWriteExt};
+///
+/// /// Counts the bytes written to it and throws them away.
+/// #[derive(Default)]
+/// struct Counter(usize);
+///
+/// impl AsyncWrite for Counter {
+///     fn poll_write(mut self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+///         self.0 += buf.len();
+///         Poll::Ready(Ok(buf.len()))
+///     }
+///     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+///         Poll::Ready(Ok(()))
+///     }
+/// }
+///
+/// let written = evloop::run(async {
+///     let mut counter = Counter::default();
+///     counter.write_all(b"hello world").await?; // every writer gets the `AsyncWriteExt` helpers
+///     Ok::<_, io::Error>(counter.0)
+/// })??;
+/// assert_eq!(written, 11);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait AsyncWrite {
+    /// Writes some of `buf`; returns how much.
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use evloop::AsyncWrite;
+    ///
+    /// evloop::run(async {
+    ///     let mut out = Vec::new(); // `Vec<u8>` is an in-memory writer
+    ///     let n = poll_fn(|cx| Pin::new(&mut out).poll_write(cx, b"bytes")).await?;
+    ///     assert_eq!((n, &out[..]), (5, &b"bytes"[..]));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>>;
+
+    /// Writes from several buffers at once (`writev`/`sendmsg` where the type supports it).
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::io::IoSlice;
+    /// use std::pin::Pin;
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWrite};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     let bufs = [IoSlice::new(b"head "), IoSlice::new(b"body")];
+    ///     // A socket sends both buffers with one `sendmsg`.
+    ///     let n = poll_fn(|cx| Pin::new(&mut a).poll_write_vectored(cx, &bufs)).await?;
+    ///     assert_eq!(n, 9);
+    ///     let mut got = [0; 9];
+    ///     b.read_exact(&mut got).await?;
+    ///     assert_eq!(&got, b"head body");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &**b);
+        self.poll_write(cx, first)
+    }
+
+    /// Flushes buffered data (unbuffered types return `Ready(Ok(()))`).
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use evloop::io::BufWriter;
+    /// use evloop::{AsyncWrite, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let mut w = BufWriter::new(Vec::new());
+    ///     w.write_all(b"buffered").await?;
+    ///     assert!(w.get_ref().is_empty()); // still in the BufWriter
+    ///     poll_fn(|cx| Pin::new(&mut w).poll_flush(cx)).await?;
+    ///     assert_eq!(w.get_ref(), b"buffered");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Shuts the write side down (TCP FIN), after flushing.
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWrite};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     poll_fn(|cx| Pin::new(&mut a).poll_shutdown(cx)).await?; // shutdown(SHUT_WR)
+    ///     assert_eq!(b.read(&mut [0; 8]).await?, 0); // the peer reads end of stream
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+}
+
+impl<R: AsyncRead + Unpin + ?Sized> AsyncRead for &mut R {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut **self).poll_read(cx, buf)
+    }
+}
+
+impl<W: AsyncWrite + Unpin + ?Sized> AsyncWrite for &mut W {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut **self).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut **self).poll_write_vectored(cx, bufs)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut **self).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut **self).poll_shutdown(cx)
+    }
+}
+
+/// The async helpers every reader gets: `read`, `read_exact`, `read_to_end`.
+///
+/// ```
+/// use evloop::AsyncReadExt;
+///
+/// evloop::run(async {
+///     let mut src: &[u8] = b"header:body";
+///     let mut head = [0; 7];
+///     src.read_exact(&mut head).await?;
+///     let mut rest = Vec::new();
+///     src.read_to_end(&mut rest).await?;
+///     assert_eq!((&head[..], &rest[..]), (&b"header:"[..], &b"body"[..]));
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+// Single-threaded runtime: the futures of these methods are never required to be `Send`, so
+// the usual caveat about `async fn` in public traits does not apply.
+#[allow(async_fn_in_trait)]
+pub trait AsyncReadExt: AsyncRead + Unpin {
+    /// Reads some bytes into `buf`; 0 means end of stream.
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     a.write_all(b"some bytes").await?;
+    ///     let mut buf = [0; 64];
+    ///     let n = b.read(&mut buf).await?; // what is there, at least one byte
+    ///     assert_eq!(&buf[..n], b"some bytes");
+    ///     drop(a);
+    ///     assert_eq!(b.read(&mut buf).await?, 0); // end of stream
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        poll_fn(|cx| Pin::new(&mut *self).poll_read(cx, buf)).await
+    }
+
+    /// Fills `buf` completely; `UnexpectedEof` if the stream ends first.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::AsyncReadExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut src: &[u8] = b"12345";
+    ///     let mut four = [0; 4];
+    ///     src.read_exact(&mut four).await?;
+    ///     assert_eq!(&four, b"1234");
+    ///     let err = src.read_exact(&mut four).await.unwrap_err(); // only one byte left
+    ///     assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = self.read(&mut buf[done..]).await?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("read_exact: the stream ended after {done} of {} bytes", buf.len()),
+                ));
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Reads until end of stream, appending to `out`; returns how many bytes were read.
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     evloop::spawn(async move {
+    ///         a.write_all(b"everything").await?;
+    ///         a.shutdown().await // end of stream for the reader
+    ///     });
+    ///     let mut all = Vec::new();
+    ///     assert_eq!(b.read_to_end(&mut all).await?, 10);
+    ///     assert_eq!(all, b"everything");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn read_to_end(&mut self, out: &mut Vec<u8>) -> io::Result<usize> {
+        let start = out.len();
+        let mut chunk = [0u8; 8192];
+        loop {
+            let n = self.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(out.len() - start);
+            }
+            out.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin + ?Sized> AsyncReadExt for R {}
+
+/// The async helpers every writer gets: `write`, `write_all`, `write_vectored`, `flush`,
+/// `shutdown`.
+///
+/// ```
+/// use evloop::AsyncWriteExt;
+///
+/// evloop::run(async {
+///     let mut out = Vec::new();
+///     out.write_all(b"hello, ").await?;
+///     out.write_all(b"world").await?;
+///     out.flush().await?;
+///     assert_eq!(out, b"hello, world");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[allow(async_fn_in_trait)]
+pub trait AsyncWriteExt: AsyncWrite + Unpin {
+    /// Writes some of `buf`; returns how much.
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     let n = a.write(b"maybe not all").await?; // some of it: loop, or use write_all
+    ///     let mut buf = vec![0; n];
+    ///     b.read_exact(&mut buf).await?;
+    ///     assert_eq!(buf, &b"maybe not all"[..n]);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        poll_fn(|cx| Pin::new(&mut *self).poll_write(cx, buf)).await
+    }
+
+    /// Writes all of `buf`; `WriteZero` if the writer stops accepting bytes.
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     let big = vec![7u8; 1 << 20]; // more than the socket buffer holds
+    ///     let writer = evloop::spawn(async move { a.write_all(&big).await }); // waits for room
+    ///     let mut got = Vec::new();
+    ///     let mut chunk = [0; 65536];
+    ///     while got.len() < 1 << 20 {
+    ///         let n = b.read(&mut chunk).await?;
+    ///         got.extend_from_slice(&chunk[..n]);
+    ///     }
+    ///     writer.await??;
+    ///     assert!(got.iter().all(|&b| b == 7));
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.write(buf).await?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "write_all: the writer accepted 0 bytes",
+                ));
+            }
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    /// Writes from several buffers in one call where the writer supports it.
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// use evloop::AsyncWriteExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut out = Vec::new();
+    ///     let n = out.write_vectored(&[IoSlice::new(b"a"), IoSlice::new(b"bc")]).await?;
+    ///     assert_eq!((n, &out[..]), (3, &b"abc"[..]));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        poll_fn(|cx| Pin::new(&mut *self).poll_write_vectored(cx, bufs)).await
+    }
+
+    /// Flushes buffered data.
+    ///
+    /// ```
+    /// use evloop::io::BufWriter;
+    /// use evloop::AsyncWriteExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut w = BufWriter::new(Vec::new());
+    ///     w.write_all(b"line\n").await?;
+    ///     assert!(w.get_ref().is_empty()); // held in the buffer
+    ///     w.flush().await?;
+    ///     assert_eq!(w.get_ref(), b"line\n");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn flush(&mut self) -> io::Result<()> {
+        poll_fn(|cx| Pin::new(&mut *self).poll_flush(cx)).await
+    }
+
+    /// Shuts the write side down (half-close).
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = UnixStream::pair()?;
+    ///     a.write_all(b"last words").await?;
+    ///     a.shutdown().await?; // half-close: `a` can still read
+    ///     let mut got = Vec::new();
+    ///     b.read_to_end(&mut got).await?; // everything, then end of stream
+    ///     assert_eq!(got, b"last words");
+    ///     b.write_all(b"reply").await?;
+    ///     let mut reply = [0; 5];
+    ///     a.read_exact(&mut reply).await?;
+    ///     assert_eq!(&reply, b"reply");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn shutdown(&mut self) -> io::Result<()> {
+        poll_fn(|cx| Pin::new(&mut *self).poll_shutdown(cx)).await
+    }
+}
+
+impl<W: AsyncWrite + Unpin + ?Sized> AsyncWriteExt for W {}
