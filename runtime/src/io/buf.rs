@@ -33,6 +33,7 @@ use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use crate::io::traits::forward_io;
 use crate::io::{AsyncRead, AsyncWrite};
 
 /// The default buffer size of [`BufReader`] and [`BufWriter`] (tokio's and std's: 8 KiB).
@@ -49,48 +50,10 @@ pub trait AsyncBufRead: AsyncRead {
     fn consume(self: Pin<&mut Self>, amt: usize);
 }
 
-impl<R: AsyncBufRead + Unpin + ?Sized> AsyncBufRead for &mut R {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        Pin::new(&mut **self.get_mut()).poll_fill_buf(cx)
-    }
-    fn consume(mut self: Pin<&mut Self>, amt: usize) {
-        Pin::new(&mut **self).consume(amt)
-    }
-}
-
-impl<R: AsyncBufRead + Unpin + ?Sized> AsyncBufRead for Box<R> {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        Pin::new(&mut **self.get_mut()).poll_fill_buf(cx)
-    }
-    fn consume(mut self: Pin<&mut Self>, amt: usize) {
-        Pin::new(&mut **self).consume(amt)
-    }
-}
-
-impl<R: AsyncRead + Unpin + ?Sized> AsyncRead for Box<R> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut **self).poll_read(cx, buf)
-    }
-}
-
-impl<W: AsyncWrite + Unpin + ?Sized> AsyncWrite for Box<W> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut **self).poll_write(cx, buf)
-    }
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut **self).poll_write_vectored(cx, bufs)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut **self).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut **self).poll_shutdown(cx)
-    }
-}
+forward_io!([R: AsyncBufRead + Unpin + ?Sized] AsyncBufRead for &mut R => inner |r| &mut **r);
+forward_io!([R: AsyncBufRead + Unpin + ?Sized] AsyncBufRead for Box<R> => inner |r| &mut **r);
+forward_io!([R: AsyncRead + Unpin + ?Sized] AsyncRead for Box<R> => inner |r| &mut **r);
+forward_io!([W: AsyncWrite + Unpin + ?Sized] AsyncWrite for Box<W> => inner |w| &mut **w);
 
 // ---------------------------------------------------------------------------------------------
 // The helpers.
@@ -554,24 +517,8 @@ impl<R: AsyncRead + Unpin> AsyncBufRead for BufReader<R> {
     }
 }
 
-impl<R: AsyncWrite + Unpin> AsyncWrite for BufReader<R> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
+// The other direction passes through untouched.
+forward_io!([R: AsyncWrite + Unpin] AsyncWrite for BufReader<R> => inner |r| &mut r.inner);
 
 impl<R: std::fmt::Debug> std::fmt::Debug for BufReader<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -722,20 +669,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for BufWriter<W> {
     }
 }
 
-impl<W: AsyncRead + Unpin> AsyncRead for BufWriter<W> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl<W: AsyncBufRead + Unpin> AsyncBufRead for BufWriter<W> {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        Pin::new(&mut self.get_mut().inner).poll_fill_buf(cx)
-    }
-    fn consume(mut self: Pin<&mut Self>, amt: usize) {
-        Pin::new(&mut self.inner).consume(amt)
-    }
-}
+// The other direction passes through untouched.
+forward_io!([W: AsyncRead + Unpin] AsyncRead for BufWriter<W> => inner |w| &mut w.inner);
+forward_io!([W: AsyncBufRead + Unpin] AsyncBufRead for BufWriter<W> => inner |w| &mut w.inner);
 
 impl<W: std::fmt::Debug> std::fmt::Debug for BufWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -789,36 +725,4 @@ impl<S> BufStream<S> {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for BufStream<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncBufRead for BufStream<S> {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        Pin::new(&mut self.get_mut().inner).poll_fill_buf(cx)
-    }
-    fn consume(mut self: Pin<&mut Self>, amt: usize) {
-        Pin::new(&mut self.inner).consume(amt)
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for BufStream<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
+forward_io!([S: AsyncRead + AsyncWrite + Unpin] AsyncRead, AsyncBufRead, AsyncWrite for BufStream<S> => inner |s| &mut s.inner);

@@ -8,12 +8,8 @@
 //! read side of the socket's registration and a writer on its write side, so each half may have
 //! one task waiting. Use `into_split` when the halves must go to different tasks.
 
-use std::io::{self, IoSlice};
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use crate::io::net::{Shutdown, Socket, TcpStream, UnixStream};
-use crate::io::{AsyncRead, AsyncWrite};
+use crate::io::net::{Socket, TcpStream, UnixStream};
+use crate::io::traits::forward_io;
 
 /// The reading half of a borrowed split ([`TcpStream::split`], [`UnixStream::split`]).
 ///
@@ -173,24 +169,5 @@ impl UnixStream {
     }
 }
 
-impl AsyncRead for ReadHalf<'_> {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        self.sock.poll_recv(cx, buf)
-    }
-}
-
-impl AsyncWrite for WriteHalf<'_> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.sock.poll_send(cx, buf)
-    }
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        self.sock.poll_send_vectored(cx, bufs)
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.sock.shutdown(Shutdown::Write))
-    }
-}
+forward_io!([] AsyncRead for ReadHalf<'_> => socket |h| h.sock);
+forward_io!([] AsyncWrite for WriteHalf<'_> => socket |h| h.sock);

@@ -178,30 +178,8 @@ pub trait AsyncWrite {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 }
 
-impl<R: AsyncRead + Unpin + ?Sized> AsyncRead for &mut R {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut **self).poll_read(cx, buf)
-    }
-}
-
-impl<W: AsyncWrite + Unpin + ?Sized> AsyncWrite for &mut W {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut **self).poll_write(cx, buf)
-    }
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut **self).poll_write_vectored(cx, bufs)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut **self).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut **self).poll_shutdown(cx)
-    }
-}
+forward_io!([R: AsyncRead + Unpin + ?Sized] AsyncRead for &mut R => inner |r| &mut **r);
+forward_io!([W: AsyncWrite + Unpin + ?Sized] AsyncWrite for &mut W => inner |w| &mut **w);
 
 /// The async helpers every reader gets: `read`, `read_exact`, `read_to_end`.
 ///
@@ -450,3 +428,136 @@ pub trait AsyncWriteExt: AsyncWrite + Unpin {
 }
 
 impl<W: AsyncWrite + Unpin + ?Sized> AsyncWriteExt for W {}
+
+// ---------------------------------------------------------------------------------------------
+// Forwarding impls.
+
+/// Writes the impls of [`AsyncRead`], [`AsyncWrite`] and [`AsyncBufRead`](crate::io::AsyncBufRead)
+/// that only pass each call on to another value, so that none is written by hand: a forwarding
+/// impl that forgot `poll_write_vectored` or `poll_flush` would silently fall back to the
+/// trait's default and change what the wrapper does.
+///
+/// `forward_io!([generics] Trait, ... for Type => how |this| target);` where `how` is
+/// - `inner`: `target` (computed from `this: &mut Self`) is a `&mut` to a value implementing
+///   the traits, and every method is passed on, defaults included (`&mut R`, `Box<R>`, the
+///   buffered wrappers' other side);
+/// - `socket`: `target` (computed from `this: &Self`) is the [`Socket`](crate::io::net::Socket)
+///   of a byte stream: reads are `recv`, writes `send`/`sendmsg`, shutdown is
+///   `shutdown(SHUT_WR)`, flush has nothing to do (TCP and Unix streams and their halves).
+macro_rules! forward_io {
+    (@inner AsyncRead [$($g:tt)*] $ty:ty, |$this:ident| $target:expr) => {
+        impl<$($g)*> $crate::io::AsyncRead for $ty {
+            #[inline]
+            fn poll_read(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                let $this = ::std::pin::Pin::get_mut(self);
+                $crate::io::AsyncRead::poll_read(::std::pin::Pin::new($target), cx, buf)
+            }
+        }
+    };
+    (@inner AsyncBufRead [$($g:tt)*] $ty:ty, |$this:ident| $target:expr) => {
+        impl<$($g)*> $crate::io::AsyncBufRead for $ty {
+            #[inline]
+            fn poll_fill_buf(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+            ) -> ::std::task::Poll<::std::io::Result<&[u8]>> {
+                let $this = ::std::pin::Pin::get_mut(self);
+                $crate::io::AsyncBufRead::poll_fill_buf(::std::pin::Pin::new($target), cx)
+            }
+            #[inline]
+            fn consume(self: ::std::pin::Pin<&mut Self>, amt: usize) {
+                let $this = ::std::pin::Pin::get_mut(self);
+                $crate::io::AsyncBufRead::consume(::std::pin::Pin::new($target), amt)
+            }
+        }
+    };
+    (@inner AsyncWrite [$($g:tt)*] $ty:ty, |$this:ident| $target:expr) => {
+        impl<$($g)*> $crate::io::AsyncWrite for $ty {
+            #[inline]
+            fn poll_write(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                buf: &[u8],
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                let $this = ::std::pin::Pin::get_mut(self);
+                $crate::io::AsyncWrite::poll_write(::std::pin::Pin::new($target), cx, buf)
+            }
+            #[inline]
+            fn poll_write_vectored(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                bufs: &[::std::io::IoSlice<'_>],
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                let $this = ::std::pin::Pin::get_mut(self);
+                $crate::io::AsyncWrite::poll_write_vectored(::std::pin::Pin::new($target), cx, bufs)
+            }
+            #[inline]
+            fn poll_flush(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+            ) -> ::std::task::Poll<::std::io::Result<()>> {
+                let $this = ::std::pin::Pin::get_mut(self);
+                $crate::io::AsyncWrite::poll_flush(::std::pin::Pin::new($target), cx)
+            }
+            #[inline]
+            fn poll_shutdown(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+            ) -> ::std::task::Poll<::std::io::Result<()>> {
+                let $this = ::std::pin::Pin::get_mut(self);
+                $crate::io::AsyncWrite::poll_shutdown(::std::pin::Pin::new($target), cx)
+            }
+        }
+    };
+    (@socket AsyncRead [$($g:tt)*] $ty:ty, |$this:ident| $target:expr) => {
+        impl<$($g)*> $crate::io::AsyncRead for $ty {
+            #[inline]
+            fn poll_read(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                let $this: &Self = &self;
+                $crate::io::net::Socket::poll_recv($target, cx, buf)
+            }
+        }
+    };
+    (@socket AsyncWrite [$($g:tt)*] $ty:ty, |$this:ident| $target:expr) => {
+        impl<$($g)*> $crate::io::AsyncWrite for $ty {
+            #[inline]
+            fn poll_write(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                buf: &[u8],
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                let $this: &Self = &self;
+                $crate::io::net::Socket::poll_send($target, cx, buf)
+            }
+            #[inline]
+            fn poll_write_vectored(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                bufs: &[::std::io::IoSlice<'_>],
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                let $this: &Self = &self;
+                $crate::io::net::Socket::poll_send_vectored($target, cx, bufs)
+            }
+            fn poll_shutdown(
+                self: ::std::pin::Pin<&mut Self>,
+                _cx: &mut ::std::task::Context<'_>,
+            ) -> ::std::task::Poll<::std::io::Result<()>> {
+                let $this: &Self = &self;
+                ::std::task::Poll::Ready($crate::io::net::Socket::shutdown($target, $crate::io::net::Shutdown::Write))
+            }
+        }
+    };
+    ($gen:tt $($trait:ident),+ for $ty:ty => $how:ident |$this:ident| $target:expr) => {
+        $( $crate::io::traits::forward_io!(@$how $trait $gen $ty, |$this| $target); )+
+    };
+}
+
+pub(crate) use forward_io;
