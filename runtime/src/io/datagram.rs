@@ -63,7 +63,7 @@ use crate::event_loop::error::{LoopError, LoopErrorKind};
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
 use crate::event_loop::reactor::{IoState, ready};
 use crate::event_loop::{LoopHandle, LoopInner, Ready};
-use crate::io::net::{Domain, SockAddr, SockType, UnixAddr};
+use crate::io::net::{Domain, SockAddr, SockType, UnixAddr, domain_of};
 
 /// The default bound of a datagram transport's write queue, in bytes (see
 /// [`DatagramTransport::set_write_queue_limit`]).
@@ -784,13 +784,6 @@ impl fmt::Debug for DatagramTransport {
 
 // ---------------------------------------------------------------------------------------------
 // Creating endpoints.
-
-fn domain_of(addr: &SocketAddr) -> Domain {
-    match addr {
-        SocketAddr::V4(_) => Domain::Inet,
-        SocketAddr::V6(_) => Domain::Inet6,
-    }
-}
 
 fn with_addr(op: &str, addr: &SockAddr, e: io::Error) -> io::Error {
     crate::event_loop::error::with_context(format!("create_datagram_endpoint: {op}({addr})"), e)

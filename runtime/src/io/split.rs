@@ -1,12 +1,16 @@
-//! Borrowed halves of a stream: `TcpStream::split` and `UnixStream::split` (tokio's), beside the
-//! owned halves of `into_split`.
+//! The halves of a TCP or Unix stream: borrowed ones ([`ReadHalf`], [`WriteHalf`]: tokio's
+//! `split`) and owned ones ([`OwnedReadHalf`], [`OwnedWriteHalf`]: `into_split`).
 //!
 //! A [`ReadHalf`] and a [`WriteHalf`] both borrow the stream's socket, so they cost nothing (no
 //! `Rc`, no allocation) and can be used at the same time in one task: one `select!` branch or
 //! `join!` arm reading while another writes, or [`copy`](crate::io::copy::copy) from one half to
 //! the other. The registration is shared as it is for the owned halves: a reader waits on the
 //! read side of the socket's registration and a writer on its write side, so each half may have
-//! one task waiting. Use `into_split` when the halves must go to different tasks.
+//! one task waiting. Use `into_split` when the halves must go to different tasks: the owned
+//! halves share the socket through an `Rc`, and the socket (so the fd) closes when both are
+//! dropped.
+
+use std::rc::Rc;
 
 use crate::io::net::{Socket, TcpStream, UnixStream};
 use crate::io::traits::forward_io;
@@ -171,3 +175,103 @@ impl UnixStream {
 
 forward_io!([] AsyncRead for ReadHalf<'_> => socket |h| h.sock);
 forward_io!([] AsyncWrite for WriteHalf<'_> => socket |h| h.sock);
+
+// ---------------------------------------------------------------------------------------------
+// Owned halves.
+
+/// The reading half of a split stream (TCP or Unix).
+///
+/// ```
+/// use evloop::net::UnixStream;
+/// use evloop::{AsyncReadExt, AsyncWriteExt};
+///
+/// evloop::run(async {
+///     let (a, mut b) = UnixStream::pair()?;
+///     let (mut rd, _wr) = a.into_split();
+///     let reader = evloop::spawn(async move {
+///         let mut got = Vec::new();
+///         rd.read_to_end(&mut got).await.map(|_| got)
+///     });
+///     b.write_all(b"to the reader task").await?;
+///     drop(b);
+///     assert_eq!(reader.await??, b"to the reader task");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct OwnedReadHalf {
+    sock: Rc<Socket>,
+}
+
+/// The writing half of a split stream. Dropping it does not shut the connection down; call
+/// `shutdown()` (from [`crate::AsyncWriteExt`]) to send FIN.
+///
+/// ```
+/// use evloop::net::UnixStream;
+/// use evloop::{AsyncReadExt, AsyncWriteExt};
+///
+/// evloop::run(async {
+///     let (a, mut b) = UnixStream::pair()?;
+///     let (_rd, mut wr) = a.into_split();
+///     wr.write_all(b"bye").await?;
+///     wr.shutdown().await?; // FIN; dropping the half would not send one
+///     let mut got = Vec::new();
+///     b.read_to_end(&mut got).await?;
+///     assert_eq!(got, b"bye");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct OwnedWriteHalf {
+    sock: Rc<Socket>,
+}
+
+impl OwnedReadHalf {
+    /// The shared socket.
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// use evloop::net::UnixStream;
+    ///
+    /// evloop::run(async {
+    ///     let (a, _b) = UnixStream::pair()?;
+    ///     let (rd, wr) = a.into_split();
+    ///     assert_eq!(rd.socket().as_raw_fd(), wr.socket().as_raw_fd()); // one socket, shared
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn socket(&self) -> &Socket {
+        &self.sock
+    }
+}
+
+impl OwnedWriteHalf {
+    /// The shared socket.
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    ///
+    /// evloop::run(async {
+    ///     let (a, _b) = UnixStream::pair()?;
+    ///     let (_rd, wr) = a.into_split();
+    ///     assert!(wr.socket().peer_addr()?.as_unix().is_some_and(|p| p.is_unnamed()));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn socket(&self) -> &Socket {
+        &self.sock
+    }
+}
+
+/// Shares `sock` between two owned halves (`into_split`).
+pub(crate) fn owned_halves(sock: Socket) -> (OwnedReadHalf, OwnedWriteHalf) {
+    let shared = Rc::new(sock);
+    (OwnedReadHalf { sock: shared.clone() }, OwnedWriteHalf { sock: shared })
+}
+
+forward_io!([] AsyncRead for OwnedReadHalf => socket |h| &h.sock);
+forward_io!([] AsyncWrite for OwnedWriteHalf => socket |h| &h.sock);
