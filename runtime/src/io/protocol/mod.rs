@@ -1,0 +1,13 @@
+//! Protocols and transports: asyncio's callback API, the fastest path (no task per connection).
+//!
+//! `transport` holds the [`Protocol`] trait (the user's callbacks) and the stream
+//! [`Transport`] that calls them (reading, write-behind, flow control, pipes as well as
+//! sockets); `server` holds [`Server`], its accept loop and back-off, and the loop methods that
+//! create servers and connections. This file only declares the modules and re-exports.
+
+mod server;
+mod transport;
+
+pub use self::server::Server;
+pub(crate) use self::transport::TransportKind;
+pub use self::transport::{DEFAULT_HIGH_WATER, Protocol, Transport};
