@@ -19,6 +19,8 @@
 //! [`UnixStream`], [`UnixDatagram`]); their split halves are in `io/split.rs`. `resolve` is the
 //! loop's `getaddrinfo`/`getnameinfo`, `sock_api` asyncio's `sock_*` methods. This file only
 //! declares the modules and re-exports.
+//!
+//! [`AsyncFd`]: crate::io::AsyncFd
 
 mod resolve;
 mod sock_api;

@@ -131,7 +131,8 @@ impl TcpListener {
     }
 }
 
-/// A TCP connection. Reads and writes through [`AsyncRead`] / [`AsyncWrite`] (and their `Ext`
+/// A TCP connection. Reads and writes through [`AsyncRead`](crate::io::AsyncRead) /
+/// [`AsyncWrite`](crate::io::AsyncWrite) (and their `Ext`
 /// helpers); [`TcpStream::into_split`] gives independent read and write halves.
 ///
 /// ```
