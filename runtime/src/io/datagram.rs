@@ -44,7 +44,8 @@
 //! The reactor's registration holds the handler, and the handler holds the transport: an open
 //! endpoint stays alive with no other reference. Closing breaks the cycle; so does closing the
 //! loop under an open endpoint, which drops the handler, whose destructor closes the socket and
-//! drops the protocol.
+//! drops the protocol. That handler, the open/closing/closed state and the close itself are the
+//! lifecycle this endpoint shares with the stream transport (`io/lifecycle.rs`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -60,9 +61,10 @@ use std::rc::Rc;
 use evloop_syscalls as sys;
 
 use crate::event_loop::error::{LoopError, LoopErrorKind};
-use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
-use crate::event_loop::reactor::{IoState, ready};
+use crate::event_loop::handle::{HandleKind, OnceCallback};
+use crate::event_loop::reactor::ready;
 use crate::event_loop::{LoopHandle, LoopInner, Ready};
+use crate::io::lifecycle::{self, Endpoint, Lifecycle};
 use crate::io::net::{Domain, SockAddr, SockType, UnixAddr, domain_of};
 
 /// The default bound of a datagram transport's write queue, in bytes (see
@@ -226,18 +228,12 @@ pub struct DatagramTransport {
 }
 
 struct Inner {
-    lp: Rc<LoopInner>,
-    io: Rc<IoState>,
+    /// The loop, the registration, the fd, the protocol and the open/closing/closed state.
+    life: Lifecycle<dyn DatagramProtocol>,
     /// The fd number, kept for messages after the socket is closed.
     fd_num: i32,
-    fd: RefCell<Option<OwnedFd>>,
-    protocol: RefCell<Option<Box<dyn DatagramProtocol>>>,
     queue: RefCell<WriteQueue>,
     read_buf: RefCell<Vec<u8>>,
-    /// `close()` was called: no more reads, close once the queue is sent.
-    closing: Cell<bool>,
-    /// The socket is closed and `connection_lost` scheduled (or the loop closed under it).
-    closed: Cell<bool>,
     /// Datagrams passed to `sendto` after the transport closed (dropped, as asyncio does).
     sends_after_close: Cell<u64>,
     /// Datagrams dropped because the queue was full.
@@ -248,73 +244,38 @@ struct Inner {
     unlink: Option<PathBuf>,
 }
 
-impl Inner {
-    /// Closes the socket now (removing the file of a pathname it bound).
-    fn close_fd(&self) {
-        let fd = self.fd.borrow_mut().take();
-        if let Some(fd) = fd {
-            let _ = sys::close(fd);
-            if let Some(p) = &self.unlink {
-                let _ = std::fs::remove_file(p);
-            }
+impl Endpoint for Inner {
+    type Protocol = dyn DatagramProtocol;
+    const HANDLER_NAME: &'static str = "datagram transport I/O";
+
+    #[inline]
+    fn lifecycle(&self) -> &Lifecycle<dyn DatagramProtocol> {
+        &self.life
+    }
+
+    fn on_ready(this: &Rc<Self>) {
+        DatagramTransport { inner: this.clone() }.on_ready();
+    }
+
+    fn connection_lost(protocol: &mut dyn DatagramProtocol, error: Option<io::Error>) {
+        protocol.connection_lost(error);
+    }
+
+    fn has_queued_output(&self) -> bool {
+        !self.queue.borrow().items.is_empty()
+    }
+
+    fn discard_output(&self) {
+        if let Ok(mut q) = self.queue.try_borrow_mut() {
+            q.clear();
         }
     }
 
-    /// Drops the protocol unless it is running (then whoever runs it finishes first).
-    fn drop_protocol(&self) {
-        if let Ok(mut p) = self.protocol.try_borrow_mut() {
-            let protocol = p.take();
-            drop(p);
-            drop(protocol);
+    /// Removes the file of a pathname the endpoint bound.
+    fn fd_closed(&self) {
+        if let Some(p) = &self.unlink {
+            let _ = std::fs::remove_file(p);
         }
-    }
-}
-
-/// The registration's handler: runs the transport's read/write work on each event.
-struct DatagramHandler {
-    meta: HandleMeta,
-    transport: Rc<Inner>,
-}
-
-impl Drop for DatagramHandler {
-    /// The registration lets go of the handler when the transport closes (nothing left to do)
-    /// or when the loop closes under an open endpoint: then the socket is closed here and the
-    /// protocol dropped, which breaks the protocol <-> transport cycle so nothing leaks.
-    fn drop(&mut self) {
-        let t = &self.transport;
-        if !t.closed.replace(true) {
-            t.closing.set(true);
-            t.close_fd();
-            if let Ok(mut q) = t.queue.try_borrow_mut() {
-                q.clear();
-            }
-            t.drop_protocol();
-        }
-    }
-}
-
-impl Callback for DatagramHandler {
-    fn run(&self) {
-        DatagramTransport {
-            inner: self.transport.clone(),
-        }
-        .on_ready();
-    }
-    fn meta(&self) -> &HandleMeta {
-        &self.meta
-    }
-    fn type_name(&self) -> &'static str {
-        "datagram transport I/O"
-    }
-}
-
-/// Dropped with the `connection_lost` callback, run or not: drops the protocol, so a callback
-/// discarded by a closing loop still breaks the protocol <-> transport cycle.
-struct ReleaseProtocol(Rc<Inner>);
-
-impl Drop for ReleaseProtocol {
-    fn drop(&mut self) {
-        self.0.drop_protocol();
     }
 }
 
@@ -384,11 +345,8 @@ impl DatagramTransport {
         let local = sys::local_addr(fd.as_fd()).ok();
         let peer = sys::peer_addr(fd.as_fd()).ok();
         let inner = Rc::new(Inner {
-            lp: lp.clone(),
-            io,
             fd_num: fd.as_raw_fd(),
-            fd: RefCell::new(Some(fd)),
-            protocol: RefCell::new(Some(protocol)),
+            life: Lifecycle::new(lp, io, fd, protocol),
             queue: RefCell::new(WriteQueue {
                 items: VecDeque::new(),
                 bytes: 0,
@@ -396,58 +354,40 @@ impl DatagramTransport {
                 limit: DEFAULT_DATAGRAM_QUEUE_LIMIT,
             }),
             read_buf: RefCell::new(Vec::new()),
-            closing: Cell::new(false),
-            closed: Cell::new(false),
             sends_after_close: Cell::new(0),
             dropped: Cell::new(0),
             local,
             peer,
             unlink,
         });
-        let handler: Rc<dyn Callback> = Rc::new(DatagramHandler {
-            meta: HandleMeta::new(HandleKind::Io, site),
-            transport: inner.clone(),
+        let made = DatagramTransport { inner: inner.clone() };
+        lifecycle::start(&inner, site, move || {
+            made.with_protocol(|p| p.connection_made(made.clone()));
         });
-        inner.io.set_handler(Some(handler));
-        let t = DatagramTransport { inner };
-        let made = t.clone();
-        lp.push_ready(Ready::Callback(OnceCallback::new_rc(
-            HandleKind::CallSoon,
-            site,
-            move || {
-                made.with_protocol(|p| p.connection_made(made.clone()));
-            },
-        )));
-        Ok(t)
+        Ok(DatagramTransport { inner })
     }
 
     /// Runs `f` on the protocol; skipped once the protocol is gone (after `connection_lost`).
     fn with_protocol(&self, f: impl FnOnce(&mut dyn DatagramProtocol)) {
-        if let Ok(mut p) = self.inner.protocol.try_borrow_mut() {
-            if let Some(p) = p.as_mut() {
-                f(&mut **p);
-            }
-        }
+        self.inner.life.with_protocol(f);
+    }
+
+    /// Runs `f` on the protocol in the next iteration.
+    fn schedule_protocol(&self, f: impl FnOnce(&mut dyn DatagramProtocol) + 'static) {
+        let me = self.clone();
+        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || me.with_protocol(f));
+        self.inner.life.lp().push_ready(Ready::Callback(cb));
     }
 
     /// Delivers an error to `error_received` in the next iteration.
     fn schedule_error(&self, e: io::Error) {
-        let me = self.clone();
-        let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || {
-            me.with_protocol(|p| p.error_received(e))
-        });
-        self.inner.lp.push_ready(Ready::Callback(cb));
+        self.schedule_protocol(|p| p.error_received(e));
     }
 
     /// Delivers an error now if the protocol is free, else in the next iteration.
     fn report_error(&self, e: io::Error) {
-        match self.inner.protocol.try_borrow_mut() {
-            Ok(mut p) => {
-                if let Some(p) = p.as_mut() {
-                    p.error_received(e);
-                }
-            }
-            Err(_) => self.schedule_error(e),
+        if let Err(f) = self.inner.life.try_with_protocol(|p| p.error_received(e)) {
+            self.schedule_protocol(f);
         }
     }
 
@@ -465,14 +405,14 @@ impl DatagramTransport {
     /// The event handler: send what is queued, read what is there.
     fn on_ready(&self) {
         let t = &self.inner;
-        if t.closed.get() {
+        if t.life.is_closed() {
             return;
         }
-        let bits = t.io.readiness();
+        let bits = t.life.io().readiness();
         if bits & ready::WRITE_ANY != 0 && !t.queue.borrow().items.is_empty() {
             self.flush();
         }
-        if bits & ready::READ_ANY != 0 && !t.closing.get() {
+        if bits & ready::READ_ANY != 0 && t.life.is_open() {
             self.read_ready();
         }
     }
@@ -480,11 +420,11 @@ impl DatagramTransport {
     fn read_ready(&self) {
         let t = &self.inner;
         for _ in 0..READS_PER_EVENT {
-            if t.closed.get() || t.closing.get() {
+            if !t.life.is_open() {
                 return;
             }
             let result = {
-                let fd = t.fd.borrow();
+                let fd = t.life.fd();
                 let Some(fd) = fd.as_ref() else { return };
                 let mut buf = t.read_buf.borrow_mut();
                 if buf.len() < READ_BUFFER {
@@ -501,18 +441,18 @@ impl DatagramTransport {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Empty, and any error pending was taken by an earlier call: both come
                     // back as a new edge.
-                    t.io.clear(ready::READABLE | ready::ERROR);
+                    t.life.io().clear(ready::READABLE | ready::ERROR);
                     return;
                 }
                 Err(e) if is_fatal(&e) => {
                     let e = self.context("recvfrom", None, e);
-                    self.finish_close(Some(e));
+                    lifecycle::finish_close(t, Some(e));
                     return;
                 }
                 Err(e) => {
                     // recvfrom returned the socket's pending error (and cleared it); datagrams
                     // queued behind it are read next.
-                    t.io.clear(ready::ERROR);
+                    t.life.io().clear(ready::ERROR);
                     let e = self.context("recvfrom", None, e);
                     self.report_error(e);
                 }
@@ -521,7 +461,7 @@ impl DatagramTransport {
         // Budget spent with datagrams perhaps still queued: continue after other work.
         let me = self.clone();
         let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || me.on_ready());
-        t.lp.push_ready(Ready::Callback(cb));
+        t.life.lp().push_ready(Ready::Callback(cb));
     }
 
     /// Sends the queue in order until it is empty or the kernel says `EAGAIN`.
@@ -530,13 +470,13 @@ impl DatagramTransport {
         let mut errors = Vec::new();
         let mut pending = Vec::new();
         loop {
-            if t.closed.get() {
+            if t.life.is_closed() {
                 break;
             }
             let (result, addr) = {
                 let q = t.queue.borrow();
                 let Some(item) = q.items.front() else { break };
-                let fd = t.fd.borrow();
+                let fd = t.life.fd();
                 let Some(fd) = fd.as_ref() else { break };
                 let result = send_datagram(fd.as_fd(), &item.data, item.addr.as_ref(), &mut pending);
                 for e in pending.drain(..) {
@@ -547,11 +487,11 @@ impl DatagramTransport {
             match result {
                 Ok(()) => t.queue.borrow_mut().pop(),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    t.io.clear(ready::WRITABLE);
+                    t.life.io().clear(ready::WRITABLE);
                     break;
                 }
                 Err(e) if is_fatal(&e) => {
-                    self.finish_close(Some(self.context("sendto", addr.as_ref(), e)));
+                    lifecycle::finish_close(t, Some(self.context("sendto", addr.as_ref(), e)));
                     break;
                 }
                 Err(e) => {
@@ -564,8 +504,8 @@ impl DatagramTransport {
         for e in errors {
             self.report_error(e);
         }
-        if t.closing.get() && !t.closed.get() && t.queue.borrow().items.is_empty() {
-            self.finish_close(None);
+        if t.queue.borrow().items.is_empty() {
+            lifecycle::drained(t);
         }
     }
 
@@ -607,10 +547,10 @@ impl DatagramTransport {
                 ));
             }
         };
-        if t.closed.get() || t.closing.get() {
+        if !t.life.is_open() {
             let n = t.sends_after_close.get() + 1;
             t.sends_after_close.set(n);
-            if n == 1 && t.lp.debug() {
+            if n == 1 && t.life.lp().debug() {
                 eprintln!(
                     "evloop: warning: sendto() on a closing datagram transport (fd {}, {} bytes dropped)",
                     t.fd_num,
@@ -622,7 +562,7 @@ impl DatagramTransport {
         if t.queue.borrow().items.is_empty() {
             let mut errors = Vec::new();
             let sent = {
-                let fd = t.fd.borrow();
+                let fd = t.life.fd();
                 let Some(fd) = fd.as_ref() else { return Ok(()) };
                 send_datagram(fd.as_fd(), data, target, &mut errors)
             };
@@ -631,12 +571,12 @@ impl DatagramTransport {
             }
             match sent {
                 Ok(()) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => t.io.clear(ready::WRITABLE),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => t.life.io().clear(ready::WRITABLE),
                 Err(e) => {
                     let fatal = is_fatal(&e);
                     let e = self.context("sendto", target, e);
                     if fatal {
-                        self.finish_close(Some(e));
+                        lifecycle::finish_close(t, Some(e));
                     } else {
                         self.schedule_error(e);
                     }
@@ -676,48 +616,17 @@ impl DatagramTransport {
 
     /// Closes after the queued datagrams are sent; `connection_lost(None)` follows. Idempotent.
     pub fn close(&self) {
-        let t = &self.inner;
-        if t.closing.get() || t.closed.get() {
-            return;
-        }
-        t.closing.set(true);
-        if t.queue.borrow().items.is_empty() {
-            self.finish_close(None);
-        }
+        lifecycle::close(&self.inner);
     }
 
     /// Closes at once, dropping queued datagrams; `connection_lost(None)` follows.
     pub fn abort(&self) {
-        self.finish_close(None);
-    }
-
-    fn finish_close(&self, error: Option<io::Error>) {
-        let t = &self.inner;
-        if t.closed.replace(true) {
-            return;
-        }
-        t.closing.set(true);
-        t.lp.deregister_io(&t.io);
-        t.close_fd();
-        t.queue.borrow_mut().clear();
-        let me = self.clone();
-        let release = ReleaseProtocol(t.clone());
-        let lost = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || {
-            me.with_protocol(|p| p.connection_lost(error));
-            // The protocol is done: dropping it breaks the protocol <-> transport cycle.
-            drop(release);
-        });
-        if t.lp.is_closed() {
-            // No loop to run it: deliver now rather than never.
-            lost.run();
-        } else {
-            t.lp.push_ready(Ready::Callback(lost));
-        }
+        lifecycle::finish_close(&self.inner, None);
     }
 
     /// Whether `close()` or `abort()` was called (or the socket failed).
     pub fn is_closing(&self) -> bool {
-        self.inner.closing.get() || self.inner.closed.get()
+        !self.inner.life.is_open()
     }
 
     /// Bytes of datagrams queued and not yet accepted by the kernel.
@@ -756,21 +665,14 @@ impl DatagramTransport {
 
     /// The socket's fd while the transport is open.
     pub fn fd(&self) -> Option<i32> {
-        self.inner.fd.borrow().as_ref().map(|f| f.as_raw_fd())
+        self.inner.life.raw_fd()
     }
 }
 
 impl fmt::Debug for DatagramTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let t = &self.inner;
-        let state = if t.closed.get() {
-            "closed"
-        } else if t.closing.get() {
-            "closing"
-        } else {
-            "open"
-        };
-        write!(f, "<DatagramTransport fd={} {state}", t.fd_num)?;
+        write!(f, "<DatagramTransport fd={} {}", t.fd_num, t.life.state().name())?;
         if let Some(a) = &t.local {
             write!(f, " local={a}")?;
         }

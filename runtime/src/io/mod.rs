@@ -43,6 +43,7 @@ mod async_fd;
 pub(crate) mod buf;
 pub(crate) mod copy;
 pub(crate) mod datagram;
+mod lifecycle;
 pub mod net;
 pub mod pipe;
 pub(crate) mod protocol;

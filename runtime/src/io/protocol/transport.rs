@@ -25,7 +25,10 @@
 //!
 //! The reactor's registration holds the transport's handler, and the handler holds the
 //! transport: an open connection stays alive with no other reference, exactly like asyncio's
-//! selector holding its callbacks. Closing breaks the cycle.
+//! selector holding its callbacks. Closing breaks the cycle. The handler, the open/closing/closed
+//! state and the close itself (`close`, `abort`, a fatal error, the loop closing under an open
+//! transport) are the lifecycle this transport shares with the datagram transport
+//! (`io/lifecycle.rs`, where its rules are written down).
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -36,9 +39,10 @@ use std::rc::Rc;
 
 use evloop_syscalls as sys;
 
-use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback};
+use crate::event_loop::handle::{HandleKind, OnceCallback};
 use crate::event_loop::reactor::{IoState, ready};
 use crate::event_loop::{DeferredFlush, LoopInner, Ready};
+use crate::io::lifecycle::{self, Endpoint, Lifecycle};
 use crate::io::net::{Shutdown, SockAddr};
 
 /// The default write buffer limits (asyncio's: 64 KiB high, a quarter of that low).
@@ -85,8 +89,7 @@ struct WriteState {
     low: usize,
     /// The protocol was told to pause and not yet to resume.
     protocol_paused: bool,
-    eof_pending: bool,
-    eof_written: bool,
+    eof: WriteEof,
     /// A send left data behind (partial or `EAGAIN`): the next writable edge flushes; until
     /// then, writes only append.
     blocked: bool,
@@ -98,6 +101,17 @@ impl WriteState {
     fn pending(&self) -> usize {
         self.buf.len() - self.pos
     }
+}
+
+/// The write side's half-close (`write_eof`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum WriteEof {
+    /// Not asked for: writes are accepted.
+    No,
+    /// Asked for: writes are refused, FIN goes once the queued data is out.
+    Pending,
+    /// FIN sent (`shutdown(SHUT_WR)`).
+    Sent,
 }
 
 /// What a transport's fd is: a socket, or one end of a pipe (asyncio's pipe transports; see
@@ -120,19 +134,13 @@ pub struct Transport {
 }
 
 struct TransportInner {
-    lp: Rc<LoopInner>,
-    io: Rc<IoState>,
+    /// The loop, the registration, the fd, the protocol and the open/closing/closed state.
+    life: Lifecycle<dyn Protocol>,
     kind: TransportKind,
-    fd: RefCell<Option<OwnedFd>>,
-    protocol: RefCell<Option<Box<dyn Protocol>>>,
     write: RefCell<WriteState>,
     reading_paused: Cell<bool>,
     /// The peer's EOF was delivered (`eof_received` kept the transport open).
     eof: Cell<bool>,
-    /// `close()` was called: no more reads, close once the write buffer is flushed.
-    closing: Cell<bool>,
-    /// The socket is closed and `connection_lost` scheduled.
-    closed: Cell<bool>,
     /// Writes attempted after the transport closed (asyncio warns about these).
     writes_after_close: Cell<usize>,
     peer: Option<SockAddr>,
@@ -151,61 +159,44 @@ impl TransportInner {
     }
 }
 
-/// Drops the protocol when the `connection_lost` callback has run or has been dropped unrun (a
-/// loop closing with it still queued): either way the protocol <-> transport cycle is broken.
-struct ReleaseProtocol(Transport);
+impl Endpoint for TransportInner {
+    type Protocol = dyn Protocol;
+    const HANDLER_NAME: &'static str = "transport I/O";
 
-impl Drop for ReleaseProtocol {
-    fn drop(&mut self) {
-        self.0.inner.release();
+    #[inline]
+    fn lifecycle(&self) -> &Lifecycle<dyn Protocol> {
+        &self.life
     }
-}
 
-impl TransportInner {
-    /// Lets go of everything the transport holds for its owners once it is closed: the protocol
-    /// (the user's object, which usually holds the transport) and the close callback (a
-    /// server's, which holds the server and with it the user's protocol factory). The callback
-    /// is run if it has not been: it only counts the connection off its server. Called when
-    /// `connection_lost` has run, or when the loop closes under the transport; without it a
-    /// transport kept by user state that the factory captured would keep itself alive.
-    fn release(&self) {
-        if let Ok(mut p) = self.protocol.try_borrow_mut() {
-            let protocol = p.take();
-            drop(p);
-            drop(protocol);
+    #[inline]
+    fn on_ready(this: &Rc<Self>) {
+        Transport { inner: this.clone() }.on_ready();
+    }
+
+    fn connection_lost(protocol: &mut dyn Protocol, error: Option<io::Error>) {
+        protocol.connection_lost(error);
+    }
+
+    fn has_queued_output(&self) -> bool {
+        self.write.borrow().pending() > 0
+    }
+
+    fn discard_output(&self) {
+        if let Ok(mut w) = self.write.try_borrow_mut() {
+            w.buf = Vec::new();
+            w.pos = 0;
         }
+    }
+
+    /// Runs the close callback (a server's: it counts the connection off, and holds the server
+    /// and with it the user's protocol factory, which must not outlive the transport).
+    fn released(&self) {
         let on_close = match self.on_close.try_borrow_mut() {
             Ok(mut f) => f.take(),
             Err(_) => None,
         };
         if let Some(f) = on_close {
             f();
-        }
-    }
-}
-
-/// The registration's handler: schedules the transport's read/write work on each event.
-struct TransportHandler {
-    meta: HandleMeta,
-    transport: Rc<TransportInner>,
-}
-
-impl Drop for TransportHandler {
-    /// The registration lets go of the handler when the transport closes (nothing left to do)
-    /// or when the loop closes under an open transport: then the socket is closed here and the
-    /// protocol dropped, which breaks the protocol <-> transport cycle so nothing leaks.
-    fn drop(&mut self) {
-        let t = &self.transport;
-        if !t.closed.replace(true) {
-            t.closing.set(true);
-            if let Some(fd) = t.fd.borrow_mut().take() {
-                let _ = sys::close(fd);
-            }
-            if let Ok(mut w) = t.write.try_borrow_mut() {
-                w.buf = Vec::new();
-                w.pos = 0;
-            }
-            t.release();
         }
     }
 }
@@ -219,24 +210,9 @@ impl DeferredFlush for TransportInner {
             w.flush_queued = false;
             !w.blocked && w.pending() > 0
         };
-        if go && !self.closed.get() {
+        if go && !self.life.is_closed() {
             Transport { inner: self }.flush();
         }
-    }
-}
-
-impl Callback for TransportHandler {
-    fn run(&self) {
-        Transport {
-            inner: self.transport.clone(),
-        }
-        .on_ready();
-    }
-    fn meta(&self) -> &HandleMeta {
-        &self.meta
-    }
-    fn type_name(&self) -> &'static str {
-        "transport I/O"
     }
 }
 
@@ -298,81 +274,55 @@ impl Transport {
             TransportKind::ReadPipe | TransportKind::WritePipe => None,
         };
         let inner = Rc::new(TransportInner {
-            lp: lp.clone(),
-            io,
+            life: Lifecycle::new(lp, io, fd, protocol),
             kind,
-            fd: RefCell::new(Some(fd)),
-            protocol: RefCell::new(Some(protocol)),
             write: RefCell::new(WriteState {
                 buf: Vec::new(),
                 pos: 0,
                 high: DEFAULT_HIGH_WATER,
                 low: DEFAULT_HIGH_WATER / 4,
                 protocol_paused: false,
-                eof_pending: false,
-                eof_written: false,
+                eof: WriteEof::No,
                 blocked: false,
                 flush_queued: false,
             }),
             reading_paused: Cell::new(false),
             eof: Cell::new(false),
-            closing: Cell::new(false),
-            closed: Cell::new(false),
             writes_after_close: Cell::new(0),
             peer,
             local,
             on_close: RefCell::new(on_close),
         });
-        let handler: Rc<dyn Callback> = Rc::new(TransportHandler {
-            meta: HandleMeta::new(HandleKind::Io, site),
-            transport: inner.clone(),
+        let made = Transport { inner: inner.clone() };
+        lifecycle::start(&inner, site, move || {
+            made.with_protocol(|p| p.connection_made(made.clone()));
         });
-        inner.io.set_handler(Some(handler));
-        let t = Transport { inner };
-        let made = t.clone();
-        lp.push_ready(Ready::Callback(OnceCallback::new_rc(
-            HandleKind::CallSoon,
-            site,
-            move || {
-                made.with_protocol(|p| p.connection_made(made.clone()));
-            },
-        )));
-        Ok(t)
+        Ok(Transport { inner })
     }
 
     /// Runs `f` on the protocol; skipped once the protocol is gone (after `connection_lost`).
+    #[inline]
     fn with_protocol(&self, f: impl FnOnce(&mut dyn Protocol)) {
-        if let Ok(mut p) = self.inner.protocol.try_borrow_mut() {
-            if let Some(p) = p.as_mut() {
-                f(&mut **p);
-            }
-        }
+        self.inner.life.with_protocol(f);
     }
 
     /// Runs `f` on the protocol now if it is free, else schedules it (re-entrant call from
     /// inside one of its own callbacks).
     fn call_protocol(&self, f: impl FnOnce(&mut dyn Protocol) + 'static) {
-        match self.inner.protocol.try_borrow_mut() {
-            Ok(mut p) => {
-                if let Some(p) = p.as_mut() {
-                    f(&mut **p);
-                }
-            }
-            Err(_) => {
-                let me = self.clone();
-                let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || me.with_protocol(f));
-                self.inner.lp.push_ready(Ready::Callback(cb));
-            }
+        if let Err(f) = self.inner.life.try_with_protocol(f) {
+            let me = self.clone();
+            let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || me.with_protocol(f));
+            self.inner.life.lp().push_ready(Ready::Callback(cb));
         }
     }
 
     /// The event handler: read what is there, flush what is queued.
     fn on_ready(&self) {
         let t = &self.inner;
-        if t.closed.get() {
+        if t.life.is_closed() {
             return;
         }
-        let bits = t.io.readiness();
+        let bits = t.life.io().readiness();
         if bits & ready::WRITE_ANY != 0 && t.write.borrow().pending() > 0 {
             self.flush();
         }
@@ -380,12 +330,12 @@ impl Transport {
             // Nothing to read on a write end: EPOLLERR there means the reader is gone (asyncio
             // watches the write end for readability for the same reason). Queued data would have
             // failed with EPIPE in the flush above.
-            if bits & (ready::ERROR | ready::READ_CLOSED) != 0 && !t.closed.get() {
-                self.finish_close(None);
+            if bits & (ready::ERROR | ready::READ_CLOSED) != 0 && !t.life.is_closed() {
+                self.abort();
             }
             return;
         }
-        if bits & ready::READ_ANY != 0 && !t.reading_paused.get() && !t.eof.get() && !t.closing.get() {
+        if bits & ready::READ_ANY != 0 && !t.reading_paused.get() && !t.eof.get() && t.life.is_open() {
             self.read_ready();
         }
     }
@@ -393,14 +343,14 @@ impl Transport {
     fn read_ready(&self) {
         let t = &self.inner;
         for _ in 0..READS_PER_EVENT {
-            if t.closed.get() || t.closing.get() || t.reading_paused.get() || t.eof.get() {
+            if !t.life.is_open() || t.reading_paused.get() || t.eof.get() {
                 return;
             }
             // One receive buffer per loop, not per connection (64 KiB per idle connection would
             // dominate a server's memory); a transport only reads from phase 5, never from
             // inside another transport's callback, so the buffer is free here. The fallback
             // covers the impossible case without a panic.
-            let mut shared = t.lp.read_buf.try_borrow_mut();
+            let mut shared = t.life.lp().read_buf.try_borrow_mut();
             let mut own = Vec::new();
             let buf: &mut Vec<u8> = match shared.as_mut() {
                 Ok(b) => b,
@@ -410,7 +360,7 @@ impl Transport {
                 buf.resize(READ_BUFFER, 0);
             }
             let result = {
-                let fd = t.fd.borrow();
+                let fd = t.life.fd();
                 let Some(fd) = fd.as_ref() else { return };
                 match t.kind {
                     TransportKind::Socket => sys::recv(fd.as_fd(), buf),
@@ -419,7 +369,7 @@ impl Transport {
             };
             match result {
                 Ok(0) => {
-                    t.io.clear(ready::READABLE);
+                    t.life.io().clear(ready::READABLE);
                     self.eof();
                     return;
                 }
@@ -431,14 +381,14 @@ impl Transport {
                         // Short read: the receive queue is empty until the next edge. But a FIN
                         // (or an error) that came with these bytes raises no further edge: read
                         // on to see it.
-                        t.io.clear(ready::READABLE);
-                        if t.io.readiness() & ready::READ_ANY == 0 {
+                        t.life.io().clear(ready::READABLE);
+                        if t.life.io().readiness() & ready::READ_ANY == 0 {
                             return;
                         }
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    t.io.clear(ready::READABLE);
+                    t.life.io().clear(ready::READABLE);
                     return;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -456,7 +406,7 @@ impl Transport {
     fn reschedule(&self) {
         let me = self.clone();
         let cb = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || me.on_ready());
-        self.inner.lp.push_ready(Ready::Callback(cb));
+        self.inner.life.lp().push_ready(Ready::Callback(cb));
     }
 
     fn eof(&self) {
@@ -492,7 +442,7 @@ impl Transport {
             return;
         }
         let mut w = t.write.borrow_mut();
-        if w.eof_pending || t.closed.get() || t.closing.get() || t.kind == TransportKind::ReadPipe {
+        if w.eof != WriteEof::No || !t.life.is_open() || t.kind == TransportKind::ReadPipe {
             drop(w);
             return self.write_refused(data.len());
         }
@@ -507,7 +457,7 @@ impl Transport {
         w.protocol_paused |= pause;
         drop(w);
         if flush {
-            t.lp.defer_flush(t.clone());
+            t.life.lp().defer_flush(t.clone());
         }
         if pause {
             self.call_protocol(|p| p.pause_writing());
@@ -522,7 +472,7 @@ impl Transport {
         t.writes_after_close.set(n);
         // asyncio warns from its fifth write to a lost connection on
         // (LOG_THRESHOLD_FOR_CONNLOST_WRITES); once is enough here. Debug mode warns at once.
-        if (n == 1 && t.lp.debug()) || n == WRITES_AFTER_CLOSE_WARNING {
+        if (n == 1 && t.life.lp().debug()) || n == WRITES_AFTER_CLOSE_WARNING {
             eprintln!(
                 "evloop: warning: write() on a closing transport ({n} write(s) dropped, the last of {len} bytes)"
             );
@@ -535,7 +485,7 @@ impl Transport {
     fn write_large(&self, data: &[u8]) {
         let t = &self.inner;
         let sent = {
-            let fd = t.fd.borrow();
+            let fd = t.life.fd();
             match fd.as_ref() {
                 Some(fd) => t.send(fd.as_fd(), data),
                 None => return,
@@ -549,7 +499,7 @@ impl Transport {
         if rest.is_empty() {
             return;
         }
-        t.io.clear(ready::WRITABLE);
+        t.life.io().clear(ready::WRITABLE);
         let pause = {
             let mut w = t.write.borrow_mut();
             w.blocked = true;
@@ -576,13 +526,13 @@ impl Transport {
         let t = &self.inner;
         let result = {
             let mut w = t.write.borrow_mut();
-            let fd = t.fd.borrow();
+            let fd = t.life.fd();
             let Some(fd) = fd.as_ref() else { return };
             let result = t.send(fd.as_fd(), &w.buf[w.pos..]);
             // The common case: everything went, nothing else to do (no resume, EOF or close
             // pending), all under one borrow.
             if let Ok(n) = result {
-                if n == w.pending() && !w.protocol_paused && !w.eof_pending && !t.closing.get() {
+                if n == w.pending() && !w.protocol_paused && w.eof == WriteEof::No && t.life.is_open() {
                     w.buf.clear();
                     w.pos = 0;
                     w.blocked = false;
@@ -598,7 +548,7 @@ impl Transport {
                     w.pos += n;
                     w.blocked = w.pending() > 0;
                     if w.pending() > 0 {
-                        t.io.clear(ready::WRITABLE);
+                        t.life.io().clear(ready::WRITABLE);
                         // Keep the buffer from growing without bound behind a moving start.
                         if w.pos > w.buf.len() / 2 {
                             let pos = w.pos;
@@ -613,7 +563,7 @@ impl Transport {
                     if resume {
                         w.protocol_paused = false;
                     }
-                    let eof = w.pending() == 0 && w.eof_pending && !w.eof_written;
+                    let eof = w.pending() == 0 && w.eof == WriteEof::Pending;
                     (w.pending() == 0, resume, eof)
                 };
                 if resume {
@@ -622,13 +572,13 @@ impl Transport {
                 if eof {
                     self.shutdown_write();
                 }
-                if drained && t.closing.get() {
-                    self.finish_close(None);
+                if drained {
+                    lifecycle::drained(t);
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 t.write.borrow_mut().blocked = true;
-                t.io.clear(ready::WRITABLE);
+                t.life.io().clear(ready::WRITABLE);
             }
             Err(e) => self.fatal(e),
         }
@@ -636,8 +586,8 @@ impl Transport {
 
     fn shutdown_write(&self) {
         let t = &self.inner;
-        t.write.borrow_mut().eof_written = true;
-        if let Some(fd) = t.fd.borrow().as_ref() {
+        t.write.borrow_mut().eof = WriteEof::Sent;
+        if let Some(fd) = t.life.fd().as_ref() {
             let _ = sys::shutdown(fd.as_fd(), Shutdown::Write);
         }
     }
@@ -647,7 +597,7 @@ impl Transport {
     /// pipe once the queued data is out, as `close()` does; on a read end it does nothing.
     pub fn write_eof(&self) {
         let t = &self.inner;
-        if t.closed.get() || t.closing.get() {
+        if !t.life.is_open() {
             return;
         }
         match t.kind {
@@ -657,10 +607,10 @@ impl Transport {
         }
         let now = {
             let mut w = t.write.borrow_mut();
-            if w.eof_pending {
+            if w.eof != WriteEof::No {
                 return;
             }
-            w.eof_pending = true;
+            w.eof = WriteEof::Pending;
             w.pending() == 0
         };
         if now {
@@ -675,60 +625,21 @@ impl Transport {
 
     /// Closes after the queued data is sent; `connection_lost(None)` follows. Idempotent.
     pub fn close(&self) {
-        let t = &self.inner;
-        if t.closing.get() || t.closed.get() {
-            return;
-        }
-        t.closing.set(true);
-        if t.write.borrow().pending() == 0 {
-            self.finish_close(None);
-        }
+        lifecycle::close(&self.inner);
     }
 
     /// Closes at once, dropping queued data; `connection_lost(None)` follows.
     pub fn abort(&self) {
-        self.finish_close(None);
+        lifecycle::finish_close(&self.inner, None);
     }
 
     fn fatal(&self, e: io::Error) {
-        self.finish_close(Some(e));
-    }
-
-    fn finish_close(&self, error: Option<io::Error>) {
-        let t = &self.inner;
-        if t.closed.replace(true) {
-            return;
-        }
-        t.closing.set(true);
-        t.lp.deregister_io(&t.io);
-        if let Some(fd) = t.fd.borrow_mut().take() {
-            let _ = sys::close(fd);
-        }
-        {
-            let mut w = t.write.borrow_mut();
-            w.buf = Vec::new();
-            w.pos = 0;
-        }
-        let guard = ReleaseProtocol(self.clone());
-        let lost = OnceCallback::new_rc(HandleKind::CallSoon, Location::caller(), move || {
-            guard.0.with_protocol(|p| p.connection_lost(error));
-            let on_close = guard.0.inner.on_close.borrow_mut().take();
-            if let Some(f) = on_close {
-                f();
-            }
-            drop(guard);
-        });
-        if t.lp.is_closed() {
-            // No loop to run it: deliver now rather than never.
-            lost.run();
-        } else {
-            t.lp.push_ready(Ready::Callback(lost));
-        }
+        lifecycle::finish_close(&self.inner, Some(e));
     }
 
     /// Whether `close()` or `abort()` was called (or the connection failed).
     pub fn is_closing(&self) -> bool {
-        self.inner.closing.get() || self.inner.closed.get()
+        !self.inner.life.is_open()
     }
 
     /// Stops calling `data_received` until [`Transport::resume_reading`].
@@ -739,10 +650,10 @@ impl Transport {
     /// Resumes reading; data that arrived meanwhile is delivered in the next iteration.
     pub fn resume_reading(&self) {
         let t = &self.inner;
-        if !t.reading_paused.replace(false) || t.closed.get() || t.eof.get() {
+        if !t.reading_paused.replace(false) || t.life.is_closed() || t.eof.get() {
             return;
         }
-        if t.io.readiness() & ready::READ_ANY != 0 {
+        if t.life.io().readiness() & ready::READ_ANY != 0 {
             // The edge for that data is gone; schedule the read ourselves.
             self.reschedule();
         }
@@ -798,25 +709,29 @@ impl Transport {
 
     /// The socket's fd while the transport is open.
     pub fn fd(&self) -> Option<i32> {
-        self.inner.fd.borrow().as_ref().map(|f| f.as_raw_fd())
+        self.inner.life.raw_fd()
+    }
+
+    /// Whether the protocol was told to pause writing (the buffer went above the high-water
+    /// mark) and not yet to resume: the stream writer's `drain` waits while it is.
+    pub(crate) fn is_write_paused(&self) -> bool {
+        self.inner.write.borrow().protocol_paused
+    }
+
+    /// Whether `write_eof` was called on a socket transport (writes are refused from then on).
+    pub(crate) fn eof_requested(&self) -> bool {
+        self.inner.write.borrow().eof != WriteEof::No
     }
 
     /// The id of the loop the transport runs on.
     pub(crate) fn loop_id(&self) -> u64 {
-        u64::from(self.inner.lp.id)
+        u64::from(self.inner.life.lp().id)
     }
 }
 
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = if self.inner.closed.get() {
-            "closed"
-        } else if self.inner.closing.get() {
-            "closing"
-        } else {
-            "open"
-        };
-        write!(f, "<Transport {state}")?;
+        write!(f, "<Transport {}", self.inner.life.state().name())?;
         if let Some(p) = &self.inner.peer {
             write!(f, " peer={p}")?;
         }

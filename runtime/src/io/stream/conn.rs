@@ -110,10 +110,6 @@ pub(super) struct Conn {
     pub(super) read: RefCell<ReadState>,
     pub(super) reader_alive: Cell<bool>,
     pub(super) writer_alive: Cell<bool>,
-    /// The transport said `pause_writing` and not yet `resume_writing`.
-    pub(super) write_paused: Cell<bool>,
-    /// `write_eof` was called through the writer.
-    pub(super) eof_written: Cell<bool>,
     /// `connection_lost` ran, with this error if it failed.
     pub(super) lost: Cell<bool>,
     pub(super) lost_error: RefCell<Option<SavedError>>,
@@ -139,8 +135,6 @@ impl Conn {
             }),
             reader_alive: Cell::new(true),
             writer_alive: Cell::new(true),
-            write_paused: Cell::new(false),
-            eof_written: Cell::new(false),
             lost: Cell::new(false),
             lost_error: RefCell::new(None),
             writer_waiters: RefCell::new(Vec::new()),
@@ -315,12 +309,10 @@ impl Protocol for StreamProtocol {
         self.conn.wake_writers();
     }
 
-    fn pause_writing(&mut self) {
-        self.conn.write_paused.set(true);
-    }
+    // `pause_writing` needs nothing here: the writer asks the transport whether writing is
+    // paused (`Transport::is_write_paused`), so there is one copy of that state.
 
     fn resume_writing(&mut self) {
-        self.conn.write_paused.set(false);
         self.conn.wake_writers();
     }
 }

@@ -144,7 +144,7 @@ impl StreamWriter {
                 Err(e) => Poll::Ready(Err(e)),
             };
         }
-        if !c.write_paused.get() {
+        if !self.transport.is_write_paused() {
             return Poll::Ready(Ok(()));
         }
         match c.park_writer(cx, "drain") {
@@ -176,7 +176,6 @@ impl StreamWriter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_eof(&self) {
-        self.conn.eof_written.set(true);
         self.transport.write_eof();
     }
 
@@ -352,7 +351,7 @@ impl StreamWriter {
         if c.lost.get() {
             return Some(c.lost_io(op, io::ErrorKind::BrokenPipe));
         }
-        if c.eof_written.get() {
+        if self.transport.eof_requested() {
             return Some(io::Error::new(
                 io::ErrorKind::BrokenPipe,
                 format!("{op}: write_eof was called"),
@@ -385,7 +384,7 @@ impl AsyncWrite for StreamWriter {
         if let Some(e) = self.write_refused("poll_write") {
             return Poll::Ready(Err(e));
         }
-        if self.conn.write_paused.get() {
+        if self.transport.is_write_paused() {
             return match self.conn.park_writer(cx, "poll_write") {
                 Ok(()) => Poll::Pending,
                 Err(e) => Poll::Ready(Err(e)),
@@ -407,8 +406,8 @@ impl AsyncWrite for StreamWriter {
         if let Some(e) = self.write_refused("poll_write_vectored") {
             return Poll::Ready(Err(e));
         }
-        if self.conn.write_paused.get() {
-            return match self.conn.park_writer(cx, "poll_write") {
+        if self.transport.is_write_paused() {
+            return match self.conn.park_writer(cx, "poll_write_vectored") {
                 Ok(()) => Poll::Pending,
                 Err(e) => Poll::Ready(Err(e)),
             };
@@ -425,7 +424,7 @@ impl AsyncWrite for StreamWriter {
         if self.conn.lost.get() {
             return Poll::Ready(Err(self.conn.lost_io("shutdown", io::ErrorKind::NotConnected)));
         }
-        if !self.conn.eof_written.get() {
+        if !self.transport.eof_requested() {
             self.write_eof();
         }
         Poll::Ready(Ok(()))
@@ -435,7 +434,7 @@ impl AsyncWrite for StreamWriter {
 impl fmt::Debug for StreamWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "<StreamWriter transport={:?}", self.transport)?;
-        if self.conn.write_paused.get() {
+        if self.transport.is_write_paused() {
             f.write_str(" paused")?;
         }
         f.write_str(">")
