@@ -28,10 +28,12 @@
 //!
 //! # The `io/` folder (layer 3)
 //! `async_fd` holds [`AsyncFd`] and `traits` the I/O traits; beside them are sockets and the
-//! `sock_*` API (`net/`), the address forms they take (`addr`), borrowed stream halves
+//! `sock_*` API (`net/`), the address forms they take (`addr`), stream halves, borrowed and owned
 //! (`split`), buffered readers and writers (`buf`), copies between streams (`copy`), protocols
 //! and transports (`protocol/`), streams on top of them (`stream/`), datagram endpoints
-//! (`datagram`) and async pipes (`pipe`). This file only declares the modules and re-exports.
+//! (`datagram`), the lifecycle the stream and datagram transports share (`lifecycle`) and async
+//! pipes (`pipe`). `traits` also holds `forward_io!`, the macro that writes every impl which
+//! only passes the I/O calls on. This file only declares the modules and re-exports.
 //! The folder builds on `task/` and `event_loop/`, and does not use `sync/` (its sibling at the
 //! same rank).
 //!

@@ -1,6 +1,8 @@
 //! The byte-stream traits: [`AsyncRead`] and [`AsyncWrite`] (evloop's own: the runtime has no
-//! dependencies), and the helpers every reader and writer gets ([`AsyncReadExt`],
-//! [`AsyncWriteExt`]).
+//! dependencies), the helpers every reader and writer gets ([`AsyncReadExt`],
+//! [`AsyncWriteExt`]), and `forward_io!`, the one macro that writes the impls which only pass
+//! the calls on to another value (a reference, a box, a buffered wrapper's inner stream, a
+//! stream's socket).
 //!
 //! A `poll_*` method does one step: it returns `Ready` with what one syscall (or one copy out of
 //! a buffer) gave, or parks the task's waker and returns `Pending`; the `Ext` helpers are

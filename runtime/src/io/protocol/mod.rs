@@ -3,7 +3,9 @@
 //! `transport` holds the [`Protocol`] trait (the user's callbacks) and the stream
 //! [`Transport`] that calls them (reading, write-behind, flow control, pipes as well as
 //! sockets); `server` holds [`Server`], its accept loop and back-off, and the loop methods that
-//! create servers and connections. This file only declares the modules and re-exports.
+//! create servers and connections. A transport's close (`close`, `abort`, a fatal error) goes
+//! through `io/lifecycle.rs`, which the datagram transport shares. This file only declares the
+//! modules and re-exports.
 
 mod server;
 mod transport;
