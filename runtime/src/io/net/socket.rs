@@ -533,6 +533,18 @@ impl Socket {
         std::future::poll_fn(|cx| self.poll_recv(cx, buf)).await
     }
 
+    /// One `recv` of one datagram, for the typed datagram sockets' `recv`: unlike
+    /// [`recv`](Self::recv), an empty `buf` is passed to the kernel too (which takes, and
+    /// discards, the next datagram).
+    pub(super) async fn recv_datagram(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let fd = self.as_raw_fd();
+        std::future::poll_fn(|cx| {
+            let r = self.fd.poll_io(cx, Interest::Read, |s| sys::recv(s.as_fd(), buf));
+            fd_context("recv", fd, r)
+        })
+        .await
+    }
+
     /// Sends some of `buf` (`MSG_NOSIGNAL`); an empty `buf` makes no syscall on a byte stream.
     /// On a datagram socket, `buf` is one datagram, sent whole or not at all (an empty `buf` is
     /// an empty datagram).

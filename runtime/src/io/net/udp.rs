@@ -6,7 +6,7 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 
 use evloop_syscalls as sys;
 use evloop_syscalls::{SockAddr, SockType};
@@ -14,7 +14,6 @@ use evloop_syscalls::{SockAddr, SockType};
 use crate::io::addr::{Resolving, ToSocketAddrs, each_addr};
 use crate::io::net::Socket;
 use crate::io::net::socket::{addr_context, domain_of, inet};
-use crate::io::{Interest, fd_context};
 
 /// A UDP socket.
 ///
@@ -228,15 +227,7 @@ impl UdpSocket {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let fd = self.sock.as_raw_fd();
-        std::future::poll_fn(|cx| {
-            let r = self
-                .sock
-                .async_fd()
-                .poll_io(cx, Interest::Read, |s| sys::recv(s.as_fd(), buf));
-            fd_context("recv", fd, r)
-        })
-        .await
+        self.sock.recv_datagram(buf).await
     }
 
     /// The underlying socket.

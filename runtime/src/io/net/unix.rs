@@ -3,7 +3,6 @@
 //! name, or unnamed (a socket that never bound, or one end of a `socketpair`).
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
 
 use evloop_syscalls as sys;
 use evloop_syscalls::{Domain, SockAddr, SockType, UnixAddr};
@@ -12,7 +11,6 @@ use crate::io::net::socket::{Kind, unix};
 use crate::io::net::{OwnedReadHalf, OwnedWriteHalf, Socket};
 use crate::io::split::owned_halves;
 use crate::io::traits::forward_io;
-use crate::io::{Interest, fd_context};
 
 /// A Unix-domain listening socket (pathname or abstract address).
 ///
@@ -453,15 +451,7 @@ impl UnixDatagram {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let fd = self.sock.as_raw_fd();
-        std::future::poll_fn(|cx| {
-            let r = self
-                .sock
-                .async_fd()
-                .poll_io(cx, Interest::Read, |s| sys::recv(s.as_fd(), buf));
-            fd_context("recv", fd, r)
-        })
-        .await
+        self.sock.recv_datagram(buf).await
     }
 
     /// The bound address.

@@ -14,9 +14,33 @@ use crate::io::protocol::{Server, Transport};
 use crate::io::stream::conn::{Conn, ConnectHook, StreamProtocol, pair};
 use crate::io::stream::{StreamConfig, StreamReader, StreamWriter};
 
+/// A client connection's protocol, and the `Conn` it shares with the streams to come.
+fn client_protocol(config: StreamConfig) -> (Rc<Conn>, StreamProtocol) {
+    let conn = Conn::new(config);
+    let protocol = StreamProtocol {
+        conn: conn.clone(),
+        on_connect: None,
+    };
+    (conn, protocol)
+}
+
 fn client_pair(conn: Rc<Conn>, transport: Transport) -> (StreamReader, StreamWriter) {
     *conn.transport.borrow_mut() = Some(transport.clone());
     pair(conn, transport)
+}
+
+/// A server's protocol factory: each connection gets its own `Conn`, and its protocol starts
+/// `handler` on the streams once the connection is made.
+fn server_protocols<H, Fut>(lp: &LoopHandle, handler: H, config: StreamConfig) -> impl Fn() -> StreamProtocol + 'static
+where
+    H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let hook = connect_hook(lp, handler);
+    move || StreamProtocol {
+        conn: Conn::new(config),
+        on_connect: Some(hook.clone()),
+    }
 }
 
 /// The hook a server's protocols call on each connection: spawns `handler(reader, writer)` as a
@@ -55,11 +79,7 @@ impl LoopHandle {
         port: u16,
         config: StreamConfig,
     ) -> io::Result<(StreamReader, StreamWriter)> {
-        let conn = Conn::new(config);
-        let protocol = StreamProtocol {
-            conn: conn.clone(),
-            on_connect: None,
-        };
+        let (conn, protocol) = client_protocol(config);
         let transport = self.create_connection(protocol, host, port).await?;
         Ok(client_pair(conn, transport))
     }
@@ -75,11 +95,7 @@ impl LoopHandle {
         addr: &UnixAddr,
         config: StreamConfig,
     ) -> io::Result<(StreamReader, StreamWriter)> {
-        let conn = Conn::new(config);
-        let protocol = StreamProtocol {
-            conn: conn.clone(),
-            on_connect: None,
-        };
+        let (conn, protocol) = client_protocol(config);
         let transport = self.create_unix_connection(protocol, addr).await?;
         Ok(client_pair(conn, transport))
     }
@@ -108,12 +124,8 @@ impl LoopHandle {
         H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
         Fut: Future<Output = ()> + 'static,
     {
-        let hook = connect_hook(self, handler);
-        let factory = move || StreamProtocol {
-            conn: Conn::new(config),
-            on_connect: Some(hook.clone()),
-        };
-        self.create_server(factory, host, port).await
+        self.create_server(server_protocols(self, handler, config), host, port)
+            .await
     }
 
     /// Serves on a Unix socket (asyncio's `start_unix_server`); see
@@ -137,12 +149,7 @@ impl LoopHandle {
         H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
         Fut: Future<Output = ()> + 'static,
     {
-        let hook = connect_hook(self, handler);
-        let factory = move || StreamProtocol {
-            conn: Conn::new(config),
-            on_connect: Some(hook.clone()),
-        };
-        self.create_unix_server(factory, addr)
+        self.create_unix_server(server_protocols(self, handler, config), addr)
     }
 }
 

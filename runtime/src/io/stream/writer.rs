@@ -367,6 +367,24 @@ impl StreamWriter {
     }
 }
 
+impl StreamWriter {
+    /// What an `AsyncWrite` write returns instead of writing: the refusal of a closed or
+    /// half-closed stream, or `Pending` while writing is paused (the task parked until
+    /// `resume_writing` or `connection_lost`). `None`: write now.
+    fn poll_room(&self, cx: &mut Context<'_>, op: &'static str) -> Option<Poll<io::Result<usize>>> {
+        if let Some(e) = self.write_refused(op) {
+            return Some(Poll::Ready(Err(e)));
+        }
+        if self.transport.is_write_paused() {
+            return Some(match self.conn.park_writer(cx, op) {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            });
+        }
+        None
+    }
+}
+
 impl Drop for StreamWriter {
     fn drop(&mut self) {
         self.conn.writer_alive.set(false);
@@ -381,14 +399,8 @@ impl AsyncWrite for StreamWriter {
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        if let Some(e) = self.write_refused("poll_write") {
-            return Poll::Ready(Err(e));
-        }
-        if self.transport.is_write_paused() {
-            return match self.conn.park_writer(cx, "poll_write") {
-                Ok(()) => Poll::Pending,
-                Err(e) => Poll::Ready(Err(e)),
-            };
+        if let Some(r) = self.poll_room(cx, "poll_write") {
+            return r;
         }
         self.transport.write(buf);
         Poll::Ready(Ok(buf.len()))
@@ -403,14 +415,8 @@ impl AsyncWrite for StreamWriter {
         if total == 0 {
             return Poll::Ready(Ok(0));
         }
-        if let Some(e) = self.write_refused("poll_write_vectored") {
-            return Poll::Ready(Err(e));
-        }
-        if self.transport.is_write_paused() {
-            return match self.conn.park_writer(cx, "poll_write_vectored") {
-                Ok(()) => Poll::Pending,
-                Err(e) => Poll::Ready(Err(e)),
-            };
+        if let Some(r) = self.poll_room(cx, "poll_write_vectored") {
+            return r;
         }
         self.transport.writelines(bufs.iter().map(|b| &**b));
         Poll::Ready(Ok(total))
