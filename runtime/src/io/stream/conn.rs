@@ -2,8 +2,9 @@
 //! and wait state in `ReadState`, the writer's waiters, whether each handle is alive) and
 //! `StreamProtocol`, the protocol installed in the transport that feeds it (asyncio's
 //! `StreamReaderProtocol`). Bytes go transport -> `data_received` -> `feed_data` -> the
-//! reader's buffer, and the parked read's waker is woken; `pause_writing`/`resume_writing` and
-//! `connection_lost` wake the writer's waiters.
+//! reader's buffer, and the parked read's waker is woken; `resume_writing` and
+//! `connection_lost` wake the writer's waiters. Whether writing is paused, and whether
+//! `write_eof` was called, the writer asks the transport: those states exist once.
 
 use std::cell::{Cell, RefCell};
 use std::io;
