@@ -7,9 +7,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::SyncOp;
+use crate::event_loop::trace::{Awaiting, SyncOp};
+use crate::sync::binding::LoopBinding;
 use crate::sync::error::SyncError;
-use crate::sync::wait_queue::{WaitQueue, WaitState, Waiter, WakeList};
+use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
 /// Why a barrier wait failed (the public error is built with the party count).
 #[derive(Clone, Copy)]
@@ -19,6 +20,7 @@ struct BarrierState {
     parties: usize,
     broken: bool,
     queue: WaitQueue<Result<usize, Broken>>,
+    binding: LoopBinding,
 }
 
 impl BarrierState {
@@ -26,26 +28,37 @@ impl BarrierState {
     fn break_waiters(&mut self, wakers: &mut WakeList) {
         self.queue.grant_while(|| Some(Err(Broken)), wakers);
     }
+
+    fn output(&self, grant: Result<usize, Broken>) -> Result<usize, SyncError> {
+        grant.map_err(|Broken| SyncError::BrokenBarrier { parties: self.parties })
+    }
 }
 
-impl WaitState for BarrierState {
+impl Line for BarrierState {
+    type State = BarrierState;
     type Grant = Result<usize, Broken>;
+    type Carry = ();
+    type Output = Result<usize, SyncError>;
 
-    fn queue(&mut self) -> &mut WaitQueue<Self::Grant> {
-        &mut self.queue
+    fn queue(st: &mut BarrierState) -> &mut WaitQueue<Self::Grant> {
+        &mut st.queue
     }
 
-    fn arrive(&mut self, wakers: &mut WakeList) -> Option<Self::Grant> {
-        if self.broken {
-            return Some(Err(Broken));
+    fn binding(st: &BarrierState) -> &LoopBinding {
+        &st.binding
+    }
+
+    fn arrive(st: &mut BarrierState, _: &mut (), wakers: &mut WakeList) -> Option<Self::Output> {
+        if st.broken {
+            return Some(st.output(Err(Broken)));
         }
-        if self.queue.waiting() + 1 < self.parties {
+        if st.queue.waiting() + 1 < st.parties {
             return None;
         }
         // The last party: the barrier trips. The waiters get their arrival indexes in order,
         // this task the last one, and the next round starts empty.
         let mut index = 0;
-        self.queue.grant_while(
+        st.queue.grant_while(
             || {
                 let i = index;
                 index += 1;
@@ -56,7 +69,12 @@ impl WaitState for BarrierState {
         Some(Ok(index))
     }
 
-    fn settle(&mut self, _: Option<Self::Grant>, _: &mut WakeList) {}
+    fn take(st: &mut BarrierState, grant: Self::Grant, _: &mut (), _: &mut WakeList) -> Self::Output {
+        st.output(grant)
+    }
+
+    // The round it was released with went on without it; its index is simply not used.
+    fn pass_on(_: &mut BarrierState, _: Self::Grant, _: &mut WakeList) {}
 }
 
 /// A meeting point for a fixed number of tasks (asyncio 3.11's `Barrier`): each
@@ -108,6 +126,7 @@ impl Barrier {
                 parties: parties.max(1),
                 broken: false,
                 queue: WaitQueue::new(),
+                binding: LoopBinding::default(),
             }),
         }
     }
@@ -127,8 +146,7 @@ impl Barrier {
     /// ```
     pub fn wait(&self) -> BarrierWait<'_> {
         BarrierWait {
-            barrier: self,
-            waiter: Waiter::new(&self.state, SyncOp::BarrierWait),
+            waiter: Waiter::new(&self.state, ()),
         }
     }
 
@@ -271,29 +289,25 @@ impl fmt::Debug for Barrier {
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct BarrierWait<'a> {
-    barrier: &'a Barrier,
-    waiter: Waiter<'a, BarrierState>,
+    waiter: Waiter<&'a RefCell<BarrierState>, BarrierState>,
 }
 
 impl Future for BarrierWait<'_> {
     type Output = Result<usize, SyncError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let barrier = this.barrier;
-        Pin::new(&mut this.waiter).poll(cx).map(|r| match r {
-            Ok(r) => r.map_err(|Broken| SyncError::BrokenBarrier {
-                parties: barrier.parties(),
-            }),
-            Err(wrong) => Err(wrong.into_sync_error(SyncOp::BarrierWait)),
-        })
+        let what = SyncOp::BarrierWait;
+        let waiter = &mut self.get_mut().waiter;
+        waiter
+            .poll_wait(cx, Awaiting::Sync(what))
+            .map(|r| r.unwrap_or_else(|wrong| Err(wrong.into_sync_error(what))))
     }
 }
 
 impl fmt::Debug for BarrierWait<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BarrierWait")
-            .field("queued", &self.waiter.id.is_some())
+            .field("queued", &self.waiter.is_queued())
             .finish()
     }
 }

@@ -3,35 +3,57 @@
 
 use std::cell::RefCell;
 use std::fmt;
+use std::future::poll_fn;
+use std::ops::Deref;
 use std::rc::Rc;
 
-use crate::event_loop::trace::SyncOp;
+use crate::event_loop::trace::{Awaiting, SyncOp};
+use crate::sync::binding::LoopBinding;
 use crate::sync::error::SyncError;
 use crate::sync::lock::{Lock, LockAcquire, LockGuard};
-use crate::sync::wait_queue::{WaitQueue, WaitState, Waiter, WakeList};
+use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
 struct NotifyState {
     queue: WaitQueue<()>,
+    binding: LoopBinding,
 }
 
-impl WaitState for NotifyState {
+impl Line for NotifyState {
+    type State = NotifyState;
     type Grant = ();
+    type Carry = ();
+    type Output = ();
 
-    fn queue(&mut self) -> &mut WaitQueue<()> {
-        &mut self.queue
+    fn queue(st: &mut NotifyState) -> &mut WaitQueue<()> {
+        &mut st.queue
     }
 
-    fn arrive(&mut self, _: &mut WakeList) -> Option<()> {
+    fn binding(st: &NotifyState) -> &LoopBinding {
+        &st.binding
+    }
+
+    // Only a notification ends the wait.
+    fn arrive(_: &mut NotifyState, _: &mut (), _: &mut WakeList) -> Option<()> {
         None
     }
 
-    fn settle(&mut self, abandoned: Option<()>, wakers: &mut WakeList) {
-        if abandoned.is_some() {
-            // Notified but dropped before it saw it: the notification goes to the next waiter.
-            let mut one = Some(());
-            self.queue.grant_while(|| one.take(), wakers);
-        }
+    fn take(_: &mut NotifyState, (): (), _: &mut (), _: &mut WakeList) {}
+
+    fn pass_on(st: &mut NotifyState, (): (), wakers: &mut WakeList) {
+        // Notified but dropped before it saw it: the notification goes to the next waiter.
+        let _ = st.queue.grant_first((), wakers);
     }
+}
+
+/// Waits on `waiter` as `what`, with the wrong loop as an error value.
+async fn wait_as<R, L>(mut waiter: Waiter<R, L>, what: SyncOp) -> Result<L::Output, SyncError>
+where
+    R: Deref<Target = RefCell<L::State>>,
+    L: Line,
+{
+    poll_fn(|cx| waiter.poll_wait(cx, Awaiting::Sync(what)))
+        .await
+        .map_err(|wrong| wrong.into_sync_error(what))
 }
 
 /// A condition variable over a [`Lock`] (asyncio's `Condition`): tasks holding the lock wait
@@ -102,6 +124,7 @@ impl Condition {
             lock,
             notify: RefCell::new(NotifyState {
                 queue: WaitQueue::new(),
+                binding: LoopBinding::default(),
             }),
         }
     }
@@ -203,17 +226,15 @@ impl Condition {
         if !std::ptr::eq(lock, &*self.lock) {
             return Err(SyncError::ForeignLockGuard);
         }
-        let notified = Waiter::new(&self.notify, SyncOp::ConditionWait);
+        let notified = Waiter::<_, NotifyState>::new(&self.notify, ());
         // Releasing and queueing happen in the same step (the first poll below comes before any
         // other task can run), so no notification can slip in between.
         drop(guard);
-        notified.await.map_err(|w| w.into_sync_error(SyncOp::ConditionWait))?;
+        wait_as(notified, SyncOp::ConditionWait).await?;
         // Notified. Until the lock is back, a drop passes the notification on (CPython does the
         // same; at worst the next waiter sees a spurious wakeup, which the protocol allows).
         let pass_on = PassOn { cond: Some(self) };
-        Waiter::new(&lock.pool.state, SyncOp::ConditionReacquire)
-            .await
-            .map_err(|w| w.into_sync_error(SyncOp::ConditionReacquire))?;
+        wait_as(lock.pool.waiter(), SyncOp::ConditionReacquire).await?;
         pass_on.disarm();
         Ok(LockGuard { lock })
     }

@@ -6,26 +6,38 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::SyncOp;
-use crate::sync::wait_queue::{WaitQueue, WaitState, Waiter, WakeList};
+use crate::event_loop::trace::{Awaiting, SyncOp};
+use crate::sync::binding::LoopBinding;
+use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
 struct EventState {
     set: bool,
     queue: WaitQueue<()>,
+    binding: LoopBinding,
 }
 
-impl WaitState for EventState {
+impl Line for EventState {
+    type State = EventState;
     type Grant = ();
+    type Carry = ();
+    type Output = ();
 
-    fn queue(&mut self) -> &mut WaitQueue<()> {
-        &mut self.queue
+    fn queue(st: &mut EventState) -> &mut WaitQueue<()> {
+        &mut st.queue
     }
 
-    fn arrive(&mut self, _: &mut WakeList) -> Option<()> {
-        self.set.then_some(())
+    fn binding(st: &EventState) -> &LoopBinding {
+        &st.binding
     }
 
-    fn settle(&mut self, _: Option<()>, _: &mut WakeList) {}
+    fn arrive(st: &mut EventState, _: &mut (), _: &mut WakeList) -> Option<()> {
+        st.set.then_some(())
+    }
+
+    fn take(_: &mut EventState, (): (), _: &mut (), _: &mut WakeList) {}
+
+    // `set` woke every waiter: nobody is left to pass a wakeup to.
+    fn pass_on(_: &mut EventState, (): (), _: &mut WakeList) {}
 }
 
 /// A flag tasks can wait for (asyncio's `Event`): [`set`](Event::set) wakes every waiter.
@@ -68,6 +80,7 @@ impl Event {
             state: RefCell::new(EventState {
                 set: false,
                 queue: WaitQueue::new(),
+                binding: LoopBinding::default(),
             }),
         }
     }
@@ -139,7 +152,7 @@ impl Event {
     /// ```
     pub fn wait(&self) -> EventWait<'_> {
         EventWait {
-            waiter: Waiter::new(&self.state, SyncOp::EventWait),
+            waiter: Waiter::new(&self.state, ()),
         }
     }
 
@@ -204,26 +217,28 @@ impl fmt::Debug for Event {
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct EventWait<'a> {
-    waiter: Waiter<'a, EventState>,
+    waiter: Waiter<&'a RefCell<EventState>, EventState>,
 }
 
 impl Future for EventWait<'_> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let waiter = &mut self.get_mut().waiter;
-        let what = waiter.what;
-        Pin::new(waiter).poll(cx).map(|r| match r {
-            Ok(()) => (),
-            Err(wrong) => wrong.fail(what),
-        })
+        let what = SyncOp::EventWait;
+        self.get_mut()
+            .waiter
+            .poll_wait(cx, Awaiting::Sync(what))
+            .map(|r| match r {
+                Ok(()) => (),
+                Err(wrong) => wrong.fail(what),
+            })
     }
 }
 
 impl fmt::Debug for EventWait<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EventWait")
-            .field("queued", &self.waiter.id.is_some())
+            .field("queued", &self.waiter.is_queued())
             .finish()
     }
 }

@@ -5,9 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::SyncOp;
-use crate::sync::pool::{Pool, PoolState};
-use crate::sync::wait_queue::Waiter;
+use crate::event_loop::trace::{Awaiting, SyncOp};
+use crate::sync::pool::{PermitWaiter, Pool};
 
 /// A mutual-exclusion lock for tasks (asyncio's `Lock`), FIFO-fair and cancellation-safe.
 ///
@@ -84,7 +83,8 @@ impl Lock {
     pub(crate) fn acquire_as(&self, what: SyncOp) -> LockAcquire<'_> {
         LockAcquire {
             lock: self,
-            waiter: self.pool.waiter(what),
+            what,
+            waiter: self.pool.waiter(),
         }
     }
 
@@ -215,7 +215,9 @@ impl fmt::Debug for LockGuard<'_> {
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct LockAcquire<'a> {
     lock: &'a Lock,
-    pub(crate) waiter: Waiter<'a, PoolState>,
+    /// For trace mode, the task dump and the wrong-loop panic.
+    what: SyncOp,
+    waiter: PermitWaiter<'a>,
 }
 
 impl<'a> Future for LockAcquire<'a> {
@@ -223,19 +225,24 @@ impl<'a> Future for LockAcquire<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<LockGuard<'a>> {
         let this = self.get_mut();
-        let lock = this.lock;
-        let what = this.waiter.what;
-        Pin::new(&mut this.waiter).poll(cx).map(|r| match r {
+        let (lock, what) = (this.lock, this.what);
+        this.waiter.poll_wait(cx, Awaiting::Sync(what)).map(|r| match r {
             Ok(()) => LockGuard { lock },
             Err(wrong) => wrong.fail(what),
         })
     }
 }
 
+impl LockAcquire<'_> {
+    pub(crate) fn is_queued(&self) -> bool {
+        self.waiter.is_queued()
+    }
+}
+
 impl fmt::Debug for LockAcquire<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockAcquire")
-            .field("queued", &self.waiter.id.is_some())
+            .field("queued", &self.waiter.is_queued())
             .finish()
     }
 }

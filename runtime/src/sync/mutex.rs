@@ -240,7 +240,7 @@ impl<'a, T: ?Sized> Future for MutexLock<'a, T> {
 impl<T: ?Sized> fmt::Debug for MutexLock<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MutexLock")
-            .field("queued", &self.acquire.waiter.id.is_some())
+            .field("queued", &self.acquire.is_queued())
             .finish()
     }
 }

@@ -1,22 +1,29 @@
 //! The counted pool of permits behind [`Lock`](crate::Lock), [`Mutex`](crate::Mutex),
 //! [`Semaphore`](crate::Semaphore) and [`BoundedSemaphore`](crate::BoundedSemaphore): how many
-//! permits are free, how many were forgotten, and the fair queue of tasks waiting for one.
+//! permits are free, how many were forgotten, and the line of tasks waiting for one (a
+//! [`Line`] of the wait queue, whose rules are here: an acquire completes at once only when a
+//! permit is free and nobody is queued; a freed permit is granted to the first waiter).
 
 use std::cell::RefCell;
 
-use crate::event_loop::trace::SyncOp;
-use crate::sync::wait_queue::{WaitQueue, WaitState, Waiter, WakeList};
+use crate::sync::binding::LoopBinding;
+use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
+/// The pool's state, and the line its waiters wait in.
+///
+/// Invariant: while a permit is available, nobody is left waiting. Each operation that frees a
+/// permit or queues a waiter ends by granting what it can ([`PoolState::dispatch`]).
 pub(crate) struct PoolState {
     available: usize,
     /// Permits given up with `SemaphorePermit::forget` and not given back yet (what a bounded
     /// semaphore may release).
-    pub(crate) forgotten: usize,
+    forgotten: usize,
     queue: WaitQueue<()>,
+    binding: LoopBinding,
 }
 
 impl PoolState {
-    /// Hands available permits to waiters, first come first served (invariant 5).
+    /// Grants available permits to waiters, first come first served (the invariant).
     fn dispatch(&mut self, wakers: &mut WakeList) {
         if self.available == 0 {
             return;
@@ -33,35 +40,51 @@ impl PoolState {
     }
 
     /// Whether an acquire completes at once: a free permit and nobody queued (not even a waiter
-    /// that was handed a permit and has not run yet).
+    /// that was granted a permit and has not run yet).
     fn can_take(&self) -> bool {
         self.available > 0 && self.queue.is_empty()
     }
 }
 
-impl WaitState for PoolState {
+impl Line for PoolState {
+    type State = PoolState;
     type Grant = ();
+    type Carry = ();
+    type Output = ();
 
-    fn queue(&mut self) -> &mut WaitQueue<()> {
-        &mut self.queue
+    fn queue(st: &mut PoolState) -> &mut WaitQueue<()> {
+        &mut st.queue
     }
 
-    fn arrive(&mut self, _: &mut WakeList) -> Option<()> {
-        self.can_take().then(|| self.available -= 1)
+    fn binding(st: &PoolState) -> &LoopBinding {
+        &st.binding
     }
 
-    fn settle(&mut self, abandoned: Option<()>, wakers: &mut WakeList) {
-        if abandoned.is_some() {
-            // Handed a permit it never saw: the permit goes to the next waiter or to the pool.
-            self.available = self.available.saturating_add(1);
-        }
-        self.dispatch(wakers);
+    fn arrive(st: &mut PoolState, _: &mut (), _: &mut WakeList) -> Option<()> {
+        st.can_take().then(|| st.available -= 1)
+    }
+
+    fn take(_: &mut PoolState, (): (), _: &mut (), _: &mut WakeList) {}
+
+    fn pass_on(st: &mut PoolState, (): (), wakers: &mut WakeList) {
+        // Granted a permit it never saw: the permit goes to the next waiter or to the pool.
+        st.available = st.available.saturating_add(1);
+        st.dispatch(wakers);
+    }
+
+    fn queued(st: &mut PoolState, wakers: &mut WakeList) {
+        // A newcomer queues behind waiters granted a permit that have not run yet; a permit
+        // freed meanwhile is its own at once.
+        st.dispatch(wakers);
     }
 }
 
+/// A wait for one permit.
+pub(crate) type PermitWaiter<'a> = Waiter<&'a RefCell<PoolState>, PoolState>;
+
 /// A counted pool of permits with a fair queue.
 pub(crate) struct Pool {
-    pub(crate) state: RefCell<PoolState>,
+    state: RefCell<PoolState>,
 }
 
 impl Pool {
@@ -71,13 +94,15 @@ impl Pool {
                 available: permits,
                 forgotten: 0,
                 queue: WaitQueue::new(),
+                binding: LoopBinding::default(),
             }),
         }
     }
 
+    /// Takes a permit if that needs no wait.
     pub(crate) fn try_take(&self) -> bool {
         let mut st = self.state.borrow_mut();
-        st.arrive(&mut WakeList::default()).is_some()
+        PoolState::arrive(&mut st, &mut (), &mut WakeList::default()).is_some()
     }
 
     /// Returns `n` permits: to the first waiters, the rest to the pool.
@@ -89,6 +114,25 @@ impl Pool {
             st.dispatch(&mut wakers);
         }
         wakers.wake();
+    }
+
+    /// A permit leaves the pool for good (`SemaphorePermit::forget`).
+    pub(crate) fn forget_one(&self) {
+        let mut st = self.state.borrow_mut();
+        st.forgotten = st.forgotten.saturating_add(1);
+    }
+
+    /// Gives back one forgotten permit; `false` (and nothing changes) if none was forgotten.
+    pub(crate) fn give_back_forgotten(&self) -> bool {
+        {
+            let mut st = self.state.borrow_mut();
+            if st.forgotten == 0 {
+                return false;
+            }
+            st.forgotten -= 1;
+        }
+        self.put_back(1);
+        true
     }
 
     pub(crate) fn available(&self) -> usize {
@@ -103,7 +147,7 @@ impl Pool {
         self.state.borrow().queue.waiting()
     }
 
-    pub(crate) fn waiter(&self, what: SyncOp) -> Waiter<'_, PoolState> {
-        Waiter::new(&self.state, what)
+    pub(crate) fn waiter(&self) -> PermitWaiter<'_> {
+        Waiter::new(&self.state, ())
     }
 }

@@ -6,10 +6,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::SyncOp;
+use crate::event_loop::trace::{Awaiting, SyncOp};
 use crate::sync::error::SyncError;
-use crate::sync::pool::{Pool, PoolState};
-use crate::sync::wait_queue::Waiter;
+use crate::sync::pool::{PermitWaiter, Pool};
 
 /// A counter of permits (asyncio's `Semaphore`), FIFO-fair and cancellation-safe.
 ///
@@ -83,7 +82,8 @@ impl Semaphore {
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
             pool: &self.pool,
-            waiter: self.pool.waiter(SyncOp::SemaphoreAcquire),
+            what: SyncOp::SemaphoreAcquire,
+            waiter: self.pool.waiter(),
         }
     }
 
@@ -235,7 +235,8 @@ impl BoundedSemaphore {
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
             pool: &self.pool,
-            waiter: self.pool.waiter(SyncOp::BoundedSemaphoreAcquire),
+            what: SyncOp::BoundedSemaphoreAcquire,
+            waiter: self.pool.waiter(),
         }
     }
 
@@ -330,15 +331,11 @@ impl BoundedSemaphore {
     /// assert_eq!(sem.release(), Err(SyncError::OverReleased { bound: 2 }));
     /// ```
     pub fn release(&self) -> Result<(), SyncError> {
-        {
-            let mut st = self.pool.state.borrow_mut();
-            if st.forgotten == 0 {
-                return Err(SyncError::OverReleased { bound: self.bound });
-            }
-            st.forgotten -= 1;
+        if self.pool.give_back_forgotten() {
+            Ok(())
+        } else {
+            Err(SyncError::OverReleased { bound: self.bound })
         }
-        self.pool.put_back(1);
-        Ok(())
     }
 }
 
@@ -383,8 +380,7 @@ impl SemaphorePermit<'_> {
     pub fn forget(self) {
         let pool = self.pool;
         std::mem::forget(self);
-        let mut st = pool.state.borrow_mut();
-        st.forgotten = st.forgotten.saturating_add(1);
+        pool.forget_one();
     }
 }
 
@@ -422,7 +418,9 @@ impl fmt::Debug for SemaphorePermit<'_> {
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct SemaphoreAcquire<'a> {
     pool: &'a Pool,
-    waiter: Waiter<'a, PoolState>,
+    /// For trace mode, the task dump and the wrong-loop panic.
+    what: SyncOp,
+    waiter: PermitWaiter<'a>,
 }
 
 impl<'a> Future for SemaphoreAcquire<'a> {
@@ -430,9 +428,8 @@ impl<'a> Future for SemaphoreAcquire<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<SemaphorePermit<'a>> {
         let this = self.get_mut();
-        let pool = this.pool;
-        let what = this.waiter.what;
-        Pin::new(&mut this.waiter).poll(cx).map(|r| match r {
+        let (pool, what) = (this.pool, this.what);
+        this.waiter.poll_wait(cx, Awaiting::Sync(what)).map(|r| match r {
             Ok(()) => SemaphorePermit { pool },
             Err(wrong) => wrong.fail(what),
         })
@@ -442,7 +439,7 @@ impl<'a> Future for SemaphoreAcquire<'a> {
 impl fmt::Debug for SemaphoreAcquire<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SemaphoreAcquire")
-            .field("queued", &self.waiter.id.is_some())
+            .field("queued", &self.waiter.is_queued())
             .finish()
     }
 }

@@ -1,18 +1,89 @@
-//! The fair wait queue of the primitives (see "The fair wait queue" in the `sync` module
-//! documentation): a FIFO of entries, each `Waiting(waker)` or `Granted(value)`, and the leaf
-//! future [`Waiter`] that owns one entry and removes it when it completes or is dropped.
+//! The one waiter queue of the sync layer. Every task that waits on a [`Lock`](crate::Lock),
+//! [`Mutex`](crate::Mutex), [`Semaphore`](crate::Semaphore),
+//! [`BoundedSemaphore`](crate::BoundedSemaphore), [`Event`](crate::Event),
+//! [`Condition`](crate::Condition), [`Barrier`](crate::Barrier), a [`Queue`](crate::Queue)'s
+//! `get` / `put` / `join` or an [`mpsc`](crate::channel::mpsc) channel's `send` / `recv` waits in a
+//! [`WaitQueue`], through a [`Waiter`]. The `oneshot` and `threadsafe` channels have a single
+//! receiver, so they have no line to keep: they store that receiver's waker with [`park`], the
+//! same rule the queue's entries follow.
+//!
+//! # How a wait goes
+//! The waiting future owns a `Waiter`: a reference to the primitive's state (one `RefCell`), the
+//! key of at most one entry of a queue in that state, and what the future carries while it waits
+//! (a put's item). What differs between primitives is a [`Line`]: which queue of the state it
+//! waits in, and four rules: `arrive` (can the wait end at once?), `take` (turn a grant into the
+//! future's output), `pass_on` (where a grant goes whose future is gone) and `queued` (what the
+//! state does when an entry joins). A poll of the `Waiter`:
+//! 1. if it has an entry, looks at it: `Granted` removes the entry and `take`s the grant;
+//!    `Waiting` keeps the entry's waker current and stays pending;
+//! 2. otherwise `arrive`s; if the wait cannot end at once, checks the loop binding (below) and
+//!    pushes a `Waiting` entry at the back of the line.
+//!
+//! The other side (a release, `set`, `notify`, a put, a get that frees a slot, a shutdown) does
+//! not wake a waiter and leave the resource on the table for whoever polls first: it **grants**
+//! it, moving the value (a permit, a notification, an item, a reserved slot, an arrival index)
+//! into the first `Waiting` entry, which leaves the line, and wakes that entry's task.
+//!
+//! # Invariants
+//! 1. The line, a doubly linked list through a slab, holds exactly the `Waiting` entries, in
+//!    arrival order. Grants are taken from its front, so waiters are served first come, first
+//!    served; an entry leaves from anywhere in O(1).
+//! 2. Each entry belongs to exactly one live `Waiter`, which knows it by its slab key (the
+//!    slab's generations make a stale key miss), and only that `Waiter` removes it: when it takes
+//!    its grant or when it is dropped.
+//! 3. A `Granted` entry holds its grant until its `Waiter` takes it. [`WaitQueue::is_empty`]
+//!    counts these entries too, so a primitive that lets a newcomer through only when nobody is
+//!    queued also waits for the waiters that were served but have not run yet (asyncio's "wait
+//!    for others to start even if `_value > 0`"): a newcomer cannot barge ahead.
+//! 4. Nothing foreign runs while the state is borrowed: wakers to wake are collected in a
+//!    [`WakeList`], and wakers or values to drop are carried out of the borrow; both happen after
+//!    it ends, since waking or dropping runs code that may use the primitive again.
+//!
+//! # Cancellation safety
+//! In asyncio, cancelling a task throws `CancelledError` into it at its `await`, and every
+//! primitive's `acquire` must catch it and undo its bookkeeping; CPython has had a series of bugs
+//! in exactly that undoing: a waiter cancelled just after it was woken swallowed the wakeup
+//! (bpo-32734, "2 locks are taken at once"; gh-90155, the semaphore hang; gh-112202, a lost
+//! `Condition.notify`). In Rust a task is cancelled by *dropping* its future (evloop drops it at
+//! the task's next step; `timeout` drops it at its deadline), so the undoing is the `Waiter`'s
+//! `Drop`, written once here for every user:
+//! - **Dropped before it was chosen** (its entry `Waiting`): the entry leaves the line; the
+//!   others keep their order. Nothing was handed to it, so nothing is lost.
+//! - **Dropped after it was chosen and woken, before its task ran** (its entry `Granted`): the
+//!   grant sits in the entry, never seen. `Drop` removes the entry and gives the grant to the
+//!   line's `pass_on`, which hands it to the next waiter (a permit, a notification, an item, a
+//!   reserved slot) or, if nobody waits, back to the state (the pool of permits, the queue's
+//!   items at the place their sequence number gives them). Nothing is lost.
+//! - **Never duplicated**: a grant is moved, never copied, so it is in exactly one place at a
+//!   time: the state, one entry, or the output of one poll. `take` removes the entry in the same
+//!   borrow that returns the grant, so a future that completed has nothing left to pass on.
+//! - **Whatever the interleaving**: a grant and a drop each run entirely under the state's
+//!   borrow, on one thread, so a drop sees either the `Waiting` entry (and the grant goes to
+//!   somebody else) or the `Granted` one (and passes it on); there is no window in between.
+//! - Broadcasts (an [`Event`](crate::Event) set, a barrier's trip, `Queue::join` released, a
+//!   shutdown) grant every waiter at once; there is nobody to pass such a grant to, and `pass_on`
+//!   drops it.
+//!
+//! # Bound to one loop
+//! Just before it queues, a `Waiter` binds the state's [`LoopBinding`] to the running loop, or
+//! fails with [`WrongLoop`] if a task of another loop waited there first (see "Bound to one loop"
+//! in the [`sync`](crate::sync) module documentation). A wait that ends at once in `arrive`
+//! needs no loop and checks nothing, and neither does the side that grants.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
+use std::marker::PhantomData;
+use std::ops::Deref;
 use std::task::{Context, Poll, Waker};
 
-use crate::event_loop::trace::{Awaiting, SyncOp, note_awaiting};
+use crate::event_loop::slab::{Key, Slab};
+use crate::event_loop::trace::{Awaiting, note_awaiting};
 use crate::sync::binding::{LoopBinding, WrongLoop};
 
-/// Wakers collected while a primitive's state is borrowed, woken after it is released. The
-/// common case (one waker) does not allocate.
+// ---------------------------------------------------------------------------------------------
+// Wakers.
+
+/// Wakers collected while a state is borrowed, woken after it is released (invariant 4). The
+/// common case, one waker, does not allocate.
 #[derive(Default)]
 pub(crate) struct WakeList {
     first: Option<Waker>,
@@ -29,58 +100,78 @@ impl WakeList {
     }
 
     pub(crate) fn wake(self) {
-        if let Some(w) = self.first {
-            w.wake();
-        }
+        let Some(first) = self.first else { return };
+        first.wake();
         for w in self.rest {
             w.wake();
         }
     }
 }
 
+/// Keeps `slot` waking the task that polls now: replaces it unless it already wakes the same
+/// task, and returns the replaced waker for the caller to drop once its state is released.
+pub(crate) fn refresh(slot: &mut Waker, waker: &Waker) -> Option<Waker> {
+    if slot.will_wake(waker) {
+        None
+    } else {
+        Some(std::mem::replace(slot, waker.clone()))
+    }
+}
+
+/// [`refresh`] for a slot that may be empty: the one waiter of a single-receiver channel.
+pub(crate) fn park(slot: &mut Option<Waker>, waker: &Waker) -> Option<Waker> {
+    match slot {
+        Some(w) => refresh(w, waker),
+        None => {
+            *slot = Some(waker.clone());
+            None
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The queue.
+
 pub(crate) enum Slot<G> {
-    /// Queued; the waker of the task to wake when it is granted.
+    /// In the line; the waker of the task to wake when it is granted.
     Waiting(Waker),
-    /// Granted (and its task woken); the grant waits for the future to take it.
+    /// Out of the line, its task woken; the grant waits for the future to take it.
     Granted(G),
 }
 
-struct Entry<G> {
-    id: u64,
+struct Node<G> {
+    /// Neighbours in the line (both `None` once the entry is granted).
+    prev: Option<Key>,
+    next: Option<Key>,
     slot: Slot<G>,
 }
 
 /// What a waiting future finds when it looks at its entry.
-enum Polled<G> {
+pub(crate) enum Polled<G> {
     Granted(G),
-    Waiting,
+    /// Still waiting; the waker it replaced, if any, to drop after the borrow.
+    Waiting(Option<Waker>),
     /// No such entry (cannot happen while the invariants hold; the future then arrives anew).
     Missing,
 }
 
-/// A FIFO queue of waiters: the invariants are listed in the module documentation.
+/// A FIFO queue of waiters with grants: see the module documentation for its invariants.
 pub(crate) struct WaitQueue<G> {
-    entries: VecDeque<Entry<G>>,
-    next_id: u64,
-    /// How many entries are `Waiting`.
+    nodes: Slab<Node<G>>,
+    head: Option<Key>,
+    tail: Option<Key>,
+    /// How many entries are `Waiting` (the length of the line).
     waiting: usize,
-    /// The loop whose tasks may wait here.
-    binding: LoopBinding,
 }
 
 impl<G> WaitQueue<G> {
     pub(crate) fn new() -> Self {
         WaitQueue {
-            entries: VecDeque::new(),
-            next_id: 0,
+            nodes: Slab::default(),
+            head: None,
+            tail: None,
             waiting: 0,
-            binding: LoopBinding::default(),
         }
-    }
-
-    /// No entries at all, waiting or granted.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// Entries still waiting for a grant.
@@ -88,36 +179,51 @@ impl<G> WaitQueue<G> {
         self.waiting
     }
 
-    /// Queues a new waiter at the back; returns its id.
-    fn push(&mut self, waker: &Waker) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.entries.push_back(Entry {
-            id,
-            slot: Slot::Waiting(waker.clone()),
-        });
-        self.waiting += 1;
-        id
+    /// No entries at all, waiting or granted (invariant 3).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.nodes.len() == 0
     }
 
-    fn position(&self, id: u64) -> Option<usize> {
-        self.entries.binary_search_by_key(&id, |e| e.id).ok()
+    /// Queues a new waiter at the back of the line; returns its key.
+    pub(crate) fn push(&mut self, waker: &Waker) -> Key {
+        let key = self.nodes.insert(Node {
+            prev: self.tail,
+            next: None,
+            slot: Slot::Waiting(waker.clone()),
+        });
+        match self.tail.and_then(|t| self.nodes.get_mut(t)) {
+            Some(tail) => tail.next = Some(key),
+            None => self.head = Some(key),
+        }
+        self.tail = Some(key);
+        self.waiting += 1;
+        key
+    }
+
+    /// Takes a `Waiting` entry out of the line, wherever it is; the node stays in the slab.
+    fn unlink(&mut self, key: Key) {
+        let Some(node) = self.nodes.get_mut(key) else { return };
+        let (prev, next) = (node.prev.take(), node.next.take());
+        match prev.and_then(|p| self.nodes.get_mut(p)) {
+            Some(p) => p.next = next,
+            None => self.head = next,
+        }
+        match next.and_then(|n| self.nodes.get_mut(n)) {
+            Some(n) => n.prev = prev,
+            None => self.tail = prev,
+        }
+        self.waiting -= 1;
     }
 
     /// The owner's poll: takes its grant (removing the entry), or keeps its waker current.
-    fn poll_entry(&mut self, id: u64, waker: &Waker) -> Polled<G> {
-        let Some(i) = self.position(id) else {
+    pub(crate) fn poll_entry(&mut self, key: Key, waker: &Waker) -> Polled<G> {
+        let Some(node) = self.nodes.get_mut(key) else {
             return Polled::Missing;
         };
-        match &mut self.entries[i].slot {
-            Slot::Waiting(w) => {
-                if !w.will_wake(waker) {
-                    *w = waker.clone();
-                }
-                Polled::Waiting
-            }
-            Slot::Granted(_) => match self.entries.remove(i) {
-                Some(Entry {
+        match &mut node.slot {
+            Slot::Waiting(w) => Polled::Waiting(refresh(w, waker)),
+            Slot::Granted(_) => match self.nodes.remove(key) {
+                Some(Node {
                     slot: Slot::Granted(g), ..
                 }) => Polled::Granted(g),
                 _ => Polled::Missing,
@@ -125,126 +231,195 @@ impl<G> WaitQueue<G> {
         }
     }
 
-    /// The owner was dropped: removes its entry and returns what it held.
-    fn remove(&mut self, id: u64) -> Option<Slot<G>> {
-        let i = self.position(id)?;
-        let entry = self.entries.remove(i)?;
-        if matches!(entry.slot, Slot::Waiting(_)) {
-            self.waiting -= 1;
+    /// The owner was dropped: removes its entry, from the line if it is still there, and returns
+    /// what it held.
+    pub(crate) fn remove(&mut self, key: Key) -> Option<Slot<G>> {
+        if matches!(self.nodes.get(key)?.slot, Slot::Waiting(_)) {
+            self.unlink(key);
         }
-        Some(entry.slot)
+        self.nodes.remove(key).map(|n| n.slot)
     }
 
-    /// Grants `Waiting` entries front to back, each the value `next` gives, until `next` gives
-    /// none or nobody is left waiting; `next` is called only when there is a waiter to take the
-    /// value. The granted entries' wakers go to `wakers`. Returns how many were granted.
+    /// Grants `value` to the first waiter, whose waker goes to `wakers`; gives the value back
+    /// when nobody waits.
+    pub(crate) fn grant_first(&mut self, value: G, wakers: &mut WakeList) -> Result<(), G> {
+        let Some(key) = self.head else {
+            return Err(value);
+        };
+        self.unlink(key);
+        match self.nodes.get_mut(key) {
+            Some(node) => {
+                if let Slot::Waiting(w) = std::mem::replace(&mut node.slot, Slot::Granted(value)) {
+                    wakers.push(w);
+                }
+                Ok(())
+            }
+            // Unreachable: a key in the line always has a node.
+            None => Err(value),
+        }
+    }
+
+    /// Grants waiters front to back, each the value `next` gives, until `next` gives none or
+    /// nobody is left waiting; `next` is called only when there is a waiter to take the value.
+    /// Returns how many were granted.
     pub(crate) fn grant_while(&mut self, mut next: impl FnMut() -> Option<G>, wakers: &mut WakeList) -> usize {
         let mut granted = 0;
-        for entry in self.entries.iter_mut() {
-            if granted == self.waiting {
-                break;
-            }
-            if !matches!(entry.slot, Slot::Waiting(_)) {
-                continue;
-            }
+        while self.head.is_some() {
             let Some(value) = next() else { break };
-            if let Slot::Waiting(w) = std::mem::replace(&mut entry.slot, Slot::Granted(value)) {
-                wakers.push(w);
+            if self.grant_first(value, wakers).is_err() {
+                break;
             }
             granted += 1;
         }
-        self.waiting -= granted;
         granted
     }
-}
 
-/// The state of one primitive, as its waiting futures see it.
-pub(crate) trait WaitState {
-    /// What a waiter is handed: a permit, a notification, a barrier index.
-    type Grant;
-
-    fn queue(&mut self) -> &mut WaitQueue<Self::Grant>;
-
-    /// A new arrival: its grant if it need not wait (this may grant others: a barrier trips).
-    fn arrive(&mut self, wakers: &mut WakeList) -> Option<Self::Grant>;
-
-    /// Called after the queue changed: a waiter was queued, took its grant, or was dropped
-    /// (`abandoned` is then the grant it never took, to pass on).
-    fn settle(&mut self, abandoned: Option<Self::Grant>, wakers: &mut WakeList);
-}
-
-/// The leaf future of every wait: it owns at most one queue entry and removes it when it
-/// completes or is dropped (see "Cancellation safety" in the module documentation).
-pub(crate) struct Waiter<'a, S: WaitState> {
-    state: &'a RefCell<S>,
-    /// For trace mode and the task dump.
-    pub(crate) what: SyncOp,
-    pub(crate) id: Option<u64>,
-}
-
-impl<'a, S: WaitState> Waiter<'a, S> {
-    pub(crate) fn new(state: &'a RefCell<S>, what: SyncOp) -> Self {
-        Waiter { state, what, id: None }
-    }
-
-    fn poll_state(&mut self, waker: &Waker, wakers: &mut WakeList) -> Poll<Result<S::Grant, WrongLoop>> {
-        let mut st = self.state.borrow_mut();
-        if let Some(id) = self.id {
-            match st.queue().poll_entry(id, waker) {
-                Polled::Granted(grant) => {
-                    self.id = None;
-                    st.settle(None, wakers);
-                    return Poll::Ready(Ok(grant));
-                }
-                Polled::Waiting => return Poll::Pending,
-                Polled::Missing => self.id = None,
+    /// Changes the grants that wait to be taken (a shutdown revokes what it must).
+    pub(crate) fn for_each_grant(&mut self, mut f: impl FnMut(&mut G)) {
+        let granted: Vec<Key> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| matches!(n.slot, Slot::Granted(_)))
+            .map(|(k, _)| k)
+            .collect();
+        for key in granted {
+            if let Some(Node {
+                slot: Slot::Granted(g), ..
+            }) = self.nodes.get_mut(key)
+            {
+                f(g);
             }
         }
-        if let Some(grant) = st.arrive(wakers) {
-            return Poll::Ready(Ok(grant));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lines and waiters.
+
+/// One kind of wait: which queue of a state it waits in, and the rules of the primitive (see
+/// "How a wait goes" in the module documentation). Implemented by each primitive's state, or
+/// by a marker type when one state has several lines (a queue's getters, putters, joiners).
+pub(crate) trait Line {
+    /// What the `RefCell` holds.
+    type State;
+    /// What a waiter is handed: a permit, a notification, an item, an arrival index.
+    type Grant;
+    /// What the waiting future holds while it waits (a put's item; `()` for most).
+    type Carry;
+    /// What the wait gives its future.
+    type Output;
+
+    fn queue(st: &mut Self::State) -> &mut WaitQueue<Self::Grant>;
+
+    fn binding(st: &Self::State) -> &LoopBinding;
+
+    /// A new arrival: its output if it need not wait (this may grant others: a barrier trips).
+    fn arrive(st: &mut Self::State, carry: &mut Self::Carry, wakers: &mut WakeList) -> Option<Self::Output>;
+
+    /// The waiter takes its grant.
+    fn take(st: &mut Self::State, grant: Self::Grant, carry: &mut Self::Carry, wakers: &mut WakeList) -> Self::Output;
+
+    /// A waiter was dropped holding a grant it never took: give it to the next waiter, or back
+    /// to the state.
+    fn pass_on(st: &mut Self::State, grant: Self::Grant, wakers: &mut WakeList);
+
+    /// A waiter was queued (a pool with a free permit grants it at once).
+    fn queued(_st: &mut Self::State, _wakers: &mut WakeList) {}
+}
+
+/// The leaf of every wait: it owns at most one entry of `L`'s queue in the state behind `R`
+/// (a reference or an `Rc`) and removes it when it completes or is dropped.
+pub(crate) struct Waiter<R: Deref<Target = RefCell<L::State>>, L: Line> {
+    state: R,
+    key: Option<Key>,
+    carry: L::Carry,
+    // `fn() -> L`: the marker is never stored, so it does not change the waiter's auto traits.
+    _line: PhantomData<fn() -> L>,
+}
+
+impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
+    pub(crate) fn new(state: R, carry: L::Carry) -> Self {
+        Waiter {
+            state,
+            key: None,
+            carry,
+            _line: PhantomData,
         }
-        // About to wait: only a task of the primitive's own loop may.
-        st.queue().binding.bind()?;
-        self.id = Some(st.queue().push(waker));
-        st.settle(None, wakers);
+    }
+
+    /// Whether it has an entry in the queue (waiting, or granted and not yet taken).
+    pub(crate) fn is_queued(&self) -> bool {
+        self.key.is_some()
+    }
+
+    pub(crate) fn carry_mut(&mut self) -> &mut L::Carry {
+        &mut self.carry
+    }
+
+    /// One poll of the wait; `what` is noted as what the task awaits when it stays pending.
+    pub(crate) fn poll_wait(&mut self, cx: &mut Context<'_>, what: Awaiting) -> Poll<Result<L::Output, WrongLoop>> {
+        let mut wakers = WakeList::default();
+        let mut stale = None;
+        let out = self.poll_state(cx.waker(), &mut wakers, &mut stale);
+        drop(stale);
+        wakers.wake();
+        if out.is_pending() {
+            note_awaiting(what);
+        }
+        out
+    }
+
+    fn poll_state(
+        &mut self,
+        waker: &Waker,
+        wakers: &mut WakeList,
+        stale: &mut Option<Waker>,
+    ) -> Poll<Result<L::Output, WrongLoop>> {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        if let Some(key) = self.key {
+            match L::queue(st).poll_entry(key, waker) {
+                Polled::Granted(grant) => {
+                    self.key = None;
+                    return Poll::Ready(Ok(L::take(st, grant, &mut self.carry, wakers)));
+                }
+                Polled::Waiting(old) => {
+                    *stale = old;
+                    return Poll::Pending;
+                }
+                Polled::Missing => self.key = None,
+            }
+        }
+        if let Some(out) = L::arrive(st, &mut self.carry, wakers) {
+            return Poll::Ready(Ok(out));
+        }
+        // About to wait: only a task of the state's own loop may.
+        L::binding(st).bind()?;
+        self.key = Some(L::queue(st).push(waker));
+        L::queued(st, wakers);
         Poll::Pending
     }
 }
 
-impl<S: WaitState> Future for Waiter<'_, S> {
-    type Output = Result<S::Grant, WrongLoop>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let mut wakers = WakeList::default();
-        let out = this.poll_state(cx.waker(), &mut wakers);
-        wakers.wake();
-        if out.is_pending() {
-            note_awaiting(Awaiting::Sync(this.what));
-        }
-        out
-    }
-}
-
-impl<S: WaitState> Drop for Waiter<'_, S> {
+impl<R: Deref<Target = RefCell<L::State>>, L: Line> Drop for Waiter<R, L> {
+    /// The cancellation-safety rule of the module documentation.
     fn drop(&mut self) {
-        let Some(id) = self.id.take() else { return };
+        let Some(key) = self.key.take() else { return };
+        let Ok(mut st) = self.state.try_borrow_mut() else {
+            // Unreachable: nothing foreign runs while the state is borrowed (invariant 4).
+            return;
+        };
         let mut wakers = WakeList::default();
-        let mut st = self.state.borrow_mut();
-        let stale = match st.queue().remove(id) {
-            // Handed a grant it never saw: the primitive passes it on.
+        let stale = match L::queue(&mut st).remove(key) {
+            // Chosen and woken, but its task never ran: the grant goes on.
             Some(Slot::Granted(grant)) => {
-                st.settle(Some(grant), &mut wakers);
+                L::pass_on(&mut st, grant, &mut wakers);
                 None
             }
-            // Dropped while waiting: it only leaves the queue.
-            Some(Slot::Waiting(waker)) => {
-                st.settle(None, &mut wakers);
-                Some(waker)
-            }
+            // Dropped while waiting: it only leaves the line.
+            Some(Slot::Waiting(waker)) => Some(waker),
             None => None,
         };
-        // The state is released before any waker is dropped or woken.
         drop(st);
         drop(stale);
         wakers.wake();
@@ -252,81 +427,4 @@ impl<S: WaitState> Drop for Waiter<'_, S> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sync::pool::Pool;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::task::Wake;
-
-    struct Count(AtomicUsize);
-
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    fn counting_waker() -> (Arc<Count>, Waker) {
-        let c = Arc::new(Count(AtomicUsize::new(0)));
-        (c.clone(), Waker::from(c))
-    }
-
-    /// Grants go to waiting entries front to back, skipping granted ones; ids find entries.
-    #[test]
-    fn queue_grants_in_fifo_order_and_skips_granted_entries() {
-        let (count, w) = counting_waker();
-        let mut q = WaitQueue::<u32>::new();
-        let ids: Vec<u64> = (0..4).map(|_| q.push(&w)).collect();
-        let mut wakers = WakeList::default();
-        let mut n = 10;
-        let granted = q.grant_while(
-            || {
-                n += 1;
-                (n <= 11).then_some(n)
-            },
-            &mut wakers,
-        );
-        assert_eq!(granted, 1);
-        assert_eq!(q.waiting(), 3);
-        let mut next = 20;
-        q.grant_while(
-            || {
-                next += 1;
-                (next <= 22).then_some(next)
-            },
-            &mut wakers,
-        );
-        wakers.wake();
-        assert_eq!(count.0.load(Ordering::SeqCst), 3);
-        assert!(matches!(q.poll_entry(ids[0], &w), Polled::Granted(11)));
-        assert!(matches!(q.poll_entry(ids[2], &w), Polled::Granted(22)));
-        assert!(matches!(q.poll_entry(ids[1], &w), Polled::Granted(21)));
-        assert!(matches!(q.poll_entry(ids[3], &w), Polled::Waiting));
-        assert!(matches!(q.poll_entry(ids[0], &w), Polled::Missing));
-        assert!(matches!(q.remove(ids[3]), Some(Slot::Waiting(_))));
-        assert!(q.is_empty());
-        assert_eq!(q.waiting(), 0);
-    }
-
-    /// A granted permit whose waiter is dropped goes to the next waiter.
-    #[test]
-    fn dropped_granted_waiter_passes_its_permit_on() {
-        let (count, w) = counting_waker();
-        let mut cx = Context::from_waker(&w);
-        let pool = Pool::new(0);
-        let mut a = pool.waiter(SyncOp::SemaphoreAcquire);
-        let mut b = pool.waiter(SyncOp::SemaphoreAcquire);
-        assert!(Pin::new(&mut a).poll(&mut cx).is_pending());
-        assert!(Pin::new(&mut b).poll(&mut cx).is_pending());
-        pool.put_back(1);
-        assert_eq!(count.0.load(Ordering::SeqCst), 1);
-        drop(a);
-        assert_eq!(count.0.load(Ordering::SeqCst), 2);
-        assert!(Pin::new(&mut b).poll(&mut cx).is_ready());
-        assert_eq!(pool.available(), 0);
-        drop(b);
-        pool.put_back(1);
-        assert_eq!(pool.available(), 1);
-    }
-}
+mod tests;

@@ -47,7 +47,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use crate::event_loop::trace::QueueOp;
-use crate::sync::queue::{Core, Get, Put, QueueShutDown, SharedCore, TryGetError, TryPutError, wake_all};
+use crate::sync::queue::{Core, Get, Put, QueueShutDown, SharedCore, TryGetError, TryPutError, with_core};
 
 struct Chan<T> {
     core: SharedCore<T>,
@@ -56,8 +56,7 @@ struct Chan<T> {
 
 impl<T> Chan<T> {
     fn shutdown(&self, immediate: bool) {
-        let (wakers, discarded) = self.core.borrow_mut().shutdown(immediate);
-        wake_all(wakers);
+        let discarded = with_core(&self.core, |c, wakers| c.shutdown(immediate, wakers));
         drop(discarded);
     }
 }
@@ -322,14 +321,8 @@ impl<T> Sender<T> {
     /// assert_eq!(rx.try_recv(), Ok(1));
     /// ```
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        let woken = self.chan.core.borrow_mut().try_put(value);
-        match woken {
-            Ok(w) => {
-                if let Some(w) = w {
-                    w.wake();
-                }
-                Ok(())
-            }
+        match with_core(&self.chan.core, |c, wakers| c.try_put(value, wakers)) {
+            Ok(()) => Ok(()),
             Err(TryPutError::Full(v)) => Err(TrySendError::Full(v)),
             Err(TryPutError::ShutDown(v)) => Err(TrySendError::Closed(v)),
         }
@@ -476,14 +469,8 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Ok(9));
     /// ```
     pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        let got = self.chan.core.borrow_mut().try_get();
-        match got {
-            Ok((v, woken)) => {
-                if let Some(w) = woken {
-                    w.wake();
-                }
-                Ok(v)
-            }
+        match with_core(&self.chan.core, |c, wakers| c.try_get(wakers)) {
+            Ok(v) => Ok(v),
             Err(TryGetError::Empty) => Err(TryRecvError::Empty),
             Err(TryGetError::ShutDown) => Err(TryRecvError::Disconnected),
         }

@@ -30,6 +30,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::trace::{Awaiting, QueueOp, note_awaiting};
+use crate::sync::wait_queue::park;
 use crate::sync::{LoopBinding, WrongLoop};
 
 struct State<T> {
@@ -285,10 +286,7 @@ impl<T> Future for Receiver<T> {
         if let Err(WrongLoop { bound, running }) = st.binding.bind() {
             return Poll::Ready(Err(RecvError::WrongLoop { bound, running }));
         }
-        let stale = match &st.waker {
-            Some(w) if w.will_wake(cx.waker()) => None,
-            _ => st.waker.replace(cx.waker().clone()),
-        };
+        let stale = park(&mut st.waker, cx.waker());
         drop(st);
         drop(stale);
         note_awaiting(Awaiting::Queue(QueueOp::OneshotRecv));

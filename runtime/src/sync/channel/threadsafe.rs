@@ -49,6 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::trace::{Awaiting, QueueOp, note_awaiting};
+use crate::sync::wait_queue::park;
 
 struct State<T> {
     items: VecDeque<T>,
@@ -366,10 +367,7 @@ impl<T> Receiver<T> {
         if st.senders == 0 || st.closed {
             return Poll::Ready(None);
         }
-        let stale = match &st.waker {
-            Some(w) if w.will_wake(cx.waker()) => None,
-            _ => st.waker.replace(cx.waker().clone()),
-        };
+        let stale = park(&mut st.waker, cx.waker());
         drop(st);
         self.registered = true;
         drop(stale);

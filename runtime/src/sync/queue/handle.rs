@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::rc::Rc;
 
-use crate::sync::queue::core::{Core, SharedCore, wake_all, wake_opt};
+use crate::sync::queue::core::{Core, SharedCore, with_core};
 use crate::sync::queue::error::{TaskDoneError, TryGetError, TryPutError};
 use crate::sync::queue::futures::{Get, Join, Put};
 use crate::sync::queue::store::{Heap, Store};
@@ -175,9 +175,7 @@ impl<T> Queue<T> {
     /// assert_eq!(q.put_nowait(2), Err(TryPutError::Full(2)));
     /// ```
     pub fn put_nowait(&self, item: T) -> Result<(), TryPutError<T>> {
-        let woken = self.core.borrow_mut().try_put(item)?;
-        wake_opt(woken);
-        Ok(())
+        with_core(&self.core, |c, wakers| c.try_put(item, wakers))
     }
 
     /// Takes an item without waiting: [`TryGetError::Empty`] if none is available,
@@ -192,9 +190,7 @@ impl<T> Queue<T> {
     /// assert_eq!(q.get_nowait(), Err(TryGetError::Empty));
     /// ```
     pub fn get_nowait(&self) -> Result<T, TryGetError> {
-        let (item, woken) = self.core.borrow_mut().try_get()?;
-        wake_opt(woken);
-        Ok(item)
+        with_core(&self.core, |c, wakers| c.try_get(wakers))
     }
 
     /// The number of items in the queue, counting items handed to getters that have not run yet.
@@ -273,9 +269,7 @@ impl<T> Queue<T> {
     /// # Ok::<(), evloop::RunError>(())
     /// ```
     pub fn task_done(&self) -> Result<(), TaskDoneError> {
-        let woken = self.core.borrow_mut().task_done()?;
-        wake_all(woken);
-        Ok(())
+        with_core(&self.core, |c, wakers| c.task_done(wakers))
     }
 
     /// Waits until every item put has been marked with [`task_done`](Queue::task_done) (at once
@@ -313,10 +307,7 @@ impl<T> Queue<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn join(&self) -> Join<T> {
-        Join {
-            core: self.core.clone(),
-            key: None,
-        }
+        Join::new_on(&self.core)
     }
 
     /// Shuts the queue down (Python 3.13): puts fail from now on and waiting putters are woken
@@ -337,8 +328,7 @@ impl<T> Queue<T> {
     /// assert_eq!(q.get_nowait(), Err(TryGetError::ShutDown));
     /// ```
     pub fn shutdown(&self, immediate: bool) {
-        let (wakers, discarded) = self.core.borrow_mut().shutdown(immediate);
-        wake_all(wakers);
+        let discarded = with_core(&self.core, |c, wakers| c.shutdown(immediate, wakers));
         drop(discarded);
     }
 

@@ -83,9 +83,8 @@ mod error;
 mod futures;
 mod handle;
 mod store;
-mod wait_list;
 
-pub(crate) use self::core::{Core, SharedCore, wake_all};
+pub(crate) use self::core::{Core, SharedCore, with_core};
 pub use self::error::{QueueShutDown, TaskDoneError, TryGetError, TryPutError};
 pub use self::futures::{Get, Join, Put};
 pub use self::handle::Queue;
