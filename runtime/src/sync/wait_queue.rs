@@ -83,33 +83,47 @@ use crate::sync::binding::{LoopBinding, WrongLoop};
 // Wakers.
 
 /// Wakers collected while a state is borrowed, woken after it is released (invariant 4). The
-/// common case, one waker, does not allocate.
+/// common cases, no waker or one, do not allocate.
 #[derive(Default)]
 pub(crate) struct WakeList {
     first: Option<Waker>,
-    rest: Vec<Waker>,
+    rest: Option<Vec<Waker>>,
 }
 
+// Inlined: on the hot paths (a put, a get, a release) the list is empty or holds one waker, and
+// a call would cost more than the checks.
 impl WakeList {
+    #[inline]
     pub(crate) fn push(&mut self, waker: Waker) {
         if self.first.is_none() {
             self.first = Some(waker);
         } else {
-            self.rest.push(waker);
+            self.rest.get_or_insert_with(Vec::new).push(waker);
         }
     }
 
+    #[inline]
     pub(crate) fn wake(self) {
-        let Some(first) = self.first else { return };
-        first.wake();
-        for w in self.rest {
+        let WakeList { first, rest } = self;
+        if let Some(w) = first {
             w.wake();
         }
+        if let Some(rest) = rest {
+            wake_all(rest);
+        }
+    }
+}
+
+#[cold]
+fn wake_all(wakers: Vec<Waker>) {
+    for w in wakers {
+        w.wake();
     }
 }
 
 /// Keeps `slot` waking the task that polls now: replaces it unless it already wakes the same
 /// task, and returns the replaced waker for the caller to drop once its state is released.
+#[inline]
 pub(crate) fn refresh(slot: &mut Waker, waker: &Waker) -> Option<Waker> {
     if slot.will_wake(waker) {
         None
@@ -119,6 +133,7 @@ pub(crate) fn refresh(slot: &mut Waker, waker: &Waker) -> Option<Waker> {
 }
 
 /// [`refresh`] for a slot that may be empty: the one waiter of a single-receiver channel.
+#[inline]
 pub(crate) fn park(slot: &mut Option<Waker>, waker: &Waker) -> Option<Waker> {
     match slot {
         Some(w) => refresh(w, waker),
@@ -175,11 +190,13 @@ impl<G> WaitQueue<G> {
     }
 
     /// Entries still waiting for a grant.
+    #[inline]
     pub(crate) fn waiting(&self) -> usize {
         self.waiting
     }
 
     /// No entries at all, waiting or granted (invariant 3).
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.nodes.len() == 0
     }
@@ -242,6 +259,7 @@ impl<G> WaitQueue<G> {
 
     /// Grants `value` to the first waiter, whose waker goes to `wakers`; gives the value back
     /// when nobody waits.
+    #[inline]
     pub(crate) fn grant_first(&mut self, value: G, wakers: &mut WakeList) -> Result<(), G> {
         let Some(key) = self.head else {
             return Err(value);
@@ -357,6 +375,7 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
     }
 
     /// One poll of the wait; `what` is noted as what the task awaits when it stays pending.
+    #[inline(always)]
     pub(crate) fn poll_wait(&mut self, cx: &mut Context<'_>, what: Awaiting) -> Poll<Result<L::Output, WrongLoop>> {
         let mut wakers = WakeList::default();
         let mut stale = None;
@@ -369,6 +388,7 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
         out
     }
 
+    #[inline(always)]
     fn poll_state(
         &mut self,
         waker: &Waker,
@@ -402,9 +422,20 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
 }
 
 impl<R: Deref<Target = RefCell<L::State>>, L: Line> Drop for Waiter<R, L> {
-    /// The cancellation-safety rule of the module documentation.
+    #[inline]
     fn drop(&mut self) {
-        let Some(key) = self.key.take() else { return };
+        // Most waits end at once or take their grant, and leave nothing behind.
+        if let Some(key) = self.key.take() {
+            self.leave(key);
+        }
+    }
+}
+
+impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
+    /// The cancellation-safety rule of the module documentation: a dropped waiter leaves the
+    /// line, and a grant it never took goes on.
+    #[inline(never)]
+    fn leave(&mut self, key: Key) {
         let Ok(mut st) = self.state.try_borrow_mut() else {
             // Unreachable: nothing foreign runs while the state is borrowed (invariant 4).
             return;

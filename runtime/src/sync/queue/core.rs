@@ -59,6 +59,7 @@ pub(crate) struct Core<T> {
 pub(crate) type SharedCore<T> = Rc<RefCell<Core<T>>>;
 
 /// Runs `op` on the queue, then wakes what it left to wake once the borrow is released.
+#[inline]
 pub(crate) fn with_core<T, R>(core: &RefCell<Core<T>>, op: impl FnOnce(&mut Core<T>, &mut WakeList) -> R) -> R {
     let mut wakers = WakeList::default();
     let out = op(&mut core.borrow_mut(), &mut wakers);
@@ -87,10 +88,12 @@ impl<T> Core<T> {
         Core::new(Store::Fifo(VecDeque::new()), maxsize)
     }
 
+    #[inline]
     pub(crate) fn qsize(&self) -> usize {
         self.store.len() + self.handed
     }
 
+    #[inline]
     pub(crate) fn has_room(&self) -> bool {
         self.maxsize == 0 || self.qsize() + self.reserved < self.maxsize
     }
@@ -100,6 +103,7 @@ impl<T> Core<T> {
     }
 
     /// Adds an item (room was checked): hands it to the first waiting getter or stores it.
+    #[inline]
     fn insert(&mut self, item: T, wakers: &mut WakeList) {
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -108,6 +112,7 @@ impl<T> Core<T> {
     }
 
     /// Gives `item` to the first waiting getter, or stores it (`back`: where it came from).
+    #[inline]
     fn hand_or_store(&mut self, seq: u64, item: T, back: bool, wakers: &mut WakeList) {
         match self.getters.grant_first(Handed::Item(seq, item), wakers) {
             Ok(()) => self.handed += 1,
@@ -118,6 +123,7 @@ impl<T> Core<T> {
     }
 
     /// A slot was freed: grant it to the first waiting putter, if any.
+    #[inline]
     fn release_slot(&mut self, wakers: &mut WakeList) {
         if self.putters.waiting() == 0 || !self.has_room() {
             return;
@@ -127,6 +133,7 @@ impl<T> Core<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn try_put(&mut self, item: T, wakers: &mut WakeList) -> Result<(), TryPutError<T>> {
         if self.shut_down {
             return Err(TryPutError::ShutDown(item));
@@ -138,6 +145,7 @@ impl<T> Core<T> {
         Ok(())
     }
 
+    #[inline]
     pub(crate) fn try_get(&mut self, wakers: &mut WakeList) -> Result<T, TryGetError> {
         match self.store.pop() {
             Some((_, item)) => {
@@ -216,6 +224,7 @@ impl<T> Line for Getters<T> {
         &c.binding
     }
 
+    #[inline]
     fn arrive(c: &mut Core<T>, _: &mut (), wakers: &mut WakeList) -> Option<Self::Output> {
         match c.try_get(wakers) {
             Ok(item) => Some(Ok(item)),
@@ -263,6 +272,7 @@ impl<T> Line for Putters<T> {
         &c.binding
     }
 
+    #[inline]
     fn arrive(c: &mut Core<T>, item: &mut Option<T>, wakers: &mut WakeList) -> Option<Self::Output> {
         let Some(it) = item.take() else {
             // Polled again after it completed: nothing left to put.

@@ -15,6 +15,7 @@ pub(crate) enum Store<T> {
 }
 
 impl<T> Store<T> {
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         match self {
             Store::Fifo(d) | Store::Lifo(d) => d.len(),
@@ -22,6 +23,7 @@ impl<T> Store<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn push(&mut self, seq: u64, item: T) {
         match self {
             Store::Fifo(d) | Store::Lifo(d) => d.push_back((seq, item)),
@@ -40,6 +42,7 @@ impl<T> Store<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn pop(&mut self) -> Option<(u64, T)> {
         match self {
             Store::Fifo(d) => d.pop_front(),
