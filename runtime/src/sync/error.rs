@@ -23,23 +23,25 @@ use crate::sync::binding::WrongLoop;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SyncError {
-    /// [`BoundedSemaphore::release`](crate::BoundedSemaphore::release) with no forgotten permit to give back: releasing it would
-    /// take the count past its initial value (asyncio's `ValueError`).
+    /// [`BoundedSemaphore::release`](crate::BoundedSemaphore::release) with no forgotten permit to
+    /// give back: releasing it would take the count past its initial value (asyncio's
+    /// `ValueError`).
     OverReleased {
         /// The semaphore's initial (and maximum) number of permits.
         bound: usize,
     },
-    /// [`Barrier::wait`](crate::Barrier::wait) on a barrier that was aborted, or that was aborted or reset while the
-    /// task waited (asyncio's `BrokenBarrierError`).
+    /// [`Barrier::wait`](crate::Barrier::wait) on a barrier that was aborted, or that was aborted
+    /// or reset while the task waited (asyncio's `BrokenBarrierError`).
     BrokenBarrier {
         /// The barrier's number of parties.
         parties: usize,
     },
-    /// [`Condition::wait`](crate::Condition::wait) was given the guard of a lock that is not the condition's.
+    /// [`Condition::wait`](crate::Condition::wait) was given the guard of a lock that is not the
+    /// condition's.
     ForeignLockGuard,
     /// The primitive is bound to another event loop than the task that waited on it (asyncio's
     /// `RuntimeError: ... is bound to a different event loop`): see "Bound to one loop" in the
-    /// module documentation.
+    /// [module documentation](crate::sync).
     WrongLoop {
         /// The operation, e.g. `Condition.wait()`.
         op: SyncOp,

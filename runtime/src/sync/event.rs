@@ -136,7 +136,8 @@ impl Event {
     /// Waits until the flag is set (at once if it is).
     ///
     /// # Panics
-    /// Like [`Lock::acquire`](crate::Lock::acquire), when a task of another loop would have to wait.
+    /// Like [`Lock::acquire`](crate::Lock::acquire), when a task of another loop would have to
+    /// wait.
     ///
     /// ```
     /// use std::rc::Rc;

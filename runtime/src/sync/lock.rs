@@ -196,7 +196,8 @@ impl fmt::Debug for LockGuard<'_> {
     }
 }
 
-/// The future of [`Lock::acquire`](crate::Lock::acquire) (and [`Condition::acquire`](crate::Condition::acquire)).
+/// The future of [`Lock::acquire`](crate::Lock::acquire) (and
+/// [`Condition::acquire`](crate::Condition::acquire)).
 ///
 /// ```
 /// use std::time::Duration;

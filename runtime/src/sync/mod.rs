@@ -45,37 +45,18 @@
 //! start even if `_value > 0`"). Such a newcomer queues behind them and is served in turn.
 //!
 //! # Cancellation safety: asyncio's `CancelledError` versus Rust's dropped future
-//! In asyncio, cancelling a task throws `CancelledError` into the coroutine at its `await`;
-//! `acquire()` catches it and undoes its bookkeeping (`_wake_up_first()`, `_value += 1`), then
-//! re-raises. CPython has had a series of bugs in exactly that undoing: a waiter cancelled just
-//! after it was woken swallowed the wakeup (bpo-32734, "2 locks are taken at once"; gh-90155,
-//! the semaphore hang; gh-112202, a lost `Condition.notify`).
-//!
-//! In Rust a task is cancelled by *dropping* its future (evloop drops it at the task's next step;
-//! `timeout` drops it when the deadline passes), so a waiter's cleanup is its `Drop`. Each
-//! waiting future owns one entry of its primitive's queue, and when it is dropped it removes that
-//! entry. If a release had already handed the entry a permit (or a notification) that the task
-//! never got to see, the drop passes it on: to the next waiter, or back to the pool. Nothing is
-//! lost, whichever way a release and a cancellation interleave, and a waiter dropped while still
-//! waiting simply leaves the queue without disturbing the order of the others.
-//!
-//! # The fair wait queue
-//! One small queue serves all the primitives. An entry is `Waiting(waker)` or `Granted(value)`
-//! (the permit, the notification, the barrier index) and it has an id that its waiting future
-//! keeps. Its invariants:
-//! 1. Entries are in arrival order and their ids strictly increase from front to back, so a
-//!    future finds its entry by binary search.
-//! 2. Each entry belongs to exactly one live future, and only that future removes it: when it
-//!    observes its grant (its poll returns `Ready`) or when it is dropped.
-//! 3. Grants go to `Waiting` entries front to back, so at any time every `Granted` entry arrived
-//!    before every `Waiting` one (FIFO service), and a granted entry's waker has been woken.
-//! 4. A grant is owned by the queue until its future takes it; a future dropped before taking it
-//!    gives it back to the primitive (which passes it on), so no grant is ever lost.
-//! 5. For [`Lock`] and [`Semaphore`]: while a permit is available, no entry is `Waiting` (each
-//!    operation that frees a permit or queues a waiter ends by handing out what it can).
-//!
-//! Wakers are woken after the primitive's state is released, so a waker that runs code at once
-//! cannot find the state borrowed.
+//! In asyncio, cancelling a task throws `CancelledError` into the coroutine at its `await`, and
+//! `acquire()` must undo its bookkeeping; CPython has had a series of bugs in exactly that
+//! undoing (bpo-32734, "2 locks are taken at once"; gh-90155, the semaphore hang; gh-112202, a
+//! lost `Condition.notify`). In Rust a task is cancelled by *dropping* its future (evloop drops
+//! it at the task's next step; `timeout` drops it when the deadline passes), and every waiting
+//! future here cleans up in its `Drop`: dropped while it waits, it leaves the queue without
+//! disturbing the order of the others; dropped after a release chose it but before its task ran,
+//! it passes what it was handed (the lock, a permit, a notification) on to the next waiter, or
+//! back to the primitive. Nothing is lost and nothing is given twice, whichever way a release
+//! and a cancellation interleave. The same holds for [`Queue`](crate::Queue) and the
+//! [`mpsc`](crate::channel::mpsc) channels: all of them wait in one fair wait queue, and
+//! `sync/wait_queue.rs` gives the argument once, with the queue's invariants.
 //!
 //! # Where evloop differs from asyncio
 //! - RAII: [`LockGuard`], [`MutexGuard`] and [`SemaphorePermit`] release on drop, so there is no
@@ -124,10 +105,13 @@
 //! cross threads and loops.
 //!
 //! # The `sync/` folder (layer 3)
-//! This file holds the primitives; beside them are [`queue`], [`channel`], the combinators
-//! (`combinator`: `gather`, `wait`, `select`, `shield`, ...), `TaskGroup` (`group`) and the
-//! `select!` / `join!` / `try_join!` macros (`macros`). It builds
-//! on `task/` and `event_loop/`, and does not use `io/` (its sibling at the same rank).
+//! One file per primitive (`lock`, `mutex`, `semaphore`, `event`, `condition`, `barrier`), the
+//! permit pool behind the first three (`pool`), the wait queue all of them share with [`queue`]
+//! and [`channel`] (`wait_queue`), the loop binding (`binding`) and [`SyncError`] (`error`); this
+//! file re-exports their public names. Beside them: the combinators (`combinator`: `gather`,
+//! `wait`, `select`, `shield`, ...), `TaskGroup` (`group`) and the `select!` / `join!` /
+//! `try_join!` macros (`macros`). The folder builds on `task/` and `event_loop/`, and does not
+//! use `io/` (its sibling at the same rank).
 
 mod barrier;
 mod binding;

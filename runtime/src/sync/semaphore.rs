@@ -67,7 +67,8 @@ impl Semaphore {
     /// Waits for a permit; waiters are served in arrival order.
     ///
     /// # Panics
-    /// Like [`Lock::acquire`](crate::Lock::acquire), when a task of another loop would have to wait.
+    /// Like [`Lock::acquire`](crate::Lock::acquire), when a task of another loop would have to
+    /// wait.
     ///
     /// ```
     /// evloop::run(async {
@@ -220,7 +221,8 @@ impl BoundedSemaphore {
     /// Waits for a permit; waiters are served in arrival order.
     ///
     /// # Panics
-    /// Like [`Lock::acquire`](crate::Lock::acquire), when a task of another loop would have to wait.
+    /// Like [`Lock::acquire`](crate::Lock::acquire), when a task of another loop would have to
+    /// wait.
     ///
     /// ```
     /// evloop::run(async {

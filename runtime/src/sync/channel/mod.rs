@@ -15,14 +15,18 @@
 //! returns `Pending`; the send that supplies a value takes the waker and wakes it, which queues
 //! the task on its loop. A wake from another thread (the [`threadsafe`] channel) goes through
 //! the loop's remote queue and wakes a loop blocked in `epoll_pwait2` with one eventfd write
-//! (see `event_loop/waker.rs`). The local [`mpsc`] channel is built on the same waiting machinery as
-//! [`Queue`](crate::Queue): FIFO lines of waiters that are served by hand-over.
+//! (see `event_loop/waker.rs`). The local [`mpsc`] channel is a [`Queue`](crate::Queue) with a
+//! count of senders on top, so its senders and its receiver wait in the wait queue of every
+//! primitive of [`sync`](crate::sync): FIFO lines of waiters that are served by hand-over.
 //!
 //! # Cancellation safety
 //! Dropping a receive or send future (a cancelled task, a `timeout`) at any await point loses
 //! nothing and leaves nothing reserved: a value already handed to a dropped `recv` is put back in
 //! front of the channel; a dropped waiting `send` leaves its line (its value is dropped with it:
-//! it was not sent), and a slot already granted to it goes to the next waiting sender.
+//! it was not sent), and a slot already granted to it goes to the next waiting sender (the wait
+//! queue's rule, argued once in `sync/wait_queue.rs`). A [`oneshot`](mod@oneshot) or
+//! [`threadsafe`] receive holds no value while it waits (the value stays in the channel until a
+//! poll takes it), so dropping one loses nothing either.
 
 pub mod mpsc;
 pub mod oneshot;

@@ -26,7 +26,7 @@
 //! senders form a FIFO line, and each value the receiver takes grants the freed slot to the
 //! first of them (nobody can overtake it with `try_send`). [`Receiver::recv`] waits while the
 //! channel is empty; a send hands its value straight to a waiting receiver. This is the
-//! machinery of [`Queue`](crate::Queue) (see `sync/queue.rs`), with a count of senders on top.
+//! machinery of [`Queue`](crate::Queue) (`sync/queue/`), with a count of senders on top.
 //!
 //! **Closing**: when the last [`Sender`] is dropped, `recv` returns the values left, then
 //! `None`. [`Receiver::close`] refuses new values (senders, including waiting ones, get
@@ -368,7 +368,7 @@ impl<T> fmt::Debug for Sender<T> {
     }
 }
 
-/// The future of [`Sender::send`]. Cancellation-safe (see the module documentation).
+/// The future of [`Sender::send`]. Cancellation-safe (see the [module documentation](self)).
 ///
 /// ```
 /// use std::time::Duration;
@@ -554,7 +554,7 @@ impl<T> fmt::Debug for Receiver<T> {
     }
 }
 
-/// The future of [`Receiver::recv`]. Cancellation-safe (see the module documentation).
+/// The future of [`Receiver::recv`]. Cancellation-safe (see the [module documentation](self)).
 ///
 /// ```
 /// use std::time::Duration;

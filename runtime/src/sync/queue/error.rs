@@ -6,8 +6,9 @@ use std::fmt;
 
 /// The queue was shut down (asyncio's `QueueShutDown`).
 ///
-/// From [`Queue::put`](crate::Queue::put) it carries the item that was not put (`QueueShutDown<T>`); from
-/// [`Queue::get`](crate::Queue::get) it carries nothing (`QueueShutDown<()>`, the default).
+/// From [`Queue::put`](crate::Queue::put) it carries the item that was not put
+/// (`QueueShutDown<T>`); from [`Queue::get`](crate::Queue::get) it carries nothing
+/// (`QueueShutDown<()>`, the default).
 ///
 /// ```
 /// use evloop::{Queue, QueueShutDown};
@@ -156,7 +157,8 @@ impl fmt::Display for TryGetError {
 
 impl Error for TryGetError {}
 
-/// [`Queue::task_done`](crate::Queue::task_done) was called more times than items were put (asyncio's `ValueError`).
+/// [`Queue::task_done`](crate::Queue::task_done) was called more times than items were put
+/// (asyncio's `ValueError`).
 ///
 /// ```
 /// use evloop::{Queue, TaskDoneError};

@@ -63,8 +63,9 @@ impl<T> fmt::Debug for Get<T> {
     }
 }
 
-/// The future of [`Queue::put`](crate::Queue::put): `Ok(())` once the item is in the queue, or the item back in
-/// [`QueueShutDown`]. Cancellation-safe (see the module documentation).
+/// The future of [`Queue::put`](crate::Queue::put): `Ok(())` once the item is in the queue, or the
+/// item back in [`QueueShutDown`]. Cancellation-safe (see the [`queue`](crate::queue) module
+/// documentation).
 ///
 /// ```
 /// use std::time::Duration;
@@ -119,9 +120,9 @@ impl<T> fmt::Debug for Put<T> {
     }
 }
 
-/// The future of [`Queue::join`](crate::Queue::join): completes when every item put has been marked done. Woken by
-/// the `task_done` that brought the count to zero, it completes even if more items were put
-/// before its task ran (as asyncio's `Event` works).
+/// The future of [`Queue::join`](crate::Queue::join): completes when every item put has been marked
+/// done. Woken by the `task_done` that brought the count to zero, it completes even if more items
+/// were put before its task ran (as asyncio's `Event` works).
 ///
 /// ```
 /// evloop::run(async {

@@ -10,7 +10,8 @@ use crate::sync::queue::error::{TaskDoneError, TryGetError, TryPutError};
 use crate::sync::queue::futures::{Get, Join, Put};
 use crate::sync::queue::store::{Heap, Store};
 
-/// asyncio's `Queue` (and `LifoQueue`, `PriorityQueue`): see the [module documentation](crate::queue).
+/// asyncio's `Queue` (and `LifoQueue`, `PriorityQueue`): see the [module
+/// documentation](crate::queue).
 ///
 /// Cloning gives another handle to the same queue.
 ///
@@ -141,7 +142,8 @@ impl<T> Queue<T> {
     }
 
     /// Takes an item, waiting while the queue is empty. After a shutdown it returns the items
-    /// still queued, then fails with [`QueueShutDown`](crate::QueueShutDown). Dropping the future never loses an item.
+    /// still queued, then fails with [`QueueShutDown`](crate::QueueShutDown). Dropping the future
+    /// never loses an item.
     ///
     /// # Panics
     /// Like [`Queue::put`], when a task of another loop would have to wait.
@@ -311,10 +313,11 @@ impl<T> Queue<T> {
     }
 
     /// Shuts the queue down (Python 3.13): puts fail from now on and waiting putters are woken
-    /// with [`QueueShutDown`](crate::QueueShutDown); gets drain the remaining items, then fail, and waiting getters are
-    /// woken with `QueueShutDown`. With `immediate`, the remaining items (including those handed
-    /// to getters that have not run yet) are discarded, with a `task_done` counted for each.
-    /// Calling it again is allowed (`shutdown(true)` after `shutdown(false)` discards the rest).
+    /// with [`QueueShutDown`](crate::QueueShutDown); gets drain the remaining items, then fail, and
+    /// waiting getters are woken with `QueueShutDown`. With `immediate`, the remaining items
+    /// (including those handed to getters that have not run yet) are discarded, with a `task_done`
+    /// counted for each. Calling it again is allowed (`shutdown(true)` after `shutdown(false)`
+    /// discards the rest).
     ///
     /// ```
     /// use evloop::{Queue, TryGetError};

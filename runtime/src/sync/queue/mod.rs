@@ -33,9 +33,10 @@
 //! ```
 //!
 //! # How the waiting works
-//! The queue keeps two FIFO lines of waiters, getters and putters, in slab-backed linked lists
-//! (a waiter that leaves the middle of a line costs O(1)). A future that must wait stores its
-//! task's waker in its node and returns `Pending`, as a promise's awaiter does. The other side
+//! The queue keeps three FIFO lines of waiters, getters, putters and joiners, in the wait queue
+//! every primitive of [`sync`](crate::sync) uses (a waiter that leaves the middle of a line costs
+//! O(1)). A future that must wait stores its task's waker in its entry and returns `Pending`, as
+//! a promise's awaiter does. The other side
 //! does not merely wake it, it **hands over** what it was waiting for, so nobody can overtake
 //! a waiter that was already served:
 //!
@@ -67,6 +68,9 @@
 //!   not happen); one dropped after a slot was granted to it releases the slot, which goes to the
 //!   next waiting putter.
 //!
+//! These are the wait queue's one rule (a grant whose waiter is gone goes to the next waiter, or
+//! back), argued once in `sync/wait_queue.rs`.
+//!
 //! # Shutdown (Python 3.13)
 //! After [`shutdown`](Queue::shutdown), `put` and `put_nowait` fail with [`QueueShutDown`] /
 //! [`TryPutError::ShutDown`], giving the item back, and every waiting putter is woken with that
@@ -77,6 +81,11 @@
 //! # Misuse is an error, not a panic
 //! `task_done` called more times than items were put is a [`TaskDoneError`] (asyncio's
 //! `ValueError`).
+//!
+//! # The `queue/` folder
+//! `handle` ([`Queue`]), `futures` ([`Get`], [`Put`], [`Join`]), `core` (the state the handles
+//! and futures share, with the rules of its three lines; `mpsc` channels are built on it),
+//! `store` (the three orders) and `error`; this file re-exports their public names.
 
 mod core;
 mod error;
