@@ -46,7 +46,10 @@ use evloop_tests::{Log, entries, log, run_bounded};
 
 /// A wait: the token of what it got (the item or value, for the rows that carry one; 0 for the
 /// others), or the wrong-loop error of the rows whose output has room for one.
-type Wait = Pin<Box<dyn Future<Output = Result<u64, String>>>>;
+type Wait = WaitOn<'static>;
+
+/// A wait that borrows something for `'a` (a channel's receiver).
+type WaitOn<'a> = Pin<Box<dyn Future<Output = Result<u64, String>> + 'a>>;
 
 /// Something tasks wait on.
 trait Subject {
@@ -107,9 +110,9 @@ static ROWS: &[Row] = &[
     row("Queue::put",                 Serve::OneEach,     OtherLoop::Panics,      false, true,  PutRow::make),
     row("Queue::join",                Serve::All,         OtherLoop::Panics,      false, true,  JoinRow::make),
     row("mpsc::Sender::send",         Serve::OneEach,     OtherLoop::Panics,      false, true,  SendRow::make),
-    row("mpsc::Receiver::recv",       Serve::OneReceiver, OtherLoop::Panics,      true,  true,  MpscRecvRow::make),
-    row("threadsafe::Receiver::recv", Serve::OneReceiver, OtherLoop::Works,       true,  true,  ThreadsafeRow::make),
-    row("oneshot::Receiver",          Serve::OneReceiver, OtherLoop::ErrorValue,  true,  false, OneshotRow::make),
+    row("mpsc::Receiver::recv",       Serve::OneReceiver, OtherLoop::Panics,      true,  true,  mpsc_recv_row),
+    row("threadsafe::Receiver::recv", Serve::OneReceiver, OtherLoop::Works,       true,  true,  threadsafe_row),
+    row("oneshot::Receiver",          Serve::OneReceiver, OtherLoop::ErrorValue,  true,  false, oneshot_row),
 ];
 
 const fn row(
@@ -477,86 +480,72 @@ impl Subject for SendRow {
     }
 }
 
-/// An empty channel; a give sends the next token.
-struct MpscRecvRow(mpsc::Sender<u64>, Rc<RefCell<Option<mpsc::Receiver<u64>>>>, Tokens);
+/// A channel with one receiver, empty at first: a give sends the next token, and each wait
+/// borrows the receiver (so a cancelled wait does not close the channel).
+struct ReceiverRow<Tx, Rx> {
+    tx: Tx,
+    rx: Rc<RefCell<Option<Rx>>>,
+    tokens: Tokens,
+    send: fn(&Tx, u64),
+    recv: Recv<Rx>,
+}
 
-impl MpscRecvRow {
-    fn make() -> Rc<dyn Subject> {
-        let (tx, rx) = mpsc::unbounded();
-        Rc::new(MpscRecvRow(tx, Rc::new(RefCell::new(Some(rx))), Tokens::default()))
+/// A wait on a borrowed receiver.
+type Recv<Rx> = for<'a> fn(&'a mut Rx) -> WaitOn<'a>;
+
+impl<Tx: 'static, Rx: 'static> ReceiverRow<Tx, Rx> {
+    fn make((tx, rx): (Tx, Rx), send: fn(&Tx, u64), recv: Recv<Rx>) -> Rc<dyn Subject> {
+        Rc::new(ReceiverRow {
+            tx,
+            rx: Rc::new(RefCell::new(Some(rx))),
+            tokens: Tokens::default(),
+            send,
+            recv,
+        })
     }
 }
 
-impl Subject for MpscRecvRow {
+impl<Tx: 'static, Rx: 'static> Subject for ReceiverRow<Tx, Rx> {
     fn wait(&self) -> Wait {
-        let home = self.1.clone();
+        let (home, recv) = (self.rx.clone(), self.recv);
         Box::pin(async move {
             let mut rx = Lent::take(&home);
-            rx.get().recv().await.ok_or_else(|| "closed".to_string())
+            recv(rx.get()).await
         })
     }
     fn give(&self) {
-        self.0.try_send(self.2.next()).expect("open");
+        (self.send)(&self.tx, self.tokens.next());
     }
 }
 
-/// [`MpscRecvRow`] with senders that may live on any thread (here, this one).
-struct ThreadsafeRow(
-    threadsafe::Sender<u64>,
-    Rc<RefCell<Option<threadsafe::Receiver<u64>>>>,
-    Tokens,
-);
-
-impl ThreadsafeRow {
-    fn make() -> Rc<dyn Subject> {
-        let (tx, rx) = threadsafe::channel();
-        Rc::new(ThreadsafeRow(tx, Rc::new(RefCell::new(Some(rx))), Tokens::default()))
-    }
+fn mpsc_recv_row() -> Rc<dyn Subject> {
+    ReceiverRow::make(
+        mpsc::unbounded::<u64>(),
+        |tx, v| tx.try_send(v).expect("open"),
+        |rx| Box::pin(async { rx.recv().await.ok_or_else(|| "closed".to_string()) }),
+    )
 }
 
-impl Subject for ThreadsafeRow {
-    fn wait(&self) -> Wait {
-        let home = self.1.clone();
-        Box::pin(async move {
-            let mut rx = Lent::take(&home);
-            rx.get().recv().await.ok_or_else(|| "closed".to_string())
-        })
-    }
-    fn give(&self) {
-        self.0.send(self.2.next()).expect("open");
-    }
+/// Senders that may live on any thread (here, this one).
+fn threadsafe_row() -> Rc<dyn Subject> {
+    ReceiverRow::make(
+        threadsafe::channel::<u64>(),
+        |tx, v| tx.send(v).expect("open"),
+        |rx| Box::pin(async { rx.recv().await.ok_or_else(|| "closed".to_string()) }),
+    )
 }
 
-/// The receiver is awaited by reference, so a cancelled wait keeps it; the one give sends 1.
-struct OneshotRow(
-    RefCell<Option<oneshot::Sender<u64>>>,
-    Rc<RefCell<Option<oneshot::Receiver<u64>>>>,
-    Tokens,
-);
-
-impl OneshotRow {
-    fn make() -> Rc<dyn Subject> {
-        let (tx, rx) = oneshot::channel();
-        Rc::new(OneshotRow(
-            RefCell::new(Some(tx)),
-            Rc::new(RefCell::new(Some(rx))),
-            Tokens::default(),
-        ))
-    }
-}
-
-impl Subject for OneshotRow {
-    fn wait(&self) -> Wait {
-        let home = self.1.clone();
-        Box::pin(async move {
-            let mut rx = Lent::take(&home);
-            rx.get().await.map_err(|e| e.to_string())
-        })
-    }
-    fn give(&self) {
-        let tx = self.0.borrow_mut().take().expect("a oneshot gives once");
-        tx.send(self.2.next()).expect("the receiver is alive");
-    }
+/// The receiver is awaited by reference; the one give sends 1.
+fn oneshot_row() -> Rc<dyn Subject> {
+    let (tx, rx) = oneshot::channel::<u64>();
+    ReceiverRow::make(
+        (RefCell::new(Some(tx)), rx),
+        |tx, v| {
+            let tx = tx.borrow_mut().take().expect("a oneshot gives once");
+            tx.send(v).expect("the receiver is alive");
+        },
+        |rx| Box::pin(async { rx.await.map_err(|e| e.to_string()) }),
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
