@@ -107,8 +107,8 @@
 //! # The `sync/` folder (layer 3)
 //! One file per primitive (`lock`, `mutex`, `semaphore`, `event`, `condition`, `barrier`), the
 //! permit pool behind the first three (`pool`), the wait queue all of them share with [`queue`]
-//! and [`channel`] (`wait_queue`), the loop binding (`binding`) and [`SyncError`] (`error`); this
-//! file re-exports their public names. Beside them: the combinators (`combinator`: `gather`,
+//! and the `mpsc` [`channel`] (`wait_queue`), the loop binding (`binding`) and [`SyncError`]
+//! (`error`); this file re-exports their public names. Beside them: the combinators (`combinator`: `gather`,
 //! `wait`, `select`, `shield`, ...), `TaskGroup` (`group`) and the `select!` / `join!` /
 //! `try_join!` macros (`macros`). The folder builds on `task/` and `event_loop/`, and does not
 //! use `io/` (its sibling at the same rank).

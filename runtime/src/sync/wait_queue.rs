@@ -124,7 +124,7 @@ fn wake_all(wakers: Vec<Waker>) {
 /// Keeps `slot` waking the task that polls now: replaces it unless it already wakes the same
 /// task, and returns the replaced waker for the caller to drop once its state is released.
 #[inline]
-pub(crate) fn refresh(slot: &mut Waker, waker: &Waker) -> Option<Waker> {
+fn refresh(slot: &mut Waker, waker: &Waker) -> Option<Waker> {
     if slot.will_wake(waker) {
         None
     } else {
