@@ -1,0 +1,319 @@
+//! One value, once: a [`Sender`] consumed by [`send`](Sender::send) and a [`Receiver`] that
+//! is itself the future of the value (`!Send`: both ends live on one loop's thread).
+//!
+//! ```
+//! let got = evloop::run(async {
+//!     let (tx, rx) = evloop::channel::oneshot::<u32>();
+//!     evloop::spawn(async move {
+//!         let _ = tx.send(7);
+//!     });
+//!     rx.await
+//! })
+//! .unwrap();
+//! assert_eq!(got, Ok(7));
+//! ```
+//!
+//! **Waiting**: a pending receiver stores its task's waker; `send` stores the value and wakes
+//! it, and so does dropping the sender without sending (the receiver then gets
+//! [`RecvError::Closed`]).
+//!
+//! **Cancellation safety**: dropping the receiver before the value arrives closes the channel,
+//! so the sender gets its value back from `send` instead of losing it silently; a value that
+//! already arrived is dropped with the receiver.
+
+use std::cell::RefCell;
+use std::error::Error;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use crate::event_loop::trace::{Awaiting, QueueOp, note_awaiting};
+use crate::sync::wait_queue::park;
+use crate::sync::{LoopBinding, WrongLoop};
+
+struct State<T> {
+    value: Option<T>,
+    waker: Option<Waker>,
+    sender_gone: bool,
+    receiver_closed: bool,
+    /// The loop whose task may wait for the value (the first one that did).
+    binding: LoopBinding,
+}
+
+type Shared<T> = Rc<RefCell<State<T>>>;
+
+/// A new one-shot channel.
+///
+/// ```
+/// use evloop::channel::oneshot;
+///
+/// let (tx, mut rx) = oneshot::channel();
+/// tx.send(1).expect("the receiver is alive");
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// ```
+pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
+    let shared = Rc::new(RefCell::new(State {
+        value: None,
+        waker: None,
+        sender_gone: false,
+        receiver_closed: false,
+        binding: LoopBinding::default(),
+    }));
+    (Sender { shared: shared.clone() }, Receiver { shared })
+}
+
+/// The sending end: [`send`](Sender::send) once, or drop it to close the channel.
+///
+/// ```
+/// use evloop::channel::oneshot::{self, RecvError};
+///
+/// let got = evloop::run(async {
+///     let (tx, rx) = oneshot::channel::<u32>();
+///     drop(tx); // dropping the sender without sending closes the channel
+///     rx.await
+/// })?;
+/// assert_eq!(got, Err(RecvError::Closed));
+/// # Ok::<(), evloop::RunError>(())
+/// ```
+pub struct Sender<T> {
+    shared: Shared<T>,
+}
+
+impl<T> Sender<T> {
+    /// Sends the value and wakes the receiver. `Err(value)` if the receiver was dropped or
+    /// closed: the value comes back instead of being lost.
+    ///
+    /// ```
+    /// use evloop::channel::oneshot;
+    ///
+    /// let (tx, rx) = oneshot::channel();
+    /// drop(rx);
+    /// assert_eq!(tx.send("lost?"), Err("lost?")); // the value comes back
+    /// ```
+    pub fn send(self, value: T) -> Result<(), T> {
+        let waker = {
+            let mut st = self.shared.borrow_mut();
+            if st.receiver_closed {
+                return Err(value);
+            }
+            st.value = Some(value);
+            st.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    /// Whether the receiver was dropped or closed (a send would fail).
+    ///
+    /// ```
+    /// use evloop::channel::oneshot;
+    ///
+    /// let (tx, mut rx) = oneshot::channel::<u8>();
+    /// assert!(!tx.is_closed());
+    /// rx.close();
+    /// assert!(tx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.shared.borrow().receiver_closed
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        let waker = {
+            let mut st = self.shared.borrow_mut();
+            st.sender_gone = true;
+            st.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "oneshot::Sender {{ closed: {} }}", self.is_closed())
+    }
+}
+
+/// The receiving end; await it for the value.
+///
+/// ```
+/// use evloop::channel::oneshot;
+///
+/// let got = evloop::run(async {
+///     let (tx, rx) = oneshot::channel();
+///     let waiter = evloop::spawn(rx); // the receiver is a future: await it, or spawn it
+///     tx.send(5).expect("the receiver is alive");
+///     waiter.await
+/// })??;
+/// assert_eq!(got, Ok(5));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Receiver<T> {
+    shared: Shared<T>,
+}
+
+/// Why a [`Receiver`] got no value.
+///
+/// ```
+/// use evloop::channel::oneshot::{self, RecvError};
+///
+/// evloop::run(async {
+///     let (tx, rx) = oneshot::channel::<()>();
+///     drop(tx);
+///     let err = rx.await.unwrap_err();
+///     assert_eq!(err, RecvError::Closed);
+///     assert!(err.to_string().contains("dropped without sending"));
+/// })?;
+/// # Ok::<(), evloop::RunError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RecvError {
+    /// The sender was dropped without sending (or the value was already received).
+    Closed,
+    /// The receiver is bound to another event loop than the task that awaited it (the
+    /// loop of the first task that waited for it; see the [`sync`](crate::sync) module's
+    /// "Bound to one loop").
+    WrongLoop {
+        /// The loop it is bound to.
+        bound: u64,
+        /// The loop whose task awaited it.
+        running: u64,
+    },
+}
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvError::Closed => f.write_str("oneshot::Receiver: the sender was dropped without sending a value"),
+            RecvError::WrongLoop { bound, running } => f.write_str(
+                &WrongLoop {
+                    bound: *bound,
+                    running: *running,
+                }
+                .message(QueueOp::OneshotRecv),
+            ),
+        }
+    }
+}
+
+impl Error for RecvError {}
+
+/// Why [`Receiver::try_recv`] got no value.
+///
+/// ```
+/// use evloop::channel::oneshot::{self, TryRecvError};
+///
+/// let (tx, mut rx) = oneshot::channel::<u8>();
+/// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+/// drop(tx);
+/// assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TryRecvError {
+    /// Nothing was sent yet.
+    Empty,
+    /// The sender was dropped without sending (or the value was already received).
+    Closed,
+}
+
+impl fmt::Display for TryRecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TryRecvError::Empty => f.write_str("oneshot::Receiver::try_recv: no value was sent yet"),
+            TryRecvError::Closed => {
+                f.write_str("oneshot::Receiver::try_recv: the sender was dropped without sending a value")
+            }
+        }
+    }
+}
+
+impl Error for TryRecvError {}
+
+impl<T> Receiver<T> {
+    /// The value if it was sent, without waiting.
+    ///
+    /// ```
+    /// use evloop::channel::oneshot::{self, TryRecvError};
+    ///
+    /// let (tx, mut rx) = oneshot::channel();
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    /// tx.send('x').expect("the receiver is alive");
+    /// assert_eq!(rx.try_recv(), Ok('x'));
+    /// ```
+    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+        let mut st = self.shared.borrow_mut();
+        match st.value.take() {
+            Some(v) => Ok(v),
+            None if st.sender_gone => Err(TryRecvError::Closed),
+            None => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// Refuses the value from now on: a later `send` fails and gives it back. A value sent
+    /// before can still be received.
+    ///
+    /// ```
+    /// use evloop::channel::oneshot;
+    ///
+    /// let (tx, mut rx) = oneshot::channel();
+    /// rx.close();
+    /// assert_eq!(tx.send(1), Err(1)); // refused, and given back
+    /// ```
+    pub fn close(&mut self) {
+        self.shared.borrow_mut().receiver_closed = true;
+    }
+}
+
+impl<T> Future for Receiver<T> {
+    type Output = Result<T, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut st = self.shared.borrow_mut();
+        if let Some(v) = st.value.take() {
+            return Poll::Ready(Ok(v));
+        }
+        if st.sender_gone {
+            return Poll::Ready(Err(RecvError::Closed));
+        }
+        if let Err(WrongLoop { bound, running }) = st.binding.bind() {
+            return Poll::Ready(Err(RecvError::WrongLoop { bound, running }));
+        }
+        let stale = park(&mut st.waker, cx.waker());
+        drop(st);
+        drop(stale);
+        note_awaiting(Awaiting::Queue(QueueOp::OneshotRecv));
+        Poll::Pending
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        let (value, waker) = {
+            let mut st = self.shared.borrow_mut();
+            st.receiver_closed = true;
+            (st.value.take(), st.waker.take())
+        };
+        drop(waker);
+        drop(value);
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.shared.borrow();
+        write!(
+            f,
+            "oneshot::Receiver {{ has_value: {}, sender_gone: {} }}",
+            st.value.is_some(),
+            st.sender_gone
+        )
+    }
+}
