@@ -106,7 +106,7 @@ impl TaskState {
     }
 }
 
-// The task layer's bits in the header's flags (10 bits; see `raw_task`).
+// The task layer's bits in the header's flags (`raw_task::FLAGS_BITS` of them).
 const STATE_MASK: u32 = 0b111;
 /// `cancel()` was called: the next step drops the future instead of polling it.
 const CANCEL_REQUESTED: u32 = 1 << 3;
@@ -210,6 +210,7 @@ impl Core<'_> {
     #[inline]
     pub(super) fn finish(&self, to: TaskState) -> Finishing {
         debug_assert!(to.is_finished());
+        debug_assert!(!self.0.has_future(), "a task finishes once its future is gone");
         if self.state().is_finished() {
             return Finishing::Already;
         }
@@ -340,7 +341,7 @@ mod tests {
                 s
             );
         }
-        const { assert!(OBSERVED < (1 << 10), "the header keeps 10 bits of task flags") };
+        const { assert!(OBSERVED < (1 << crate::event_loop::raw_task::FLAGS_BITS)) };
     }
 
     #[test]
