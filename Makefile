@@ -47,10 +47,11 @@ bench-instr-baseline: bench-build
 	$(BENCH) instr --baseline
 
 ## bench-build: the peers, the load client and the harness in release mode; the tests crate WITHOUT
-## its default fault-injection feature, so the measured runtime carries no injection checks
+## its default fault-injection feature, so the measured runtime carries no injection checks, and
+## with bench-internals (the runtime's hidden `fiber::bench`, for `peer_fiber raw_switch`)
 bench-build:
 	$(CARGO) build --release -p evloop --examples
-	$(CARGO) build --release -p evloop-tests --no-default-features --examples
+	$(CARGO) build --release -p evloop-tests --no-default-features --features bench-internals --examples
 
 ## bench-venv: a virtual environment with uvloop and greenlet for the Python peers ($(BENCH_VENV)/, gitignored).
 ## Never fails: without venv or pip (offline), asyncio runs on python3 and uvloop and greenlet show as n/a.

@@ -25,11 +25,13 @@
 //! know `F` (the loop, a `Waker`) reaches the typed parts.
 //!
 //! # States and transitions
-//! The one list of everything a task can be. The first three parts belong to this module and
-//! change only through the methods named (in `state.rs`, `task_ptr.rs`, `vtable.rs`); the task
-//! part is the task layer's, kept in `meta`'s flag bits (which this module does not interpret) and
-//! changed only through `task/state.rs`'s `Core`. Every transition `debug_assert!`s that it is
-//! one of these.
+//! The one list of everything a task can be. The stage, `NOTIFIED`, the references and `EXTRA`
+//! belong to this module and change only through the methods named (in `state.rs`,
+//! `task_ptr.rs`, `vtable.rs`); the task state and flags are the task layer's, kept in `meta`'s
+//! flag bits (which this module does not interpret) and changed only through `task/state.rs`'s
+//! `Core`. Every change of the stage and of the task state `debug_assert!`s that it is one of
+//! these (as does a reference count going below zero, and a second `detach`); `NOTIFIED` changes
+//! by single atomic operations whose result says which way they went.
 //! ```text
 //! stage: what the slot holds (loop thread)                       made by
 //!   Future  ─► Polling   a poll begins                             TaskPtr::poll

@@ -58,6 +58,9 @@
 //! A sibling of `os/`: it builds on `task/` (tasks, `sleep`), `io/` (sockets for the blocking
 //! helpers) and `event_loop/` (the trace hook), and nothing imports it.
 
+#[cfg(any(test, feature = "bench-internals"))]
+#[doc(hidden)]
+pub mod bench;
 mod builder;
 mod error;
 mod fibers;

@@ -798,46 +798,6 @@ mod tests {
         valgrind::stack_deregister(0);
     }
 
-    thread_local! {
-        static PEER: RefCell<Option<(Rc<Context>, Rc<Context>)>> = const { RefCell::new(None) };
-    }
-
-    /// Switches back to main until main passes 0, then finishes with the number of turns.
-    fn bounce(first: usize) -> Finish {
-        let (main, me) = PEER.with(|p| p.borrow().clone()).expect("peers set");
-        let mut turns = 0;
-        let mut arg = first;
-        while arg != 0 {
-            turns += 1;
-            arg = switch(&me, &main, turns);
-        }
-        PEER.with(|p| p.borrow_mut().take());
-        Finish {
-            to: main,
-            arg: turns * 100,
-        }
-    }
-
-    /// Many switches each way between two contexts, then the fiber's own end (the timing of
-    /// the same ping-pong through the whole fiber API is `make bench`'s "Fiber switch" table).
-    #[test]
-    fn two_contexts_ping_pong_and_the_fiber_ends() {
-        std::thread::spawn(|| {
-            let main = main_ctx();
-            let f = Context::new(bounce);
-            f.give_stack(stack::allocate(64 * 1024, "b").unwrap());
-            PEER.with(|p| *p.borrow_mut() = Some((main.clone(), f.clone())));
-            for i in 1..=1000 {
-                assert_eq!(switch(&main, &f, 1), i);
-                assert_eq!(f.state(), State::Suspended);
-            }
-            assert_eq!(switch(&main, &f, 0), 100_000);
-            assert_eq!(f.state(), State::Dead);
-        })
-        .join()
-        .unwrap();
-    }
-
     #[test]
     fn an_abandoned_context_never_runs_and_gives_its_stack_back() {
         let f = Context::new(entry);

@@ -97,7 +97,7 @@ impl TaskBuilder {
         F: Future + 'static,
         F::Output: 'static,
     {
-        lp.spawn_task(fut, self.name, self.eager, Location::caller())
+        spawn_on(&lp.inner, fut, self.name, self.eager, Location::caller())
     }
 
     /// `spawn_on` with the creation site given (for wrappers such as `TaskGroup::spawn`).
@@ -111,7 +111,7 @@ impl TaskBuilder {
         F: Future + 'static,
         F::Output: 'static,
     {
-        lp.spawn_task(fut, self.name, self.eager, site)
+        spawn_on(&lp.inner, fut, self.name, self.eager, site)
     }
 
     /// Creates the task on the loop running on this thread.
@@ -136,7 +136,7 @@ impl TaskBuilder {
     {
         let lp = crate::event_loop::get_running_loop()
             .map_err(|_| LoopError::new(LoopErrorKind::NoRunningLoop, "TaskBuilder::spawn"))?;
-        lp.spawn_task(fut, self.name, self.eager, Location::caller())
+        spawn_on(&lp.inner, fut, self.name, self.eager, Location::caller())
     }
 }
 
@@ -157,21 +157,7 @@ impl LoopHandle {
         F: Future + 'static,
         F::Output: 'static,
     {
-        self.spawn_task(fut, None, None, Location::caller())
-    }
-
-    pub(crate) fn spawn_task<F>(
-        &self,
-        fut: F,
-        name: Option<String>,
-        eager: Option<bool>,
-        site: &'static Location<'static>,
-    ) -> Result<Task<F::Output>, LoopError>
-    where
-        F: Future + 'static,
-        F::Output: 'static,
-    {
-        spawn_on(&self.inner, fut, name, eager, site)
+        spawn_on(&self.inner, fut, None, None, Location::caller())
     }
 
     /// Every task of this loop that has not finished (asyncio's `all_tasks()`).
@@ -263,7 +249,7 @@ impl LoopHandle {
     {
         let site = Location::caller();
         self.check_can_run("run_until_complete")?;
-        let mut task = self.spawn_task(fut, None, None, site)?;
+        let mut task = spawn_on(&self.inner, fut, None, None, site)?;
         let lp = self.clone();
         let stopper = task.add_done_callback(move |_| lp.stop());
         let ran = self.run_forever();
@@ -279,7 +265,8 @@ impl LoopHandle {
     }
 }
 
-/// Creates a task on `lp` (the work of `create_task`, `spawn` and `TaskBuilder`).
+/// Creates a task on `lp`: the work of every way of creating one (`create_task`, `spawn`,
+/// `TaskBuilder`, `run_until_complete`).
 fn spawn_on<F>(
     lp: &Rc<LoopInner>,
     fut: F,

@@ -2,7 +2,6 @@
 //! bare pointer for the duration of the step, whose caller holds the task's [`TaskPtr`].
 
 use std::cell::Cell;
-use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use crate::event_loop::raw_task::{Header, TaskPtr};
@@ -40,10 +39,7 @@ impl CurrentTask {
         // SAFETY: a pointer is in the slot only inside `enter`, whose caller holds a reference
         // to that task for the whole call; we take one more.
         unsafe { ptr.as_ref() }.ref_inc();
-        Some(TaskPtr {
-            ptr,
-            _not_send: PhantomData,
-        })
+        Some(TaskPtr::from_counted(ptr))
     }
 
     /// Whether `task` is the current task.

@@ -37,10 +37,7 @@ impl Notified {
             return None; // dropping `self` releases the reference
         }
         let me = ManuallyDrop::new(self);
-        Some(TaskPtr {
-            ptr: me.ptr,
-            _not_send: PhantomData,
-        })
+        Some(TaskPtr::from_counted(me.ptr))
     }
 }
 

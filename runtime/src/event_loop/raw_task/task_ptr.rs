@@ -25,10 +25,20 @@ use crate::event_loop::raw_task::{Header, Init, Notified, RawCell, Schedule, Slo
 /// queue, `Task` handles and `TaskRef`s hold these.
 pub(crate) struct TaskPtr {
     pub(super) ptr: NonNull<Header>,
-    pub(super) _not_send: PhantomData<*const ()>,
+    _not_send: PhantomData<*const ()>,
 }
 
 impl TaskPtr {
+    /// Takes over one reference to the cell at `ptr` that the caller owns (a fresh cell's, a
+    /// `Notified`'s, or one just counted for it), on the loop's thread.
+    #[inline]
+    pub(super) fn from_counted(ptr: NonNull<Header>) -> TaskPtr {
+        TaskPtr {
+            ptr,
+            _not_send: PhantomData,
+        }
+    }
+
     /// Allocates a task holding `future`, scheduled through `S` when woken. The new cell has one
     /// reference (the returned handle) and `NOTIFIED` set: its creator queues the first step.
     pub(crate) fn new<F, S>(future: F, init: Init) -> TaskPtr
@@ -61,10 +71,7 @@ impl TaskPtr {
         };
         // SAFETY: `cell` is a fresh allocation with `RawCell<F>`'s layout.
         unsafe { cell.as_ptr().write(value) };
-        TaskPtr {
-            ptr: cell.cast(),
-            _not_send: PhantomData,
-        }
+        TaskPtr::from_counted(cell.cast())
     }
 
     /// The header (the loop's thread reads and writes its `Cell` fields).
@@ -140,12 +147,10 @@ impl TaskPtr {
     /// the future is being polled already (a poll of a task reached its own `poll` again).
     #[inline]
     pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<Option<Panic>> {
-        let header = self.header();
-        match header.stage() {
-            Stage::Future => {}
-            Stage::Polling => refuse_while_polling("TaskPtr::poll"),
-            Stage::Empty | Stage::Output => return Poll::Ready(None),
+        if !self.holds(Stage::Future, "TaskPtr::poll") {
+            return Poll::Ready(None);
         }
+        let header = self.header();
         header.set_stage(Stage::Polling);
         // SAFETY: the slot holds the future (its stage was `Future`), and it is `Polling` now, so
         // nothing else reaches the slot until the vtable's poll sets the stage back (every other
@@ -158,17 +163,12 @@ impl TaskPtr {
     /// returned. The slot is empty afterwards either way. Aborts the process if the future is
     /// being polled (dropping it under its own poll would free what the poll is using).
     pub(crate) fn drop_future(&self) -> Result<(), Panic> {
-        match self.header().stage() {
-            Stage::Future => {}
-            Stage::Polling => refuse_while_polling("TaskPtr::drop_future"),
-            Stage::Empty | Stage::Output => return Ok(()),
+        if !self.holds(Stage::Future, "TaskPtr::drop_future") {
+            return Ok(());
         }
         // SAFETY: the slot holds the future and no poll is running (the stage is `Future`);
         // `drop_future` marks it empty before dropping.
-        catch_unwind(AssertUnwindSafe(|| unsafe {
-            (self.header().vtable.drop_future)(self.ptr)
-        }))
-        .map_err(Panic::from_payload)
+        unsafe { self.drop_slot(self.header().vtable.drop_future) }
     }
 
     /// Moves the output out of the slot if it holds one of type `T` (once: the slot is empty
@@ -177,12 +177,7 @@ impl TaskPtr {
     /// Aborts the process if the future is being polled.
     pub(crate) fn take_output<T: 'static>(&self) -> Option<T> {
         let header = self.header();
-        match header.stage() {
-            Stage::Output => {}
-            Stage::Polling => refuse_while_polling("TaskPtr::take_output"),
-            Stage::Empty | Stage::Future => return None,
-        }
-        if (header.vtable.output_type)() != TypeId::of::<T>() {
+        if !self.holds(Stage::Output, "TaskPtr::take_output") || (header.vtable.output_type)() != TypeId::of::<T>() {
             return None;
         }
         let mut out = MaybeUninit::<T>::uninit();
@@ -197,16 +192,31 @@ impl TaskPtr {
     /// Drops the output if the slot holds one; a panicking destructor is caught and returned.
     /// Aborts the process if the future is being polled.
     pub(crate) fn drop_output(&self) -> Result<(), Panic> {
-        match self.header().stage() {
-            Stage::Output => {}
-            Stage::Polling => refuse_while_polling("TaskPtr::drop_output"),
-            Stage::Empty | Stage::Future => return Ok(()),
+        if !self.holds(Stage::Output, "TaskPtr::drop_output") {
+            return Ok(());
         }
         // SAFETY: the slot holds the output; `drop_output` marks it empty before dropping.
-        catch_unwind(AssertUnwindSafe(|| unsafe {
-            (self.header().vtable.drop_output)(self.ptr)
-        }))
-        .map_err(Panic::from_payload)
+        unsafe { self.drop_slot(self.header().vtable.drop_output) }
+    }
+
+    /// Whether the slot is at stage `want`; the guard of every access to the slot: it aborts the
+    /// process (`op` names the access) while the future is being polled.
+    #[inline]
+    fn holds(&self, want: Stage, op: &str) -> bool {
+        match self.header().stage() {
+            Stage::Polling => refuse_while_polling(op),
+            stage => stage == want,
+        }
+    }
+
+    /// Runs one of the vtable's drop functions on the slot; a panicking destructor is caught
+    /// and returned.
+    ///
+    /// # Safety
+    /// The slot holds what `drop` drops, and no poll is running.
+    unsafe fn drop_slot(&self, drop: unsafe fn(NonNull<Header>)) -> Result<(), Panic> {
+        // SAFETY: per the contract.
+        catch_unwind(AssertUnwindSafe(|| unsafe { drop(self.ptr) })).map_err(Panic::from_payload)
     }
 }
 
@@ -214,10 +224,7 @@ impl Clone for TaskPtr {
     #[inline]
     fn clone(&self) -> TaskPtr {
         self.header().ref_inc();
-        TaskPtr {
-            ptr: self.ptr,
-            _not_send: PhantomData,
-        }
+        TaskPtr::from_counted(self.ptr)
     }
 }
 
