@@ -8,7 +8,8 @@
 //! documentation (`event_loop/raw_task.rs`), which lists them together with the cell's own
 //! stage and wake bit; the methods whose outcome decides what the caller does next return it
 //! `#[must_use]`. The step, the handles and the spawning functions (`step.rs`, `handle.rs`,
-//! `spawn.rs`) read and change the state only through here.
+//! `spawn.rs`) read and change the state only through here; the task tree (`tree.rs`) reads it.
+
 use std::panic::Location;
 use std::rc::Rc;
 
