@@ -47,10 +47,11 @@ bench-instr-baseline: bench-build
 	$(BENCH) instr --baseline
 
 ## bench-build: the peers, the load client and the harness in release mode; the tests crate WITHOUT
-## its default fault-injection feature, so the measured runtime carries no injection checks
+## its default fault-injection feature, so the measured runtime carries no injection checks, and
+## with bench-internals (the runtime's hidden `fiber::bench`, for `peer_fiber raw_switch`)
 bench-build:
 	$(CARGO) build --release -p evloop --examples
-	$(CARGO) build --release -p evloop-tests --no-default-features --examples
+	$(CARGO) build --release -p evloop-tests --no-default-features --features bench-internals --examples
 
 ## bench-venv: a virtual environment with uvloop and greenlet for the Python peers ($(BENCH_VENV)/, gitignored).
 ## Never fails: without venv or pip (offline), asyncio runs on python3 and uvloop and greenlet show as n/a.
@@ -72,10 +73,10 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-## miri: the raw task cell's own tests (event_loop/raw_task.rs, the runtime's unsafe module) under
-## Miri: Stacked Borrows, then Tree Borrows with strict provenance, then thread interleavings of
-## the cross-thread waker test under 16 seeds. Installs a nightly toolchain with Miri through
-## rustup when it is missing.
+## miri: the raw task cell's own tests (every test under event_loop::raw_task: raw_task/tests.rs
+## and raw_task/state.rs; the cell is the runtime's unsafe module) under Miri: Stacked Borrows,
+## then Tree Borrows with strict provenance, then thread interleavings of the cross-thread waker
+## test under 16 seeds. Installs a nightly toolchain with Miri through rustup when it is missing.
 MIRI_TESTS := event_loop::raw_task
 miri:
 	@rustup run nightly cargo miri --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal -c miri

@@ -2,8 +2,9 @@
 //! (tests/examples/bench/fibers.rs drives it; tests/bench/peer_greenlet.py is its Python peer).
 //!
 //! ```text
-//! cargo build --release -p evloop-tests --no-default-features --examples
+//! cargo build --release -p evloop-tests --no-default-features --features bench-internals --examples
 //! target/release/examples/peer_fiber switch --n 10000000       # ping-pong of two fibers
+//! target/release/examples/peer_fiber raw_switch --n 10000000   # the register switch alone
 //! target/release/examples/peer_fiber task_wake --n 1000000 --pairs 1   # the same hand-off between tasks
 //! target/release/examples/peer_fiber suspended --n 100000      # memory per suspended fiber
 //! target/release/examples/peer_fiber echo --variant fiber --port 0     # fiber | task
@@ -14,6 +15,9 @@
 //! - `switch`: two fibers, A and B, switch to each other N times each, carrying a `u64`;
 //!   `ns_per_switch` is the wall time over the 2N switches (what `greenlet.switch` costs in
 //!   peer_greenlet.py);
+//! - `raw_switch`: the same ping-pong with the register switch alone (`Context` and its checks,
+//!   without values, the running fiber or parents), through the runtime's hidden
+//!   `fiber::bench::raw_switch`: it needs the `bench-internals` feature, and says `n/a` without;
 //! - `task_wake`: pairs of tasks hand a turn to each other N times in all, each hand-off a
 //!   wake of the other task and a poll of it (`ns_per_handoff`, repeated as `ns_per_switch` so
 //!   the harness reads both cases alike); with one pair, every hand-off
@@ -50,6 +54,7 @@ const READ_SIZE: usize = 64 * 1024;
 
 const USAGE: &str = "usage: peer_fiber SUBCOMMAND [OPTIONS]
   switch [--n N]                   ping-pong of two fibers, N switches each way (10000000)
+  raw_switch [--n N]               the same with the register switch alone (10000000; bench-internals)
   task_wake [--n N] [--pairs P]    N task hand-offs (wake + poll) among P pairs of tasks (1000000, 1)
   suspended [--n N]                N suspended fibers: resident bytes each (100000)
   echo [--variant V] [--port P]    TCP echo server, V = fiber | task (fiber), on 127.0.0.1:P";
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
     let run = || -> Result<(), Box<dyn Error>> {
         match args.first().map(String::as_str) {
             Some("switch") => switch(number("--n", 10_000_000)?),
+            Some("raw_switch") => raw_switch(number("--n", 10_000_000)?),
             Some("task_wake") => task_wake(number("--n", 1_000_000)?, number("--pairs", 1)?.max(1)),
             Some("suspended") => suspended(number("--n", 100_000)?),
             Some("echo") => echo(flag("--variant").unwrap_or("fiber"), number("--port", 0)? as u16),
@@ -92,6 +98,23 @@ fn main() -> ExitCode {
 
 // ---------------------------------------------------------------------------------------------
 // switch
+
+#[cfg(feature = "bench-internals")]
+fn raw_switch(n: usize) -> Result<(), Box<dyn Error>> {
+    let took = evloop::fiber::bench::raw_switch(n);
+    println!(
+        "{{\"ns_per_switch\":{:.3},\"switches\":{}}}",
+        took.as_secs_f64() * 1e9 / (2.0 * n.max(1) as f64),
+        2 * n
+    );
+    Ok(())
+}
+
+#[cfg(not(feature = "bench-internals"))]
+fn raw_switch(_n: usize) -> Result<(), Box<dyn Error>> {
+    println!("n/a: built without the bench-internals feature (make bench-build turns it on)");
+    Ok(())
+}
 
 fn switch(n: usize) -> Result<(), Box<dyn Error>> {
     // A and B find each other through a shared slot; B is started by A's first switch.

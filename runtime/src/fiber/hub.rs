@@ -27,7 +27,10 @@ use std::time::Duration;
 
 use crate::event_loop::LoopHandle;
 use crate::event_loop::get_running_loop;
-use crate::fiber::{Builder, Fiber, FiberError, Message, State, Value, current_core, kill, receive, transfer};
+use crate::fiber::fibers::{Message, current_core};
+use crate::fiber::switch::State;
+use crate::fiber::transfer::{ensure_context, kill, receive, transfer};
+use crate::fiber::{Builder, Fiber, FiberError, Value};
 use crate::io::addr::ToSocketAddrs;
 use crate::io::net::{TcpListener, TcpStream, UnixAddr, UnixListener, UnixStream};
 use crate::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -53,7 +56,7 @@ impl<T: 'static> Future for FiberFuture<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let this = self.get_mut();
         let core = &this.fiber.core;
-        if core.state.get() != State::Dead {
+        if core.state() != State::Dead {
             if let Some(hub) = &core.hub {
                 let waker = match hub.waker.take() {
                     Some(w) if w.will_wake(cx.waker()) => w,
@@ -80,7 +83,7 @@ impl<T: 'static> Future for FiberFuture<T> {
                 Err(e) => panic!("{e}"),
             }
         }
-        if core.state.get() != State::Dead {
+        if core.state() != State::Dead {
             return Poll::Pending;
         }
         match this.out.take() {
@@ -95,7 +98,7 @@ impl<T> Drop for FiberFuture<T> {
     /// handles to it exist.
     fn drop(&mut self) {
         let core = &self.fiber.core;
-        if matches!(core.state.get(), State::Suspended | State::Fresh) {
+        if matches!(core.state(), State::Suspended | State::Fresh) {
             kill(core);
         }
     }
@@ -207,7 +210,7 @@ impl Builder {
             Value::unit()
         });
         let fiber = self.make(body, Some(HubState { waker: Cell::new(None) }));
-        crate::fiber::ensure_context(&fiber.core)?;
+        ensure_context(&fiber.core)?;
         let name = fiber.name();
         TaskBuilder::new()
             .name(name)

@@ -198,8 +198,22 @@ pub struct StackStats {
     pub guard_kind: GuardKind,
 }
 
-/// The stack statistics of the calling thread.
-pub(crate) fn stats() -> StackStats {
+/// The calling thread's fiber stacks: in use, free in its pool, mapped; and how this process
+/// installs guard pages.
+///
+/// ```
+/// use evloop::fiber::{stack_stats, Fiber};
+///
+/// let before = stack_stats().in_use;
+/// let f = Fiber::new(|_| {
+///     let _ = Fiber::main().switch(());
+/// });
+/// f.switch(()).unwrap(); // started: it owns a stack now
+/// assert_eq!(stack_stats().in_use, before + 1);
+/// drop(f); // unwound, its stack back in the pool
+/// assert_eq!(stack_stats().in_use, before);
+/// ```
+pub fn stack_stats() -> StackStats {
     POOL.try_with(|p| {
         let p = p.borrow();
         StackStats {
@@ -513,13 +527,13 @@ mod tests {
     fn stacks_come_from_chunks_and_are_recycled_warm() {
         // A size no other test of this thread uses.
         let size = round_size(48 * 1024);
-        let before = stats();
+        let before = stack_stats();
         let a = allocate(size, "a").unwrap();
         let b = allocate(size, "b").unwrap();
         let (lo, hi) = a.bounds();
         assert_eq!(hi - lo, size);
         assert_eq!(a.size(), size);
-        let after = stats();
+        let after = stack_stats();
         assert_eq!(after.in_use, before.in_use + 2);
         assert_eq!(after.chunks, before.chunks + 1, "both from one chunk");
         assert_ne!(after.guard_kind, GuardKind::NotProbed);
@@ -527,6 +541,6 @@ mod tests {
         let c = allocate(size, "c").unwrap();
         assert_eq!(c.bounds(), (lo, hi), "the warm stack is reused first");
         drop((b, c));
-        assert_eq!(stats().in_use, before.in_use);
+        assert_eq!(stack_stats().in_use, before.in_use);
     }
 }

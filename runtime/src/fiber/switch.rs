@@ -13,11 +13,23 @@
 //! aarch64. That cannot be written in Rust (a function cannot change its own stack pointer and
 //! return somewhere else), hence the assembly and the `unsafe`.
 //!
-//! A fiber that has never run has nothing saved yet, so [`Context::new`] writes a first frame
-//! by hand at the top of its stack: zeroed registers, two of them holding the address of the
-//! [`Context`] and of [`fiber_start`], and as return address a three-instruction trampoline
+//! A fiber that has never run has nothing saved yet, so [`Context::give_stack`] writes a first
+//! frame by hand at the top of its stack: zeroed registers, two of them holding the address of
+//! the [`Context`] and of [`fiber_start`], and as return address a three-instruction trampoline
 //! that calls `fiber_start(arg, context)`. The first switch into the fiber "returns" into the
 //! trampoline.
+//!
+//! # The fiber's state
+//! [`State`] is the one state of a fiber: the fiber layer above reads it from the context and
+//! never keeps a copy. Only this module changes it, each change at the switch that makes it
+//! true:
+//! ```text
+//! Fresh ──first switch to it────► Running      switch (`to` must have its stack by then)
+//! Running ──switch away─────────► Suspended    switch (`from`)
+//! Suspended ──switch to it──────► Running      switch (`to`)
+//! Running ──its last switch─────► Dead         exit (the entry function returned)
+//! Fresh ──given up, never run───► Dead         Context::abandon
+//! ```
 //!
 //! # Ownership, which is what makes the safe API sound
 //! * A [`Context`] owns its [`Stack`] (which owns its memory: see `stack.rs`), so no other code
@@ -60,24 +72,27 @@ pub(crate) struct Finish {
 /// go when it is done.
 pub(crate) type Entry = fn(usize) -> Finish;
 
+/// Where a fiber is in its life (see the module documentation for who changes it).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum State {
-    /// Has a hand-made first frame and has never run.
+pub(crate) enum State {
+    /// Has never run: no stack yet, or a stack with a hand-made first frame.
     Fresh,
     /// Executing now (one per thread).
     Running,
     /// Stopped inside `switch`; its registers are saved on its stack.
     Suspended,
-    /// Its entry function returned and it switched away for good.
-    Finished,
+    /// Its entry function returned (its function returned, panicked or was thrown out) and it
+    /// switched away for good, or it was abandoned before it ran.
+    Dead,
 }
 
 /// An execution context: the thread's own stack, or a fiber stack with its saved registers.
 pub(crate) struct Context {
-    /// The saved stack pointer (valid while `Fresh` or `Suspended`).
+    /// The saved stack pointer (valid while `Suspended`, or `Fresh` with a stack).
     sp: Cell<usize>,
     state: Cell<State>,
-    /// `None` for the thread's own context, and for a finished fiber after its stack went back.
+    /// `None` for the thread's own context, for a fresh fiber before `give_stack`, and for a
+    /// dead fiber after its stack went back.
     stack: Cell<Option<Stack>>,
     entry: Option<Entry>,
     /// A context that finished by switching here; dropped (with its stack) when this one runs.
@@ -116,34 +131,62 @@ impl Context {
         Some(ctx)
     }
 
-    /// A fresh context on `stack` that runs `entry` when first switched to.
-    pub(crate) fn new(stack: Stack, entry: Entry) -> Rc<Context> {
+    /// A fresh context that runs `entry` when first switched to, once it has a stack
+    /// ([`give_stack`](Context::give_stack): fibers get theirs at their first switch).
+    pub(crate) fn new(entry: Entry) -> Rc<Context> {
+        Rc::new(Context {
+            sp: Cell::new(0),
+            state: Cell::new(State::Fresh),
+            stack: Cell::new(None),
+            entry: Some(entry),
+            grave: Cell::new(None),
+            keep: Cell::new(None),
+            valgrind_id: Cell::new(0),
+        })
+    }
+
+    /// Gives a fresh context without a stack its stack, writing the first frame on it.
+    pub(crate) fn give_stack(&self, stack: Stack) {
+        if self.state.get() != State::Fresh || self.has_stack() || self.entry.is_none() {
+            fatal("a stack given to a context that is not a fresh fiber without one");
+        }
         let (lo, hi) = stack.bounds();
         if hi - lo < 4096 {
             fatal("a fiber stack is smaller than a page");
         }
-        let ctx = Rc::new(Context {
-            sp: Cell::new(0),
-            state: Cell::new(State::Fresh),
-            stack: Cell::new(Some(stack)),
-            entry: Some(entry),
-            grave: Cell::new(None),
-            keep: Cell::new(None),
-            valgrind_id: Cell::new(valgrind::stack_register(lo, hi)),
-        });
+        self.stack.set(Some(stack));
+        self.valgrind_id.set(valgrind::stack_register(lo, hi));
         // SAFETY: `lo..hi` is the usable part of a stack this context now owns (mapped
         // read-write, owned by no one else: see `Stack::bounds`); the context is fresh, so no
         // frame lives there yet, and the frame written below the top fits (the stack is at
-        // least a page). The address stored is the Rc's, which stays put while the Rc lives.
-        let sp = unsafe { arch::initial_frame(hi, Rc::as_ptr(&ctx) as usize) };
-        ctx.sp.set(sp);
-        ctx
+        // least a page). The address stored is this context's, inside the `Rc` that `new`
+        // made (contexts exist only in one), which stays put while the `Rc` lives.
+        let sp = unsafe { arch::initial_frame(hi, self as *const Context as usize) };
+        self.sp.set(sp);
     }
 
-    /// Whether it has never run.
-    #[cfg(test)]
-    pub(crate) fn is_fresh(&self) -> bool {
-        self.state.get() == State::Fresh
+    /// Whether it has a stack (a fresh fiber gets one at its first switch).
+    pub(crate) fn has_stack(&self) -> bool {
+        let stack = self.stack.take();
+        let has = stack.is_some();
+        self.stack.set(stack);
+        has
+    }
+
+    /// The fiber's state: the only copy of it.
+    #[inline]
+    pub(crate) fn state(&self) -> State {
+        self.state.get()
+    }
+
+    /// Fresh -> Dead: a fiber given up before it ran (thrown into, or its last handle dropped);
+    /// its stack, if it got one, goes back now.
+    pub(crate) fn abandon(&self) {
+        if self.state.get() != State::Fresh {
+            fatal("abandon of a context that has run");
+        }
+        self.state.set(State::Dead);
+        self.release_stack();
     }
 
     /// Drops what a switch into this context left for it: a finished context (whose stack
@@ -202,10 +245,13 @@ pub(crate) fn switch(from: &Context, to: &Rc<Context>, arg: usize) -> usize {
         fatal("switch from a context that is not running");
     }
     if !matches!(to.state.get(), State::Fresh | State::Suspended) {
-        fatal("switch to a context that is running or finished");
+        fatal("switch to a context that is running or dead");
+    }
+    let fresh = to.state.get() == State::Fresh;
+    if fresh && !to.has_stack() {
+        fatal("switch to a fresh context that has no stack");
     }
     let to_sp = to.sp.get();
-    let fresh = to.state.get() == State::Fresh;
     from.state.set(State::Suspended);
     to.state.set(State::Running);
     // Once `to` runs, it must not depend on the caller's reference (the caller is suspended,
@@ -216,8 +262,8 @@ pub(crate) fn switch(from: &Context, to: &Rc<Context>, arg: usize) -> usize {
         keep_self(to.clone());
     }
     // SAFETY: `to_sp` is the stack pointer `to` saved when it was suspended, or the one of the
-    // first frame `Context::new` wrote; its stack is alive (owned by `to`, alive as explained
-    // above) and nothing has run on it since. `from.sp` is a live Cell of a context that stays
+    // first frame `Context::give_stack` wrote (a fresh `to` has its stack: checked above); its
+    // stack is alive (owned by `to`, alive as explained above) and nothing has run on it since. `from.sp` is a live Cell of a context that stays
     // alive while suspended (its own frames or the thread's reference hold it). The switch
     // saves exactly the registers the calling convention makes callee-saved, which is all a
     // call is allowed to assume preserved.
@@ -239,7 +285,7 @@ fn keep_self(ctx: Rc<Context>) {
 /// [`Finish`] says where to go.
 extern "C" fn fiber_start(arg: usize, ctx: usize) -> ! {
     let ctx = ctx as *const Context;
-    // SAFETY: `ctx` is the address `Context::new` wrote into this stack's first frame, of the
+    // SAFETY: `ctx` is the address `give_stack` wrote into this stack's first frame, of the
     // Rc'd context that owns this stack; the switch that started us put a strong reference to
     // it into its `keep` slot just before jumping, so it is alive, and only this thread uses it.
     let keep = unsafe { (*ctx).keep.take() };
@@ -262,10 +308,13 @@ extern "C" fn fiber_start(arg: usize, ctx: usize) -> ! {
 fn exit(me: Rc<Context>, finish: Finish) -> ! {
     let Finish { to, arg } = finish;
     if !matches!(to.state.get(), State::Fresh | State::Suspended) {
-        fatal("a finished fiber switches to a context that is running or finished");
+        fatal("a finished fiber switches to a context that is running or dead");
+    }
+    if to.state.get() == State::Fresh && !to.has_stack() {
+        fatal("a finished fiber switches to a fresh context that has no stack");
     }
     let to_sp = to.sp.get();
-    me.state.set(State::Finished);
+    me.state.set(State::Dead);
     to.state.set(State::Running);
     to.grave.set(Some(me));
     keep_self(to);
@@ -725,12 +774,15 @@ mod tests {
     fn a_context_runs_its_entry_and_comes_back_with_a_word() {
         std::thread::spawn(|| {
             let main = main_ctx();
-            let fiber = Context::new(stack::allocate(64 * 1024, "t").unwrap(), entry);
-            assert!(fiber.is_fresh());
+            let fiber = Context::new(entry);
+            assert!(fiber.state() == State::Fresh && !fiber.has_stack());
+            fiber.give_stack(stack::allocate(64 * 1024, "t").unwrap());
+            assert!(fiber.state() == State::Fresh && fiber.has_stack());
             let back = switch(&main, &fiber, 7);
             assert_eq!(back, 70);
             assert_eq!(LOG.with(|l| l.borrow().clone()), [7]);
-            assert_eq!(fiber.state.get(), State::Finished);
+            assert_eq!(fiber.state(), State::Dead);
+            assert!(!fiber.has_stack(), "its stack went back when main ran again");
             assert!(Context::for_thread().is_none(), "one thread context per thread");
         })
         .join()
@@ -745,46 +797,14 @@ mod tests {
         }
         valgrind::stack_deregister(0);
     }
-}
-
-/// The cost of the switch alone, without the fiber layer above it (values, parents, the
-/// running fiber): `cargo test --release -p evloop --lib raw_switch_cost -- --ignored --nocapture`.
-#[cfg(test)]
-mod raw_bench {
-    use super::*;
-    use crate::fiber::stack;
-
-    thread_local! {
-        static PEER: RefCell<Option<(Rc<Context>, Rc<Context>)>> = const { RefCell::new(None) };
-    }
-
-    fn bounce(_arg: usize) -> Finish {
-        let (main, me) = PEER.with(|p| p.borrow().clone()).unwrap();
-        loop {
-            switch(&me, &main, 0);
-        }
-    }
 
     #[test]
-    #[ignore]
-    fn raw_switch_cost() {
-        std::thread::spawn(|| {
-            let main = Context::for_thread().unwrap();
-            let f = Context::new(stack::allocate(64 * 1024, "b").unwrap(), bounce);
-            PEER.with(|p| *p.borrow_mut() = Some((main.clone(), f.clone())));
-            let n: u32 = std::env::var("RAW_N")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(20_000_000);
-            let t = std::time::Instant::now();
-            for _ in 0..n {
-                switch(&main, &f, 0);
-            }
-            let ns = t.elapsed().as_nanos() as f64 / (2.0 * n as f64);
-            eprintln!("raw switch: {ns:.2} ns");
-            std::process::exit(0);
-        })
-        .join()
-        .unwrap();
+    fn an_abandoned_context_never_runs_and_gives_its_stack_back() {
+        let f = Context::new(entry);
+        f.give_stack(stack::allocate(64 * 1024, "a").unwrap());
+        f.abandon();
+        assert_eq!(f.state(), State::Dead);
+        assert!(!f.has_stack());
+        assert_eq!(LOG.with(|l| l.borrow().len()), 0, "its entry never ran");
     }
 }

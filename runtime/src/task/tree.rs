@@ -30,7 +30,7 @@ use std::panic::Location;
 
 use crate::event_loop::trace::Awaiting;
 use crate::event_loop::{LoopHandle, with_running};
-use crate::task::{Core, TaskState};
+use crate::task::state::{Core, TaskState};
 
 /// One task in a [`TaskTree`].
 ///

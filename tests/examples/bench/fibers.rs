@@ -3,8 +3,9 @@
 //! tasks, in one run, alternating:
 //!
 //! - switch cost: a ping-pong of two fibers (`peer_fiber switch`) against the same ping-pong of
-//!   two greenlets, and against the hand-off between two evloop tasks (a wake and a poll:
-//!   `peer_fiber task_wake`, with one pair of tasks and with 64);
+//!   two greenlets, against the register switch alone under it (`peer_fiber raw_switch`), and
+//!   against the hand-off between two evloop tasks (a wake and a poll: `peer_fiber task_wake`,
+//!   with one pair of tasks and with 64);
 //! - memory per suspended fiber: RSS growth over N fibers (greenlets) each started and
 //!   suspended, with N = 100,000 in the full run (which is also the "100,000 suspended fibers in
 //!   one process" target);
@@ -179,6 +180,12 @@ pub fn run(env: &Env, plan: &Plan) -> FiberResults {
             n: switch_n / 10,
         },
         Entrant {
+            label: "evloop register switch alone",
+            is_evloop: true,
+            prog: Prog::Fiber(&["raw_switch"]),
+            n: switch_n,
+        },
+        Entrant {
             label: "evloop task wake + poll, 1 pair",
             is_evloop: true,
             prog: Prog::Fiber(&["task_wake", "--pairs", "1"]),
@@ -204,6 +211,12 @@ pub fn run(env: &Env, plan: &Plan) -> FiberResults {
                  `peer_greenlet.py switch --n {}`: the same with two greenlets (CPython's call overhead included). \
                  {runs} runs each.",
                 switch_n / 10
+            ),
+            format!(
+                "`peer_fiber raw_switch --n {switch_n}`: the same ping-pong between a thread's own context and one \
+                 fiber context with the register switch alone (`Context` and its checks, none of the fiber layer \
+                 above it), through the runtime's hidden `fiber::bench::raw_switch` (the `bench-internals` feature \
+                 that `make bench-build` turns on)."
             ),
             format!(
                 "`peer_fiber task_wake --n {handoff_n} --pairs P`: two tasks hand a turn to each other, each hand-off a \

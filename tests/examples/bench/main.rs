@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! cargo build --release -p evloop --examples
-//! cargo build --release -p evloop-tests --no-default-features --examples
+//! cargo build --release -p evloop-tests --no-default-features --features bench-internals --examples
 //! target/release/examples/bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps,fibers] [--runs N] [--out FILE]
 //! target/release/examples/bench instr ...   # instructions per operation under callgrind (instr.rs)
 //! ```
