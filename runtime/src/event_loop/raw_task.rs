@@ -1,6 +1,6 @@
 //! The raw task cell: one allocation per task, holding a small header and then the future, whose
 //! slot is reused for the output; its `Waker` is a pointer to the header with a hand-written
-//! vtable. This module (with its submodules) and the fiber switch are the only places outside
+//! vtable. This file and the fiber switch are the only places outside
 //! `evloop-syscalls` where evloop writes `unsafe` (docs/design.md; `docs/11-the-task-cell.md`
 //! explains why, with numbers). Its soundness rests on this module alone: the stage guards the
 //! slot against every access during a poll, whatever the layer above does.
@@ -26,8 +26,8 @@
 //!
 //! # States and transitions
 //! The one list of everything a task can be. The stage, `NOTIFIED`, the references and `EXTRA`
-//! belong to this module and change only through the methods named (in `state.rs`,
-//! `task_ptr.rs`, `vtable.rs`); the task state and flags are the task layer's, kept in `meta`'s
+//! belong to this module and change only through the methods named (here and in
+//! `raw_task/state.rs`); the task state and flags are the task layer's, kept in `meta`'s
 //! flag bits (which this module does not interpret) and changed only through `task/state.rs`'s
 //! `Core`. Every change of the stage and of the task state `debug_assert!`s that it is one of
 //! these (as does a reference count going below zero, and a second `detach`); `NOTIFIED` changes
@@ -106,39 +106,37 @@
 //! again for the next iteration.
 //!
 //! # Files
-//! This file: the header, the cell's layout and the extra part. `state.rs`: the two state words
-//! and their transitions (no `unsafe`). `task_ptr.rs`: [`TaskPtr`], the loop thread's counted
-//! reference, and the safe operations on the slot. `vtable.rs`: the functions monomorphised for
-//! one future type and the waker vtable. `notified.rs`: [`Notified`] and [`OwnerToken`], the
-//! reference that crosses threads. `current.rs`: [`CurrentTask`]. `tests.rs`: the cell on its
-//! own, under Miri (`make miri`).
+//! Every `unsafe` line of the cell is in this one file, in sections: the header, the cell's layout
+//! and the extra part; [`CurrentTask`]; [`Notified`] and [`OwnerToken`], the reference that crosses
+//! threads; [`TaskPtr`], the loop thread's counted reference, and the safe operations on the slot;
+//! the vtable (the functions monomorphised for one future type, and the waker vtable). Beside it,
+//! `raw_task/state.rs` holds the two state words and their transitions (no `unsafe`), and
+//! `raw_task/tests.rs` the cell's own tests, which `make miri` runs under Miri.
 
-mod current;
-mod notified;
 mod state;
-mod task_ptr;
 #[cfg(test)]
 mod tests;
-mod vtable;
 
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::any::TypeId;
 use std::cell::{Cell, UnsafeCell};
 use std::future::Future;
-use std::mem::ManuallyDrop;
-use std::panic::Location;
+use std::marker::PhantomData;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::panic::{AssertUnwindSafe, Location, catch_unwind};
+use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicUsize;
-use std::task::Waker;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use crate::event_loop::error::Panic;
 use crate::event_loop::handle::CallbackId;
 
-pub(crate) use self::current::CurrentTask;
-pub(crate) use self::notified::{Notified, OwnerToken};
+use self::state::{NOTIFIED, REF_ONE, Stage, initial_meta, refuse_while_polling};
+
 #[cfg(test)]
 pub(crate) use self::state::FLAGS_BITS;
 pub(crate) use self::state::MAX_SITE_ID;
-pub(crate) use self::task_ptr::TaskPtr;
-use self::vtable::Vtable;
 
 /// Where a woken task goes: implemented by the loop (its ready queue or remote queue) and by the
 /// tests of this module (a plain queue).
@@ -302,5 +300,578 @@ unsafe fn release(ptr: NonNull<Header>) {
     if last {
         // SAFETY: that was the last reference: nobody else can reach the cell any more.
         unsafe { (ptr.as_ref().vtable.dealloc)(ptr) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// [`CurrentTask`]: the task a loop is stepping right now (asyncio's `current_task()`), kept as a
+// bare pointer for the duration of the step, whose caller holds the task's [`TaskPtr`].
+
+/// The task being stepped, if any: set only for the duration of a step by [`CurrentTask::enter`],
+/// whose caller holds the task's [`TaskPtr`], so the pointer stored here is always alive.
+#[derive(Default)]
+pub(crate) struct CurrentTask {
+    ptr: Cell<Option<NonNull<Header>>>,
+}
+
+impl CurrentTask {
+    /// Runs `f` with `task` as the current task (nested calls stack; the previous one comes back
+    /// afterwards, also when `f` panics).
+    pub(crate) fn enter<R>(&self, task: &TaskPtr, f: impl FnOnce() -> R) -> R {
+        struct Restore<'a> {
+            slot: &'a Cell<Option<NonNull<Header>>>,
+            previous: Option<NonNull<Header>>,
+        }
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                self.slot.set(self.previous);
+            }
+        }
+        let _restore = Restore {
+            slot: &self.ptr,
+            previous: self.ptr.replace(Some(task.ptr)),
+        };
+        f()
+    }
+
+    /// A reference to the current task.
+    pub(crate) fn get(&self) -> Option<TaskPtr> {
+        let ptr = self.ptr.get()?;
+        // SAFETY: a pointer is in the slot only inside `enter`, whose caller holds a reference
+        // to that task for the whole call; we take one more.
+        unsafe { ptr.as_ref() }.ref_inc();
+        Some(TaskPtr::from_counted(ptr))
+    }
+
+    /// Whether `task` is the current task.
+    pub(crate) fn is(&self, task: &TaskPtr) -> bool {
+        self.ptr.get() == Some(task.ptr)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// [`Notified`]: the counted reference a wake hands to the scheduler, the one kind of reference
+// that crosses threads (from a waker on any thread to its loop's ready or remote queue), and
+// [`OwnerToken`], the loop's proof of being on its own thread, which alone turns a `Notified`
+// back into a [`TaskPtr`].
+
+/// A counted reference to a woken task, on its way to its loop's queue from any thread. It only
+/// touches the reference count; [`Notified::into_local`] turns it back into a [`TaskPtr`] on the
+/// owning loop's thread.
+pub(crate) struct Notified {
+    pub(super) ptr: NonNull<Header>,
+}
+
+// SAFETY: a `Notified` only ever touches the atomic `state` and the immutable `owner` and
+// `vtable` of its cell; the `Cell` fields are reached only after `into_local`, which requires the
+// owning loop's `!Send` token, i.e. the owning loop's thread. Freeing the cell from another thread
+// drops only `Send` data (see the module documentation).
+unsafe impl Send for Notified {}
+// SAFETY: as above; `&Notified` gives access to nothing at all.
+unsafe impl Sync for Notified {}
+
+impl Notified {
+    /// The id of the loop the task belongs to.
+    pub(crate) fn owner(&self) -> u32 {
+        // SAFETY: this Notified owns a reference; `owner` is immutable.
+        unsafe { self.ptr.as_ref() }.owner
+    }
+
+    /// The task as a loop-thread reference, if `token` is its loop's (the reference moves over).
+    pub(crate) fn into_local(self, token: &OwnerToken) -> Option<TaskPtr> {
+        if self.owner() != token.id {
+            return None; // dropping `self` releases the reference
+        }
+        let me = ManuallyDrop::new(self);
+        Some(TaskPtr::from_counted(me.ptr))
+    }
+}
+
+impl Drop for Notified {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: this Notified owns one reference.
+        unsafe { release(self.ptr) };
+    }
+}
+
+/// Proof of being on a loop's thread: the loop owns one (it is `!Send`), and only it can turn a
+/// [`Notified`] of its own tasks back into [`TaskPtr`]s.
+pub(crate) struct OwnerToken {
+    pub(super) id: u32,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl OwnerToken {
+    pub(crate) fn new(id: u32) -> OwnerToken {
+        OwnerToken {
+            id,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// [`TaskPtr`]: the counted reference to a cell that the loop's thread holds (its task table and
+// ready queue, `Task` handles, `TaskRef`s), and the only way to the slot: `new` moves a future
+// into a fresh cell, `poll` drives it (stage `Future` -> `Polling` -> back, or on to `Output`),
+// `drop_future`, `take_output` and `drop_output` empty it. Each checks the stage first and
+// refuses (aborts) while a poll is running, so the slot is never dropped or moved under a poll,
+// whatever the caller does.
+
+/// A counted reference to a task, for the loop's thread (`!Send`): the loop's table and ready
+/// queue, `Task` handles and `TaskRef`s hold these.
+pub(crate) struct TaskPtr {
+    pub(super) ptr: NonNull<Header>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl TaskPtr {
+    /// Takes over one reference to the cell at `ptr` that the caller owns (a fresh cell's, a
+    /// `Notified`'s, or one just counted for it), on the loop's thread.
+    #[inline]
+    pub(super) fn from_counted(ptr: NonNull<Header>) -> TaskPtr {
+        TaskPtr {
+            ptr,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Allocates a task holding `future`, scheduled through `S` when woken. The new cell has one
+    /// reference (the returned handle) and `NOTIFIED` set: its creator queues the first step.
+    pub(crate) fn new<F, S>(future: F, init: Init) -> TaskPtr
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+        S: Schedule,
+    {
+        debug_assert!(init.site <= MAX_SITE_ID);
+        let layout = Layout::new::<RawCell<F>>();
+        // SAFETY: the layout is non-zero (the header alone is 48 bytes).
+        let raw = unsafe { alloc(layout) }.cast::<RawCell<F>>();
+        let Some(cell) = NonNull::new(raw) else {
+            handle_alloc_error(layout)
+        };
+        let value = RawCell {
+            header: Header {
+                state: AtomicUsize::new(REF_ONE | NOTIFIED),
+                vtable: vtable::<F, S>(),
+                owner: init.owner,
+                index: Cell::new(u32::MAX),
+                number: init.number,
+                meta: Cell::new(initial_meta(init.flags, init.site)),
+                awaiting: Cell::new(0),
+                extra: Cell::new(None),
+            },
+            slot: UnsafeCell::new(Slot {
+                future: ManuallyDrop::new(future),
+            }),
+        };
+        // SAFETY: `cell` is a fresh allocation with `RawCell<F>`'s layout.
+        unsafe { cell.as_ptr().write(value) };
+        TaskPtr::from_counted(cell.cast())
+    }
+
+    /// The header (the loop's thread reads and writes its `Cell` fields).
+    #[inline]
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: this reference keeps the cell alive for as long as `&self` lives.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// The task's address: what a `Waker` of this task carries as its data pointer, so that a
+    /// stored waker can be traced back to its task (the task tree).
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+
+    /// Whether both refer to the same task.
+    #[inline]
+    pub(crate) fn ptr_eq(&self, other: &TaskPtr) -> bool {
+        self.ptr == other.ptr
+    }
+
+    /// Clears `NOTIFIED` right before a step polls: the wake that queued it is consumed.
+    #[inline]
+    pub(crate) fn clear_notified(&self) {
+        self.header().clear_notified();
+    }
+
+    /// Wakes the task from the loop's thread (cancel, abort): the same as waking its waker.
+    pub(crate) fn wake(&self) {
+        if self.header().notify() {
+            self.header().ref_inc();
+            (self.header().vtable.schedule)(Notified { ptr: self.ptr });
+        }
+    }
+
+    /// A `Waker` for this task (one more reference).
+    #[cfg(test)]
+    pub(crate) fn waker(&self) -> Waker {
+        self.header().ref_inc();
+        // SAFETY: the data pointer is a counted reference to this cell, and the vtable is the one
+        // built for the scheduler this task was created with.
+        unsafe {
+            Waker::from_raw(RawWaker::new(
+                self.ptr.as_ptr() as *const (),
+                self.header().vtable.waker,
+            ))
+        }
+    }
+
+    /// A `Waker` that borrows this reference instead of taking one: what a step polls with, so a
+    /// poll that does not store its waker costs no reference count traffic.
+    #[inline]
+    pub(crate) fn waker_ref(&self) -> WakerRef<'_> {
+        // SAFETY: as in `waker`, but the `Waker` is never dropped (ManuallyDrop), so it must not
+        // own a reference; it lives no longer than `&self`, which keeps the cell alive.
+        let waker = unsafe {
+            Waker::from_raw(RawWaker::new(
+                self.ptr.as_ptr() as *const (),
+                self.header().vtable.waker,
+            ))
+        };
+        WakerRef {
+            waker: ManuallyDrop::new(waker),
+            _task: PhantomData,
+        }
+    }
+
+    /// Polls the future once. `Ready(dtor)` means it completed: the future was dropped in place
+    /// (`dtor` holds a panic from its destructor, caught) and the output is in the slot. A panic
+    /// from `poll` itself unwinds out of here with the future still in the slot.
+    ///
+    /// Returns `Ready(None)` without polling if the slot holds no future; aborts the process if
+    /// the future is being polled already (a poll of a task reached its own `poll` again).
+    #[inline]
+    pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<Option<Panic>> {
+        if !self.holds(Stage::Future, "TaskPtr::poll") {
+            return Poll::Ready(None);
+        }
+        let header = self.header();
+        header.set_stage(Stage::Polling);
+        // SAFETY: the slot holds the future (its stage was `Future`), and it is `Polling` now, so
+        // nothing else reaches the slot until the vtable's poll sets the stage back (every other
+        // access through a `TaskPtr` refuses while it is `Polling`); this is the loop's thread,
+        // the only one that touches the slot (`TaskPtr` is `!Send`).
+        unsafe { (header.vtable.poll)(self.ptr, cx) }
+    }
+
+    /// Drops the future if the slot still holds it; a panicking destructor is caught and
+    /// returned. The slot is empty afterwards either way. Aborts the process if the future is
+    /// being polled (dropping it under its own poll would free what the poll is using).
+    pub(crate) fn drop_future(&self) -> Result<(), Panic> {
+        if !self.holds(Stage::Future, "TaskPtr::drop_future") {
+            return Ok(());
+        }
+        // SAFETY: the slot holds the future and no poll is running (the stage is `Future`);
+        // `drop_future` marks it empty before dropping.
+        unsafe { self.drop_slot(self.header().vtable.drop_future) }
+    }
+
+    /// Moves the output out of the slot if it holds one of type `T` (once: the slot is empty
+    /// afterwards). A `T` other than the task's output type gives `None` (the `Task<T>` handle
+    /// is only ever made with the right one; the check makes that a fact rather than a hope).
+    /// Aborts the process if the future is being polled.
+    pub(crate) fn take_output<T: 'static>(&self) -> Option<T> {
+        let header = self.header();
+        if !self.holds(Stage::Output, "TaskPtr::take_output") || (header.vtable.output_type)() != TypeId::of::<T>() {
+            return None;
+        }
+        let mut out = MaybeUninit::<T>::uninit();
+        // SAFETY: the slot holds an output of type `T` (both checked above); `read_output`
+        // marks the slot empty, so the value is moved out exactly once.
+        unsafe {
+            (header.vtable.read_output)(self.ptr, out.as_mut_ptr().cast());
+            Some(out.assume_init())
+        }
+    }
+
+    /// Drops the output if the slot holds one; a panicking destructor is caught and returned.
+    /// Aborts the process if the future is being polled.
+    pub(crate) fn drop_output(&self) -> Result<(), Panic> {
+        if !self.holds(Stage::Output, "TaskPtr::drop_output") {
+            return Ok(());
+        }
+        // SAFETY: the slot holds the output; `drop_output` marks it empty before dropping.
+        unsafe { self.drop_slot(self.header().vtable.drop_output) }
+    }
+
+    /// Whether the slot is at stage `want`; the guard of every access to the slot: it aborts the
+    /// process (`op` names the access) while the future is being polled.
+    #[inline]
+    fn holds(&self, want: Stage, op: &str) -> bool {
+        match self.header().stage() {
+            Stage::Polling => refuse_while_polling(op),
+            stage => stage == want,
+        }
+    }
+
+    /// Runs one of the vtable's drop functions on the slot; a panicking destructor is caught
+    /// and returned.
+    ///
+    /// # Safety
+    /// The slot holds what `drop` drops, and no poll is running.
+    unsafe fn drop_slot(&self, drop: unsafe fn(NonNull<Header>)) -> Result<(), Panic> {
+        // SAFETY: per the contract.
+        catch_unwind(AssertUnwindSafe(|| unsafe { drop(self.ptr) })).map_err(Panic::from_payload)
+    }
+}
+
+impl Clone for TaskPtr {
+    #[inline]
+    fn clone(&self) -> TaskPtr {
+        self.header().ref_inc();
+        TaskPtr::from_counted(self.ptr)
+    }
+}
+
+impl Drop for TaskPtr {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: this TaskPtr owns one reference.
+        unsafe { release(self.ptr) };
+    }
+}
+
+/// A `Waker` borrowing a [`TaskPtr`]'s reference (see [`TaskPtr::waker_ref`]).
+pub(crate) struct WakerRef<'a> {
+    waker: ManuallyDrop<Waker>,
+    _task: PhantomData<&'a TaskPtr>,
+}
+
+impl std::ops::Deref for WakerRef<'_> {
+    type Target = Waker;
+    fn deref(&self) -> &Waker {
+        &self.waker
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The typed half of the cell: [`Vtable`], the functions monomorphised for one future type `F`
+// and scheduler `S` when a task is created (poll, drop the future, read or drop the output, free
+// the memory), which is how code that does not know `F` reaches the slot; and the
+// `RawWakerVTable` of a task's wakers, whose data pointer is the header. The slot functions are
+// called only by [`TaskPtr`](TaskPtr) after it checked the stage; they move the stage
+// along the table in the module documentation of `raw_task`.
+
+/// The typed operations, monomorphised for one future type.
+pub(super) struct Vtable {
+    /// Polls the future, whose stage the caller set to `Polling`; sets it back to `Future` when
+    /// the poll returns `Pending` or unwinds. On `Ready` the future is dropped in place and the
+    /// output written to the slot (stage `Output`); a panic from that drop is caught and returned.
+    pub(super) poll: unsafe fn(NonNull<Header>, &mut Context<'_>) -> Poll<Option<Panic>>,
+    /// Drops the future in place (its destructor may panic: the caller catches it).
+    pub(super) drop_future: unsafe fn(NonNull<Header>),
+    /// Moves the output out to `dst`, which points to a `MaybeUninit<F::Output>`.
+    pub(super) read_output: unsafe fn(NonNull<Header>, *mut ()),
+    /// Drops the output in place (its destructor may panic: the caller catches it).
+    pub(super) drop_output: unsafe fn(NonNull<Header>),
+    /// The output's type, checked before the output is moved out as a `T`.
+    pub(super) output_type: fn() -> TypeId,
+    /// Frees the allocation (the reference count reached zero).
+    pub(super) dealloc: unsafe fn(NonNull<Header>),
+    /// The waker vtable of the task's scheduler.
+    pub(super) waker: &'static RawWakerVTable,
+    /// The scheduler itself, for wakes made through a `TaskPtr`.
+    pub(super) schedule: fn(Notified),
+}
+
+/// The vtable of a cell holding an `F`, woken through `S`.
+pub(super) fn vtable<F, S>() -> &'static Vtable
+where
+    F: Future + 'static,
+    F::Output: 'static,
+    S: Schedule,
+{
+    struct Table<F, S>(PhantomData<(F, S)>);
+    impl<F, S> Table<F, S>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+        S: Schedule,
+    {
+        const VTABLE: Vtable = Vtable {
+            poll: poll::<F>,
+            drop_future: drop_future::<F>,
+            read_output: read_output::<F>,
+            drop_output: drop_output::<F>,
+            output_type: TypeId::of::<F::Output>,
+            dealloc: dealloc_cell::<F>,
+            waker: &WakerTable::<S>::VTABLE,
+            schedule: S::schedule,
+        };
+    }
+    &Table::<F, S>::VTABLE
+}
+
+/// Ends a poll: `Polling` -> `Future` when dropped, whether the poll returned or unwound.
+struct EndPoll<'a>(&'a Header);
+
+impl Drop for EndPoll<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.set_stage(Stage::Future);
+    }
+}
+
+/// # Safety
+/// `ptr` points to a live `RawCell<F>` whose slot holds the future, in the `Polling` stage, on
+/// the loop's thread.
+unsafe fn poll<F: Future>(ptr: NonNull<Header>, cx: &mut Context<'_>) -> Poll<Option<Panic>> {
+    let cell = ptr.cast::<RawCell<F>>();
+    // SAFETY: the cell is alive (caller's contract).
+    let header = unsafe { &cell.as_ref().header };
+    debug_assert_eq!(header.stage(), Stage::Polling);
+    let out = {
+        let _end = EndPoll(header);
+        // SAFETY: the slot holds the future (caller's contract); it never moves while in the
+        // cell, which is what pinning requires, and no other reference to it exists during the
+        // poll (the stage is `Polling`, so every other access to the slot refuses).
+        unsafe {
+            let future = &mut *(*cell.as_ref().slot.get()).future;
+            Pin::new_unchecked(future).poll(cx)
+        }
+    };
+    match out {
+        Poll::Pending => Poll::Pending,
+        Poll::Ready(value) => {
+            // The future is pinned: drop it where it is, then reuse its slot for the output.
+            // SAFETY: as above (the stage is `Future` again, and this is still the poll's
+            // caller); the stage is marked empty before the drop, so a panicking destructor
+            // cannot lead to a second drop.
+            let dtor = unsafe {
+                header.set_stage(Stage::Empty);
+                let slot = cell.as_ref().slot.get();
+                catch_unwind(AssertUnwindSafe(|| ManuallyDrop::drop(&mut (*slot).future)))
+            };
+            // SAFETY: the slot is empty now (the future was dropped), and sized for the output.
+            unsafe {
+                (*cell.as_ref().slot.get()).output = ManuallyDrop::new(value);
+            }
+            header.set_stage(Stage::Output);
+            Poll::Ready(dtor.err().map(Panic::from_payload))
+        }
+    }
+}
+
+/// # Safety
+/// `ptr` points to a live `RawCell<F>` whose slot holds the future, in the `Future` stage, on
+/// the loop's thread.
+unsafe fn drop_future<F: Future>(ptr: NonNull<Header>) {
+    let cell = ptr.cast::<RawCell<F>>();
+    // SAFETY: per the contract; the stage is marked empty first so that nothing drops it twice.
+    unsafe {
+        cell.as_ref().header.set_stage(Stage::Empty);
+        ManuallyDrop::drop(&mut (*cell.as_ref().slot.get()).future);
+    }
+}
+
+/// # Safety
+/// `ptr` points to a live `RawCell<F>` whose slot holds the output, on the loop's thread, and
+/// `dst` points to writable memory for an `F::Output`.
+unsafe fn read_output<F: Future>(ptr: NonNull<Header>, dst: *mut ()) {
+    let cell = ptr.cast::<RawCell<F>>();
+    // SAFETY: per the contract; the stage is marked empty, so the value is moved out once.
+    unsafe {
+        cell.as_ref().header.set_stage(Stage::Empty);
+        let value = ManuallyDrop::take(&mut (*cell.as_ref().slot.get()).output);
+        dst.cast::<F::Output>().write(value);
+    }
+}
+
+/// # Safety
+/// `ptr` points to a live `RawCell<F>` whose slot holds the output, on the loop's thread.
+unsafe fn drop_output<F: Future>(ptr: NonNull<Header>) {
+    let cell = ptr.cast::<RawCell<F>>();
+    // SAFETY: per the contract; the stage is marked empty first so that nothing drops it twice.
+    unsafe {
+        cell.as_ref().header.set_stage(Stage::Empty);
+        ManuallyDrop::drop(&mut (*cell.as_ref().slot.get()).output);
+    }
+}
+
+/// Cells freed with the future or output still inside (always zero unless something is wrong;
+/// the tests assert it).
+static LEAKED: AtomicUsize = AtomicUsize::new(0);
+
+/// How many cells were freed with their future or output still in them (see [`LEAKED`]).
+#[cfg(test)]
+pub(super) fn leaked_cells() -> usize {
+    LEAKED.load(Ordering::Relaxed)
+}
+
+/// # Safety
+/// `ptr` points to a `RawCell<F>` whose reference count just reached zero.
+unsafe fn dealloc_cell<F: Future>(ptr: NonNull<Header>) {
+    let cell = ptr.cast::<RawCell<F>>();
+    // SAFETY: nobody else can reach the cell; reading its header is exclusive.
+    let header = unsafe { &cell.as_ref().header };
+    let extra = header.extra.take();
+    if let Some(mut extra) = extra {
+        // Done callbacks are not `Send`, and this may be another thread: they should have been
+        // taken when the task finished; if not, leak them rather than drop them here.
+        std::mem::forget(std::mem::take(&mut extra.callbacks));
+        drop(extra);
+    }
+    match header.stage() {
+        Stage::Empty => {}
+        Stage::Future | Stage::Polling => {
+            // A pinned future must be dropped before its memory goes, and it may not be `Send`:
+            // keep the memory rather than break either rule.
+            LEAKED.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        Stage::Output => {
+            // An output is not pinned; forget it (it may not be `Send`) and free the memory.
+            LEAKED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    // SAFETY: the memory was allocated in `TaskPtr::new` with this layout, and the header holds
+    // nothing that needs dropping any more (`extra` was taken, the rest is plain data).
+    unsafe { dealloc(cell.as_ptr().cast(), Layout::new::<RawCell<F>>()) };
+}
+
+/// The `RawWakerVTable` of scheduler `S`: a waker's data pointer is the task's header, and it owns
+/// one reference.
+struct WakerTable<S>(PhantomData<S>);
+
+impl<S: Schedule> WakerTable<S> {
+    const VTABLE: RawWakerVTable = RawWakerVTable::new(Self::clone, Self::wake, Self::wake_by_ref, Self::drop);
+
+    unsafe fn clone(data: *const ()) -> RawWaker {
+        // SAFETY: `data` is the header of a live cell (the waker being cloned holds a reference).
+        unsafe { &*(data as *const Header) }.ref_inc();
+        RawWaker::new(data, &Self::VTABLE)
+    }
+
+    unsafe fn wake(data: *const ()) {
+        // SAFETY: `data` is non-null: it came from a TaskPtr.
+        let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
+        // SAFETY: the waker being consumed owns a reference.
+        if unsafe { ptr.as_ref() }.notify() {
+            // Its reference moves into the Notified.
+            S::schedule(Notified { ptr });
+        } else {
+            // Already queued: this wake is absorbed.
+            // SAFETY: the waker owned one reference.
+            unsafe { release(ptr) };
+        }
+    }
+
+    unsafe fn wake_by_ref(data: *const ()) {
+        // SAFETY: `data` is non-null: it came from a TaskPtr.
+        let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
+        // SAFETY: the waker (borrowed) holds a reference for the duration of this call.
+        let header = unsafe { ptr.as_ref() };
+        if header.notify() {
+            header.ref_inc();
+            S::schedule(Notified { ptr });
+        }
+    }
+
+    unsafe fn drop(data: *const ()) {
+        // SAFETY: the waker being dropped owns one reference; `data` came from a TaskPtr.
+        unsafe { release(NonNull::new_unchecked(data as *mut Header)) };
     }
 }
