@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use super::state::Stage;
-use super::vtable::leaked_cells;
+use super::leaked_cells;
 use super::*;
 
 /// Woken tasks, by owner id: each test uses its own owner, so tests running in parallel do
