@@ -32,8 +32,8 @@
 //! # The `event_loop/` folder (layer 1, just above the syscalls and timers crates)
 //! This file is the loop itself; beside it are the mechanisms it is made of: `handle` (callback
 //! cells), `clock` (loop time), `reactor` (epoll registrations), `slab` (keyed tables), `waker`
-//! (task wakers), `trace` (trace lines), `error` (every error type) and `extension` (state that
-//! higher layers attach to a loop). Nothing here imports `task`, `io`, `sync` or `os`.
+//! (task wakers), `trace` (trace lines), `error` (every error type) and `slots` (state that
+//! other modules keep per loop). Nothing here imports `task`, `io`, `sync` or `os`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -53,19 +53,18 @@ use evloop_timers::{TimerId, TimerQueue};
 
 use crate::event_loop::clock::{Clock, duration_to_ns};
 use crate::event_loop::error::{LoopError, LoopErrorKind, Panic};
-use crate::event_loop::extension::Slot;
 use crate::event_loop::handle::{
     Callback, Handle, HandleKind, OnceCallback, RepeatCallback, TimerCancels, TimerHandle,
 };
 use crate::event_loop::raw_task::{CurrentTask, Notified, OwnerToken, TaskPtr};
 use crate::event_loop::reactor::{IoState, Reactor, Side};
+use crate::event_loop::slots::LoopSlots;
 use crate::event_loop::task_table::TaskTable;
 use crate::event_loop::trace::{TraceSink, Tracer, fmt_duration};
 
 pub(crate) mod clock;
 pub(crate) mod error;
 pub(crate) mod executor;
-pub(crate) mod extension;
 pub(crate) mod handle;
 pub(crate) mod reactor;
 // The raw task cell: one of the two modules of this crate allowed `unsafe` (docs/design.md).
@@ -73,6 +72,7 @@ pub(crate) mod reactor;
 pub(crate) mod raw_task;
 pub(crate) mod sites;
 pub(crate) mod slab;
+pub(crate) mod slots;
 pub(crate) mod task_table;
 pub(crate) mod trace;
 pub(crate) mod waker;
@@ -922,7 +922,7 @@ impl Builder {
             executor_threads: Cell::new(self.executor_threads),
             sigpipe_block: RefCell::new(None),
             read_buf: RefCell::new(Vec::new()),
-            extensions: RefCell::new(Vec::new()),
+            slots: LoopSlots::default(),
             expired_through: Cell::new(0),
             io_wakers: RefCell::new(Vec::new()),
             deferring: Cell::new(false),
@@ -994,14 +994,14 @@ pub(crate) struct LoopInner {
     pub(crate) accept_retry_delay: Duration,
     slack_acquired: Cell<bool>,
     /// The bound of the next executor pool (`Builder::executor_threads`, `set_default_executor`);
-    /// the pool itself is an extension of the `os` layer.
+    /// the pool itself sits in one of the loop's slots (`executor`).
     pub(crate) executor_threads: Cell<usize>,
     /// Keeps `SIGPIPE` blocked on the loop's thread from the first pipe writer on (taken by the
     /// `pipe` module) until the loop closes, so a pipe write costs no signal-mask calls.
     pub(crate) sigpipe_block: RefCell<Option<sys::SigpipeBlock>>,
-    /// State that higher layers attach to this loop (signal dispatch, the executor pool),
-    /// closed by `close()` before the reactor.
-    extensions: RefCell<Vec<Slot>>,
+    /// State that other modules keep per loop (signal dispatch, the executor pool), in typed
+    /// slots (`slots`), closed by `close()` before the reactor.
+    slots: LoopSlots,
     /// The receive buffer every transport reads into (one per loop, 64 KiB once used).
     pub(crate) read_buf: RefCell<Vec<u8>>,
     /// The `now` of the last phase 4: every timer with a deadline at or before it has left the
@@ -1847,11 +1847,10 @@ impl LoopHandle {
         drop(timers);
         let cancels = std::mem::take(&mut *lp.timer_cancels.ids.borrow_mut());
         drop(cancels);
-        // Extensions before the reactor: signal dispatch stops watching (dispositions restored)
-        // and closes its eventfd; the executor pool stops its threads after their current job.
-        for slot in lp.take_extensions() {
-            slot.ext.close(lp);
-        }
+        // The slots of other modules before the reactor: signal dispatch stops watching
+        // (dispositions restored) and closes its eventfd; the executor pool stops its threads
+        // after their current job.
+        lp.close_slots();
         let reactor = lp.reactor.borrow_mut().take();
         let mut result = Ok(());
         if let Some(reactor) = reactor {
@@ -2305,7 +2304,7 @@ impl LoopHandle {
             tasks: lp.tasks.borrow().len(),
             fds: lp.reactor.borrow().as_ref().map_or(0, |r| r.len()),
             io_registrations: lp.reactor.borrow().as_ref().map_or(0, |r| r.io_len()),
-            executor_threads: lp.extension_threads(),
+            executor_threads: executor::threads(lp),
             remote_pending: lp.shared.has_pending(),
         }
     }

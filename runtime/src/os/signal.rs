@@ -34,9 +34,9 @@ pub use evloop_syscalls::Signal;
 use evloop_syscalls::{self as sys, SignalRegistration};
 
 use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
-use crate::event_loop::extension::Extension;
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, RepeatCallback};
 use crate::event_loop::reactor::{IoState, ready};
+use crate::event_loop::slots::LoopKey;
 use crate::event_loop::trace::{Awaiting, note_awaiting};
 use crate::event_loop::{LoopHandle, LoopInner, Ready, with_running};
 
@@ -68,7 +68,7 @@ struct Dispatch {
 impl Callback for Dispatch {
     fn run(&self) {
         let Some(lp) = self.lp.upgrade() else { return };
-        let Some(state) = lp.extension::<SignalState>() else {
+        let Some(state) = lp.slot(&SIGNALS) else {
             return;
         };
         // Reading the eventfd back to zero wakes its writers, which the edge-triggered
@@ -114,7 +114,7 @@ fn signal_state(lp: &Rc<LoopInner>, op: &'static str) -> io::Result<Rc<SignalSta
     if lp.is_closed() {
         return Err(LoopError::new(LoopErrorKind::Closed, op).into());
     }
-    lp.extension_or_insert(|| {
+    lp.try_slot_or_init(&SIGNALS, || {
         let eventfd = sys::eventfd(0)?;
         let io = lp.register_io(eventfd.as_raw_fd())?;
         let dispatch: Rc<dyn Callback> = Rc::new(Dispatch {
@@ -163,7 +163,10 @@ fn release(state: &SignalState, signal: i32) {
     drop(removed);
 }
 
-impl Extension for SignalState {
+/// The loop's slot for its signal machinery, created by the first signal handler or `recv`.
+static SIGNALS: LoopKey<SignalState> = LoopKey::with_close(SignalState::close);
+
+impl SignalState {
     /// Closing the loop: the eventfd leaves the reactor, and every registration and handler is
     /// dropped (dispositions restored once no other loop watches the signal). The eventfd itself
     /// closes when the last `Rc` goes (a [`Recv`] held outside the loop may keep it a while).
@@ -257,7 +260,7 @@ impl LoopHandle {
     /// ```
     pub fn remove_signal_handler(&self, signal: Signal) -> bool {
         let signum = signal.raw();
-        let Some(state) = self.inner.extension::<SignalState>() else {
+        let Some(state) = self.inner.slot(&SIGNALS) else {
             return false;
         };
         let old = state
