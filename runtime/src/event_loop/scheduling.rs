@@ -59,7 +59,7 @@ impl LoopHandle {
     /// Schedules `f` (asyncio's `call_soon_threadsafe`). A `LoopHandle` lives on the loop's
     /// own thread, so here this is [`call_soon`](LoopHandle::call_soon) without the handle:
     /// FIFO with the callbacks scheduled around it. From other threads, use
-    /// [`RemoteHandle::call_soon_threadsafe`] (`lp.remote()`).
+    /// [`RemoteHandle::call_soon_threadsafe`](crate::event_loop::RemoteHandle::call_soon_threadsafe) (`lp.remote()`).
     ///
     /// ```
     /// use std::sync::atomic::{AtomicBool, Ordering};
