@@ -58,7 +58,7 @@ impl<T: 'static> LoopKey<T> {
         not(test),
         expect(
             dead_code,
-            reason = "its first users are the higher layers' fields of LoopInner (read_buf, next_task_number, ...), which move here next"
+            reason = "its first users are LoopInner's fields of higher layers (read_buf, ...), which move next"
         )
     )]
     pub(crate) const fn new() -> LoopKey<T> {

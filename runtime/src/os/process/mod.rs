@@ -2,14 +2,15 @@
 //! through pidfds.
 //!
 //! # Spawning
-//! [`LoopHandle::subprocess_exec`](crate::LoopHandle::subprocess_exec) builds a [`std::process::Command`] and spawns it: the child
-//! gets only the fds asked for (every fd evloop opens is close-on-exec), and its signal mask and
-//! `SIGPIPE` disposition are reset to the defaults before `exec` (`reset_signals_on_exec`: std's
-//! `Command` alone would keep the mask, and the loop blocks `SIGPIPE` while it has pipe writers). The pipe ends evloop keeps
-//! become [`PipeWriter`](crate::pipe::PipeWriter) / [`PipeReader`](crate::pipe::PipeReader) on the loop. Right after the spawn, `pidfd_open` gives a
-//! descriptor that names the child itself, not its number, and the loop registers it like any
-//! other fd. A program that cannot be started is an error naming it
-//! (`subprocess_exec(no-such-prog): No such file or directory (os error 2)`).
+//! [`LoopHandle::subprocess_exec`](crate::LoopHandle::subprocess_exec) builds a
+//! [`std::process::Command`] and spawns it: the child gets only the fds asked for (every fd
+//! evloop opens is close-on-exec), and its signal mask and `SIGPIPE` disposition are reset to
+//! the defaults before `exec` (`reset_signals_on_exec`: std's `Command` alone would keep the
+//! mask, and the loop blocks `SIGPIPE` while it has pipe writers). The pipe ends evloop keeps
+//! become [`PipeWriter`](crate::pipe::PipeWriter) / [`PipeReader`](crate::pipe::PipeReader) on
+//! the loop. Right after the spawn, `pidfd_open` gives a descriptor that names the child itself,
+//! not its number, and the loop registers it like any other fd. A program that cannot be started
+//! is an error naming it (`subprocess_exec(no-such-prog): No such file or directory (os error 2)`).
 //!
 //! # Waiting
 //! A pidfd becomes readable when the child exits. [`Process::wait`] waits for that readiness
@@ -39,10 +40,10 @@
 //! closed leaves an exited orphan a zombie until then.
 //!
 //! Limits: a pidfd needs Linux 5.3 (and `waitid(P_PIDFD)` 5.4); on older kernels spawning fails
-//! with an [`io::ErrorKind::Unsupported`](std::io::ErrorKind::Unsupported) error (after killing and reaping the child). If the
-//! process sets `SIGCHLD` to `SIG_IGN`, or other code reaps with `waitpid(-1, ..)`, the kernel or
-//! that code may reap our children first: `wait` then reports `ECHILD`.
-
+//! with an [`io::ErrorKind::Unsupported`](std::io::ErrorKind::Unsupported) error (after killing
+//! and reaping the child). If the process sets `SIGCHLD` to `SIG_IGN`, or other code reaps with
+//! `waitpid(-1, ..)`, the kernel or that code may reap our children first: `wait` then reports
+//! `ECHILD`.
 //!
 //! # Files
 //! `options` ([`SubprocessOptions`], [`Stdio`]), `status` ([`ExitStatus`], [`Output`]), `spawn`

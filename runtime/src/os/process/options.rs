@@ -22,8 +22,8 @@ use std::process::Command;
 /// ```
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Stdio {
-    /// A new pipe; evloop keeps the other end as [`Process::stdin`](crate::process::Process::stdin) / `stdout` / `stderr`
-    /// (asyncio's `PIPE`).
+    /// A new pipe; evloop keeps the other end as
+    /// [`Process::stdin`](crate::process::Process::stdin) / `stdout` / `stderr` (asyncio's `PIPE`).
     Pipe,
     /// The child shares this process's descriptor (asyncio's `None`). The default.
     #[default]
