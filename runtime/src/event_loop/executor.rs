@@ -13,7 +13,7 @@
 //!
 //! The pool itself knows nothing about the loop: it only moves closures to threads and results
 //! back through wakers. The loop holds it in a slot (`event_loop::slots`, key
-//! `DEFAULT_EXECUTOR`), created by the first `run_in_executor` and stopped by `close()`.
+//! `DEFAULT_EXECUTOR`), created by the first `run_in_executor`; `close()` stops its threads.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;

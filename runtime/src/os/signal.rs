@@ -122,12 +122,13 @@ fn signal_state(lp: &Rc<LoopInner>, op: &'static str) -> io::Result<Rc<SignalSta
             lp: Rc::downgrade(lp),
         });
         io.set_handler(Some(dispatch));
-        Ok(SignalState {
+        Ok(Rc::new(SignalState {
             eventfd,
             io,
             entries: RefCell::new(HashMap::new()),
-        })
+        }))
     })
+    .map(Rc::clone)
 }
 
 /// Makes sure `signal` is watched by this loop; returns its current generation.
@@ -163,13 +164,15 @@ fn release(state: &SignalState, signal: i32) {
     drop(removed);
 }
 
-/// The loop's slot for its signal machinery, created by the first signal handler or `recv`.
-static SIGNALS: LoopKey<SignalState> = LoopKey::with_close(SignalState::close);
+/// The loop's slot for its signal machinery, created by the first signal handler or `recv`
+/// (an `Rc`: a [`Recv`] keeps the state it watches).
+static SIGNALS: LoopKey<Rc<SignalState>> = LoopKey::with_close(|state, lp| state.close(lp));
 
 impl SignalState {
     /// Closing the loop: the eventfd leaves the reactor, and every registration and handler is
     /// dropped (dispositions restored once no other loop watches the signal). The eventfd itself
-    /// closes when the last `Rc` goes (a [`Recv`] held outside the loop may keep it a while).
+    /// closes when the last `Rc` goes: the loop's, when the loop is dropped, or that of a
+    /// [`Recv`] held after it.
     fn close(&self, lp: &Rc<LoopInner>) {
         lp.deregister_io(&self.io);
         let entries = std::mem::take(&mut *self.entries.borrow_mut());
@@ -272,7 +275,7 @@ impl LoopHandle {
         if let Some(old) = old {
             old.cancel();
         }
-        release(&state, signum);
+        release(state, signum);
         removed
     }
 }
