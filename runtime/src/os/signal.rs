@@ -68,7 +68,7 @@ struct Dispatch {
 impl Callback for Dispatch {
     fn run(&self) {
         let Some(lp) = self.lp.upgrade() else { return };
-        let Some(state) = lp.slot(&SIGNALS) else {
+        let Some(state) = signals(&lp) else {
             return;
         };
         // Reading the eventfd back to zero wakes its writers, which the edge-triggered
@@ -114,21 +114,29 @@ fn signal_state(lp: &Rc<LoopInner>, op: &'static str) -> io::Result<Rc<SignalSta
     if lp.is_closed() {
         return Err(LoopError::new(LoopErrorKind::Closed, op).into());
     }
-    lp.try_slot_or_init(&SIGNALS, || {
-        let eventfd = sys::eventfd(0)?;
-        let io = lp.register_io(eventfd.as_raw_fd())?;
-        let dispatch: Rc<dyn Callback> = Rc::new(Dispatch {
-            meta: HandleMeta::new(HandleKind::Io, Location::caller()),
-            lp: Rc::downgrade(lp),
-        });
-        io.set_handler(Some(dispatch));
-        Ok(Rc::new(SignalState {
-            eventfd,
-            io,
-            entries: RefCell::new(HashMap::new()),
-        }))
-    })
-    .map(Rc::clone)
+    let slot = lp.slot_or_init(&SIGNALS, || RefCell::new(None));
+    if let Some(state) = &*slot.borrow() {
+        return Ok(state.clone());
+    }
+    let eventfd = sys::eventfd(0)?;
+    let io = lp.register_io(eventfd.as_raw_fd())?;
+    let dispatch: Rc<dyn Callback> = Rc::new(Dispatch {
+        meta: HandleMeta::new(HandleKind::Io, Location::caller()),
+        lp: Rc::downgrade(lp),
+    });
+    io.set_handler(Some(dispatch));
+    let state = Rc::new(SignalState {
+        eventfd,
+        io,
+        entries: RefCell::new(HashMap::new()),
+    });
+    *slot.borrow_mut() = Some(state.clone());
+    Ok(state)
+}
+
+/// The loop's signal machinery, if it was created and the loop is not closed.
+fn signals(lp: &LoopInner) -> Option<Rc<SignalState>> {
+    lp.slot(&SIGNALS)?.borrow().clone()
 }
 
 /// Makes sure `signal` is watched by this loop; returns its current generation.
@@ -164,15 +172,20 @@ fn release(state: &SignalState, signal: i32) {
     drop(removed);
 }
 
-/// The loop's slot for its signal machinery, created by the first signal handler or `recv`
-/// (an `Rc`: a [`Recv`] keeps the state it watches).
-static SIGNALS: LoopKey<Rc<SignalState>> = LoopKey::with_close(|state, lp| state.close(lp));
+/// The loop's slot for its signal machinery, filled by the first signal handler or `recv`.
+/// Closing the loop takes the state out of the slot, closes it, and drops the loop's `Rc`
+/// (a [`Recv`] may keep the state a while longer).
+static SIGNALS: LoopKey<RefCell<Option<Rc<SignalState>>>> = LoopKey::with_close(|slot, lp| {
+    let state = slot.borrow_mut().take();
+    if let Some(state) = state {
+        state.close(lp);
+    }
+});
 
 impl SignalState {
     /// Closing the loop: the eventfd leaves the reactor, and every registration and handler is
     /// dropped (dispositions restored once no other loop watches the signal). The eventfd itself
-    /// closes when the last `Rc` goes: the loop's, when the loop is dropped, or that of a
-    /// [`Recv`] held after it.
+    /// closes when the last `Rc` goes (a [`Recv`] held outside the loop may keep it a while).
     fn close(&self, lp: &Rc<LoopInner>) {
         lp.deregister_io(&self.io);
         let entries = std::mem::take(&mut *self.entries.borrow_mut());
@@ -263,7 +276,7 @@ impl LoopHandle {
     /// ```
     pub fn remove_signal_handler(&self, signal: Signal) -> bool {
         let signum = signal.raw();
-        let Some(state) = self.inner.slot(&SIGNALS) else {
+        let Some(state) = signals(&self.inner) else {
             return false;
         };
         let old = state
@@ -275,7 +288,7 @@ impl LoopHandle {
         if let Some(old) = old {
             old.cancel();
         }
-        release(state, signum);
+        release(&state, signum);
         removed
     }
 }
