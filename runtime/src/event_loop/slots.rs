@@ -9,12 +9,13 @@
 //!
 //! let buf: &RefCell<Vec<u8>> = lp.slot_or_init(&READ_BUF, || RefCell::new(Vec::new()));
 //! buf.borrow_mut().resize(64 * 1024, 0);
-//! let signals: Option<&Rc<SignalState>> = lp.slot(&SIGNALS); // None until created
+//! let pool: Option<&DefaultExecutor> = lp.slot(&DEFAULT_EXECUTOR); // None until created
 //! ```
 //!
 //! A slot behaves like a field of [`LoopInner`] that a higher layer adds at run time: it is
 //! created on first use, lives as long as the loop, and is borrowed from it (`&T`). State that
-//! must outlive a borrow of the loop is an `Rc` in the slot (`LoopKey<Rc<SignalState>>`).
+//! must outlive a borrow of the loop, or be dropped when the loop closes, sits in the slot as
+//! an `Rc` in a `RefCell<Option<..>>` that the key's close hook empties (`os::signal`'s).
 //!
 //! # How a slot is found, and what it costs
 //! A key's index is assigned the first time any loop uses it, once per process, from a
