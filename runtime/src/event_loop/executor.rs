@@ -12,8 +12,8 @@
 //! it, queued ones included, then exit.
 //!
 //! The pool itself knows nothing about the loop: it only moves closures to threads and results
-//! back through wakers. The loop holds it as an extension (`event_loop::extension`), created by
-//! the first `run_in_executor` and stopped by `close()`, without naming its type.
+//! back through wakers. The loop holds it in a slot (`event_loop::slots`, key
+//! `DEFAULT_EXECUTOR`), created by the first `run_in_executor`; `close()` stops its threads.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -28,7 +28,7 @@ use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
 
 use crate::event_loop::error::{LoopError, Panic};
-use crate::event_loop::extension::Extension;
+use crate::event_loop::slots::LoopKey;
 use crate::event_loop::trace::{Awaiting, note_awaiting};
 use crate::event_loop::{LoopHandle, LoopInner};
 
@@ -214,14 +214,16 @@ impl Drop for Pool {
     }
 }
 
-/// The loop's default executor: a pool created by the first `run_in_executor`, attached to the
-/// loop as an extension so that closing the loop stops its threads.
+/// The loop's default executor: a pool created by the first `run_in_executor`, kept in the
+/// loop's `DEFAULT_EXECUTOR` slot so that closing the loop stops its threads.
 #[derive(Default)]
 struct DefaultExecutor {
     pool: RefCell<Option<Pool>>,
 }
 
-impl Extension for DefaultExecutor {
+static DEFAULT_EXECUTOR: LoopKey<DefaultExecutor> = LoopKey::with_close(DefaultExecutor::close);
+
+impl DefaultExecutor {
     fn close(&self, _lp: &Rc<LoopInner>) {
         let pool = self.pool.borrow_mut().take();
         if let Some(mut pool) = pool {
@@ -232,6 +234,11 @@ impl Extension for DefaultExecutor {
     fn threads(&self) -> usize {
         self.pool.borrow().as_ref().map_or(0, |p| p.threads())
     }
+}
+
+/// Threads the loop's executor pool has started (for `LoopStats`).
+pub(crate) fn threads(lp: &LoopInner) -> usize {
+    lp.slot(&DEFAULT_EXECUTOR).map_or(0, |e| e.threads())
 }
 
 impl LoopHandle {
@@ -255,9 +262,7 @@ impl LoopHandle {
         F: FnOnce() -> T + Send + 'static,
     {
         self.check_open("run_in_executor")?;
-        let ext = self
-            .inner
-            .extension_or_insert(|| Ok::<_, LoopError>(DefaultExecutor::default()))?;
+        let ext = self.inner.slot_or_init(&DEFAULT_EXECUTOR, DefaultExecutor::default);
         let mut slot = ext.pool.borrow_mut();
         let pool = slot.get_or_insert_with(|| {
             Pool::new(
@@ -284,7 +289,7 @@ impl LoopHandle {
     pub fn shutdown_default_executor(&self) {
         let pool = self
             .inner
-            .extension::<DefaultExecutor>()
+            .slot(&DEFAULT_EXECUTOR)
             .and_then(|e| e.pool.borrow_mut().take());
         if let Some(mut pool) = pool {
             pool.shutdown(true);
@@ -319,7 +324,7 @@ impl LoopHandle {
         self.inner.executor_threads.set(threads);
         let old = self
             .inner
-            .extension::<DefaultExecutor>()
+            .slot(&DEFAULT_EXECUTOR)
             .and_then(|e| e.pool.borrow_mut().take());
         if let Some(old) = old {
             old.retire();

@@ -7,8 +7,8 @@
 //!   their stdio (`io::pipe`) and `communicate` built on `sync`'s `gather`.
 //!
 //! This is the top layer of the runtime: it may use everything below (`sync`, `io`, `task`,
-//! `event_loop`) and nothing imports it. Its per-loop state (the signal dispatcher) hangs on the
-//! loop as an extension (`event_loop::extension`), so the loop can close it without knowing its
+//! `event_loop`) and nothing imports it. Its per-loop state (the signal dispatcher) sits in one
+//! of the loop's typed slots (`event_loop::slots`), so the loop can close it without knowing its
 //! type. (The executor behind `run_in_executor` is a loop-layer mechanism, `event_loop::executor`:
 //! the I/O layer's name resolution runs on it too.)
 

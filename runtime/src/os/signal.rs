@@ -34,9 +34,9 @@ pub use evloop_syscalls::Signal;
 use evloop_syscalls::{self as sys, SignalRegistration};
 
 use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
-use crate::event_loop::extension::Extension;
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, RepeatCallback};
 use crate::event_loop::reactor::{IoState, ready};
+use crate::event_loop::slots::LoopKey;
 use crate::event_loop::trace::{Awaiting, note_awaiting};
 use crate::event_loop::{LoopHandle, LoopInner, Ready, with_running};
 
@@ -68,7 +68,7 @@ struct Dispatch {
 impl Callback for Dispatch {
     fn run(&self) {
         let Some(lp) = self.lp.upgrade() else { return };
-        let Some(state) = lp.extension::<SignalState>() else {
+        let Some(state) = signals(&lp) else {
             return;
         };
         // Reading the eventfd back to zero wakes its writers, which the edge-triggered
@@ -114,20 +114,29 @@ fn signal_state(lp: &Rc<LoopInner>, op: &'static str) -> io::Result<Rc<SignalSta
     if lp.is_closed() {
         return Err(LoopError::new(LoopErrorKind::Closed, op).into());
     }
-    lp.extension_or_insert(|| {
-        let eventfd = sys::eventfd(0)?;
-        let io = lp.register_io(eventfd.as_raw_fd())?;
-        let dispatch: Rc<dyn Callback> = Rc::new(Dispatch {
-            meta: HandleMeta::new(HandleKind::Io, Location::caller()),
-            lp: Rc::downgrade(lp),
-        });
-        io.set_handler(Some(dispatch));
-        Ok(SignalState {
-            eventfd,
-            io,
-            entries: RefCell::new(HashMap::new()),
-        })
-    })
+    let slot = lp.slot_or_init(&SIGNALS, || RefCell::new(None));
+    if let Some(state) = &*slot.borrow() {
+        return Ok(state.clone());
+    }
+    let eventfd = sys::eventfd(0)?;
+    let io = lp.register_io(eventfd.as_raw_fd())?;
+    let dispatch: Rc<dyn Callback> = Rc::new(Dispatch {
+        meta: HandleMeta::new(HandleKind::Io, Location::caller()),
+        lp: Rc::downgrade(lp),
+    });
+    io.set_handler(Some(dispatch));
+    let state = Rc::new(SignalState {
+        eventfd,
+        io,
+        entries: RefCell::new(HashMap::new()),
+    });
+    *slot.borrow_mut() = Some(state.clone());
+    Ok(state)
+}
+
+/// The loop's signal machinery, if it was created and the loop is not closed.
+fn signals(lp: &LoopInner) -> Option<Rc<SignalState>> {
+    lp.slot(&SIGNALS)?.borrow().clone()
 }
 
 /// Makes sure `signal` is watched by this loop; returns its current generation.
@@ -163,7 +172,17 @@ fn release(state: &SignalState, signal: i32) {
     drop(removed);
 }
 
-impl Extension for SignalState {
+/// The loop's slot for its signal machinery, filled by the first signal handler or `recv`.
+/// Closing the loop takes the state out of the slot, closes it, and drops the loop's `Rc`
+/// (a [`Recv`] may keep the state a while longer).
+static SIGNALS: LoopKey<RefCell<Option<Rc<SignalState>>>> = LoopKey::with_close(|slot, lp| {
+    let state = slot.borrow_mut().take();
+    if let Some(state) = state {
+        state.close(lp);
+    }
+});
+
+impl SignalState {
     /// Closing the loop: the eventfd leaves the reactor, and every registration and handler is
     /// dropped (dispositions restored once no other loop watches the signal). The eventfd itself
     /// closes when the last `Rc` goes (a [`Recv`] held outside the loop may keep it a while).
@@ -257,7 +276,7 @@ impl LoopHandle {
     /// ```
     pub fn remove_signal_handler(&self, signal: Signal) -> bool {
         let signum = signal.raw();
-        let Some(state) = self.inner.extension::<SignalState>() else {
+        let Some(state) = signals(&self.inner) else {
             return false;
         };
         let old = state

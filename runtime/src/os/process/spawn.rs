@@ -1,0 +1,192 @@
+//! Spawning: `subprocess_exec` and `subprocess_shell` on the loop handle. Each builds a
+//! `std::process::Command`, applies the [`SubprocessOptions`], spawns it, opens the child's
+//! pidfd and registers it with the loop, and wraps the pipe ends it kept as the loop's
+//! [`PipeWriter`] / [`PipeReader`]; the result is a [`Process`].
+
+use std::cell::{Cell, RefCell};
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::process::Command;
+
+use evloop_syscalls::{self as sys, Signal};
+
+use crate::event_loop::LoopHandle;
+use crate::event_loop::error::{LoopError, LoopErrorKind, with_context};
+use crate::io::AsyncFd;
+use crate::io::pipe::{PipeReader, PipeWriter};
+use crate::os::process::child::Process;
+use crate::os::process::options::SubprocessOptions;
+use crate::os::process::reaper::reap_later;
+
+impl LoopHandle {
+    /// Starts `program` with `args`, inheriting stdin, stdout and stderr (asyncio's
+    /// `create_subprocess_exec` with the defaults). `program` is looked up in `PATH` unless it
+    /// contains a `/`.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let status = lp.subprocess_exec("sh", ["-c", "exit 0"])?.wait().await?; // stdio inherited
+    ///     assert!(status.success());
+    ///     let err = lp.subprocess_exec("no-such-program-here", [""; 0]).unwrap_err();
+    ///     assert!(err.to_string().contains("no-such-program-here"), "{err}"); // names the program
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn subprocess_exec<I, S>(&self, program: impl AsRef<OsStr>, args: I) -> io::Result<Process>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.subprocess_exec_with(program, args, &SubprocessOptions::new())
+    }
+
+    /// Starts `program` with `args` and `opts` (stdio pipes, environment, working directory).
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
+    ///     lp.subprocess_exec_with("printf", ["%s-%s", "a", "b"], &opts)?.communicate(None).await
+    /// })??;
+    /// assert_eq!(out.stdout, b"a-b");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn subprocess_exec_with<I, S>(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: I,
+        opts: &SubprocessOptions,
+    ) -> io::Result<Process>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let program = program.as_ref();
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        spawn(
+            self,
+            "subprocess_exec",
+            program.to_string_lossy().into_owned(),
+            cmd,
+            opts,
+        )
+    }
+
+    /// Runs `cmd` with `/bin/sh -c`, inheriting stdin, stdout and stderr (asyncio's
+    /// `create_subprocess_shell`). Quoting is the caller's business.
+    ///
+    /// ```
+    /// let status = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     lp.subprocess_shell("test 2 -gt 1 && exit 5")?.wait().await // /bin/sh -c
+    /// })??;
+    /// assert_eq!(status.code(), Some(5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn subprocess_shell(&self, cmd: impl AsRef<OsStr>) -> io::Result<Process> {
+        self.subprocess_shell_with(cmd, &SubprocessOptions::new())
+    }
+
+    /// Runs `cmd` with `/bin/sh -c` and `opts`.
+    ///
+    /// ```
+    /// use evloop::process::{Stdio, SubprocessOptions};
+    ///
+    /// let out = evloop::run(async {
+    ///     let lp = evloop::get_running_loop()?;
+    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
+    ///     lp.subprocess_shell_with("echo one two | wc -w", &opts)?.communicate(None).await
+    /// })??;
+    /// assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn subprocess_shell_with(&self, cmd: impl AsRef<OsStr>, opts: &SubprocessOptions) -> io::Result<Process> {
+        let cmd = cmd.as_ref();
+        let mut command = Command::new("/bin/sh");
+        command.arg("-c").arg(cmd);
+        spawn(
+            self,
+            "subprocess_shell",
+            cmd.to_string_lossy().into_owned(),
+            command,
+            opts,
+        )
+    }
+}
+
+fn spawn(
+    lp: &LoopHandle,
+    op: &'static str,
+    label: String,
+    mut cmd: Command,
+    opts: &SubprocessOptions,
+) -> io::Result<Process> {
+    if lp.is_closed() {
+        return Err(LoopError::new(LoopErrorKind::Closed, op).into());
+    }
+    opts.apply(&mut cmd);
+    // The loop may block SIGPIPE on this thread (pipe writers): the child must not inherit that.
+    evloop_syscalls::reset_signals_on_exec(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| with_context(format!("{op}({label})"), e))?;
+    let pid = child.id();
+    // The pidfd first, while `child` can still kill and reap the process if that fails (nothing
+    // has reaped it yet, so its pid cannot have been reused).
+    let pidfd = match i32::try_from(pid)
+        .map_err(|_| io::Error::from_raw_os_error(sys::errno::ESRCH))
+        .and_then(sys::pidfd_open)
+    {
+        Ok(fd) => fd,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(with_context(format!("{op}({label}): pidfd_open(pid {pid})"), e));
+        }
+    };
+    let stdin = child.stdin.take().map(OwnedFd::from);
+    let stdout = child.stdout.take().map(OwnedFd::from);
+    let stderr = child.stderr.take().map(OwnedFd::from);
+    // std's `Child` neither kills nor reaps on drop: from here the pidfd is the only handle.
+    drop(child);
+    let raw = pidfd.as_raw_fd();
+    let pidfd = match AsyncFd::with_loop(lp, pidfd) {
+        Ok(fd) => fd,
+        Err(e) => {
+            // The pidfd is gone with the error, but the child is not reaped, so its pid is still
+            // its own: kill it and let the reaper collect it.
+            if let Ok(p) = i32::try_from(pid) {
+                let _ = sys::kill(p, Signal::KILL.raw());
+                if let Ok(fd) = sys::pidfd_open(p) {
+                    reap_later(fd);
+                }
+            }
+            return Err(with_context(format!("{op}({label}): register(pidfd {raw})"), e));
+        }
+    };
+    let mut process = Process {
+        pid,
+        pidfd: RefCell::new(Some(pidfd)),
+        status: Cell::new(None),
+        stdin: None,
+        stdout: None,
+        stderr: None,
+        lp: lp.clone(),
+    };
+    // A failure from here drops `process`: the child is killed first, and reaped as an orphan.
+    let adopt = |process: &mut Process| -> io::Result<()> {
+        process.stdin = stdin.map(|fd| PipeWriter::with_loop(lp, fd)).transpose()?;
+        process.stdout = stdout.map(|fd| PipeReader::with_loop(lp, fd)).transpose()?;
+        process.stderr = stderr.map(|fd| PipeReader::with_loop(lp, fd)).transpose()?;
+        Ok(())
+    };
+    if let Err(e) = adopt(&mut process) {
+        let _ = process.kill();
+        return Err(with_context(format!("{op}({label}): stdio pipes"), e));
+    }
+    Ok(process)
+}
