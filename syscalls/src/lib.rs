@@ -169,6 +169,8 @@ mod pipe;
 mod process;
 mod raw;
 mod resolve;
+#[cfg(feature = "simulation")]
+pub mod sim;
 mod signal;
 mod sigpipe;
 mod sockaddr;

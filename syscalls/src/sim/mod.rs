@@ -1,0 +1,202 @@
+//! A simulated Linux kernel behind the same wrappers (feature `simulation`): evloop's real
+//! loop, reactor, transports and streams run on it unchanged, and one seed decides every
+//! choice the real kernel would leave to chance.
+//!
+//! # Using it
+//!
+//! ```
+//! use evloop_syscalls::{self as sys, sim::{Config, Kernel}};
+//!
+//! let kernel = Kernel::with_config(7, Config::default());
+//! {
+//!     let _on = kernel.enter(); // this thread's wrappers now talk to the simulation
+//!     let l = sys::socket(sys::Domain::Inet, sys::SockType::Stream)?;
+//!     sys::bind(std::os::fd::AsFd::as_fd(&l), &"127.0.0.1:8080".parse::<std::net::SocketAddr>().unwrap().into())?;
+//!     sys::listen(std::os::fd::AsFd::as_fd(&l), 16)?;
+//! }
+//! println!("{}", kernel.trace()); // every simulated call, with its result
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! A thread runs on a kernel between [`Kernel::enter`] and the drop of its guard; more threads
+//! join with [`Kernel::spawn`]. An event loop created on such a thread runs on the simulation
+//! without knowing it: nothing above this crate has a simulation branch. Two runs with the same
+//! seed make the same calls with the same results in the same order, so their traces are equal
+//! byte for byte; [`Kernel::tape`] records the decisions, [`Config::replay`] replays them, and
+//! [`shrink`] reduces a failing tape to a small one.
+//!
+//! # What is simulated
+//!
+//! Every call the loop and its transports make: `epoll_create1`, `epoll_ctl`, the waits
+//! (`epoll_pwait2`/`epoll_wait`), `eventfd` and its reads and writes, `read`/`write`/`readv`/
+//! `writev` (and the `SIGPIPE`-free pipe writes), `pipe2`, `socket`, `socketpair`, `bind`,
+//! `listen`, `accept4`, `connect`, `getsockname`, `getpeername`, `shutdown`, `send`, `sendmsg`,
+//! `sendto`, `recv` (with `MSG_PEEK`, `MSG_TRUNC`), `recvfrom`, `sendfile` (from a real file),
+//! the socket options (`SO_ERROR`, `SO_REUSEADDR`, `SO_REUSEPORT`, `TCP_NODELAY`, `SO_KEEPALIVE`,
+//! `IPV6_V6ONLY`, `SO_BROADCAST`, `SO_LINGER`, buffer sizes, `SO_TYPE`), `close`, `dup`,
+//! `clock_gettime`, and `getaddrinfo`/`getnameinfo` (numeric addresses, the host table of
+//! [`Config::host`], `localhost`). The models:
+//!
+//! * **epoll** (`epoll`): level- and edge-triggered and one-shot registrations keyed by number
+//!   and file, ready lists, `maxevents` rotation, exactly as epoll(7) describes;
+//! * **TCP** (`stream`): handshake with latency, backlog (full: SYN retried, then `ETIMEDOUT`),
+//!   refused connections, in-order segments, send and receive buffers with flow control, FIN and
+//!   half-close (`EPOLLRDHUP`), RST on close with unread data or `SO_LINGER` 0 and on data
+//!   reaching a closed socket, `ECONNRESET`/`EPIPE` as Linux reports them;
+//! * **UDP** (`dgram`): datagrams with their own latencies (so reordered), truncation, peeking,
+//!   `ECONNREFUSED` for a connected sender, receive-buffer drops;
+//! * **Unix sockets**: streams and datagrams, pathname (a real placeholder file), abstract and
+//!   autobind names (`net`), socket pairs;
+//! * **pipes and eventfds** (`files`);
+//! * **time** (`clock`): see below.
+//!
+//! # What is not
+//!
+//! Descriptors the simulation did not create are real and reach Linux as before: regular files
+//! (`open_readonly`, the `/dev/null` reserve), pidfds and the subprocesses behind them, signals
+//! (`register_signal`, `kill`), memory mappings, timer slack, rlimits. A real descriptor cannot
+//! join a simulated epoll instance (`EPERM`, as a regular file could not), so subprocesses and
+//! adopted real sockets do not work on a simulated loop. The simulation raises no `SIGPIPE`.
+//! Not modelled: IP fragmentation, TCP urgent data, keep-alive probes, `TIME_WAIT` (a port is
+//! free again once its socket is closed), multicast, IPv4-mapped IPv6 beyond wildcard binds,
+//! the `EPOLLEXCLUSIVE` wake-one rule, nested epoll deeper than one level.
+//!
+//! # Descriptors (the hard part)
+//!
+//! `OwnedFd::drop` calls libc's `close` directly, and in debug builds aborts when it fails with
+//! `EBADF`: a simulated descriptor must be a real, open one, and the kernel must learn when the
+//! program closes it (to send a FIN, to drop epoll registrations). Each simulated file is
+//! therefore backed by a real pipe: the program holds the write end, the kernel watches the
+//! read end in a real epoll instance and sees `EPOLLHUP` when the last descriptor of the write
+//! end is closed, by whatever means (`backing`). A file is closed exactly when Linux would
+//! close it, even with `dup`s made behind the kernel's back. The cost is two real descriptors,
+//! a `pipe2` and an `epoll_ctl` per file, and one `epoll_wait(0)` per simulated poll (the
+//! kernel raises the process's soft descriptor limit to the hard one). Descriptor numbers are
+//! real, so they differ between runs; the trace names files by ids (`#7`) that do not.
+//!
+//! # The seed and the tape
+//!
+//! One seed drives every choice the contract leaves open ([`ChoiceKind`]): the order of the
+//! events one poll returns, the latency of each connection and the jitter of each segment (so
+//! the interleaving of connections), where sends are cut into segments (short reads), short
+//! writes, polls interrupted by signals (`EINTR`), accept failures (`ECONNABORTED`, `EMFILE`,
+//! ...), connect failures, resets, lost datagrams, whether a loopback connect completes inside
+//! the call, which simulated thread runs next (so the arrival order of cross-thread wake-ups),
+//! and how late a timeout fires (never early). The faults ([`FaultClass`]) are the ones the
+//! fault-injection table of `docs/fault-matrix.md` lists as possible in the runtime's
+//! situations, injected so that the kernel's state stays consistent with them; their rates come
+//! from [`Config::faults`] (or from the seed: [`Faults::swarm`]). What the contract orders is
+//! never perturbed: it lives above this crate (FIFO `call_soon`, equal deadlines). Each answer
+//! is recorded on the [`Tape`], in a form where 0 is always the simplest (no fault, no delay,
+//! the kernel's order), so [`shrink`] can lower it.
+//!
+//! The trace (`trace`) records every simulated call with its result and every network event,
+//! compactly, with a running digest: [`Kernel::trace`], [`Kernel::digest`].
+//!
+//! # Time
+//!
+//! The simulated clock (`CLOCK_MONOTONIC` and friends) moves only when every simulated thread
+//! is blocked (in a poll, [`sleep`], [`JoinHandle::join`]); it then jumps to the next event or
+//! timeout. A program's own work takes no simulated time, so an hour of timers runs in
+//! milliseconds. One guard: a thread that polls without blocking thousands of times in a row
+//! while nothing happens would wait forever for a timer that needs the clock to move, so after
+//! [`Config::spin_limit`] such polls the clock jumps anyway ([`Stats::spins`] counts it).
+//!
+//! # Threads
+//!
+//! Threads on a kernel take turns (`sched`): one runs, the seed picks the next when it blocks
+//! or at a poll (a yield point). The loop's wake-up eventfd written by another simulated
+//! thread (a `RemoteHandle`, a waker) therefore arrives at a point the seed chose. Threads
+//! that did not enter the kernel (the loop's executor pool, `std::thread::spawn` without
+//! [`Kernel::spawn`]) run for real, concurrently: their `eventfd` writes reach the backing pipe
+//! and become simulated increments at the kernel's next reap, at a moment real timing decides.
+//! A deterministic test therefore keeps its threads on the kernel and avoids the executor
+//! (`run_in_executor`, host names that need `getaddrinfo`: use numeric addresses or
+//! [`Config::host`]). A simulated thread must block only in simulated calls: one blocked on a
+//! real lock or channel held by another simulated thread stops the simulation.
+//!
+//! # Cost
+//!
+//! Without the feature nothing here is compiled and the wrappers are exactly the real ones.
+//! With it, a thread not on a kernel pays one thread-local check per wrapper call.
+
+mod backing;
+mod choice;
+mod clock;
+mod config;
+mod dgram;
+mod epoll;
+mod faults;
+mod files;
+mod kernel;
+mod net;
+pub(crate) mod ops;
+mod sched;
+mod socket;
+mod state;
+mod stream;
+mod trace;
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+pub use choice::{Choice, ChoiceKind, Tape, TapeParseError, shrink};
+pub use config::Config;
+pub use faults::{FaultClass, Faults};
+pub use kernel::{Entered, JoinHandle, Kernel, is_active, sleep};
+pub use state::Stats;
+pub use trace::TraceMode;
+
+use sched::Shared;
+
+thread_local! {
+    /// Whether this thread runs on a kernel: the one check the real path pays.
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+    /// The kernel and this thread's number on it.
+    static CURRENT: RefCell<Option<(Arc<Shared>, usize)>> = const { RefCell::new(None) };
+}
+
+/// Whether the calling thread runs on a simulated kernel.
+#[inline(always)]
+pub(crate) fn active() -> bool {
+    ACTIVE.try_with(Cell::get).unwrap_or(false)
+}
+
+fn install(shared: Arc<Shared>, me: usize) {
+    CURRENT.with(|c| {
+        let mut c = c.borrow_mut();
+        assert!(c.is_none(), "this thread already runs on a simulated kernel");
+        *c = Some((shared, me));
+    });
+    ACTIVE.with(|a| a.set(true));
+}
+
+fn uninstall() {
+    let _ = ACTIVE.try_with(|a| a.set(false));
+    let _ = CURRENT.try_with(|c| c.borrow_mut().take());
+}
+
+/// Runs `f` with the calling thread's kernel and thread number; `None` off the simulation.
+pub(crate) fn with_current<R>(f: impl FnOnce(&Shared, usize) -> R) -> Option<R> {
+    CURRENT
+        .try_with(|c| {
+            let c = c.borrow();
+            c.as_ref().map(|(sh, me)| f(sh, *me))
+        })
+        .ok()
+        .flatten()
+}
+
+/// The wrappers' hook: with the simulation on for this thread, `$call` (an
+/// `Option<io::Result<_>>` from [`ops`]) answers instead of the kernel, unless it returns
+/// `None` (a descriptor the simulation does not know: a real one).
+macro_rules! hook {
+    ($call:expr) => {
+        if $crate::sim::active() {
+            if let Some(r) = $call {
+                return r;
+            }
+        }
+    };
+}
+pub(crate) use hook;
