@@ -169,10 +169,10 @@ mod pipe;
 mod process;
 mod raw;
 mod resolve;
-#[cfg(feature = "simulation")]
-pub mod sim;
 mod signal;
 mod sigpipe;
+#[cfg(feature = "simulation")]
+pub mod sim;
 mod sockaddr;
 mod socket;
 mod sockopt;

@@ -175,6 +175,25 @@ pub(crate) fn drain(fd: RawFd, into: &mut Vec<u8>, real_calls: &mut u64) {
     }
 }
 
+/// Whether the program's descriptor `raw` still leads to the backing pipe whose simulator end
+/// is `backing` (the two ends of a pipe share one inode).
+pub(crate) fn same_file(raw: RawFd, backing: Option<RawFd>) -> bool {
+    let Some(backing) = backing else {
+        return false;
+    };
+    let ino = |fd: RawFd| {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::zeroed();
+        // SAFETY: fstat writes one `struct stat` into `st`, a live local of that type.
+        let r = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
+        // SAFETY: on success fstat has initialised the whole structure (and it started zeroed).
+        (r == 0).then(|| unsafe { st.assume_init() }.st_ino)
+    };
+    match (ino(raw), ino(backing)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// Whether `raw` is an open descriptor of this process (for numbers the simulation does not
 /// know: `epoll_ctl` on such a number is `EPERM`, not `EBADF`).
 pub(crate) fn is_open(raw: RawFd) -> bool {

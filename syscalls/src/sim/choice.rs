@@ -151,7 +151,11 @@ pub struct TapeParseError(String);
 
 impl fmt::Display for TapeParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "bad tape entry {:?} (expected a kind letter and a number, e.g. f1)", self.0)
+        write!(
+            f,
+            "bad tape entry {:?} (expected a kind letter and a number, e.g. f1)",
+            self.0
+        )
     }
 }
 
@@ -168,10 +172,7 @@ impl FromStr for Tape {
                 .next()
                 .and_then(ChoiceKind::from_letter)
                 .ok_or_else(|| TapeParseError(word.to_string()))?;
-            let value = chars
-                .as_str()
-                .parse()
-                .map_err(|_| TapeParseError(word.to_string()))?;
+            let value = chars.as_str().parse().map_err(|_| TapeParseError(word.to_string()))?;
             choices.push(Choice { kind, value });
         }
         Ok(Tape { choices })

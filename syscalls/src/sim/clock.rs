@@ -18,7 +18,12 @@ use crate::sim::state::FileId;
 /// Something the simulated network will do at a given time.
 pub(crate) enum Ev {
     /// Stream bytes (and possibly the FIN after them) reach `to`, sent by `from`.
-    Segment { from: FileId, to: FileId, data: Vec<u8>, fin: bool },
+    Segment {
+        from: FileId,
+        to: FileId,
+        data: Vec<u8>,
+        fin: bool,
+    },
     /// A RST reaches `to`; a connect still in progress fails with `ECONNREFUSED`.
     Rst { to: FileId },
     /// `from`'s connection attempt reaches the address it connects to (`tries` SYNs so far).

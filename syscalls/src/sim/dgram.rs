@@ -26,6 +26,8 @@ use crate::{Domain, SockAddr, UnixAddr};
 
 /// `net.unix.max_dgram_qlen`.
 const UNIX_DGRAM_QLEN: usize = 10;
+/// What a queued datagram costs a Unix sender's buffer beyond its bytes (an skb's truesize).
+const DGRAM_OVERHEAD: usize = 768;
 /// The largest UDP payload over IPv4 and IPv6.
 const UDP_MAX_V4: usize = 65_507;
 const UDP_MAX_V6: usize = 65_527;
@@ -144,7 +146,15 @@ fn send_local(st: &mut State, id: FileId, data: &[u8], target: &SockAddr) -> io:
     if data.len() > r.sndbuf.max(r.rcvbuf) {
         return Err(errno(libc::EMSGSIZE));
     }
-    if r.dgrams.len() >= UNIX_DGRAM_QLEN {
+    // A receiver whose peer is the sender (a socketpair) has no queue limit, only the
+    // sender's buffer (each datagram costs its length plus Linux's per-buffer overhead);
+    // any other is full past `max_dgram_qlen` (`unix_recvq_full`).
+    let full = if r.peer_id == Some(id) {
+        r.dgram_bytes + (r.dgrams.len() + 1) * DGRAM_OVERHEAD + data.len() > r.sndbuf
+    } else {
+        r.dgrams.len() > UNIX_DGRAM_QLEN
+    };
+    if full {
         if !r.waiting_senders.contains(&id) {
             r.waiting_senders.push(id);
         }

@@ -125,7 +125,15 @@ pub(crate) enum Ctl {
 }
 
 /// `epoll_ctl(ep, op, fd, {events, data})` where `fd` leads to `target`.
-pub(crate) fn ctl(st: &mut State, ep: FileId, op: Ctl, fd: RawFd, target: FileId, events: u32, data: u64) -> io::Result<()> {
+pub(crate) fn ctl(
+    st: &mut State,
+    ep: FileId,
+    op: Ctl,
+    fd: RawFd,
+    target: FileId,
+    events: u32,
+    data: u64,
+) -> io::Result<()> {
     if target == ep {
         return Err(errno(libc::EINVAL));
     }

@@ -11,9 +11,7 @@ use std::collections::VecDeque;
 use std::io;
 
 use crate::sim::socket::{self, RecvFlags};
-use crate::sim::state::{
-    EPOLLIN, EPOLLOUT, File, FileId, Kind, Life, PIPE_BUF, PIPE_CAPACITY, PipeBuf, State, errno,
-};
+use crate::sim::state::{EPOLLIN, EPOLLOUT, File, FileId, Kind, Life, PIPE_BUF, PIPE_CAPACITY, PipeBuf, State, errno};
 
 /// `eventfd(initval)`.
 pub(crate) fn eventfd(st: &mut State, initval: u32) -> io::Result<(FileId, i32)> {
@@ -31,7 +29,8 @@ pub(crate) fn pipe(st: &mut State) -> io::Result<((FileId, i32), (FileId, i32))>
     }))?;
     let write = st.install(Kind::PipeWrite { reader: read.0 })?;
     if let Some(File {
-        kind: Kind::PipeRead(p), ..
+        kind: Kind::PipeRead(p),
+        ..
     }) = st.file_mut(read.0)
     {
         p.writer = write.0;
@@ -118,7 +117,8 @@ fn pipe_read(st: &mut State, id: FileId, buf: &mut [u8]) -> io::Result<usize> {
         return Ok(0);
     }
     let Some(File {
-        kind: Kind::PipeRead(p), ..
+        kind: Kind::PipeRead(p),
+        ..
     }) = st.file_mut(id)
     else {
         return Err(errno(libc::EBADF));

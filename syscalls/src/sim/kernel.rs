@@ -41,7 +41,9 @@ pub struct Kernel {
 
 impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Kernel").field("seed", &self.seed).finish_non_exhaustive()
+        f.debug_struct("Kernel")
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
     }
 }
 

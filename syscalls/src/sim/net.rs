@@ -157,7 +157,11 @@ fn free_port(st: &mut State, id: FileId, ty: SockType, ip: IpAddr) -> io::Result
     let span = u32::from(EPHEMERAL_LAST - EPHEMERAL_FIRST) + 1;
     for _ in 0..span {
         let port = st.net.next_port;
-        st.net.next_port = if port >= EPHEMERAL_LAST { EPHEMERAL_FIRST } else { port + 1 };
+        st.net.next_port = if port >= EPHEMERAL_LAST {
+            EPHEMERAL_FIRST
+        } else {
+            port + 1
+        };
         let me = st.sock(id).ok_or_else(|| errno(libc::ENOTSOCK))?;
         let used = st
             .net
@@ -173,7 +177,12 @@ fn free_port(st: &mut State, id: FileId, ty: SockType, ip: IpAddr) -> io::Result
 }
 
 /// Binds an unbound Internet socket for a connect or a send towards `towards`.
-pub(crate) fn autobind_inet(st: &mut State, id: FileId, domain: Domain, towards: Option<IpAddr>) -> io::Result<SocketAddr> {
+pub(crate) fn autobind_inet(
+    st: &mut State,
+    id: FileId,
+    domain: Domain,
+    towards: Option<IpAddr>,
+) -> io::Result<SocketAddr> {
     let ip = match (domain, towards) {
         (Domain::Inet6, Some(ip @ IpAddr::V6(_))) if st.net.is_local(ip) && !ip.is_unspecified() => ip,
         (Domain::Inet6, _) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
@@ -309,7 +318,12 @@ pub(crate) fn bind_unix(st: &mut State, id: FileId, addr: &UnixAddr) -> io::Resu
     let key = unix_key(&addr).ok_or_else(|| errno(libc::EINVAL))?;
     let inode = match &key {
         UnixName::Abstract(_) => {
-            if st.net.unix.get(&key).is_some_and(|(o, _)| crate::sim::socket::alive(st, *o)) {
+            if st
+                .net
+                .unix
+                .get(&key)
+                .is_some_and(|(o, _)| crate::sim::socket::alive(st, *o))
+            {
                 return Err(errno(libc::EADDRINUSE));
             }
             0

@@ -48,6 +48,11 @@ fn run<T>(
 ) -> io::Result<T> {
     st.thread = me as u32;
     st.stats.calls += 1;
+    if file != 0 {
+        // Closes made since the last call (a dropped `OwnedFd` is invisible otherwise) take
+        // effect before this call, as they did in the program.
+        st.reap();
+    }
     st.settle();
     let r = loop {
         match crate::call::enter(s) {
@@ -218,14 +223,23 @@ pub(crate) fn dup(fd: BorrowedFd<'_>) -> Option<io::Result<OwnedFd>> {
 // ---------------------------------------------------------------------------------------------
 // epoll
 
-pub(crate) fn epoll_ctl(epfd: BorrowedFd<'_>, op: libc::c_int, fd: RawFd, event: Option<EpollEvent>) -> Option<io::Result<()>> {
+pub(crate) fn epoll_ctl(
+    epfd: BorrowedFd<'_>,
+    op: libc::c_int,
+    fd: RawFd,
+    event: Option<EpollEvent>,
+) -> Option<io::Result<()>> {
     with_current(|sh, me| {
         let mut st = sh.lock();
         let ep = st.lookup(epfd.as_raw_fd())?;
         // A registration never outlives a file the program closed: learn of closes first.
         st.reap();
         let (events, data) = event.map_or((0, 0), |e| (e.flags().bits(), e.data()));
-        let target = st.lookup(fd);
+        // The number may have been closed while a `dup` keeps its file open: Linux then says
+        // EBADF (or ENOENT when another file has the number now), and the reactor relies on it.
+        let target = st
+            .lookup(fd)
+            .filter(|&t| crate::sim::backing::same_file(fd, st.backing_fd(t)));
         let ctl = match op {
             libc::EPOLL_CTL_ADD => Some(Ctl::Add),
             libc::EPOLL_CTL_MOD => Some(Ctl::Mod),
@@ -233,21 +247,30 @@ pub(crate) fn epoll_ctl(epfd: BorrowedFd<'_>, op: libc::c_int, fd: RawFd, event:
             _ => None,
         };
         let b = (u64::try_from(op).unwrap_or(0) << 32) | u64::from(events);
-        Some(run(&mut st, me, Syscall::EpollCtl, ep, target.unwrap_or(0), b, false, |st| {
-            if !matches!(st.file(ep).map(|f| &f.kind), Some(Kind::Epoll(_))) {
-                return Err(errno(libc::EINVAL));
-            }
-            let Some(ctl) = ctl else {
-                return Err(errno(libc::EINVAL));
-            };
-            let Some(target) = target else {
-                // A real descriptor cannot join a simulated instance (as a regular file cannot
-                // join a real one).
-                let open = crate::sim::backing::is_open(fd);
-                return Err(errno(if open { libc::EPERM } else { libc::EBADF }));
-            };
-            epoll::ctl(st, ep, ctl, fd, target, events, data).map(|()| ((), 0))
-        }))
+        Some(run(
+            &mut st,
+            me,
+            Syscall::EpollCtl,
+            ep,
+            target.unwrap_or(0),
+            b,
+            false,
+            |st| {
+                if !matches!(st.file(ep).map(|f| &f.kind), Some(Kind::Epoll(_))) {
+                    return Err(errno(libc::EINVAL));
+                }
+                let Some(ctl) = ctl else {
+                    return Err(errno(libc::EINVAL));
+                };
+                let Some(target) = target else {
+                    // A real descriptor cannot join a simulated instance (as a regular file cannot
+                    // join a real one).
+                    let open = crate::sim::backing::is_open(fd);
+                    return Err(errno(if open { libc::EPERM } else { libc::EBADF }));
+                };
+                epoll::ctl(st, ep, ctl, fd, target, events, data).map(|()| ((), 0))
+            },
+        ))
     })
     .flatten()
 }
@@ -460,9 +483,14 @@ fn port_of(addr: &SockAddr) -> u64 {
 }
 
 pub(crate) fn listen(fd: BorrowedFd<'_>, backlog: i32) -> Option<io::Result<()>> {
-    on_fd(fd.as_raw_fd(), Syscall::Listen, backlog.max(0) as u64, 0, false, |st, id| {
-        socket::listen(st, id, backlog).map(|()| ((), 0))
-    })
+    on_fd(
+        fd.as_raw_fd(),
+        Syscall::Listen,
+        backlog.max(0) as u64,
+        0,
+        false,
+        |st, id| socket::listen(st, id, backlog).map(|()| ((), 0)),
+    )
 }
 
 pub(crate) fn accept4(fd: BorrowedFd<'_>) -> Option<io::Result<(OwnedFd, SockAddr)>> {
@@ -529,17 +557,31 @@ pub(crate) fn send_vectored(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> Option<
         return None;
     }
     let data = gather(bufs);
-    on_fd(fd.as_raw_fd(), Syscall::Sendmsg, len64(data.len()), 0, true, |st, id| {
-        let n = socket::send(st, id, &data, None)?;
-        Ok((n, n as i64))
-    })
+    on_fd(
+        fd.as_raw_fd(),
+        Syscall::Sendmsg,
+        len64(data.len()),
+        0,
+        true,
+        |st, id| {
+            let n = socket::send(st, id, &data, None)?;
+            Ok((n, n as i64))
+        },
+    )
 }
 
 pub(crate) fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &SockAddr) -> Option<io::Result<usize>> {
-    on_fd(fd.as_raw_fd(), Syscall::Sendto, len64(buf.len()), port_of(addr), true, |st, id| {
-        let n = socket::send(st, id, buf, Some(addr))?;
-        Ok((n, n as i64))
-    })
+    on_fd(
+        fd.as_raw_fd(),
+        Syscall::Sendto,
+        len64(buf.len()),
+        port_of(addr),
+        true,
+        |st, id| {
+            let n = socket::send(st, id, buf, Some(addr))?;
+            Ok((n, n as i64))
+        },
+    )
 }
 
 /// `recv` with `MSG_PEEK` and/or `MSG_TRUNC` among `flags`.
@@ -548,22 +590,41 @@ pub(crate) fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], flags: libc::c_int) -> Op
         peek: flags & libc::MSG_PEEK != 0,
         trunc: flags & libc::MSG_TRUNC != 0,
     };
-    on_fd(fd.as_raw_fd(), Syscall::Recv, len64(buf.len()), flags as u64, true, |st, id| {
-        let (n, _) = socket::recv(st, id, buf, f)?;
-        Ok((n, n as i64))
-    })
+    on_fd(
+        fd.as_raw_fd(),
+        Syscall::Recv,
+        len64(buf.len()),
+        flags as u64,
+        true,
+        |st, id| {
+            let (n, _) = socket::recv(st, id, buf, f)?;
+            Ok((n, n as i64))
+        },
+    )
 }
 
 pub(crate) fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Option<io::Result<(usize, SockAddr)>> {
-    on_fd(fd.as_raw_fd(), Syscall::Recvfrom, len64(buf.len()), 0, true, |st, id| {
-        let (n, from) = socket::recv(st, id, buf, RecvFlags::default())?;
-        Ok(((n, from), n as i64))
-    })
+    on_fd(
+        fd.as_raw_fd(),
+        Syscall::Recvfrom,
+        len64(buf.len()),
+        0,
+        true,
+        |st, id| {
+            let (n, from) = socket::recv(st, id, buf, RecvFlags::default())?;
+            Ok(((n, from), n as i64))
+        },
+    )
 }
 
 /// `sendfile` to a simulated socket: the bytes are read from the real file with `pread` and
 /// sent through the simulation.
-pub(crate) fn sendfile(out: BorrowedFd<'_>, input: BorrowedFd<'_>, offset: &mut u64, count: usize) -> Option<io::Result<usize>> {
+pub(crate) fn sendfile(
+    out: BorrowedFd<'_>,
+    input: BorrowedFd<'_>,
+    offset: &mut u64,
+    count: usize,
+) -> Option<io::Result<usize>> {
     let at = *offset;
     let r = on_fd(out.as_raw_fd(), Syscall::Sendfile, len64(count), at, true, |st, id| {
         let room = st.sock(id).map_or(count, |s| s.send_room().max(1));
@@ -608,7 +669,11 @@ pub(crate) fn set_option(fd: BorrowedFd<'_>, opt: SetOpt) -> Option<io::Result<(
 }
 
 /// `getsockopt(fd, level, name)` for an `int` option.
-pub(crate) fn getsockopt_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int) -> Option<io::Result<libc::c_int>> {
+pub(crate) fn getsockopt_int(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+) -> Option<io::Result<libc::c_int>> {
     let opt = match (level, name) {
         (libc::SOL_SOCKET, libc::SO_ERROR) => Some(GetOpt::Error),
         (libc::IPPROTO_TCP, libc::TCP_NODELAY) => Some(GetOpt::NoDelay),
@@ -626,7 +691,12 @@ pub(crate) fn getsockopt_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc:
 }
 
 /// `setsockopt(fd, level, name, &val)` for an `int` option.
-pub(crate) fn setsockopt_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int, val: libc::c_int) -> Option<io::Result<()>> {
+pub(crate) fn setsockopt_int(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    val: libc::c_int,
+) -> Option<io::Result<()>> {
     let on = val != 0;
     let size = usize::try_from(val).unwrap_or(0);
     let opt = match (level, name) {
@@ -715,11 +785,10 @@ pub(crate) fn getaddrinfo(host: &str, port: u16, hints: AddrHints) -> Option<io:
 /// `getnameinfo` against the host table (services stay numeric).
 pub(crate) fn getnameinfo(addr: &SocketAddr, numeric: bool) -> Option<io::Result<(String, String)>> {
     global(Syscall::Getnameinfo, u64::from(addr.port()), |st| {
-        let host = if numeric {
-            None
-        } else {
-            st.net.name_of(addr.ip())
-        };
-        Ok(((host.unwrap_or_else(|| addr.ip().to_string()), addr.port().to_string()), 0))
+        let host = if numeric { None } else { st.net.name_of(addr.ip()) };
+        Ok((
+            (host.unwrap_or_else(|| addr.ip().to_string()), addr.port().to_string()),
+            0,
+        ))
     })
 }

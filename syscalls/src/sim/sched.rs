@@ -273,7 +273,12 @@ pub(crate) fn exit<'a>(sh: &'a Shared, mut st: MutexGuard<'a, State>, me: usize)
 }
 
 /// Thread `me` waits for thread `target` to leave the kernel.
-pub(crate) fn join<'a>(sh: &'a Shared, mut st: MutexGuard<'a, State>, me: usize, target: usize) -> MutexGuard<'a, State> {
+pub(crate) fn join<'a>(
+    sh: &'a Shared,
+    mut st: MutexGuard<'a, State>,
+    me: usize,
+    target: usize,
+) -> MutexGuard<'a, State> {
     while st.sched.threads.get(target).is_some_and(|t| t.run != Run::Done) {
         st.sched.threads[me].run = Run::Joining(target);
         st = pass(sh, st, me, true);

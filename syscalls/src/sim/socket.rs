@@ -13,9 +13,7 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use crate::sim::net;
-use crate::sim::state::{
-    EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, FileId, Kind, Life, State, errno,
-};
+use crate::sim::state::{EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, FileId, Kind, Life, State, errno};
 use crate::sim::{dgram, stream};
 use crate::sockaddr::{Domain, SockAddr, UnixAddr};
 use crate::socket::{Shutdown, SockType};
@@ -285,7 +283,11 @@ pub(crate) fn bind(st: &mut State, id: FileId, addr: &SockAddr) -> io::Result<()
                 (Domain::Inet, SocketAddr::V4(_)) | (Domain::Inet6, SocketAddr::V6(_))
             );
             if !family_ok {
-                return Err(errno(if domain == Domain::Unix { libc::EINVAL } else { libc::EAFNOSUPPORT }));
+                return Err(errno(if domain == Domain::Unix {
+                    libc::EINVAL
+                } else {
+                    libc::EAFNOSUPPORT
+                }));
             }
             let bound = net::bind_inet(st, id, *a)?;
             sock_mut_of(st, id)?.local = Some(SockAddr::Inet(bound));
@@ -478,5 +480,6 @@ pub(crate) fn get_option(st: &mut State, id: FileId, opt: GetOpt) -> io::Result<
 
 /// Whether `id` is a live socket (open or waiting to be accepted).
 pub(crate) fn alive(st: &State, id: FileId) -> bool {
-    st.file(id).is_some_and(|f| f.life != Life::Closed && f.sock().is_some())
+    st.file(id)
+        .is_some_and(|f| f.life != Life::Closed && f.sock().is_some())
 }

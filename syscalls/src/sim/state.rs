@@ -255,6 +255,14 @@ impl State {
         self.files.get_mut(&id).and_then(File::sock_mut)
     }
 
+    /// The simulator's end of `id`'s backing pipe.
+    pub(crate) fn backing_fd(&self, id: FileId) -> Option<RawFd> {
+        self.files
+            .get(&id)
+            .and_then(|f| f.backing.as_ref())
+            .map(AsRawFd::as_raw_fd)
+    }
+
     fn new_id(&mut self) -> FileId {
         let id = self.next_id;
         self.next_id += 1;
@@ -433,7 +441,8 @@ impl State {
             Gone::PipeWriter(reader) => {
                 self.files.remove(&id);
                 if let Some(File {
-                    kind: Kind::PipeRead(p), ..
+                    kind: Kind::PipeRead(p),
+                    ..
                 }) = self.files.get_mut(&reader)
                 {
                     p.writer_open = false;

@@ -231,7 +231,9 @@ fn credit(st: &mut State, id: FileId, n: usize) {
 /// Whether `id` is an open (or embryo) socket still connected.
 fn receiving(st: &State, id: FileId) -> bool {
     st.file(id).is_some_and(|f| f.life != Life::Closed)
-        && st.sock(id).is_some_and(|s| matches!(s.state, SockState::Connected | SockState::Connecting))
+        && st
+            .sock(id)
+            .is_some_and(|s| matches!(s.state, SockState::Connected | SockState::Connecting))
 }
 
 /// A segment from `from` reaches `to`.
@@ -288,6 +290,10 @@ fn fin_arrives(st: &mut State, to: FileId) {
     if let Some(r) = st.sock_mut(to) {
         r.rx_fin = true;
         r.rd_shut = true;
+        if r.fin_delivered {
+            // Both FINs exchanged: the connection is over (TCP_CLOSE: no peer any more).
+            r.state = SockState::Closed;
+        }
     }
     st.rec(Op::Fin, to, 0, 0, 0);
     st.wake(to, EPOLLIN | EPOLLRDHUP);
@@ -299,6 +305,9 @@ fn fin_done(st: &mut State, from: FileId) {
         s.fin_blocked = false;
         s.fin_delivered = true;
         s.window_pending = false;
+        if s.rx_fin && matches!(s.state, SockState::Connected) {
+            s.state = SockState::Closed;
+        }
     }
     gc(st, from);
 }
@@ -451,7 +460,11 @@ fn tcp_connect(st: &mut State, id: FileId, to: SocketAddr) -> io::Result<()> {
         if e == libc::ENETUNREACH {
             return Err(errno(e));
         }
-        let delay = if e == libc::ETIMEDOUT { SYN_TIMEOUT_NS } else { latency * 2 };
+        let delay = if e == libc::ETIMEDOUT {
+            SYN_TIMEOUT_NS
+        } else {
+            latency * 2
+        };
         sock_mut(st, id)?.state = SockState::Connecting;
         let at = st.now() + delay;
         st.time.at(at, Ev::ConnectFail { to: id, errno: e });
@@ -522,7 +535,11 @@ fn new_child(st: &mut State, listener: FileId, client: FileId, to: SocketAddr, s
 
 /// `from`'s SYN reaches `to`.
 pub(crate) fn syn_arrives(st: &mut State, from: FileId, to: SocketAddr, tries: u32) {
-    let Some(latency) = st.sock(from).filter(|s| matches!(s.state, SockState::Connecting)).map(|s| s.latency) else {
+    let Some(latency) = st
+        .sock(from)
+        .filter(|s| matches!(s.state, SockState::Connecting))
+        .map(|s| s.latency)
+    else {
         return;
     };
     let now = st.now();
@@ -638,7 +655,11 @@ pub(crate) fn accept(st: &mut State, id: FileId) -> io::Result<(FileId, SockAddr
     if st.faults.fires(FaultClass::Accept, &mut st.choice) {
         // EAGAIN only when the one queued connection vanishes (another acceptor took it or
         // it was reset): with more queued it would hide them from an edge-triggered loop.
-        let choices = if queued == 1 { ACCEPT_ERRNOS.len() + 1 } else { ACCEPT_ERRNOS.len() };
+        let choices = if queued == 1 {
+            ACCEPT_ERRNOS.len() + 1
+        } else {
+            ACCEPT_ERRNOS.len()
+        };
         let pick = st.choice.below(ChoiceKind::Errno, choices as u64) as usize;
         let e = ACCEPT_ERRNOS.get(pick).copied().unwrap_or(libc::EAGAIN);
         fault(st, FaultClass::Accept, id, e);

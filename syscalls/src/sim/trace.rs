@@ -182,7 +182,13 @@ fn op_code(op: Op) -> u64 {
 }
 
 fn format_rec(out: &mut String, r: &Rec) {
-    let _ = write!(out, "{:>6}.{:06} T{} ", r.t / 1_000_000_000, (r.t / 1000) % 1_000_000, r.thread);
+    let _ = write!(
+        out,
+        "{:>6}.{:06} T{} ",
+        r.t / 1_000_000_000,
+        (r.t / 1000) % 1_000_000,
+        r.thread
+    );
     let file = |out: &mut String| {
         if r.file != 0 {
             let _ = write!(out, "#{}", r.file);
