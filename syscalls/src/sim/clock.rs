@@ -29,7 +29,13 @@ pub(crate) enum Ev {
     /// `from`'s connection attempt reaches the address it connects to (`tries` SYNs so far).
     Syn { from: FileId, to: SocketAddr, tries: u32 },
     /// The listener's answer reaches `to`: its connection to `child` is established.
-    SynAck { to: FileId, child: FileId },
+    SynAck {
+        to: FileId,
+        child: FileId,
+        listener: FileId,
+    },
+    /// The client's final ACK reaches the listener: `child` joins its accept queue.
+    Ack { child: FileId, listener: FileId },
     /// `to`'s connection attempt fails with `errno` (unreachable, timed out, refused).
     ConnectFail { to: FileId, errno: i32 },
     /// The receiver of `from`'s stream read data: its window opened, blocked bytes move.

@@ -30,8 +30,13 @@ const BUF_MAX: usize = 212_992;
 pub(crate) enum SockState {
     /// Created (maybe bound), never connected.
     Fresh,
-    /// Listening: connections wait in `queue` (at most `backlog + 1`, as in Linux).
-    Listening { backlog: usize, queue: VecDeque<FileId> },
+    /// Listening: connections wait in `queue`; `half_open` more are between the SYN and the
+    /// client's final ACK. At most `backlog + 1` in all, as in Linux.
+    Listening {
+        backlog: usize,
+        queue: VecDeque<FileId>,
+        half_open: usize,
+    },
     /// A TCP connect is under way.
     Connecting,
     /// Connected (a datagram socket: has a default peer).
@@ -340,6 +345,7 @@ pub(crate) fn listen(st: &mut State, id: FileId, backlog: i32) -> io::Result<()>
             *state = SockState::Listening {
                 backlog,
                 queue: VecDeque::new(),
+                half_open: 0,
             }
         }
     }

@@ -1,9 +1,11 @@
 //! Byte streams: TCP connections over the simulated network, and Unix stream sockets.
 //!
-//! TCP. A connect sends a SYN that arrives after the connection's latency; the listener queues
-//! a new connection (an embryo file) if its backlog has room, and its SYN-ACK makes the client
-//! connected one latency later (no room: the SYN is dropped and retried after 1, 2, 4, ... s,
-//! then `ETIMEDOUT`; nobody listening on a local address: a RST, `ECONNREFUSED`). Sent bytes
+//! TCP. A connect sends a SYN that arrives after the connection's latency; if the listener's
+//! backlog has room, its SYN-ACK makes the client connected one latency later, and the client's
+//! ACK puts the new connection (an embryo file until accepted) in the accept queue one latency
+//! after that, as in Linux, where `accept` never returns a connection its client does not yet
+//! consider established (no room: the SYN is dropped and retried after 1, 2, 4, ... s, then
+//! `ETIMEDOUT` after 127 s; nobody listening on a local address: a RST, `ECONNREFUSED`). Sent bytes
 //! leave as segments that arrive in order after the latency (plus jitter); a segment that
 //! finds the receiver's queue full waits in the sender's `tx_blocked` until the receiver reads
 //! (a window update one latency later). The send buffer holds what is sent and not yet in the
@@ -477,6 +479,7 @@ fn tcp_connect(st: &mut State, id: FileId, to: SocketAddr) -> io::Result<()> {
             None if st.net.is_local(to.ip()) => return Err(errno(libc::ECONNREFUSED)),
             Some(l) if !backlog_full(st, l) => {
                 let child = new_child(st, l, id, to, 0);
+                enqueue(st, l, child);
                 let s = sock_mut(st, id)?;
                 s.state = SockState::Connected;
                 s.peer_id = Some(child);
@@ -494,13 +497,27 @@ fn tcp_connect(st: &mut State, id: FileId, to: SocketAddr) -> io::Result<()> {
 
 fn backlog_full(st: &State, listener: FileId) -> bool {
     match st.sock(listener).map(|s| &s.state) {
-        Some(SockState::Listening { backlog, queue }) => queue.len() > *backlog,
+        Some(SockState::Listening {
+            backlog,
+            queue,
+            half_open,
+        }) => queue.len() + half_open > *backlog,
         _ => true,
     }
 }
 
-/// A new connection in `listener`'s queue, for the client `client` connecting to `to`; its
-/// segments to the client arrive no earlier than `synack_at`.
+/// Puts `child` in `listener`'s accept queue and wakes the listener.
+fn enqueue(st: &mut State, listener: FileId, child: FileId) {
+    let client = st.sock(child).and_then(|c| c.peer_id).unwrap_or(0);
+    if let Some(SockState::Listening { queue, .. }) = st.sock_mut(listener).map(|l| &mut l.state) {
+        queue.push_back(child);
+    }
+    st.rec(Op::Queued, listener, 0, client, 0);
+    st.wake(listener, EPOLLIN);
+}
+
+/// The server side of a new connection from `client` to `to` (not yet in `listener`'s queue);
+/// its segments to the client arrive no earlier than `synack_at`.
 fn new_child(st: &mut State, listener: FileId, client: FileId, to: SocketAddr, synack_at: u64) -> FileId {
     let (domain, local) = match st.sock(listener) {
         Some(l) => {
@@ -524,13 +541,7 @@ fn new_child(st: &mut State, listener: FileId, client: FileId, to: SocketAddr, s
     child.peer_id = Some(client);
     child.latency = latency;
     child.arrive_after = synack_at;
-    let id = st.embryo(Kind::Socket(Box::new(child)));
-    if let Some(SockState::Listening { queue, .. }) = st.sock_mut(listener).map(|l| &mut l.state) {
-        queue.push_back(id);
-    }
-    st.rec(Op::Syn, listener, 0, client, 0);
-    st.wake(listener, EPOLLIN);
-    id
+    st.embryo(Kind::Socket(Box::new(child)))
 }
 
 /// `from`'s SYN reaches `to`.
@@ -563,8 +574,9 @@ pub(crate) fn syn_arrives(st: &mut State, from: FileId, to: SocketAddr, tries: u
                     },
                 );
             } else {
+                // The last SYN gets as long again for an answer: 1 + 2 + ... + 64 = 127 s.
                 st.time.at(
-                    now,
+                    now + (1_000_000_000 << tries),
                     Ev::ConnectFail {
                         to: from,
                         errno: libc::ETIMEDOUT,
@@ -573,19 +585,38 @@ pub(crate) fn syn_arrives(st: &mut State, from: FileId, to: SocketAddr, tries: u
             }
         }
         Some(l) => {
+            st.rec(Op::Syn, l, 0, from, 0);
             let child = new_child(st, l, from, to, now + latency);
-            st.time.at(now + latency, Ev::SynAck { to: from, child });
+            if let Some(SockState::Listening { half_open, .. }) = st.sock_mut(l).map(|s| &mut s.state) {
+                *half_open += 1;
+            }
+            st.time.at(
+                now + latency,
+                Ev::SynAck {
+                    to: from,
+                    child,
+                    listener: l,
+                },
+            );
         }
     }
 }
 
-/// The SYN-ACK for `child` reaches the client `to`.
-pub(crate) fn synack_arrives(st: &mut State, to: FileId, child: FileId) {
+fn half_open_done(st: &mut State, listener: FileId) {
+    if let Some(SockState::Listening { half_open, .. }) = st.sock_mut(listener).map(|s| &mut s.state) {
+        *half_open = half_open.saturating_sub(1);
+    }
+}
+
+/// The SYN-ACK for `child` reaches the client `to`: the client is connected, and its ACK
+/// (which puts `child` in the accept queue) leaves ahead of any data it sends.
+pub(crate) fn synack_arrives(st: &mut State, to: FileId, child: FileId, listener: FileId) {
     let connecting = st.file(to).is_some_and(|f| f.life != Life::Closed)
         && st.sock(to).is_some_and(|s| matches!(s.state, SockState::Connecting));
     if !connecting {
-        let at = st.now() + st.sock(child).map_or(0, |s| s.latency);
-        st.time.at(at, Ev::Rst { to: child });
+        // The client gave up (closed): the half-open connection is forgotten.
+        half_open_done(st, listener);
+        st.files.remove(&child);
         return;
     }
     if let Some(s) = st.sock_mut(to) {
@@ -594,6 +625,22 @@ pub(crate) fn synack_arrives(st: &mut State, to: FileId, child: FileId) {
     }
     st.rec(Op::Established, to, 0, child, 0);
     st.wake(to, 0);
+    let at = depart(st, to, 0);
+    st.time.at(at, Ev::Ack { child, listener });
+}
+
+/// The client's ACK reaches the listener: the connection can be accepted.
+pub(crate) fn ack_arrives(st: &mut State, child: FileId, listener: FileId) {
+    half_open_done(st, listener);
+    let listening = st.file(listener).is_some_and(|f| f.life != Life::Closed)
+        && st
+            .sock(listener)
+            .is_some_and(|s| matches!(s.state, SockState::Listening { .. }));
+    if listening && st.file(child).is_some() {
+        enqueue(st, listener, child);
+    } else if st.file(child).is_some() {
+        abort_child(st, child);
+    }
 }
 
 /// `to`'s connection attempt fails with `err`.
@@ -630,15 +677,11 @@ fn unix_connect(st: &mut State, id: FileId, to: &UnixAddr) -> io::Result<()> {
     child.state = SockState::Connected;
     child.peer_id = Some(id);
     let child = st.embryo(Kind::Socket(Box::new(child)));
-    if let Some(SockState::Listening { queue, .. }) = st.sock_mut(l).map(|s| &mut s.state) {
-        queue.push_back(child);
-    }
     let s = sock_mut(st, id)?;
     s.state = SockState::Connected;
     s.peer_id = Some(child);
     s.peer = listener_addr;
-    st.rec(Op::Syn, l, 0, id, 0);
-    st.wake(l, EPOLLIN);
+    enqueue(st, l, child);
     Ok(())
 }
 

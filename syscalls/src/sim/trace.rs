@@ -48,6 +48,8 @@ pub(crate) enum Op {
     Rst,
     /// A connection attempt from `b` reached the listener `file`.
     Syn,
+    /// A connection from `b` joined the listener `file`'s accept queue.
+    Queued,
     /// `file`'s connect completed.
     Established,
     /// A datagram of `a` bytes was queued at `file`.
@@ -178,6 +180,7 @@ fn op_code(op: Op) -> u64 {
         Op::Switch => 12,
         Op::Time => 13,
         Op::Spin => 14,
+        Op::Queued => 15,
     }
 }
 
@@ -195,6 +198,35 @@ fn format_rec(out: &mut String, r: &Rec) {
         }
     };
     match r.op {
+        Op::Call(Syscall::EpollCtl) => {
+            let op = match r.b >> 32 {
+                1 => "ADD",
+                2 => "DEL",
+                3 => "MOD",
+                _ => "?",
+            };
+            let _ = write!(out, "epoll_ctl(#{}, {op}, ", r.file);
+            if r.a != 0 {
+                let _ = write!(out, "#{}", r.a);
+            } else {
+                out.push_str("(real)");
+            }
+            if r.b >> 32 != 2 {
+                let _ = write!(out, ", {:?}", crate::EpollFlags::from_bits_retain(r.b as u32));
+            }
+            out.push_str(") = ");
+            push_ret(out, r.ret);
+        }
+        Op::Call(s @ (Syscall::EpollPwait2 | Syscall::EpollWait)) => {
+            let _ = write!(out, "{}(#{}, {}, ", s.name(), r.file, r.a);
+            if r.b == u64::MAX {
+                out.push_str("-1");
+            } else {
+                let _ = write!(out, "{}.{:03}ms", r.b / 1000, r.b % 1000);
+            }
+            out.push_str(") = ");
+            push_ret(out, r.ret);
+        }
         Op::Call(s) => {
             out.push_str(s.name());
             out.push('(');
@@ -205,11 +237,7 @@ fn format_rec(out: &mut String, r: &Rec) {
                 }
             }
             out.push_str(") = ");
-            if r.ret < 0 {
-                out.push_str(errno_name(-r.ret as i32));
-            } else {
-                let _ = write!(out, "{}", r.ret);
-            }
+            push_ret(out, r.ret);
         }
         Op::Ready => {
             out.push_str("  ready ");
@@ -241,6 +269,7 @@ fn format_rec(out: &mut String, r: &Rec) {
                 Op::Fin => "fin",
                 Op::Rst => "rst",
                 Op::Syn => "syn",
+                Op::Queued => "queued",
                 Op::Established => "established",
                 Op::Dgram => "dgram",
                 Op::Dropped => "dropped",
@@ -257,6 +286,14 @@ fn format_rec(out: &mut String, r: &Rec) {
                 let _ = write!(out, " from #{}", r.b);
             }
         }
+    }
+}
+
+fn push_ret(out: &mut String, ret: i64) {
+    if ret < 0 {
+        out.push_str(errno_name(-ret as i32));
+    } else {
+        let _ = write!(out, "{ret}");
     }
 }
 
