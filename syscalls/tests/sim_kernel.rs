@@ -33,7 +33,7 @@ fn echo_program() -> Vec<String> {
     }
     let mut clients = Vec::new();
     let mut done = 0;
-    for i in 0..3u64 {
+    for _ in 0..3 {
         // Under faults a socket or a registration may fail (EMFILE, ENOMEM): that client is
         // done before it starts.
         let c = match socket(Domain::Inet, SockType::Stream) {
