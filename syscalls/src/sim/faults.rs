@@ -218,6 +218,10 @@ impl Forced {
         self.pending[class.index()] += 1;
     }
 
+    pub(crate) fn any(&self, class: FaultClass) -> bool {
+        self.pending[class.index()] > 0
+    }
+
     pub(crate) fn take(&mut self, class: FaultClass) -> bool {
         let p = &mut self.pending[class.index()];
         if *p > 0 {

@@ -127,9 +127,11 @@ fn pipe_read(st: &mut State, id: FileId, buf: &mut [u8]) -> io::Result<usize> {
         return if p.writer_open { Err(errno(libc::EAGAIN)) } else { Ok(0) };
     }
     let n = buf.len().min(p.data.len());
-    for (dst, src) in buf.iter_mut().zip(p.data.drain(..n)) {
-        *dst = src;
-    }
+    let (front, back) = p.data.as_slices();
+    let a = n.min(front.len());
+    buf[..a].copy_from_slice(&front[..a]);
+    buf[a..n].copy_from_slice(&back[..n - a]);
+    p.data.drain(..n);
     let writer = p.writer;
     st.wake(writer, EPOLLOUT);
     Ok(n)

@@ -107,7 +107,7 @@ impl Kernel {
     }
 
     fn start(&self, me: usize) -> Entered {
-        install(self.shared.clone(), me);
+        install(&self.shared, me);
         let st = self.shared.lock();
         drop(sched::wait_turn(&self.shared, st, me));
         Entered {
@@ -232,7 +232,9 @@ impl std::fmt::Debug for Entered {
 impl Drop for Entered {
     fn drop(&mut self) {
         uninstall();
-        let st = self.shared.lock();
+        let mut st = self.shared.lock();
+        // What the thread closed last takes effect now, not at a moment real time picks.
+        st.reap();
         drop(sched::exit(&self.shared, st, self.me));
     }
 }
@@ -249,7 +251,8 @@ impl<T> JoinHandle<T> {
     /// threads run, the clock moves); elsewhere it is `std`'s join.
     pub fn join(self) -> std::thread::Result<T> {
         with_current(|sh, me| {
-            let st = sh.lock();
+            let mut st = sh.lock();
+            st.reap();
             drop(sched::join(sh, st, me, self.me));
         });
         self.inner.join()
@@ -266,6 +269,7 @@ impl<T> JoinHandle<T> {
 pub fn sleep(d: Duration) {
     let simulated = with_current(|sh, me| {
         let mut st = sh.lock();
+        st.reap();
         let deadline = st.now().saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         while st.now() < deadline && !st.stalled {
             st = sched::block(sh, st, me, None, Some(deadline));

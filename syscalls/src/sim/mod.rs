@@ -137,7 +137,7 @@ mod state;
 mod stream;
 mod trace;
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::Arc;
 
 pub use choice::{Choice, ChoiceKind, Tape, TapeParseError, shrink};
@@ -150,41 +150,45 @@ pub use trace::TraceMode;
 use sched::Shared;
 
 thread_local! {
-    /// Whether this thread runs on a kernel: the one check the real path pays.
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
-    /// The kernel and this thread's number on it.
-    static CURRENT: RefCell<Option<(Arc<Shared>, usize)>> = const { RefCell::new(None) };
+    /// The kernel this thread runs on (null: none), the one check the real path pays. The
+    /// [`Entered`] guard that set it holds an `Arc` to the kernel and clears this before it
+    /// lets go, so a non-null pointer always points to a live kernel.
+    static CURRENT: Cell<*const Shared> = const { Cell::new(std::ptr::null()) };
+    /// This thread's number on that kernel.
+    static ME: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Whether the calling thread runs on a simulated kernel.
 #[inline(always)]
 pub(crate) fn active() -> bool {
-    ACTIVE.try_with(Cell::get).unwrap_or(false)
+    CURRENT.try_with(|c| !c.get().is_null()).unwrap_or(false)
 }
 
-fn install(shared: Arc<Shared>, me: usize) {
+/// Puts the calling thread on `shared` as thread `me`; the caller keeps `shared` alive until
+/// [`uninstall`].
+fn install(shared: &Arc<Shared>, me: usize) {
     CURRENT.with(|c| {
-        let mut c = c.borrow_mut();
-        assert!(c.is_none(), "this thread already runs on a simulated kernel");
-        *c = Some((shared, me));
+        assert!(c.get().is_null(), "this thread already runs on a simulated kernel");
+        c.set(Arc::as_ptr(shared));
     });
-    ACTIVE.with(|a| a.set(true));
+    ME.with(|m| m.set(me));
 }
 
 fn uninstall() {
-    let _ = ACTIVE.try_with(|a| a.set(false));
-    let _ = CURRENT.try_with(|c| c.borrow_mut().take());
+    let _ = CURRENT.try_with(|c| c.set(std::ptr::null()));
 }
 
 /// Runs `f` with the calling thread's kernel and thread number; `None` off the simulation.
 pub(crate) fn with_current<R>(f: impl FnOnce(&Shared, usize) -> R) -> Option<R> {
-    CURRENT
-        .try_with(|c| {
-            let c = c.borrow();
-            c.as_ref().map(|(sh, me)| f(sh, *me))
-        })
-        .ok()
-        .flatten()
+    let ptr = CURRENT.try_with(Cell::get).ok()?;
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null pointer was set by `install` from an `Arc` that this thread's
+    // `Entered` guard keeps alive until it calls `uninstall` (see `CURRENT`); the reference
+    // does not escape `f`, which runs on this thread before the guard can be dropped.
+    let shared = unsafe { &*ptr };
+    Some(f(shared, ME.with(Cell::get)))
 }
 
 /// The wrappers' hook: with the simulation on for this thread, `$call` (an

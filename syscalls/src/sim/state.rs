@@ -180,6 +180,8 @@ pub(crate) struct State {
     pub(crate) stalled: bool,
     /// A poll's events, kept between polls to save an allocation.
     pub(crate) scratch: Vec<crate::sim::epoll::Reported>,
+    /// When the scheduler last looked for activity outside the simulation.
+    last_outside: std::time::Instant,
 }
 
 /// `err` as an `io::Error`.
@@ -210,6 +212,7 @@ impl State {
             idle_polls: 0,
             stalled: false,
             scratch: Vec::new(),
+            last_outside: std::time::Instant::now(),
         })
     }
 
@@ -349,6 +352,17 @@ impl State {
         }
         self.watch.close_number(raw);
         self.reap();
+    }
+
+    /// Whether a millisecond of real time passed since the scheduler last looked outside.
+    pub(crate) fn outside_due(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        if now.duration_since(self.last_outside) >= std::time::Duration::from_millis(1) {
+            self.last_outside = now;
+            true
+        } else {
+            false
+        }
     }
 
     /// Collects what the watch saw: closes files whose descriptors are all gone, and turns

@@ -166,9 +166,10 @@ pub(crate) fn recv(st: &mut State, id: FileId, buf: &mut [u8], peek: bool) -> io
     let s = sock_mut(st, id)?;
     if !s.rx.is_empty() {
         let n = buf.len().min(s.rx.len());
-        for (dst, src) in buf.iter_mut().zip(s.rx.iter()) {
-            *dst = *src;
-        }
+        let (front, back) = s.rx.as_slices();
+        let a = n.min(front.len());
+        buf[..a].copy_from_slice(&front[..a]);
+        buf[a..n].copy_from_slice(&back[..n - a]);
         if !peek {
             s.rx.drain(..n);
             after_read(st, id, n);
