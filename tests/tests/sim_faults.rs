@@ -162,8 +162,7 @@ fn interrupted_polls_change_nothing_the_contract_orders() {
                 evloop::sleep(Duration::from_millis(20)).await;
             })
             .unwrap();
-            let v = log.borrow().clone();
-            v
+            log.borrow().clone()
         })
     }
     let (plain, _) = timers(Config::default());

@@ -42,8 +42,7 @@ fn arrival_order(seed: u64) -> (Vec<usize>, String) {
             }
         })
         .unwrap();
-        let v = order.lock().unwrap().clone();
-        v
+        order.lock().unwrap().clone()
     });
     (order, kernel.trace())
 }

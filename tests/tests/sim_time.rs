@@ -33,8 +33,7 @@ fn an_hour_of_timers_takes_no_wall_time() {
             evloop::sleep(Duration::from_secs(3601)).await;
         })
         .unwrap();
-        let v = fired.borrow().clone();
-        v
+        fired.borrow().clone()
     });
     assert_eq!(fired.len(), 3600);
     for (n, (i, at)) in fired.iter().enumerate() {

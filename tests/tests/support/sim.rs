@@ -63,8 +63,7 @@ pub fn mixed(kernel: &Kernel) -> Vec<String> {
         Ok(Ok(Err(e))) => push(&log, format!("failed: {e}")),
         Ok(Ok(Ok(()))) => {}
     }
-    let v = log.borrow().clone();
-    v
+    log.borrow().clone()
 }
 
 async fn mixed_body(kernel: &Kernel, log: Log) -> io::Result<()> {
