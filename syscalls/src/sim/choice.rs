@@ -343,6 +343,10 @@ pub fn shrink(tape: &Tape, budget: usize, mut fails: impl FnMut(&Tape) -> Option
             i += 1;
         }
         if best == before || runs >= budget {
+            // Decisions past a tape's end are 0: trailing zeros say nothing.
+            while best.choices.last().is_some_and(|c| c.value == 0) {
+                best.choices.pop();
+            }
             return best;
         }
     }
@@ -416,5 +420,7 @@ mod tests {
         };
         let small = shrink(&tape, 1000, fails);
         assert_eq!(small.to_string(), "f0 l0 f0 f1");
+        let nothing = shrink(&tape, 1000, |t| Some(t.clone()));
+        assert!(nothing.is_empty(), "{nothing}");
     }
 }

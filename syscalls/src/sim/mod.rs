@@ -128,6 +128,7 @@ mod dgram;
 mod epoll;
 mod faults;
 mod files;
+mod harness;
 mod kernel;
 mod net;
 pub(crate) mod ops;
@@ -143,6 +144,8 @@ use std::sync::Arc;
 pub use choice::{Choice, ChoiceKind, Tape, TapeParseError, shrink};
 pub use config::Config;
 pub use faults::{FaultClass, Faults};
+#[doc(hidden)]
+pub use harness::{__run_test, Outcome, TestOptions};
 pub use kernel::{Entered, JoinHandle, Kernel, is_active, sleep};
 pub use state::Stats;
 pub use trace::TraceMode;
