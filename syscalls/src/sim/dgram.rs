@@ -19,7 +19,7 @@ use crate::sim::choice::ChoiceKind;
 use crate::sim::clock::Ev;
 use crate::sim::faults::FaultClass;
 use crate::sim::net;
-use crate::sim::socket::{Dgram, RecvFlags, Sock, SockState, autobind};
+use crate::sim::socket::{Dgram, RecvFlags, SockState, autobind, sock_mut_of};
 use crate::sim::state::{EPOLLERR, EPOLLIN, EPOLLOUT, FileId, State, errno};
 use crate::sim::trace::Op;
 use crate::{Domain, SockAddr, UnixAddr};
@@ -31,10 +31,6 @@ const DGRAM_OVERHEAD: usize = 768;
 /// The largest UDP payload over IPv4 and IPv6.
 const UDP_MAX_V4: usize = 65_507;
 const UDP_MAX_V6: usize = 65_527;
-
-fn sock_mut(st: &mut State, id: FileId) -> io::Result<&mut Sock> {
-    st.sock_mut(id).ok_or_else(|| errno(libc::ENOTSOCK))
-}
 
 /// `connect` on a datagram socket: sets the default destination and the receive filter.
 pub(crate) fn connect(st: &mut State, id: FileId, addr: &SockAddr) -> io::Result<()> {
@@ -48,7 +44,7 @@ pub(crate) fn connect(st: &mut State, id: FileId, addr: &SockAddr) -> io::Result
         }
         _ => return Err(errno(libc::EAFNOSUPPORT)),
     }
-    let s = sock_mut(st, id)?;
+    let s = sock_mut_of(st, id)?;
     s.peer = Some(addr.clone());
     s.state = SockState::Connected;
     Ok(())
@@ -56,7 +52,7 @@ pub(crate) fn connect(st: &mut State, id: FileId, addr: &SockAddr) -> io::Result
 
 /// `send`/`sendto` on a datagram socket.
 pub(crate) fn send(st: &mut State, id: FileId, data: &[u8], to: Option<&SockAddr>) -> io::Result<usize> {
-    let s = sock_mut(st, id)?;
+    let s = sock_mut_of(st, id)?;
     if let Some(e) = s.take_err() {
         return Err(e);
     }
@@ -101,8 +97,7 @@ pub(crate) fn send(st: &mut State, id: FileId, data: &[u8], to: Option<&SockAddr
     autobind(st, id, Some(to.ip()))?;
     let from_addr = net::source_addr(st, id, to);
     if st.faults.fires(FaultClass::Loss, &mut st.choice) {
-        st.stats.faults += 1;
-        st.rec(Op::Fault, id, FaultClass::Loss.code(), 0, 0);
+        st.fault_fired(FaultClass::Loss, id, 0);
         return Ok(data.len());
     }
     let delay = st.choice.delay_us(ChoiceKind::Jitter, st.cfg.latency_us) * 1000;
@@ -213,7 +208,7 @@ pub(crate) fn unreachable(st: &mut State, to: FileId) {
 /// `recv`/`recvfrom` on a datagram socket: one datagram (a pending error first, as
 /// `__skb_try_recv_datagram` reports it).
 pub(crate) fn recv(st: &mut State, id: FileId, buf: &mut [u8], flags: RecvFlags) -> io::Result<(usize, SockAddr)> {
-    let s = sock_mut(st, id)?;
+    let s = sock_mut_of(st, id)?;
     if let Some(e) = s.take_err() {
         return Err(e);
     }

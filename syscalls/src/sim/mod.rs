@@ -69,10 +69,24 @@
 //! therefore backed by a real pipe: the program holds the write end, the kernel watches the
 //! read end in a real epoll instance and sees `EPOLLHUP` when the last descriptor of the write
 //! end is closed, by whatever means (`backing`). A file is closed exactly when Linux would
-//! close it, even with `dup`s made behind the kernel's back. The cost is two real descriptors,
-//! a `pipe2` and an `epoll_ctl` per file, and one `epoll_wait(0)` per simulated poll (the
-//! kernel raises the process's soft descriptor limit to the hard one). Descriptor numbers are
-//! real, so they differ between runs; the trace names files by ids (`#7`) that do not.
+//! close it, even with `dup`s made behind the kernel's back; a number the kernel hands out
+//! again tells the simulation that its old file lost it, and `epoll_ctl` checks (`fstat`) that
+//! a `dup`ed number still leads to its file, since the reactor relies on `EBADF`/`ENOENT` there.
+//!
+//! When the kernel looks (a *reap*: one `epoll_wait(0)` on the watch) decides when a close
+//! takes effect, so it looks at points fixed by the program's order of calls: every simulated
+//! poll, every `epoll_ctl`, every call on a pipe, an eventfd or a Unix socket (Linux makes their
+//! closes visible at once), and when a simulated thread sleeps, joins or leaves. Calls on
+//! Internet sockets do not look: the peer of a TCP socket hears of its close through a FIN or
+//! RST that travels the simulated network anyway, so a close seen at the next poll is a close
+//! seen a little later, and the per-byte path stays free of real system calls. A wrapper
+//! `close` is seen at once.
+//!
+//! Cost: two real descriptors, a `pipe2` and an `epoll_ctl` per file (the kernel raises the
+//! process's soft descriptor limit to the hard one), a `close` when the file goes, and about
+//! one real `epoll_wait(0)` per simulated poll. Descriptor numbers are real, so they differ
+//! between runs, and a program that prints one (an error message naming `fd 12`) prints a
+//! different number in each run; the trace names files by ids (`#7`) that do not change.
 //!
 //! # The seed and the tape
 //!
@@ -113,12 +127,25 @@
 //! A deterministic test therefore keeps its threads on the kernel and avoids the executor
 //! (`run_in_executor`, host names that need `getaddrinfo`: use numeric addresses or
 //! [`Config::host`]). A simulated thread must block only in simulated calls: one blocked on a
-//! real lock or channel held by another simulated thread stops the simulation.
+//! real lock or channel held by another simulated thread stops the simulation. The scheduler
+//! looks for activity from outside (a reap) at most once per real millisecond while it moves
+//! the clock, and waits for it for real only when nothing at all is scheduled.
+//!
+//! # Tests
+//!
+//! `#[evloop::test(simulate)]` runs a test body under many seeds ([`__run_test`], the driver in
+//! `harness`): a determinism check on the first seed, and for a failing seed a shrunk schedule,
+//! its trace, and the `EVLOOP_SEED`/`EVLOOP_TAPE` commands that replay it.
 //!
 //! # Cost
 //!
 //! Without the feature nothing here is compiled and the wrappers are exactly the real ones.
-//! With it, a thread not on a kernel pays one thread-local check per wrapper call.
+//! With it, a thread not on a kernel pays one thread-local check per wrapper call. On a kernel
+//! (release build, `tests/examples/sim_speed.rs`, digest-only trace, this project's 2-core
+//! machine): about 6,000 simulated seconds per wall second on a timer-heavy workload, about
+//! 110,000 TCP echo round trips per wall second; per round trip 8 simulated calls and 2 real
+//! `epoll_wait(0)` reaps, which, at under a microsecond each on a virtual machine, are a fifth
+//! of the time.
 
 mod backing;
 mod choice;
@@ -128,6 +155,7 @@ mod dgram;
 mod epoll;
 mod faults;
 mod files;
+mod handshake;
 mod harness;
 mod kernel;
 mod net;

@@ -23,7 +23,7 @@ use crate::sim::clock::Ev;
 use crate::sim::config::Config;
 use crate::sim::socket::{Sock, SockState};
 use crate::sim::state::{FileId, Life, State, errno};
-use crate::sim::{dgram, stream};
+use crate::sim::{dgram, handshake, stream};
 use crate::{Domain, SockType, UnixAddr};
 
 /// The first ephemeral port (`net.ipv4.ip_local_port_range`).
@@ -371,10 +371,10 @@ pub(crate) fn fire(st: &mut State, ev: Ev) {
     match ev {
         Ev::Segment { from, to, data, fin } => stream::arrive(st, from, to, data, fin),
         Ev::Rst { to } => stream::reset_arrives(st, to),
-        Ev::Syn { from, to, tries } => stream::syn_arrives(st, from, to, tries),
-        Ev::SynAck { to, child, listener } => stream::synack_arrives(st, to, child, listener),
-        Ev::Ack { child, listener } => stream::ack_arrives(st, child, listener),
-        Ev::ConnectFail { to, errno } => stream::connect_fails(st, to, errno),
+        Ev::Syn { from, to, tries } => handshake::syn_arrives(st, from, to, tries),
+        Ev::SynAck { to, child, listener } => handshake::synack_arrives(st, to, child, listener),
+        Ev::Ack { child, listener } => handshake::ack_arrives(st, child, listener),
+        Ev::ConnectFail { to, errno } => handshake::connect_fails(st, to, errno),
         Ev::Window { from } => stream::window_opens(st, from),
         Ev::Space { sock } => stream::space_frees(st, sock),
         Ev::Dgram {

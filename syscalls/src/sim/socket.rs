@@ -229,11 +229,11 @@ fn unbound(domain: Domain) -> SockAddr {
     }
 }
 
-fn sock_of(st: &State, id: FileId) -> io::Result<&Sock> {
+pub(crate) fn sock_of(st: &State, id: FileId) -> io::Result<&Sock> {
     st.sock(id).ok_or_else(|| errno(libc::ENOTSOCK))
 }
 
-fn sock_mut_of(st: &mut State, id: FileId) -> io::Result<&mut Sock> {
+pub(crate) fn sock_mut_of(st: &mut State, id: FileId) -> io::Result<&mut Sock> {
     st.sock_mut(id).ok_or_else(|| errno(libc::ENOTSOCK))
 }
 

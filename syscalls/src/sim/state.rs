@@ -236,6 +236,12 @@ impl State {
         });
     }
 
+    /// Counts and traces a seeded (or forced) fault of `class` that fired on `file`.
+    pub(crate) fn fault_fired(&mut self, class: crate::sim::faults::FaultClass, file: FileId, err: i32) {
+        self.stats.faults += 1;
+        self.rec(Op::Fault, file, class.code(), err as u64, 0);
+    }
+
     /// The file a descriptor number leads to, if the simulation created it.
     #[inline]
     pub(crate) fn lookup(&self, raw: RawFd) -> Option<FileId> {
