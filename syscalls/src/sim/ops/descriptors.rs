@@ -135,10 +135,13 @@ pub(crate) fn epoll_ctl(
                     return Err(errno(libc::EINVAL));
                 };
                 let Some(target) = target else {
-                    // A real descriptor cannot join a simulated instance (as a regular file cannot
-                    // join a real one).
-                    let open = crate::sim::backing::is_open(fd);
-                    return Err(errno(if open { libc::EPERM } else { libc::EBADF }));
+                    // A real descriptor cannot join a simulated instance (as a regular file
+                    // cannot join a real one), and is never registered in one.
+                    return Err(errno(match (crate::sim::backing::is_open(fd), ctl) {
+                        (false, _) => libc::EBADF,
+                        (true, Ctl::Add) => libc::EPERM,
+                        (true, _) => libc::ENOENT,
+                    }));
                 };
                 epoll::ctl(st, ep, ctl, fd, target, events, data).map(|()| ((), 0))
             },
