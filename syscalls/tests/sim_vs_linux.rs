@@ -462,6 +462,8 @@ fn unix_streams_and_datagrams() {
         };
         log.push(format!("queue limit: {sent} then {last}"));
         log.push(format!("recv: {}", out(recv(q.as_fd(), &mut buf))));
+        drop(q);
+        log.push(format!("peer gone: {}", out(send(p.as_fd(), b"x"))));
     });
 }
 

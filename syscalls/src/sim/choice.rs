@@ -80,6 +80,23 @@ pub struct Choice {
 /// The decisions of one run, in the order they were made. Its text form (`Display`/`FromStr`)
 /// is one `<letter><value>` per decision separated by spaces, e.g. `p1 l120 o0 f1 e2`; runs of
 /// zeros are not compressed, so the text is as long as the run made it.
+///
+/// ```
+/// use evloop_syscalls::sim::{Config, Kernel, Tape};
+///
+/// let run = |cfg: Config| {
+///     let k = Kernel::with_config(9, cfg);
+///     let _on = k.enter();
+///     let _ = evloop_syscalls::socket(evloop_syscalls::Domain::Inet, evloop_syscalls::SockType::Stream);
+///     drop(_on);
+///     k
+/// };
+/// let first = run(Config::default());
+/// let tape: Tape = first.tape().to_string().parse()?; // printed, pasted, parsed back
+/// let again = run(Config::default().replay(tape));
+/// assert_eq!(first.digest(), again.digest());
+/// # Ok::<(), evloop_syscalls::sim::TapeParseError>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Tape {
     choices: Vec<Choice>,
@@ -293,6 +310,15 @@ impl Chooser {
 /// `fails(tape)` replays the test with `tape` and returns the tape that run actually recorded
 /// when it failed (`None` when it passed): a replayed run may consume fewer or other decisions
 /// than the tape holds, and the recorded one is the canonical form of what was tried.
+///
+/// ```
+/// use evloop_syscalls::sim::{Tape, shrink};
+///
+/// // A "test" that fails whenever its third decision is not the simplest one.
+/// let fails = |t: &Tape| t.choices().get(2).is_some_and(|c| c.value != 0).then(|| t.clone());
+/// let failing: Tape = "l300 o2 f1 l90 f1".parse().unwrap();
+/// assert_eq!(shrink(&failing, 100, fails).to_string(), "l0 o0 f1");
+/// ```
 pub fn shrink(tape: &Tape, budget: usize, mut fails: impl FnMut(&Tape) -> Option<Tape>) -> Tape {
     let mut best = tape.clone();
     let mut runs = 0usize;

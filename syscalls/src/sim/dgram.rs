@@ -239,12 +239,11 @@ pub(crate) fn recv(st: &mut State, id: FileId, buf: &mut [u8], flags: RecvFlags)
 
 /// The last descriptor of datagram socket `id` is gone.
 pub(crate) fn close(st: &mut State, id: FileId) {
-    if let Some(peer) = st.sock(id).and_then(|s| s.peer_id) {
-        if let Some(p) = st.sock_mut(peer) {
-            // A socketpair's other end: sends to it are refused from now on.
-            p.peer_id = None;
-            st.wake(peer, EPOLLOUT);
-        }
-    }
+    let peer = st.sock(id).and_then(|s| s.peer_id);
     st.files.remove(&id);
+    if let Some(peer) = peer {
+        // A socketpair's other end: its sends are refused from now on (its `peer_id` leads
+        // nowhere any more).
+        st.wake(peer, EPOLLOUT);
+    }
 }

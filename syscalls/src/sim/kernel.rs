@@ -119,6 +119,20 @@ impl Kernel {
 
     /// Starts `f` on a new thread that runs on this kernel. The thread is registered now, so
     /// when it first runs is the seed's choice, not the real scheduler's.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop_syscalls::sim::{self, Kernel};
+    ///
+    /// let kernel = Kernel::new(3);
+    /// let _on = kernel.enter();
+    /// let worker = kernel.spawn(|| {
+    ///     sim::sleep(Duration::from_secs(60)); // simulated: no real minute passes
+    ///     42
+    /// });
+    /// assert_eq!(worker.join().unwrap(), 42);
+    /// assert!(kernel.elapsed() >= Duration::from_secs(60));
+    /// ```
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -210,7 +224,7 @@ impl Kernel {
         self.shared.lock().stalled
     }
 
-    /// Whether the tape being replayed is used up (a replay past its end answers 0).
+    /// Whether this kernel replays a tape ([`Config::replay`]) instead of drawing from its seed.
     pub fn replaying(&self) -> bool {
         self.shared.lock().choice.replaying()
     }
