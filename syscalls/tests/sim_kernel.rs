@@ -210,7 +210,7 @@ fn threads_take_turns_and_a_sleeping_thread_wakes_a_poll() {
             .map(|i| {
                 k.spawn(move || {
                     sim::sleep(Duration::from_secs(i));
-                    // SAFETY-free: the eventfd outlives the workers (joined below).
+                    // SAFETY: the eventfd stays open until the workers are joined, below.
                     let fd = unsafe { BorrowedFd::borrow_raw(raw) };
                     eventfd_write(fd, i).unwrap();
                 })
@@ -248,6 +248,7 @@ fn a_thread_outside_the_simulation_wakes_it_through_the_backing_pipe() {
     let raw = efd.as_raw_fd();
     let outside = std::thread::spawn(move || {
         // This thread never entered the kernel: a real write, into the backing pipe.
+        // SAFETY: the eventfd stays open until this thread is joined, below.
         let fd = unsafe { BorrowedFd::borrow_raw(raw) };
         eventfd_write(fd, 5).unwrap();
     });
