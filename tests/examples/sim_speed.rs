@@ -1,10 +1,13 @@
 //! How fast the simulated kernel runs the real loop (issue 22, item 5): simulated seconds per
 //! wall second on a timer-heavy workload, and simulated echo round trips per wall second.
 //!
-//! `cargo run --release -p evloop-tests --example sim_speed [-- --quick]`
+//! `cargo run --release -p evloop-tests --example sim_speed [-- --quick] [--echo|--timers]
+//! [--recording]`
 //!
 //! Both workloads run the unchanged evloop loop on a kernel that keeps only the trace digest
-//! and no tape (a test that needs the trace of a failing seed replays it with the full trace).
+//! and no tape (a test that needs the trace of a failing seed replays it with the full trace);
+//! `--recording` keeps the default trace (the last 200,000 records) and the tape, as a test
+//! run does.
 //! Printed per workload: wall time, simulated time, the rate, and per operation the simulated
 //! calls, timeline events and real system calls the simulation made, which is where the time
 //! goes.
@@ -18,7 +21,11 @@ use evloop::sys::sim::{Config, Kernel, TraceMode};
 use evloop::{AsyncReadExt, AsyncWriteExt};
 
 fn config() -> Config {
-    Config::default().trace(TraceMode::Digest).record_tape(false)
+    if std::env::args().any(|a| a == "--recording") {
+        Config::default()
+    } else {
+        Config::default().trace(TraceMode::Digest).record_tape(false)
+    }
 }
 
 /// `timers` tasks, each sleeping its own period (1 to 10 s) over and over, for `hours`
