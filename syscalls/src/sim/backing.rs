@@ -13,10 +13,9 @@
 //! on the read end, which the kernel turns into eventfd increments.
 //!
 //! Cost: two real descriptors and one `pipe2` plus one `epoll_ctl` per simulated file, one
-//! `close` of the read end when the file goes, and one `epoll_wait(0)` per reap. The kernel
-//! reaps at every simulated poll, before every `epoll_ctl` (so a registration can never
-//! outlive a file the program closed), and while it advances time; a `close` made through the
-//! wrapper is seen at once, without a reap.
+//! `close` of the read end when the file goes, and one `epoll_wait(0)` per reap. When the
+//! kernel reaps is described in the module docs of `sim` ("Descriptors"); a `close` made
+//! through the wrapper reaps at once.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
