@@ -16,11 +16,11 @@ use std::io;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::net::{TcpListener, TcpStream};
+use evloop::net::TcpStream;
 use evloop::sys::sim::{Config, FaultClass, Faults, Kernel};
 use evloop::{AsyncReadExt, AsyncWriteExt, timeout};
-use evloop_tests::net::{Echo, echo_stream};
-use sim_support::{on_kernel, run_mixed};
+use evloop_tests::net::Echo;
+use sim_support::{on_kernel, one_echo_server, run_mixed};
 
 /// A simulated minute: anything legitimately waiting has its answer long before.
 const MINUTE: Duration = Duration::from_secs(60);
@@ -66,12 +66,7 @@ fn a_reset_is_survived_by_every_transport() {
             assert_eq!(one_line(port, "still there").await?, "still there");
 
             // TcpStream: every later call fails cleanly.
-            let listener = TcpListener::bind("127.0.0.1:0").await?;
-            let addr = listener.local_addr()?;
-            let echo = evloop::spawn(async move {
-                let (mut s, _) = listener.accept().await?;
-                echo_stream(&mut s).await
-            });
+            let (addr, echo) = one_echo_server().await?;
             let mut c = TcpStream::connect(addr).await?;
             c.write_all(b"ping").await?;
             let mut buf = [0u8; 4];
@@ -100,12 +95,7 @@ fn short_writes_and_split_segments_lose_nothing() {
         evloop::run(timeout(MINUTE, async {
             let data: Vec<u8> = (0..300_000u32).map(|n| (n % 251) as u8).collect();
             // TcpStream both ways at once.
-            let listener = TcpListener::bind("127.0.0.1:0").await?;
-            let addr = listener.local_addr()?;
-            let echo = evloop::spawn(async move {
-                let (mut s, _) = listener.accept().await?;
-                echo_stream(&mut s).await
-            });
+            let (addr, echo) = one_echo_server().await?;
             let mut c = TcpStream::connect(addr).await?;
             let (mut rd, mut wr) = c.split();
             let send = async {

@@ -218,6 +218,18 @@ async fn bounded<T: 'static>(task: evloop::Task<io::Result<T>>) -> io::Result<T>
     }
 }
 
+/// A `TcpStream` echo server for one connection on a free loopback port: its address, and the
+/// task that ends with the number of bytes it echoed.
+pub async fn one_echo_server() -> io::Result<(std::net::SocketAddr, evloop::Task<io::Result<u64>>)> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let task = evloop::spawn(async move {
+        let (mut s, _) = listener.accept().await?;
+        echo_stream(&mut s).await
+    });
+    Ok((addr, task))
+}
+
 /// One run of the mixed workload.
 pub fn run_mixed(seed: u64, cfg: Config) -> Run {
     let (log, kernel) = on_kernel(seed, cfg, mixed);
