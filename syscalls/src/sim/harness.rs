@@ -140,7 +140,8 @@ pub fn __run_test<T: Outcome>(opts: TestOptions, test: impl Fn() -> T) -> T {
                 panic!(
                     "{}: seed {seed} ran twice and took two different paths: something outside the \
                      simulation (a thread that did not enter the kernel, the executor, a real clock, a \
-                     random number) drives the test, so its seeds do not replay.\nfirst run, last lines:\n{}\
+                     random number, a child process started meanwhile by another test of this binary) \
+                     drives the test, so its seeds do not replay.\nfirst run, last lines:\n{}\
                      \nsecond run, last lines:\n{}",
                     opts.name,
                     kernel.trace_tail(trace_lines),

@@ -82,6 +82,13 @@
 //! seen a little later, and the per-byte path stays free of real system calls. A wrapper
 //! `close` is seen at once.
 //!
+//! One consequence of real descriptors: a process that forks (starts a child process, which
+//! `std::process::Command` does with `posix_spawn`) while a simulation runs on another thread
+//! lends the child a copy of every descriptor until the child's `exec`, so a close the
+//! simulation would see at once is seen a moment later, exactly as a real FIN would be sent
+//! later; such a run may not replay byte for byte. Simulated tests belong in test binaries that
+//! start no processes (or run them while no simulation does).
+//!
 //! Cost: two real descriptors, a `pipe2` and an `epoll_ctl` per file (the kernel raises the
 //! process's soft descriptor limit to the hard one), a `close` when the file goes, and about
 //! one real `epoll_wait(0)` per simulated poll. Descriptor numbers are real, so they differ

@@ -243,3 +243,38 @@ pub fn run_mixed(seed: u64, cfg: Config) -> Run {
         kernel,
     }
 }
+
+/// A program with an ordering bug: it assumes the client that connects first is heard first
+/// (`sim_attribute.rs` finds the bug, `sim_replay.rs` replays a failing seed of it).
+pub async fn first_come_first_heard() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let heard = Rc::new(RefCell::new(Vec::new()));
+    let h = heard.clone();
+    let server = evloop::spawn(async move {
+        let mut tasks = Vec::new();
+        for _ in 0..2 {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let h = h.clone();
+            tasks.push(evloop::spawn(async move {
+                let mut b = [0u8; 1];
+                s.read_exact(&mut b).await.unwrap();
+                h.borrow_mut().push(b[0]);
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    let mut a = TcpStream::connect(addr).await.unwrap();
+    let mut b = TcpStream::connect(addr).await.unwrap();
+    b.write_all(b"b").await.unwrap();
+    a.write_all(b"a").await.unwrap();
+    server.await.unwrap();
+    assert_eq!(
+        *heard.borrow(),
+        b"ab",
+        "the messages arrived in the order {:?}",
+        heard.borrow()
+    );
+}
