@@ -69,3 +69,10 @@ async fn a_careful_client_survives_every_fault_profile() {
 async fn an_ordering_bug_is_found() {
     sim_support::first_come_first_heard().await;
 }
+
+#[evloop::test(simulate(seeds = 3))]
+#[should_panic(expected = "left 1 simulated thread(s) running")]
+async fn a_thread_left_running_fails_the_test() {
+    let kernel = evloop::sys::sim::Kernel::current().expect("the body runs on a simulated kernel");
+    let _forgotten = kernel.spawn(|| evloop::sys::sim::sleep(Duration::from_secs(10)));
+}

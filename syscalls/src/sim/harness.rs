@@ -2,8 +2,9 @@
 //! replay, a determinism check and shrinking.
 //!
 //! For each seed the body runs on a fresh kernel (entered on the test's thread). A run fails
-//! when it panics or returns an error. The first seed also runs twice, and the two traces must
-//! be equal (otherwise something outside the simulation, a real thread or a real clock, drives
+//! when it panics, returns an error, or leaves a simulated thread it spawned running (its next
+//! steps would race with the end of the test). The first seed also runs twice, and the two
+//! traces must be equal (otherwise something outside the simulation, a real thread or a real clock, drives
 //! the test, and its seeds would not replay). On the first failure the driver shrinks the
 //! run's tape (see [`shrink`]) to a simpler schedule that still fails, prints the seed, the
 //! shrunk tape and the end of its trace to stderr, and fails the test with the original
@@ -97,7 +98,16 @@ fn run_once<T: Outcome>(seed: u64, cfg: Config, test: &impl Fn() -> T) -> (Ended
         let _on = kernel.enter();
         panic::catch_unwind(AssertUnwindSafe(test))
     };
+    let left = kernel.threads_left_behind();
     let ended = match result {
+        Ok(_) if left > 0 => Ended::Failed(
+            None,
+            None,
+            format!(
+                "the test left {left} simulated thread(s) running: join every thread it spawns \
+                 (JoinHandle::join), or what they do next races with the test's end"
+            ),
+        ),
         Ok(v) => match v.failure() {
             None => Ended::Passed(v),
             Some(why) => Ended::Failed(Some(v), None, why),
@@ -134,7 +144,9 @@ pub fn __run_test<T: Outcome>(opts: TestOptions, test: impl Fn() -> T) -> T {
             cfg = cfg.replay(t.clone());
         }
         let (ended, kernel) = run_once(seed, cfg.clone(), &test);
-        if i == 0 {
+        // The determinism check, on the first seed that passes its first run (a failed run
+        // is reported below; one that left threads running cannot be compared).
+        if i == 0 && matches!(ended, Ended::Passed(_)) {
             let (_, again) = run_once(seed, cfg.clone(), &test);
             if (again.digest(), again.records()) != (kernel.digest(), kernel.records()) {
                 panic!(
@@ -156,8 +168,9 @@ pub fn __run_test<T: Outcome>(opts: TestOptions, test: impl Fn() -> T) -> T {
                 if let Some(p) = payload {
                     panic::resume_unwind(p);
                 }
-                if let Some(v) = value {
-                    return v;
+                match value {
+                    Some(v) => return v,
+                    None => panic!("{}: seed {seed}: {why}", opts.name),
                 }
             }
         }

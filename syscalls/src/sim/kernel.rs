@@ -36,13 +36,12 @@ use crate::sim::{install, uninstall, with_current};
 #[derive(Clone)]
 pub struct Kernel {
     shared: Arc<Shared>,
-    seed: u64,
 }
 
 impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Kernel")
-            .field("seed", &self.seed)
+            .field("seed", &self.seed())
             .finish_non_exhaustive()
     }
 }
@@ -89,8 +88,8 @@ impl Kernel {
             shared: Arc::new(Shared {
                 state: Mutex::new(state),
                 cv: Condvar::new(),
+                seed,
             }),
-            seed,
         }
     }
 
@@ -159,7 +158,22 @@ impl Kernel {
 
     /// The seed.
     pub fn seed(&self) -> u64 {
-        self.seed
+        self.shared.seed
+    }
+
+    /// The kernel the calling thread runs on (`None` off the simulation): how a test body run
+    /// by `#[evloop::test(simulate)]` reaches its kernel, to spawn a thread or inject a fault.
+    ///
+    /// ```
+    /// use evloop_syscalls::sim::Kernel;
+    ///
+    /// assert!(Kernel::current().is_none());
+    /// let kernel = Kernel::new(5);
+    /// let _on = kernel.enter();
+    /// assert_eq!(Kernel::current().map(|k| k.seed()), Some(5));
+    /// ```
+    pub fn current() -> Option<Kernel> {
+        crate::sim::current_shared().map(|shared| Kernel { shared })
     }
 
     /// Simulated time since the machine booted (`CLOCK_MONOTONIC`).
@@ -217,6 +231,14 @@ impl Kernel {
     /// Makes one fault of `class` fire at its next opportunity, whatever the rates say.
     pub fn inject(&self, class: FaultClass) {
         self.shared.lock().faults.forced.add(class);
+    }
+
+    /// How many simulated threads had not finished when the first thread that entered the
+    /// kernel left it (0 once every thread is joined in time). Threads left running keep
+    /// taking turns after the program returned, so what is read from the kernel then (its
+    /// trace, its digest) depends on real timing.
+    pub fn threads_left_behind(&self) -> usize {
+        self.shared.lock().sched.left_behind
     }
 
     /// Whether the simulation stalled (see [`Config::stall_timeout`]).

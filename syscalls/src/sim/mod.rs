@@ -218,6 +218,22 @@ fn uninstall() {
     let _ = CURRENT.try_with(|c| c.set(std::ptr::null()));
 }
 
+/// A new reference to the calling thread's kernel; `None` off the simulation.
+fn current_shared() -> Option<Arc<Shared>> {
+    let ptr = CURRENT.try_with(Cell::get).ok()?;
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null pointer came from `Arc::as_ptr` of an `Arc` that this thread's
+    // `Entered` guard keeps alive (see `CURRENT`), so the allocation is live and counted;
+    // taking one more strong count first makes the `Arc` built from it an owned reference of
+    // its own.
+    Some(unsafe {
+        Arc::increment_strong_count(ptr);
+        Arc::from_raw(ptr)
+    })
+}
+
 /// Runs `f` with the calling thread's kernel and thread number; `None` off the simulation.
 pub(crate) fn with_current<R>(f: impl FnOnce(&Shared, usize) -> R) -> Option<R> {
     let ptr = CURRENT.try_with(Cell::get).ok()?;

@@ -51,6 +51,8 @@ pub(crate) struct SimThread {
 pub(crate) struct Sched {
     pub(crate) threads: Vec<SimThread>,
     pub(crate) current: Option<usize>,
+    /// Simulated threads that had not finished when the first one left the kernel.
+    pub(crate) left_behind: usize,
 }
 
 impl Sched {
@@ -115,6 +117,7 @@ impl Sched {
 pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) cv: Condvar,
+    pub(crate) seed: u64,
 }
 
 impl Shared {
@@ -267,6 +270,9 @@ pub(crate) fn maybe_yield<'a>(sh: &'a Shared, mut st: MutexGuard<'a, State>, me:
 /// Thread `me` leaves the kernel.
 pub(crate) fn exit<'a>(sh: &'a Shared, mut st: MutexGuard<'a, State>, me: usize) -> MutexGuard<'a, State> {
     st.sched.threads[me].run = Run::Done;
+    if me == 0 {
+        st.sched.left_behind = st.sched.threads.iter().filter(|t| t.run != Run::Done).count();
+    }
     for t in &mut st.sched.threads {
         if t.run == Run::Joining(me) {
             t.run = Run::Runnable;

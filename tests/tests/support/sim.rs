@@ -68,7 +68,6 @@ pub fn mixed(kernel: &Kernel) -> Vec<String> {
 
 async fn mixed_body(kernel: &Kernel, log: Log) -> io::Result<()> {
     let lp = evloop::get_running_loop().map_err(io::Error::other)?;
-    let start = lp.time();
 
     // A cross-thread wake-up: a simulated thread schedules a callback on the loop.
     let remote = lp.remote();
@@ -79,6 +78,15 @@ async fn mixed_body(kernel: &Kernel, log: Log) -> io::Result<()> {
             let _ = tx.send(());
         });
     });
+    // The worker is joined however the rest ends: a simulated thread still running after the
+    // program returned would race with whoever reads the trace.
+    let result = transports(&lp, log, rx).await;
+    let _ = worker.join();
+    result
+}
+
+async fn transports(lp: &evloop::LoopHandle, log: Log, rx: std::sync::mpsc::Receiver<()>) -> io::Result<()> {
+    let start = lp.time();
 
     // Timers.
     let t = log.clone();
@@ -203,7 +211,6 @@ async fn mixed_body(kernel: &Kernel, log: Log) -> io::Result<()> {
             "remote wake-up lost"
         },
     );
-    let _ = worker.join();
     server.close();
     push(&log, format!("took {:?} of loop time", lp.time() - start));
     Ok(())
