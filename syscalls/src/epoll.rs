@@ -280,6 +280,8 @@ impl fmt::Debug for EpollEvent {
 #[doc(alias = "epoll_create1(2)")]
 #[doc(alias = "epoll_create")]
 pub fn epoll_create1() -> io::Result<OwnedFd> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::epoll_create1());
     let fd = call(Syscall::EpollCreate1, || {
         // SAFETY: epoll_create1 takes only an integer flag and touches no
         // user memory.
@@ -291,6 +293,8 @@ pub fn epoll_create1() -> io::Result<OwnedFd> {
 }
 
 fn epoll_ctl(epfd: BorrowedFd<'_>, op: libc::c_int, fd: RawFd, event: Option<EpollEvent>) -> io::Result<()> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::epoll_ctl(epfd, op, fd, event));
     let mut ev = event.unwrap_or_else(EpollEvent::zeroed);
     let ev_ptr: *mut libc::epoll_event = if event.is_some() {
         &mut ev.0
@@ -405,6 +409,8 @@ fn eintr_is_no_events(r: io::Result<usize>) -> io::Result<usize> {
 /// Counted as [`Syscall::EpollPwait2`].
 #[doc(alias = "epoll_pwait2(2)")]
 pub fn epoll_pwait2(epfd: BorrowedFd<'_>, events: &mut [EpollEvent], timeout: Option<Duration>) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::epoll_wait(epfd, events, timeout, Syscall::EpollPwait2));
     let ts = timeout.map(duration_to_timespec);
     let ts_ptr: *const libc::timespec = match &ts {
         Some(ts) => ts,
@@ -456,6 +462,13 @@ pub fn epoll_pwait2(epfd: BorrowedFd<'_>, events: &mut [EpollEvent], timeout: Op
 #[doc(alias = "epoll_wait(2)")]
 #[doc(alias = "epoll_pwait")]
 pub fn epoll_wait(epfd: BorrowedFd<'_>, events: &mut [EpollEvent], timeout_ms: i32) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::epoll_wait(
+        epfd,
+        events,
+        u64::try_from(timeout_ms).ok().map(Duration::from_millis),
+        Syscall::EpollWait
+    ));
     let maxevents = max_events(events.len());
     let events_ptr = events.as_mut_ptr().cast::<libc::epoll_event>();
     let r = raw::direct(Syscall::EpollWait, || {

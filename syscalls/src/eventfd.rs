@@ -25,6 +25,8 @@ use crate::call::{call, call_retry_eintr};
 #[doc(alias = "eventfd(2)")]
 #[doc(alias = "eventfd2")]
 pub fn eventfd(initval: u32) -> io::Result<OwnedFd> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::eventfd(initval));
     let fd = call(Syscall::Eventfd, || {
         // SAFETY: eventfd takes two integers and touches no user memory.
         unsafe { libc::eventfd(initval, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) }
@@ -68,6 +70,8 @@ pub(crate) fn read_u64(fd: BorrowedFd<'_>) -> io::Result<u64> {
 #[doc(alias = "eventfd_read(3)")]
 #[doc(alias = "read")]
 pub fn eventfd_read(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::eventfd_read(fd));
     read_u64(fd)
 }
 
@@ -84,6 +88,8 @@ pub fn eventfd_read(fd: BorrowedFd<'_>) -> io::Result<u64> {
 #[doc(alias = "eventfd_write(3)")]
 #[doc(alias = "write")]
 pub fn eventfd_write(fd: BorrowedFd<'_>, value: u64) -> io::Result<()> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::eventfd_write(fd, value));
     let buf = value.to_ne_bytes();
     let n = call_retry_eintr(Syscall::Write, || {
         // SAFETY: the kernel reads `buf.len()` (8) bytes from the local array

@@ -29,6 +29,16 @@ use crate::call::{call, enter, is_eintr};
 /// rules. Counted as [`Syscall::Close`].
 #[doc(alias = "close(2)")]
 pub fn close(fd: OwnedFd) -> io::Result<()> {
+    // A simulated descriptor is closed by the simulation (which still closes the real number).
+    #[cfg(feature = "simulation")]
+    let fd = if crate::sim::active() {
+        match crate::sim::ops::close(fd) {
+            Ok(r) => return r,
+            Err(fd) => fd,
+        }
+    } else {
+        fd
+    };
     let raw = fd.into_raw_fd();
     // Count the call and consult fault injection, but close in every case:
     // `raw` must not leak, whatever is reported.

@@ -26,6 +26,10 @@ fn open_cstr(path: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
         // call. Without O_CREAT/O_TMPFILE no mode argument is read.
         unsafe { libc::open(path.as_ptr(), flags) }
     })?;
+    #[cfg(feature = "simulation")]
+    if crate::sim::active() {
+        crate::sim::ops::real_fd_created(fd);
+    }
     // SAFETY: on success the kernel returned a new descriptor that nothing
     // else in this process owns; the OwnedFd becomes its only owner.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -90,6 +94,8 @@ pub fn open_dev_null() -> io::Result<OwnedFd> {
 #[doc(alias = "F_DUPFD_CLOEXEC")]
 #[doc(alias = "fcntl")]
 pub fn dup(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::dup(fd));
     let new_fd = call(Syscall::Fcntl, || {
         // SAFETY: F_DUPFD_CLOEXEC takes an integer third argument (the lowest
         // acceptable new number) and touches no user memory.

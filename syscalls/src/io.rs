@@ -35,6 +35,8 @@ fn to_usize(n: libc::ssize_t) -> usize {
 #[doc(alias = "read(2)")]
 #[inline]
 pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::read(fd, buf));
     raw::direct_retry_eintr(Syscall::Read, || {
         // SAFETY: the kernel writes at most `buf.len()` bytes starting at
         // `buf.as_mut_ptr()`, all inside the exclusively borrowed slice.
@@ -65,6 +67,8 @@ pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 #[doc(alias = "write(2)")]
 #[inline]
 pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::write(fd, buf, Syscall::Write));
     raw::direct_retry_eintr(Syscall::Write, || {
         // SAFETY: the kernel reads at most `buf.len()` bytes starting at
         // `buf.as_ptr()`, all inside the borrowed slice.
@@ -92,6 +96,8 @@ pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
 /// Counted as [`Syscall::Readv`], once per attempt.
 #[doc(alias = "readv(2)")]
 pub fn readv(fd: BorrowedFd<'_>, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::readv(fd, bufs));
     let cnt = bufs.len().min(IOV_MAX);
     // IOV_MAX fits in c_int.
     let iovcnt = libc::c_int::try_from(cnt).unwrap_or(0);
@@ -120,6 +126,8 @@ pub fn readv(fd: BorrowedFd<'_>, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usiz
 /// Counted as [`Syscall::Writev`], once per attempt.
 #[doc(alias = "writev(2)")]
 pub fn writev(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::writev(fd, bufs, Syscall::Writev));
     let cnt = bufs.len().min(IOV_MAX);
     let iovcnt = libc::c_int::try_from(cnt).unwrap_or(0);
     let iov = bufs.as_ptr().cast::<libc::iovec>();

@@ -171,6 +171,8 @@ mod raw;
 mod resolve;
 mod signal;
 mod sigpipe;
+#[cfg(feature = "simulation")]
+pub mod sim;
 mod sockaddr;
 mod socket;
 mod sockopt;

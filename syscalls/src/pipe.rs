@@ -25,6 +25,8 @@ use crate::call::call;
 #[doc(alias = "pipe2(2)")]
 #[doc(alias = "pipe")]
 pub fn pipe2() -> io::Result<(OwnedFd, OwnedFd)> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::pipe2());
     let mut fds: [libc::c_int; 2] = [-1, -1];
     call(Syscall::Pipe2, || {
         // SAFETY: pipe2 writes exactly two ints to its first argument, which

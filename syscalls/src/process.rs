@@ -58,6 +58,10 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     .map_err(|e| explain_enosys(e, "pidfd_open", "5.3"))?;
     // A descriptor always fits in an int.
     let fd = libc::c_int::try_from(ret).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    #[cfg(feature = "simulation")]
+    if crate::sim::active() {
+        crate::sim::ops::real_fd_created(fd);
+    }
     // SAFETY: on success the kernel returned a new descriptor that nothing else in this
     // process owns; the OwnedFd becomes its only owner.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

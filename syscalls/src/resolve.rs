@@ -161,7 +161,7 @@ fn gai_message(code: libc::c_int) -> String {
 
 /// The error for a non-zero `EAI_*` result. `errno` is the value read right
 /// after the call, used for `EAI_SYSTEM`.
-fn eai_error(code: libc::c_int, errno: io::Error, name: impl Into<String>) -> io::Error {
+pub(crate) fn eai_error(code: libc::c_int, errno: io::Error, name: impl Into<String>) -> io::Error {
     if code == libc::EAI_SYSTEM && errno.raw_os_error().is_some_and(|e| e != 0) {
         return errno;
     }
@@ -217,6 +217,8 @@ impl Drop for AddrInfoList {
 pub fn getaddrinfo(host: &str, port: u16, hints: AddrHints) -> io::Result<Vec<SocketAddr>> {
     let c_host =
         CString::new(host).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "host name contains a NUL byte"))?;
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::getaddrinfo(host, port, hints));
     let host_ptr = if host.is_empty() {
         std::ptr::null()
     } else {
@@ -302,6 +304,8 @@ const NI_MAXSERV: usize = 32;
 /// `addr`). Counted as [`Syscall::Getnameinfo`], once (a library call).
 #[doc(alias = "getnameinfo(3)")]
 pub fn getnameinfo(addr: &SocketAddr, numeric: bool) -> io::Result<(String, String)> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::getnameinfo(addr, numeric));
     let (raw, len) = RawSockAddr::encode(&SockAddr::Inet(*addr))?;
     let mut host = [0u8; NI_MAXHOST];
     let mut serv = [0u8; NI_MAXSERV];

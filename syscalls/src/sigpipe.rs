@@ -357,6 +357,8 @@ fn without_sigpipe(len: usize, op: impl FnOnce() -> io::Result<usize>) -> io::Re
 #[doc(alias = "write(2)")]
 #[doc(alias = "SIGPIPE")]
 pub fn write_nosigpipe(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::write(fd, buf, crate::Syscall::Write));
     without_sigpipe(buf.len(), || crate::write(fd, buf))
 }
 
@@ -372,6 +374,8 @@ pub fn write_nosigpipe(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
 #[doc(alias = "writev(2)")]
 #[doc(alias = "SIGPIPE")]
 pub fn writev_nosigpipe(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::writev(fd, bufs, crate::Syscall::Writev));
     let len = bufs
         .iter()
         .take(IOV_MAX)

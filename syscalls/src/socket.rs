@@ -80,6 +80,8 @@ fn to_usize(n: libc::ssize_t) -> usize {
 /// Counted as [`Syscall::Socket`].
 #[doc(alias = "socket(2)")]
 pub fn socket(domain: Domain, ty: SockType) -> io::Result<OwnedFd> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::socket(domain, ty));
     let fd = call(Syscall::Socket, || {
         // SAFETY: socket takes three integers and touches no user memory.
         unsafe { libc::socket(domain.family(), ty.raw() | SOCK_FLAGS, 0) }
@@ -102,6 +104,8 @@ pub fn socket(domain: Domain, ty: SockType) -> io::Result<OwnedFd> {
 /// Counted as [`Syscall::Socketpair`].
 #[doc(alias = "socketpair(2)")]
 pub fn socketpair(domain: Domain, ty: SockType) -> io::Result<(OwnedFd, OwnedFd)> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::socketpair(domain, ty));
     let mut fds: [libc::c_int; 2] = [-1, -1];
     call(Syscall::Socketpair, || {
         // SAFETY: socketpair writes exactly two ints to its last argument,
@@ -138,6 +142,8 @@ pub fn socketpair(domain: Domain, ty: SockType) -> io::Result<(OwnedFd, OwnedFd)
 #[doc(alias = "bind(2)")]
 pub fn bind(fd: BorrowedFd<'_>, addr: &SockAddr) -> io::Result<()> {
     let (raw, len) = RawSockAddr::encode(addr)?;
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::bind(fd, addr));
     call(Syscall::Bind, || {
         // SAFETY: the kernel reads `len` bytes of address from `raw.as_ptr()`;
         // `len` <= 128 = size_of(RawSockAddr), and `raw` is a live local.
@@ -158,6 +164,8 @@ pub fn bind(fd: BorrowedFd<'_>, addr: &SockAddr) -> io::Result<()> {
 /// Counted as [`Syscall::Listen`].
 #[doc(alias = "listen(2)")]
 pub fn listen(fd: BorrowedFd<'_>, backlog: i32) -> io::Result<()> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::listen(fd, backlog));
     call(Syscall::Listen, || {
         // SAFETY: listen takes two integers and touches no user memory.
         unsafe { libc::listen(fd.as_raw_fd(), backlog) }
@@ -193,6 +201,8 @@ pub fn listen(fd: BorrowedFd<'_>, backlog: i32) -> io::Result<()> {
 #[doc(alias = "accept4(2)")]
 #[doc(alias = "accept")]
 pub fn accept4(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SockAddr)> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::accept4(fd));
     let mut raw = RawSockAddr::zeroed();
     let mut len = RawSockAddr::CAPACITY;
     let new_fd = call_retry_eintr(Syscall::Accept4, || {
@@ -248,6 +258,8 @@ pub fn accept4(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SockAddr)> {
 #[doc(alias = "connect(2)")]
 pub fn connect(fd: BorrowedFd<'_>, addr: &SockAddr) -> io::Result<()> {
     let (raw, len) = RawSockAddr::encode(addr)?;
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::connect(fd, addr));
     let r = call(Syscall::Connect, || {
         // SAFETY: the kernel reads `len` (<= 128) bytes of address from
         // `raw.as_ptr()`, a live local of 128 bytes.
@@ -272,6 +284,8 @@ pub fn connect(fd: BorrowedFd<'_>, addr: &SockAddr) -> io::Result<()> {
 /// Counted as [`Syscall::Getsockname`].
 #[doc(alias = "getsockname(2)")]
 pub fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SockAddr> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::local_addr(fd));
     let mut raw = RawSockAddr::zeroed();
     let mut len = RawSockAddr::CAPACITY;
     call(Syscall::Getsockname, || {
@@ -294,6 +308,8 @@ pub fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SockAddr> {
 /// Counted as [`Syscall::Getpeername`].
 #[doc(alias = "getpeername(2)")]
 pub fn peer_addr(fd: BorrowedFd<'_>) -> io::Result<SockAddr> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::peer_addr(fd));
     let mut raw = RawSockAddr::zeroed();
     let mut len = RawSockAddr::CAPACITY;
     call(Syscall::Getpeername, || {
@@ -318,6 +334,8 @@ pub fn peer_addr(fd: BorrowedFd<'_>) -> io::Result<SockAddr> {
 /// Counted as [`Syscall::Shutdown`].
 #[doc(alias = "shutdown(2)")]
 pub fn shutdown(fd: BorrowedFd<'_>, how: Shutdown) -> io::Result<()> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::shutdown(fd, how));
     let how = match how {
         Shutdown::Read => libc::SHUT_RD,
         Shutdown::Write => libc::SHUT_WR,
@@ -352,6 +370,8 @@ pub fn shutdown(fd: BorrowedFd<'_>, how: Shutdown) -> io::Result<()> {
 #[doc(alias = "MSG_NOSIGNAL")]
 #[inline]
 pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::send(fd, buf));
     raw::direct_retry_eintr(Syscall::Send, || {
         // SAFETY: sendto(fd, buf, len, MSG_NOSIGNAL, NULL, 0): the kernel reads at most
         // `buf.len()` bytes starting at `buf.as_ptr()`, all inside the borrowed slice; no address.
@@ -371,6 +391,8 @@ pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
 
 #[inline]
 fn recv_flags(fd: BorrowedFd<'_>, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::recv(fd, buf, flags));
     raw::direct_retry_eintr(Syscall::Recv, || {
         // SAFETY: recvfrom(fd, buf, len, flags, NULL, NULL): the kernel writes at most
         // `buf.len()` bytes starting at `buf.as_mut_ptr()`, all inside the exclusively borrowed
@@ -452,6 +474,8 @@ pub fn peek_datagram_len(fd: BorrowedFd<'_>) -> io::Result<usize> {
 #[doc(alias = "sendmsg(2)")]
 #[doc(alias = "writev")]
 pub fn send_vectored(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::send_vectored(fd, bufs));
     let cnt = bufs.len().min(IOV_MAX);
     let msg = libc::msghdr {
         msg_name: std::ptr::null_mut(),
@@ -492,6 +516,8 @@ pub fn send_vectored(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usi
 #[doc(alias = "sendto(2)")]
 pub fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &SockAddr) -> io::Result<usize> {
     let (raw, len) = RawSockAddr::encode(addr)?;
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::send_to(fd, buf, addr));
     let n = call_retry_eintr(Syscall::Sendto, || {
         // SAFETY: the kernel reads at most `buf.len()` bytes at
         // `buf.as_ptr()` (the borrowed slice) and `len` (<= 128) bytes of
@@ -530,6 +556,8 @@ pub fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &SockAddr) -> io::Result<us
 /// Counted as [`Syscall::Recvfrom`], once per attempt.
 #[doc(alias = "recvfrom(2)")]
 pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, SockAddr)> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::recv_from(fd, buf));
     let mut raw = RawSockAddr::zeroed();
     let mut len = RawSockAddr::CAPACITY;
     let n = call_retry_eintr(Syscall::Recvfrom, || {
@@ -591,6 +619,8 @@ pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, SockA
 #[doc(alias = "sendfile64")]
 pub fn sendfile(out_fd: BorrowedFd<'_>, in_fd: BorrowedFd<'_>, offset: &mut u64, count: usize) -> io::Result<usize> {
     let mut off = libc::off_t::try_from(*offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::sendfile(out_fd, in_fd, offset, count));
     let guard = SigpipeGuard::block()?;
     let result = call_retry_eintr(Syscall::Sendfile, || {
         // SAFETY: the kernel reads and updates one `off_t` through `&mut off`,

@@ -22,6 +22,8 @@ const INT_LEN: libc::socklen_t = size_of::<libc::c_int>() as libc::socklen_t;
 
 /// `getsockopt(fd, level, name, &val, &len)` for an `int` option.
 fn get_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int) -> io::Result<libc::c_int> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::getsockopt_int(fd, level, name));
     let mut val: libc::c_int = 0;
     let mut len = INT_LEN;
     call(Syscall::Getsockopt, || {
@@ -43,6 +45,8 @@ fn get_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int) -> io::Res
 
 /// `setsockopt(fd, level, name, &val, sizeof(int))` for an `int` option.
 fn set_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int, val: libc::c_int) -> io::Result<()> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::setsockopt_int(fd, level, name, val));
     call(Syscall::Setsockopt, || {
         // SAFETY: the kernel reads `INT_LEN` (= sizeof(int)) bytes from
         // `&val`, a live local `c_int`.
@@ -259,6 +263,8 @@ pub fn send_buffer_size(fd: BorrowedFd<'_>) -> io::Result<usize> {
 #[doc(alias = "setsockopt")]
 #[doc(alias = "SO_LINGER")]
 pub fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::set_option(fd, crate::sim::ops::SetOpt::LingerZero));
     let linger = libc::linger {
         l_onoff: 1,
         l_linger: 0,

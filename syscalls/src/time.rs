@@ -58,6 +58,8 @@ impl Clock {
 /// Counted as [`Syscall::ClockGettime`].
 #[doc(alias = "clock_gettime(2)")]
 pub fn clock_gettime(clock: Clock) -> io::Result<Duration> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(crate::sim::ops::clock_gettime(clock));
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     call(Syscall::ClockGettime, || {
         // SAFETY: clock_gettime writes one `struct timespec` to `&mut ts`, a

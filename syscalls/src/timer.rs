@@ -102,6 +102,10 @@ pub fn timerfd_create() -> io::Result<OwnedFd> {
         // memory.
         unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC | libc::TFD_NONBLOCK) }
     })?;
+    #[cfg(feature = "simulation")]
+    if crate::sim::active() {
+        crate::sim::ops::real_fd_created(fd);
+    }
     // SAFETY: on success the kernel returned a new descriptor owned by
     // nothing else in this process; the OwnedFd becomes its only owner.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

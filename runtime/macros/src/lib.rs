@@ -24,7 +24,8 @@
 //!
 //! Options, comma-separated: `trace` (print every loop phase, task step and wake, as
 //! `EVLOOP_TRACE=1` does), `virtual_clock` (time moves only when the loop is idle, jumping to
-//! the next timer: an hour of sleeps runs at once, deterministically),
+//! the next timer: an hour of sleeps runs at once, deterministically), for tests `simulate`
+//! (the body runs on the simulated kernel once per seed, see [`macro@test`]),
 //! `crate = "path"` (where the `evloop` crate is, if it was renamed), and tokio's
 //! `flavor = "current_thread"`, accepted so that a tokio program's attribute ports unchanged
 //! (evloop's loop is always one thread; `"multi_thread"` is a compile error saying so).
@@ -70,6 +71,26 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// On a function that is not `async`, with no options, it is the built-in `#[test]`, so a file
 /// that imports it (`use evloop::test;`) keeps its ordinary `#[test] fn`s.
+///
+/// # Simulation
+///
+/// `#[evloop::test(simulate)]` runs the body on evloop's simulated kernel (`evloop::sys::sim`,
+/// evloop's `simulation` feature), once per seed: 100 seeds by default,
+/// `simulate(seeds = 1000)` for more, and `simulate(faults)` to let each seed also draw a fault
+/// profile (resets, short writes, failed accepts, ...; without it only the order of events,
+/// latencies and thread interleavings vary). The first seed runs twice and must leave the same
+/// trace (a test driven by something outside the simulation, such as the executor or a thread
+/// that did not enter the kernel, fails this check). A failing seed is shrunk to a simple
+/// schedule and reported on stderr with its trace and the commands that replay it
+/// (`EVLOOP_SEED=n`, `EVLOOP_TAPE='...'`); the test then fails with the body's own panic.
+///
+/// ```text
+/// #[evloop::test(simulate(seeds = 1000))]
+/// async fn echo_survives_every_interleaving() {
+///     let listener = evloop::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+///     // ...
+/// }
+/// ```
 ///
 /// As with tokio's `#[tokio::test]`, a file that does `use evloop::*;` and also writes the
 /// built-in `#[test]` gets an ambiguity error (a glob-imported macro may not hide a prelude
@@ -157,6 +178,54 @@ struct Options {
     trace: bool,
     virtual_clock: bool,
     krate: String,
+    simulate: Option<Simulate>,
+}
+
+/// `simulate(seeds = N, faults)`: run the test on a simulated kernel, once per seed.
+struct Simulate {
+    seeds: u64,
+    faults: bool,
+}
+
+/// Seeds a `simulate` test runs when it does not say.
+const DEFAULT_SEEDS: u64 = 100;
+
+fn parse_simulate(group: Option<&Group>) -> Result<Simulate, Error> {
+    let mut sim = Simulate {
+        seeds: DEFAULT_SEEDS,
+        faults: false,
+    };
+    let Some(group) = group else {
+        return Ok(sim);
+    };
+    let expected = "expected `seeds = N` or `faults` in `simulate(...)`";
+    let tokens: Vec<TokenTree> = group.stream().into_iter().collect();
+    let mut i = 0;
+    while i < tokens.len() {
+        match &tokens[i] {
+            TokenTree::Ident(id) if id.to_string() == "faults" => sim.faults = true,
+            TokenTree::Ident(id) if id.to_string() == "seeds" => {
+                let eq = matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '=');
+                let n = match tokens.get(i + 2) {
+                    Some(TokenTree::Literal(lit)) if eq => lit.to_string().replace('_', "").parse::<u64>().ok(),
+                    _ => None,
+                };
+                match n {
+                    Some(n) if n > 0 => sim.seeds = n,
+                    _ => return Err(Error::new(id.span(), "`seeds` takes a positive number: `seeds = 1000`")),
+                }
+                i += 2;
+            }
+            other => return Err(Error::new(other.span(), expected)),
+        }
+        i += 1;
+        match tokens.get(i) {
+            None => {}
+            Some(TokenTree::Punct(p)) if p.as_char() == ',' => i += 1,
+            Some(other) => return Err(Error::new(other.span(), expected)),
+        }
+    }
+    Ok(sim)
 }
 
 fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
@@ -164,9 +233,10 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
         trace: false,
         virtual_clock: false,
         krate: "::evloop".to_string(),
+        simulate: None,
     };
     let tokens: Vec<TokenTree> = args.into_iter().collect();
-    let expected = "expected `trace`, `virtual_clock`, `crate = \"path\"` or `flavor = \"current_thread\"`";
+    let expected = "expected `trace`, `virtual_clock`, `simulate`, `crate = \"path\"` or `flavor = \"current_thread\"`";
     let mut i = 0;
     while i < tokens.len() {
         match &tokens[i] {
@@ -177,6 +247,25 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
                     "virtual_clock" if !opts.virtual_clock => opts.virtual_clock = true,
                     "trace" | "virtual_clock" => {
                         return Err(Error::new(id.span(), format!("the option `{name}` is given twice")));
+                    }
+                    "simulate" if kind == Kind::Main => {
+                        return Err(Error::new(
+                            id.span(),
+                            "`simulate` is a test option: `#[evloop::test(simulate)]`",
+                        ));
+                    }
+                    "simulate" if opts.simulate.is_some() => {
+                        return Err(Error::new(id.span(), "the option `simulate` is given twice"));
+                    }
+                    "simulate" => {
+                        let group = match tokens.get(i + 1) {
+                            Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis => {
+                                i += 1;
+                                Some(g)
+                            }
+                            _ => None,
+                        };
+                        opts.simulate = Some(parse_simulate(group)?);
                     }
                     "flavor" => {
                         // tokio's option, accepted so that tokio code ports unchanged: evloop's
@@ -481,6 +570,22 @@ fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
             }}
         }}"
     )));
+    if let Some(sim) = &opts.simulate {
+        // `simulate`: the loop runs inside the simulation driver, once per seed.
+        let mut closure_body = Group::new(Delimiter::Brace, body);
+        closure_body.set_span(f.body.span());
+        let mut args = parse(&format!(
+            "{krate}::sys::sim::TestOptions {{
+                name: ::core::concat!(::core::module_path!(), \"::\", \"{}\"),
+                seeds: {},
+                faults: {},
+            }}, ||",
+            f.name, sim.seeds, sim.faults
+        ));
+        args.extend([TokenTree::Group(closure_body)]);
+        body = parse(&format!("{krate}::sys::sim::__run_test"));
+        body.extend([TokenTree::Group(Group::new(Delimiter::Parenthesis, args))]);
+    }
     let mut out = TokenStream::new();
     if kind == Kind::Test {
         out.extend(parse("#[::core::prelude::v1::test]"));
