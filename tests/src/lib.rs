@@ -405,12 +405,23 @@ pub mod net {
     }
 }
 
+/// The full name of test function `$name` of the calling module, as `--exact` wants it: e.g.
+/// `stacks::a_stack_overflow_...` for a test of `tests/tests/fiber/stacks.rs` (binary `fiber`),
+/// or the bare name in a standalone file. For [`child::run`] and [`child::command`].
+#[macro_export]
+macro_rules! test_name {
+    ($name:expr) => {
+        $crate::child::test_path(module_path!(), $name)
+    };
+}
+
 pub mod child {
     //! Re-running one test of the current test binary in a child process: for tests that change
     //! process-wide state (the fd limit) or must watch the whole process (signals).
     //!
     //! The test function checks [`is_child`] first: in the child it runs the scenario, in the
-    //! parent it starts the child with [`command`] (or [`run`]) and judges its exit status.
+    //! parent it starts the child with [`command`] (or [`run`]), naming itself with
+    //! [`test_name!`](crate::test_name), and judges its exit status.
 
     use std::process::{Command, Output};
 
@@ -419,9 +430,20 @@ pub mod child {
         std::env::var(key).is_ok_and(|v| v == "1")
     }
 
+    /// The full name the test harness gives test function `name` of module `module` (a
+    /// `module_path!()`): the module path without its first segment, the binary's own name, then
+    /// `name`. [`test_name!`](crate::test_name) calls it with the caller's module.
+    pub fn test_path(module: &str, name: &str) -> String {
+        match module.split_once("::") {
+            Some((_, inner)) => format!("{inner}::{name}"),
+            None => name.to_string(),
+        }
+    }
+
     /// The command that re-runs exactly the test `test` (its full name, e.g. `my_test` or
-    /// `module::my_test`) of the current binary with `key=1` in its environment, output not
-    /// captured, one test thread (ignored tests included, so an ignored test can re-run itself).
+    /// `module::my_test`: see [`test_name!`](crate::test_name)) of the current binary with `key=1`
+    /// in its environment, output not captured, one test thread (ignored tests included, so an
+    /// ignored test can re-run itself).
     pub fn command(test: &str, key: &str) -> Command {
         let exe = std::env::current_exe().expect("the path of the running test binary");
         let mut cmd = Command::new(exe);

@@ -1,3 +1,4 @@
+// Standalone binary: a regression here aborts the process (a failed huge allocation), ending every test in it.
 //! No size argument makes a public API panic or abort: a size is a bound on the result, never
 //! an allocation made up front. (`sock_recv(usize::MAX)` used to panic with "capacity
 //! overflow", `sock_recv(1 << 40)` to abort the process on the failed allocation.)

@@ -1,3 +1,4 @@
+// Standalone binary: it reruns the book's programs under strace; `make book-traces` and valgrind.sh name it.
 //! The book's traces are golden: every trace or program output quoted in `docs/*.md` is rerun
 //! and compared, so a change that alters what a chapter shows fails `make test`.
 //!

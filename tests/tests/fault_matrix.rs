@@ -1,3 +1,4 @@
+// Standalone binary: it counts the process's fds after every cell, and `make fault-matrix` runs it by name.
 //! The fault matrix: every system call the runtime makes on a hot path, failed with every errno
 //! its man page lists, under a representative workload; the result is `docs/fault-matrix.md`.
 //!

@@ -1,3 +1,4 @@
+// Standalone binary: it counts the process's fds (`open_fd_count`), which tests in parallel threads would disturb.
 //! Closing a loop releases every transport, server and callback it holds, so that no reference
 //! cycle outlives it.
 //!
@@ -170,7 +171,7 @@ fn closing_the_loop_closes_a_servers_fds_even_while_the_server_handle_is_kept() 
 /// A callback that never ran lets go of its closure when the loop closes, even while the user
 /// still holds its handle: a closure that captured its own handle (here through a shared list,
 /// as a scheduler keeping its timers would) otherwise kept itself alive in a cycle. Found by
-/// the timer property test (`prop_loop_timers.rs`).
+/// the timer property test (`event_loop/prop_timers.rs`).
 #[test]
 fn closing_the_loop_frees_pending_callbacks_whose_handles_are_still_held() {
     let _serial = serial();

@@ -1,3 +1,4 @@
+// Standalone binary: its tests depend on which fd number the kernel hands out next (the lowest free one).
 //! The reactor's edge-triggered registrations, seen through sockets, transports and `AsyncFd`:
 //! one registration per fd for its whole life (no `epoll_ctl` in steady state), readiness
 //! cleared only when the kernel proves the fd not ready (mio #45 / #1076), registration tokens

@@ -1,3 +1,4 @@
+// Standalone binary: it compares `/proc/self/fd` before and after, which tests in parallel threads would disturb.
 //! Datagram endpoints (`create_datagram_endpoint`, `create_unix_datagram_endpoint`): echo with
 //! datagram boundaries, explicit vs connected destinations, ICMP errors, closing, the write
 //! queue, the fd table when the loop closes under open endpoints, and the syscalls of steady

@@ -1,3 +1,4 @@
+// Standalone binary: it counts the process's fds (`open_fd_count`), which tests in parallel threads would disturb.
 //! Bad input and failures on loopback sockets: refused connections, addresses in use, a peer
 //! that resets or half-closes mid-stream, writes to a closed peer (an error, never a SIGPIPE:
 //! mio #577), zero-byte reads and writes, and syscall failures injected with

@@ -1,3 +1,4 @@
+// Standalone binary: it counts the process's fds and raises its `RLIMIT_NOFILE`.
 //! Many connections through echo servers on loopback, task-based (`TcpListener`/`TcpStream`)
 //! and protocol-based (`create_server`): 10,000 sequential connections and 1,000 concurrent ones
 //! (all open at the same time), each exchanging one message. Afterwards the process's fd table

@@ -1,3 +1,4 @@
+// Standalone binary: one test counts the process's fds, which tests in parallel threads would disturb.
 //! Streams (`evloop::stream`): asyncio's `open_connection` / `start_server` with `StreamReader`
 //! and `StreamWriter` on top of transports. Loopback and Unix sockets only; every test runs its
 //! loop under [`run_bounded`] and closes its servers and connections.

@@ -1,3 +1,4 @@
+// Standalone binary: it counts the process's fds and looks for its zombie children, which other tests disturb.
 //! Subprocesses (`evloop::process`): exit codes and signals, piped stdio, `communicate` without
 //! deadlock, no zombie and no fd left behind (after 1,000 children, a missing program, a dropped
 //! `Process`, a loop closed under running orphans), `send_signal` after reaping, and the

@@ -1,3 +1,4 @@
+// Standalone binary: it changes process-wide signal dispositions.
 //! Signals on the loop: `add_signal_handler` / `remove_signal_handler`, `signal::recv`,
 //! `ctrl_c`. Signal dispositions are process-wide, so every test takes one lock.
 

@@ -1,3 +1,4 @@
+// Standalone binary: it relies on the kernel giving a closed fd number to its next file (the lowest free).
 //! A property test of the reactor's registration table (`add_reader` / `add_writer` /
 //! `remove_reader` / `remove_writer`): random sequences of registrations, replacements,
 //! removals, files made readable and drained, files closed *without* removing their callbacks

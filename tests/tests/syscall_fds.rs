@@ -1,3 +1,4 @@
+// Standalone binary: it checks the process's whole fd table (`/proc/self/fd`).
 //! File descriptors the loop opens and closes, checked against `/proc/self/fd`.
 //!
 //! The fd table is process-wide and the tests of one binary run in parallel threads, so every

@@ -1,3 +1,4 @@
+// Standalone binary: it installs a counting global allocator.
 //! Allocations on the task fast paths, counted by a global allocator that counts this thread's
 //! calls: a spawn costs exactly one allocation (the task cell), and a sleep that expires wakes its
 //! task without allocating anything (the waker is a pointer to the cell; the timer heap and the

@@ -1,3 +1,4 @@
+// Standalone binary: the workspace's structural rules, run and cited by name (`--test workspace_rules`).
 //! The project's structural rules (docs/design.md "Ground rules" and "Layout"), checked on the source
 //! tree so a change that breaks one fails `make test`:
 //! - the runtime's dependency tree is `libc` and `static_assertions` below the four crates (the

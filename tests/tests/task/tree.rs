@@ -47,7 +47,7 @@ fn a_task_awaiting_another_is_its_parent_in_the_tree() {
     assert_eq!(tree.awaits(parent.number), [child.number]);
     assert!(matches!(child.awaiting, Awaiting::Sleep(_)));
     assert_eq!(child.state, TaskState::Pending);
-    assert!(child.created_at.file().ends_with("task_tree.rs"));
+    assert!(child.created_at.file().ends_with(file!()));
     let main = tree
         .tasks()
         .iter()
@@ -216,7 +216,10 @@ fn a_signal_prints_the_task_tree_to_stderr() {
         .unwrap();
         return;
     }
-    let out = child::run("a_signal_prints_the_task_tree_to_stderr", TREE_ON_SIGNAL_CHILD);
+    let out = child::run(
+        &evloop_tests::test_name!("a_signal_prints_the_task_tree_to_stderr"),
+        TREE_ON_SIGNAL_CHILD,
+    );
     child::assert_success("task tree on SIGUSR1", &out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("evloop: task tree on SIGUSR1:"), "{stderr}");

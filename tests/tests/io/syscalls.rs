@@ -37,7 +37,7 @@ const ROUND_TRIPS: usize = 1000;
 const MSG: usize = 64;
 
 // ---------------------------------------------------------------------------------------------
-// Helpers (local to this binary).
+// Helpers (this file only).
 
 fn polls(c: &Counts) -> u64 {
     c[Syscall::EpollPwait2] + c[Syscall::EpollWait]
@@ -466,7 +466,8 @@ fn same_thread_echo(rounds: usize) {
 /// Runs the child under `strace -f` for `rounds` round trips; the count of each traced
 /// syscall, or `None` (reason printed) when strace cannot run here.
 fn strace_counts(rounds: usize) -> Option<std::collections::HashMap<String, usize>> {
-    let name = "strace_sees_no_epoll_ctl_in_steady_state_and_two_sends_and_two_recvs_per_round_trip";
+    let name =
+        evloop_tests::test_name!("strace_sees_no_epoll_ctl_in_steady_state_and_two_sends_and_two_recvs_per_round_trip");
     let out_file = std::env::temp_dir().join(format!("evloop-strace-echo-{}-{rounds}.txt", std::process::id()));
     let _ = std::fs::remove_file(&out_file);
     let run = Command::new("strace")
@@ -479,7 +480,7 @@ fn strace_counts(rounds: usize) -> Option<std::collections::HashMap<String, usiz
         ])
         .arg(&out_file)
         .arg(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .args(["--exact", &name, "--nocapture", "--test-threads=1"])
         .env(STRACE_CHILD, "1")
         .env(STRACE_ROUNDS, rounds.to_string())
         .output();

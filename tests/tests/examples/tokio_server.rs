@@ -61,10 +61,9 @@ impl Drop for TokioServer {
     }
 }
 
-/// One `#[test]` per named check (a `fn(SocketAddr)` of the calling test file), run once against
+/// One `#[test]` per named check (a `fn(SocketAddr)` of the calling module), run once against
 /// an evloop example's `serve` (in `mod on_evloop`) and once against its tokio twin's (in
 /// `mod on_tokio`): the same client-side assertions hold for both servers.
-#[allow(unused_macros)]
 macro_rules! on_both_runtimes {
     (evloop: $evloop:path, tokio: $tokio:path; $($check:ident),* $(,)?) => {
         mod on_evloop {
@@ -84,7 +83,7 @@ macro_rules! on_both_runtimes {
             $(
                 #[test]
                 fn $check() {
-                    let server = tokio_server::TokioServer::start(|l| async move {
+                    let server = crate::tokio_server::TokioServer::start(|l| async move {
                         let _ = $tokio(l).await;
                     });
                     super::$check(server.addr());
@@ -93,5 +92,4 @@ macro_rules! on_both_runtimes {
         }
     };
 }
-#[allow(unused_imports)]
 pub(crate) use on_both_runtimes;

@@ -11,15 +11,14 @@ use std::time::Duration;
 use evloop_tests::server::BackgroundServer;
 
 #[allow(dead_code)]
-#[path = "../../runtime/examples/port_from_tokio.rs"]
+#[path = "../../../runtime/examples/port_from_tokio.rs"]
 mod port_from_tokio;
 
 #[allow(dead_code)]
-#[path = "../examples/port_tokio_echo.rs"]
+#[path = "../../examples/port_tokio_echo.rs"]
 mod port_tokio_echo;
 
-#[path = "support/tokio_server.rs"]
-mod tokio_server;
+use crate::tokio_server;
 
 fn read(rel: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel);

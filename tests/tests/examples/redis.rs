@@ -9,15 +9,14 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 #[allow(dead_code)]
-#[path = "../../runtime/examples/redis_server.rs"]
+#[path = "../../../runtime/examples/redis_server.rs"]
 mod redis_server;
 
 #[allow(dead_code)]
-#[path = "../examples/peer_tokio_redis.rs"]
+#[path = "../../examples/peer_tokio_redis.rs"]
 mod tokio_redis;
 
-#[path = "support/tokio_server.rs"]
-mod tokio_server;
+use crate::tokio_server;
 
 /// A RESP answer.
 #[derive(Debug, PartialEq)]

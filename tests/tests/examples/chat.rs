@@ -10,7 +10,7 @@ use std::time::Duration;
 use evloop_tests::server::BackgroundServer;
 
 #[allow(dead_code)]
-#[path = "../../runtime/examples/chat_server.rs"]
+#[path = "../../../runtime/examples/chat_server.rs"]
 mod chat_server;
 
 struct Client {

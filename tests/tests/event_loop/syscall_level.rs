@@ -2,8 +2,9 @@
 //! per-thread counters of `evloop-syscalls`), fault injection on those calls, and one outside
 //! check with `strace`.
 //!
-//! Tests that need process-wide state live in their own binaries: `syscall_fds.rs` (the fd table
-//! of the process) and `syscall_fallback.rs` (the forced `epoll_wait` fallback).
+//! Tests that need process-wide state live in binaries of their own: `tests/tests/syscall_fds.rs`
+//! (the fd table of the process) and `tests/tests/syscall_fallback.rs` (the forced `epoll_wait`
+//! fallback).
 //!
 //! Rules these tests keep: nothing depends on wall-clock speed (timers are checked for "never
 //! early" and generous upper bounds only), and everything that could hang runs under a watchdog
@@ -25,7 +26,7 @@ use evloop_tests::watchdog::Watchdog;
 use evloop_tests::{Rng, procfs, spin_once};
 
 // ---------------------------------------------------------------------------------------------
-// Helpers (local to this binary).
+// Helpers (this file only).
 
 /// The syscall this process polls with: `epoll_pwait2` unless the probe found it missing.
 fn poll_syscall() -> Syscall {
@@ -548,7 +549,7 @@ fn injected_emfile_on_eventfd_makes_event_loop_new_fail_with_an_io_error() {
     assert_eq!(c[Syscall::Eventfd], 1, "{c}");
     assert_eq!(c[Syscall::EpollCtl], 0, "nothing to register: {c}");
     assert_eq!(fault::pending(), 0);
-    // (That the epoll fd was closed again is checked against /proc/self/fd in syscall_fds.rs.)
+    // (That the epoll fd was closed again is checked against /proc/self/fd in tests/tests/syscall_fds.rs.)
     let lp = EventLoop::new().expect("the next loop works");
     assert_eq!(lp.run_until_complete(async { 1 }).unwrap(), 1);
 }
@@ -599,7 +600,7 @@ fn injected_ebadf_on_epoll_ctl_makes_add_reader_fail_and_the_loop_keeps_working(
 // 9. The outside check: strace.
 
 fn example_binary() -> Option<PathBuf> {
-    // This test binary is target/<profile>/deps/syscall_level-<hash>; the example is
+    // This test binary is target/<profile>/deps/event_loop-<hash>; the example is
     // target/<profile>/examples/seed000_run.
     let exe = std::env::current_exe().ok()?;
     let profile_dir = exe.parent()?.parent()?;

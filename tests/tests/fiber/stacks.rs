@@ -37,7 +37,10 @@ fn a_stack_overflow_in_a_fiber_is_reported_and_aborts() {
         let _ = f.switch(());
         unreachable!("the overflow aborts the process");
     }
-    let out = child::run("a_stack_overflow_in_a_fiber_is_reported_and_aborts", OVERFLOW);
+    let out = child::run(
+        &evloop_tests::test_name!("a_stack_overflow_in_a_fiber_is_reported_and_aborts"),
+        OVERFLOW,
+    );
     let err = stderr(&out);
     assert!(
         err.contains("fiber 'deep' has overflowed its stack (64 KiB)\nfatal runtime error: stack overflow, aborting"),
@@ -56,7 +59,10 @@ fn a_stack_overflow_in_a_loop_fiber_names_its_task() {
         });
         unreachable!("the overflow aborts the process");
     }
-    let out = child::run("a_stack_overflow_in_a_loop_fiber_names_its_task", LOOP_OVERFLOW);
+    let out = child::run(
+        &evloop_tests::test_name!("a_stack_overflow_in_a_loop_fiber_names_its_task"),
+        LOOP_OVERFLOW,
+    );
     let err = stderr(&out);
     assert!(
         err.contains("fiber 'Fiber-1' has overflowed its stack (256 KiB)"),
@@ -81,7 +87,10 @@ fn a_thread_stack_overflow_still_gets_std_s_report() {
             .ok();
         unreachable!("the overflow aborts the process");
     }
-    let out = child::run("a_thread_stack_overflow_still_gets_std_s_report", THREAD_OVERFLOW);
+    let out = child::run(
+        &evloop_tests::test_name!("a_thread_stack_overflow_still_gets_std_s_report"),
+        THREAD_OVERFLOW,
+    );
     let err = stderr(&out);
     // std's own message (recent versions add the thread id after the name).
     assert!(
@@ -107,7 +116,7 @@ fn a_fault_that_is_not_a_fiber_overflow_goes_to_the_previous_handler() {
         unreachable!("the fault ends the process");
     }
     let out = child::run(
-        "a_fault_that_is_not_a_fiber_overflow_goes_to_the_previous_handler",
+        &evloop_tests::test_name!("a_fault_that_is_not_a_fiber_overflow_goes_to_the_previous_handler"),
         OTHER_FAULT,
     );
     assert_eq!(
@@ -168,7 +177,7 @@ fn without_madvise_guards_the_mprotect_fallback_keeps_to_its_map_budget() {
         unreachable!("the overflow aborts the process");
     }
     let out = child::run(
-        "without_madvise_guards_the_mprotect_fallback_keeps_to_its_map_budget",
+        &evloop_tests::test_name!("without_madvise_guards_the_mprotect_fallback_keeps_to_its_map_budget"),
         FALLBACK,
     );
     let err = stderr(&out);
@@ -274,6 +283,9 @@ fn a_hundred_thousand_fibers_can_be_suspended_at_once() {
         assert_eq!(fiber::stack_stats().in_use, 0);
         return;
     }
-    let out = child::run("a_hundred_thousand_fibers_can_be_suspended_at_once", MANY);
+    let out = child::run(
+        &evloop_tests::test_name!("a_hundred_thousand_fibers_can_be_suspended_at_once"),
+        MANY,
+    );
     child::assert_success("100,000 suspended fibers", &out);
 }

@@ -9,15 +9,14 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 #[allow(dead_code)]
-#[path = "../../runtime/examples/http_server.rs"]
+#[path = "../../../runtime/examples/http_server.rs"]
 mod http_server;
 
 #[allow(dead_code)]
-#[path = "../examples/peer_tokio_http.rs"]
+#[path = "../../examples/peer_tokio_http.rs"]
 mod tokio_http;
 
-#[path = "support/tokio_server.rs"]
-mod tokio_server;
+use crate::tokio_server;
 
 fn connect(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).expect("connect");

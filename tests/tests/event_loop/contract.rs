@@ -2,8 +2,8 @@
 //! ready queue, timers, handles and their cancellation, `stop` / `run_*`, `close`, the exception
 //! handler and `get_running_loop`. One `#[test]` per contract line, named after it.
 //!
-//! File descriptors are in `loop_fds.rs`, threads (remote handles, the executor) in
-//! `loop_threads.rs`, the virtual clock, trace and debug modes in `loop_modes.rs`.
+//! File descriptors are in `fds.rs`, threads (remote handles, the executor) in `threads.rs`, the
+//! virtual clock, trace and debug modes in `modes.rs` (modules of this binary).
 //!
 //! No test depends on the machine being fast: timing assertions are "never early" plus generous
 //! upper bounds, and `run_once` is only called when something is ready (it blocks otherwise).

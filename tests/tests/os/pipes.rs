@@ -296,7 +296,7 @@ fn epipe_never_kills_a_process_where_sigpipe_has_its_default_action() {
         return;
     }
     // The control: the child setup really makes an unprotected EPIPE fatal.
-    let control = child::command(CHILD_TEST, CHILD_KEY)
+    let control = child::command(&evloop_tests::test_name!(CHILD_TEST), CHILD_KEY)
         .env(CONTROL_KEY, "1")
         .output()
         .expect("the control child");
@@ -307,7 +307,7 @@ fn epipe_never_kills_a_process_where_sigpipe_has_its_default_action() {
         control.status,
         String::from_utf8_lossy(&control.stderr)
     );
-    let out = child::run(CHILD_TEST, CHILD_KEY);
+    let out = child::run(&evloop_tests::test_name!(CHILD_TEST), CHILD_KEY);
     child::assert_success("SIGPIPE at its default action", &out);
 }
 

@@ -35,7 +35,7 @@ const THIRD_WAVE: usize = 4;
 const CHILD_ENV: &str = "EVLOOP_NET_EMFILE_CHILD";
 
 // ---------------------------------------------------------------------------------------------
-// Helpers (local to this binary).
+// Helpers (this file only).
 
 /// The server's pause between accept attempts while out of fds.
 const RETRY: Duration = Duration::from_millis(100);
@@ -225,7 +225,7 @@ fn a_server_out_of_fds_sheds_connections_keeps_serving_without_spinning_and_reco
         return;
     }
     let out = child::run(
-        "a_server_out_of_fds_sheds_connections_keeps_serving_without_spinning_and_recovers",
+        &evloop_tests::test_name!("a_server_out_of_fds_sheds_connections_keeps_serving_without_spinning_and_recovers"),
         CHILD_ENV,
     );
     child::assert_success("EMFILE child", &out);

@@ -24,7 +24,7 @@ use evloop_tests::net::{Echo, echo_stream};
 use evloop_tests::{Log, entries, log, push, run_bounded, spin_once};
 
 // ---------------------------------------------------------------------------------------------
-// Helpers (local to this binary).
+// Helpers (this file only).
 
 fn new_loop() -> EventLoop {
     let lp = EventLoop::new().unwrap();
