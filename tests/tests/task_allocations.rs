@@ -9,6 +9,7 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use evloop::EventLoop;
+use evloop_tests::virtual_loop;
 
 struct Counting;
 
@@ -55,7 +56,7 @@ static ALLOCATOR: Counting = Counting;
 /// Allocations made while `tasks` tasks each sleep `rounds` times, on a virtual clock (no real
 /// waiting), from the first spawn to the last task's completion.
 fn sleeping_run(tasks: usize, rounds: usize) -> u64 {
-    let lp = EventLoop::builder().virtual_clock(true).build().expect("loop");
+    let lp = virtual_loop();
     lp.run_until_complete(async move {
         let mut handles = Vec::with_capacity(tasks);
         let before = allocations();

@@ -13,12 +13,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
+use evloop_tests::workspace_root;
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -59,7 +54,7 @@ fn deps(manifest: &Path, section: &str) -> Vec<String> {
 
 #[test]
 fn runtime_crates_depend_only_on_libc_static_assertions_and_each_other() {
-    let r = root();
+    let r = workspace_root();
     assert_eq!(deps(&r.join("timers/Cargo.toml"), "dependencies"), Vec::<String>::new());
     assert_eq!(
         deps(&r.join("syscalls/Cargo.toml"), "dependencies"),
@@ -109,7 +104,7 @@ const PUBLISHED: &[&str] = &["timers", "syscalls", "runtime/macros", "runtime"];
 
 #[test]
 fn published_crates_have_complete_metadata() {
-    let r = root();
+    let r = workspace_root();
     let workspace = fs::read_to_string(r.join("Cargo.toml")).expect("workspace manifest");
     assert!(workspace.contains("license = \"MIT OR Apache-2.0\""));
     assert!(!workspace.contains("example.invalid"), "a placeholder repository URL");
@@ -170,7 +165,7 @@ fn mentions_unsafe(code: &str) -> bool {
 
 #[test]
 fn unsafe_code_lives_only_in_syscalls_and_the_named_modules() {
-    let r = root();
+    let r = workspace_root();
     let timers = fs::read_to_string(r.join("timers/src/lib.rs")).expect("lib.rs");
     assert!(
         timers.contains("#![forbid(unsafe_code)]"),
@@ -342,7 +337,7 @@ fn misplaced_safety_comments(text: &str) -> Vec<(usize, UnsafeItem)> {
 
 #[test]
 fn every_unsafe_block_impl_fn_and_extern_has_a_safety_comment_directly_above() {
-    let r = root();
+    let r = workspace_root();
     let mut files = rust_files(&r.join("syscalls"));
     files.extend(UNSAFE_MODULES.iter().map(|m| r.join(m)).filter(|p| p.is_file()));
     let mut missing = Vec::new();
@@ -419,7 +414,7 @@ fn the_safety_rule_takes_only_a_comment_directly_above() {
 
 #[test]
 fn every_module_opens_with_a_doc_paragraph() {
-    let r = root();
+    let r = workspace_root();
     for krate in ["runtime/src", "timers/src", "syscalls/src"] {
         for file in rust_files(&r.join(krate)) {
             let text = fs::read_to_string(&file).expect("source");
@@ -617,7 +612,7 @@ fn layer_violations(folder: &str, text: &str) -> Vec<String> {
 
 #[test]
 fn no_file_imports_from_a_higher_layer() {
-    let src = root().join("runtime/src");
+    let src = workspace_root().join("runtime/src");
     let mut problems = Vec::new();
     let mut checked = 0;
     for file in rust_files(&src) {
@@ -648,7 +643,7 @@ fn no_file_imports_from_a_higher_layer() {
 
 #[test]
 fn every_layer_folder_exists_and_lib_rs_only_declares_and_reexports() {
-    let src = root().join("runtime/src");
+    let src = workspace_root().join("runtime/src");
     for (folder, _) in LAYERS {
         assert!(
             src.join(folder).join("mod.rs").is_file(),
@@ -696,7 +691,7 @@ fn the_layer_check_catches_upward_sibling_and_root_imports() {
 /// The methods each layer adds to `LoopHandle` (its own `impl LoopHandle` blocks): a name and
 /// the layer's rank, for names that only one layer defines.
 fn loop_handle_methods() -> Vec<(String, String, u8)> {
-    let src = root().join("runtime/src");
+    let src = workspace_root().join("runtime/src");
     let mut found: Vec<(String, String, u8)> = Vec::new();
     for file in rust_files(&src) {
         let rel = file.strip_prefix(&src).expect("under src");
@@ -751,7 +746,7 @@ fn no_file_calls_a_loop_method_that_a_higher_layer_defines() {
         methods.iter().any(|(n, _, _)| n == "create_task"),
         "the scan found no loop methods"
     );
-    let src = root().join("runtime/src");
+    let src = workspace_root().join("runtime/src");
     let mut problems = Vec::new();
     for file in rust_files(&src) {
         let rel = file.strip_prefix(&src).expect("under src");

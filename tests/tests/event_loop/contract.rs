@@ -24,7 +24,7 @@ use evloop_tests::{Log, entries as taken, log as new_log, record_exceptions_with
 // Helpers (this file only).
 
 /// A callback that appends `v` to `log`.
-fn push<T: 'static>(log: &Log<T>, v: T) -> impl FnOnce() + 'static + use<T> {
+fn pusher<T: 'static>(log: &Log<T>, v: T) -> impl FnOnce() + 'static + use<T> {
     let log = log.clone();
     move || log.borrow_mut().push(v)
 }
@@ -49,7 +49,7 @@ struct Seen {
 }
 
 /// Installs an exception handler that records every context it is given.
-fn record_exceptions(lp: &LoopHandle) -> Log<Seen> {
+fn record_seen(lp: &LoopHandle) -> Log<Seen> {
     let me = lp.clone();
     record_exceptions_with(lp, move |h, ctx| Seen {
         kind: ctx.kind,
@@ -75,7 +75,7 @@ fn call_soon_callbacks_run_in_fifo_order() {
     let lp = EventLoop::new().unwrap();
     let log = new_log();
     for i in 0..100 {
-        lp.call_soon(push(&log, i)).unwrap();
+        lp.call_soon(pusher(&log, i)).unwrap();
     }
     lp.run_once().unwrap();
     assert_eq!(taken(&log), (0..100).collect::<Vec<_>>());
@@ -135,13 +135,13 @@ fn run_once_runs_exactly_the_handles_ready_when_phase_5_began() {
     let (h, l) = (lp.handle(), log.clone());
     lp.call_soon(move || {
         l.borrow_mut().push("a");
-        h.call_soon(push(&l, "c")).unwrap();
-        h.call_later(Duration::ZERO, push(&l, "timer-from-a")).unwrap();
+        h.call_soon(pusher(&l, "c")).unwrap();
+        h.call_later(Duration::ZERO, pusher(&l, "timer-from-a")).unwrap();
     })
     .unwrap();
     // An already-expired timer moves to the ready queue in phase 4, so it is part of phase 5.
-    lp.call_at(Instant::now(), push(&log, "expired")).unwrap();
-    lp.call_soon(push(&log, "b")).unwrap();
+    lp.call_at(Instant::now(), pusher(&log, "expired")).unwrap();
+    lp.call_soon(pusher(&log, "b")).unwrap();
 
     lp.run_once().unwrap();
     assert_eq!(taken(&log), vec!["a", "b", "expired"]);
@@ -214,7 +214,7 @@ fn timers_run_in_deadline_order_not_scheduling_order() {
     let log = new_log();
     let base = Instant::now() + Duration::from_millis(2);
     for i in [5u64, 1, 4, 2, 3, 0] {
-        lp.call_at(base + Duration::from_micros(i * 300), push(&log, i))
+        lp.call_at(base + Duration::from_micros(i * 300), pusher(&log, i))
             .unwrap();
     }
     let h = lp.handle();
@@ -229,7 +229,7 @@ fn equal_deadlines_run_in_scheduling_order() {
     let log = new_log();
     let when = Instant::now() + Duration::from_millis(2);
     for i in 0..50 {
-        lp.call_at(when, push(&log, i)).unwrap();
+        lp.call_at(when, pusher(&log, i)).unwrap();
     }
     let h = lp.handle();
     lp.call_at(when, move || h.stop()).unwrap();
@@ -242,7 +242,7 @@ fn equal_deadlines_run_in_scheduling_order() {
     let (h, l) = (lp.handle(), log2.clone());
     lp.call_soon(move || {
         for i in 0..20 {
-            h.call_later(Duration::ZERO, push(&l, i)).unwrap();
+            h.call_later(Duration::ZERO, pusher(&l, i)).unwrap();
         }
     })
     .unwrap();
@@ -258,10 +258,10 @@ fn zero_and_negative_delays_run_in_the_next_iteration_after_already_ready_handle
     let past = Instant::now()
         .checked_sub(Duration::from_secs(1))
         .unwrap_or_else(Instant::now);
-    lp.call_soon(push(&log, "ready-1")).unwrap();
-    lp.call_later(Duration::ZERO, push(&log, "zero")).unwrap();
-    lp.call_at(past, push(&log, "negative")).unwrap();
-    lp.call_soon(push(&log, "ready-2")).unwrap();
+    lp.call_soon(pusher(&log, "ready-1")).unwrap();
+    lp.call_later(Duration::ZERO, pusher(&log, "zero")).unwrap();
+    lp.call_at(past, pusher(&log, "negative")).unwrap();
+    lp.call_soon(pusher(&log, "ready-2")).unwrap();
 
     let start = lp.stats().iterations;
     lp.run_once().unwrap();
@@ -278,10 +278,10 @@ fn zero_delay_timer_scheduled_by_a_callback_waits_for_the_next_iteration() {
     let log = new_log();
     let (h, l) = (lp.handle(), log.clone());
     lp.call_soon(move || {
-        h.call_later(Duration::ZERO, push(&l, "zero")).unwrap();
-        h.call_at(Instant::now() - Duration::from_millis(1), push(&l, "negative"))
+        h.call_later(Duration::ZERO, pusher(&l, "zero")).unwrap();
+        h.call_at(Instant::now() - Duration::from_millis(1), pusher(&l, "negative"))
             .unwrap();
-        h.call_soon(push(&l, "soon")).unwrap();
+        h.call_soon(pusher(&l, "soon")).unwrap();
         l.borrow_mut().push("first");
     })
     .unwrap();
@@ -397,9 +397,9 @@ fn loop_time_is_monotonic_and_never_ahead_of_instant_now() {
 fn cancelled_handle_never_runs() {
     let lp = EventLoop::new().unwrap();
     let log = new_log();
-    lp.call_soon(push(&log, 1)).unwrap();
-    let h = lp.call_soon(push(&log, 2)).unwrap();
-    lp.call_soon(push(&log, 3)).unwrap();
+    lp.call_soon(pusher(&log, 1)).unwrap();
+    let h = lp.call_soon(pusher(&log, 2)).unwrap();
+    lp.call_soon(pusher(&log, 3)).unwrap();
     assert!(!h.cancelled());
     h.cancel();
     assert!(h.cancelled());
@@ -430,13 +430,13 @@ fn a_cancelled_callback_is_released_not_leaked() {
 fn handle_cancel_is_idempotent() {
     let lp = EventLoop::new().unwrap();
     let log = new_log();
-    let h = lp.call_soon(push(&log, "x")).unwrap();
+    let h = lp.call_soon(pusher(&log, "x")).unwrap();
     let h2 = h.clone();
     h.cancel();
     h.cancel();
     h2.cancel();
     assert!(h.cancelled() && h2.cancelled());
-    lp.call_soon(push(&log, "y")).unwrap();
+    lp.call_soon(pusher(&log, "y")).unwrap();
     lp.run_once().unwrap();
     assert_eq!(taken(&log), vec!["y"]);
 }
@@ -472,8 +472,8 @@ fn a_callback_can_cancel_a_handle_ready_in_the_same_iteration() {
         v.borrow().as_ref().unwrap().cancel();
     })
     .unwrap();
-    *victim.borrow_mut() = Some(lp.call_soon(push(&log, "victim")).unwrap());
-    lp.call_soon(push(&log, "after")).unwrap();
+    *victim.borrow_mut() = Some(lp.call_soon(pusher(&log, "victim")).unwrap());
+    lp.call_soon(pusher(&log, "after")).unwrap();
     lp.run_once().unwrap();
     assert_eq!(taken(&log), vec!["killer", "after"]);
 }
@@ -483,9 +483,9 @@ fn cancelled_timer_never_runs() {
     let lp = EventLoop::new().unwrap();
     let log = new_log();
     let t1 = lp
-        .call_later(Duration::from_millis(1), push(&log, "cancelled"))
+        .call_later(Duration::from_millis(1), pusher(&log, "cancelled"))
         .unwrap();
-    lp.call_later(Duration::from_millis(2), push(&log, "kept")).unwrap();
+    lp.call_later(Duration::from_millis(2), pusher(&log, "kept")).unwrap();
     t1.cancel();
     assert!(t1.cancelled());
     let h = lp.handle();
@@ -516,7 +516,7 @@ fn timer_cancel_removes_the_timer_from_the_heap_by_the_next_iteration() {
 fn timer_cancel_is_idempotent() {
     let lp = EventLoop::new().unwrap();
     let log = new_log();
-    let th = lp.call_later(Duration::from_millis(1), push(&log, "x")).unwrap();
+    let th = lp.call_later(Duration::from_millis(1), pusher(&log, "x")).unwrap();
     th.cancel();
     th.cancel();
     th.cancel();
@@ -532,12 +532,12 @@ fn timer_cancel_is_idempotent() {
 fn cancelling_a_timer_that_ran_is_a_no_op_and_cancels_no_other_timer() {
     let lp = EventLoop::new().unwrap();
     let log = new_log();
-    let first = lp.call_later(Duration::ZERO, push(&log, "first")).unwrap();
+    let first = lp.call_later(Duration::ZERO, pusher(&log, "first")).unwrap();
     spin_once(&lp);
     assert_eq!(taken(&log), vec!["first"]);
     // A new timer may reuse the heap slot of the one that ran; the stale handle's cancel must
     // not reach it.
-    lp.call_later(Duration::from_millis(1), push(&log, "second")).unwrap();
+    lp.call_later(Duration::from_millis(1), pusher(&log, "second")).unwrap();
     first.cancel();
     first.cancel();
     let h = lp.handle();
@@ -559,8 +559,8 @@ fn a_timer_cancelled_after_it_expired_in_the_same_iteration_does_not_run() {
         v.borrow().as_ref().unwrap().cancel();
     })
     .unwrap();
-    *victim.borrow_mut() = Some(lp.call_at(when, push(&log, "victim")).unwrap());
-    lp.call_at(when, push(&log, "after")).unwrap();
+    *victim.borrow_mut() = Some(lp.call_at(when, pusher(&log, "victim")).unwrap());
+    lp.call_at(when, pusher(&log, "after")).unwrap();
     lp.run_once().unwrap();
     spin_once(&lp);
     assert_eq!(taken(&log), vec!["killer", "after"]);
@@ -601,10 +601,10 @@ fn stop_makes_run_forever_return_after_the_current_iteration() {
     lp.call_soon(move || {
         l.borrow_mut().push("stopper");
         h.stop();
-        h.call_soon(push(&l, "next-iteration")).unwrap();
+        h.call_soon(pusher(&l, "next-iteration")).unwrap();
     })
     .unwrap();
-    lp.call_soon(push(&log, "same-iteration")).unwrap();
+    lp.call_soon(pusher(&log, "same-iteration")).unwrap();
     let start = lp.stats().iterations;
     lp.run_forever().unwrap();
     assert_eq!(taken(&log), vec!["stopper", "same-iteration"]);
@@ -634,7 +634,7 @@ fn stop_before_run_forever_runs_exactly_one_iteration() {
     let (h, l) = (lp.handle(), log.clone());
     lp.call_soon(move || {
         l.borrow_mut().push(1);
-        h.call_soon(push(&l, 2)).unwrap();
+        h.call_soon(pusher(&l, 2)).unwrap();
     })
     .unwrap();
     lp.stop();
@@ -823,7 +823,7 @@ fn is_running_is_true_only_while_the_loop_runs() {
     assert!(!lp.is_running());
     // Also after a run that ended with a panic inside a callback.
     let h = lp.handle();
-    let _seen = record_exceptions(&lp);
+    let _seen = record_seen(&lp);
     lp.call_soon(|| panic!("boom")).unwrap();
     lp.call_soon(move || h.stop()).unwrap();
     lp.run_forever().unwrap();
@@ -1072,11 +1072,11 @@ fn dropping_the_event_loop_closes_it() {
 #[test]
 fn a_panicking_callback_is_reported_to_the_exception_handler_and_the_loop_keeps_running() {
     let lp = EventLoop::new().unwrap();
-    let seen = record_exceptions(&lp);
+    let seen = record_seen(&lp);
     let log = new_log();
-    lp.call_soon(push(&log, "before")).unwrap();
+    lp.call_soon(pusher(&log, "before")).unwrap();
     lp.call_soon(|| panic!("callback boom")).unwrap();
-    lp.call_soon(push(&log, "after, same iteration")).unwrap();
+    lp.call_soon(pusher(&log, "after, same iteration")).unwrap();
     lp.run_once().unwrap();
     assert_eq!(taken(&log), vec!["before", "after, same iteration"]);
 
@@ -1106,13 +1106,13 @@ fn a_panicking_callback_is_reported_to_the_exception_handler_and_the_loop_keeps_
 #[test]
 fn a_panicking_timer_callback_is_reported_naming_call_later() {
     let lp = EventLoop::new().unwrap();
-    let seen = record_exceptions(&lp);
+    let seen = record_seen(&lp);
     let log = new_log();
     lp.call_later(Duration::from_millis(1), || panic!("timer boom"))
         .unwrap();
     lp.call_at(Instant::now() + Duration::from_millis(1), || panic!("call_at boom"))
         .unwrap();
-    lp.call_later(Duration::from_millis(2), push(&log, "later timer"))
+    lp.call_later(Duration::from_millis(2), pusher(&log, "later timer"))
         .unwrap();
     let h = lp.handle();
     lp.call_later(Duration::from_millis(3), move || h.stop()).unwrap();
@@ -1132,7 +1132,7 @@ fn a_panicking_timer_callback_is_reported_naming_call_later() {
 #[test]
 fn a_panic_with_a_non_string_payload_is_reported_too() {
     let lp = EventLoop::new().unwrap();
-    let seen = record_exceptions(&lp);
+    let seen = record_seen(&lp);
     lp.call_soon(|| std::panic::panic_any(42u64)).unwrap();
     lp.run_once().unwrap();
     let seen = taken(&seen);
@@ -1152,10 +1152,10 @@ fn a_panicking_exception_handler_does_not_kill_the_loop() {
     })));
     let log = new_log();
     lp.call_soon(|| panic!("first")).unwrap();
-    lp.call_soon(push(&log, 1)).unwrap();
+    lp.call_soon(pusher(&log, 1)).unwrap();
     lp.run_once().unwrap();
     lp.call_soon(|| panic!("second")).unwrap();
-    lp.call_soon(push(&log, 2)).unwrap();
+    lp.call_soon(pusher(&log, 2)).unwrap();
     lp.run_once().unwrap();
     assert_eq!(taken(&log), vec![1, 2]);
     assert_eq!(calls.get(), 2, "the handler stays installed after it panicked");
@@ -1166,7 +1166,7 @@ fn a_panicking_exception_handler_does_not_kill_the_loop() {
 #[test]
 fn set_exception_handler_none_restores_the_default() {
     let lp = EventLoop::new().unwrap();
-    let seen = record_exceptions(&lp);
+    let seen = record_seen(&lp);
     lp.call_soon(|| panic!("to the recorder")).unwrap();
     lp.run_once().unwrap();
     assert_eq!(seen.borrow().len(), 1);
@@ -1174,7 +1174,7 @@ fn set_exception_handler_none_restores_the_default() {
     lp.set_exception_handler(None);
     let log = new_log();
     lp.call_soon(|| panic!("to the default handler (stderr)")).unwrap();
-    lp.call_soon(push(&log, "still running")).unwrap();
+    lp.call_soon(pusher(&log, "still running")).unwrap();
     lp.run_once().unwrap();
     assert_eq!(seen.borrow().len(), 1, "the replaced handler was still called");
     assert_eq!(taken(&log), vec!["still running"]);
@@ -1183,7 +1183,7 @@ fn set_exception_handler_none_restores_the_default() {
 #[test]
 fn call_exception_handler_passes_the_context_to_the_handler() {
     let lp = EventLoop::new().unwrap();
-    let seen = record_exceptions(&lp);
+    let seen = record_seen(&lp);
     lp.call_exception_handler(ExceptionContext {
         kind: ExceptionKind::TaskFailureUnobserved,
         message: "custom problem".into(),
@@ -1206,7 +1206,7 @@ fn the_exception_handler_may_use_the_loop() {
     let l = log.clone();
     lp.set_exception_handler(Some(Box::new(move |h: &LoopHandle, ctx: &ExceptionContext| {
         let msg = ctx.panic.as_ref().map(|p| p.message().to_string()).unwrap_or_default();
-        h.call_soon(push(&l, msg)).unwrap();
+        h.call_soon(pusher(&l, msg)).unwrap();
         h.stop();
     })));
     lp.call_soon(|| panic!("handled")).unwrap();

@@ -21,7 +21,7 @@ fn counter() -> Rc<Cell<u32>> {
 }
 
 /// A callback that counts its calls.
-fn count(c: &Rc<Cell<u32>>) -> impl FnMut() + 'static + use<> {
+fn counting(c: &Rc<Cell<u32>>) -> impl FnMut() + 'static + use<> {
     let c = c.clone();
     move || c.set(c.get() + 1)
 }
@@ -48,7 +48,7 @@ fn add_reader_is_level_triggered() {
     let lp = EventLoop::new().unwrap();
     let (r, _w) = readable_pipe();
     let calls = counter();
-    lp.add_reader(raw(&r), count(&calls)).unwrap();
+    lp.add_reader(raw(&r), counting(&calls)).unwrap();
     for i in 1..=3 {
         lp.run_once().unwrap();
         assert_eq!(
@@ -91,7 +91,7 @@ fn add_writer_is_level_triggered() {
     let lp = EventLoop::new().unwrap();
     let (a, _b) = evloop::sys::socketpair_stream().unwrap();
     let calls = counter();
-    lp.add_writer(raw(&a), count(&calls)).unwrap();
+    lp.add_writer(raw(&a), counting(&calls)).unwrap();
     for i in 1..=3 {
         lp.run_once().unwrap();
         assert_eq!(calls.get(), i, "a writable fd calls its writer once per iteration");
@@ -105,8 +105,8 @@ fn reader_and_writer_of_one_fd_both_run() {
     let (a, b) = evloop::sys::socketpair_stream().unwrap();
     evloop::sys::write(b.as_fd(), b"x").unwrap();
     let (reads, writes) = (counter(), counter());
-    lp.add_reader(raw(&a), count(&reads)).unwrap();
-    lp.add_writer(raw(&a), count(&writes)).unwrap();
+    lp.add_reader(raw(&a), counting(&reads)).unwrap();
+    lp.add_writer(raw(&a), counting(&writes)).unwrap();
     assert_eq!(lp.stats().fds, 1, "one fd, one registration");
     lp.run_once().unwrap();
     assert_eq!((reads.get(), writes.get()), (1, 1));
@@ -123,8 +123,8 @@ fn adding_a_reader_again_replaces_the_callback() {
     let lp = EventLoop::new().unwrap();
     let (r, _w) = readable_pipe();
     let (old, new) = (counter(), counter());
-    lp.add_reader(raw(&r), count(&old)).unwrap();
-    lp.add_reader(raw(&r), count(&new)).unwrap();
+    lp.add_reader(raw(&r), counting(&old)).unwrap();
+    lp.add_reader(raw(&r), counting(&new)).unwrap();
     assert_eq!(lp.stats().fds, 1);
     lp.run_once().unwrap();
     lp.run_once().unwrap();
@@ -138,8 +138,8 @@ fn adding_a_writer_again_replaces_the_callback() {
     let lp = EventLoop::new().unwrap();
     let (a, _b) = evloop::sys::socketpair_stream().unwrap();
     let (old, new) = (counter(), counter());
-    lp.add_writer(raw(&a), count(&old)).unwrap();
-    lp.add_writer(raw(&a), count(&new)).unwrap();
+    lp.add_writer(raw(&a), counting(&old)).unwrap();
+    lp.add_writer(raw(&a), counting(&new)).unwrap();
     lp.run_once().unwrap();
     assert_eq!((old.get(), new.get()), (0, 1));
     assert!(lp.remove_writer(raw(&a)));
@@ -150,11 +150,11 @@ fn a_replaced_reader_already_queued_for_this_iteration_does_not_run() {
     let lp = EventLoop::new().unwrap();
     let (r, _w) = readable_pipe();
     let (old, new) = (counter(), counter());
-    lp.add_reader(raw(&r), count(&old)).unwrap();
+    lp.add_reader(raw(&r), counting(&old)).unwrap();
     // This callback runs first in the next iteration (it was ready before the poll queued the
     // reader) and replaces the reader that the poll has just queued.
     let (h, n, fd) = (lp.handle(), new.clone(), raw(&r));
-    lp.call_soon(move || h.add_reader(fd, count(&n)).unwrap()).unwrap();
+    lp.call_soon(move || h.add_reader(fd, counting(&n)).unwrap()).unwrap();
     lp.run_once().unwrap();
     assert_eq!((old.get(), new.get()), (0, 0));
     lp.run_once().unwrap();
@@ -197,7 +197,7 @@ fn remove_reader_returns_whether_one_was_registered() {
     assert!(!lp.remove_reader(NOT_OPEN));
     assert!(!lp.remove_reader(-1));
     let calls = counter();
-    lp.add_reader(raw(&r), count(&calls)).unwrap();
+    lp.add_reader(raw(&r), counting(&calls)).unwrap();
     assert_eq!(lp.stats().fds, 1);
     assert!(lp.remove_reader(raw(&r)));
     assert!(!lp.remove_reader(raw(&r)));
@@ -217,7 +217,7 @@ fn remove_writer_returns_whether_one_was_registered() {
     let (a, _b) = evloop::sys::socketpair_stream().unwrap();
     assert!(!lp.remove_writer(raw(&a)));
     let calls = counter();
-    lp.add_writer(raw(&a), count(&calls)).unwrap();
+    lp.add_writer(raw(&a), counting(&calls)).unwrap();
     assert!(lp.remove_writer(raw(&a)));
     assert!(!lp.remove_writer(raw(&a)));
     spin_once(&lp);
@@ -234,15 +234,15 @@ fn removing_the_reader_keeps_the_writer_of_the_same_fd() {
     let (a, b) = evloop::sys::socketpair_stream().unwrap();
     evloop::sys::write(b.as_fd(), b"x").unwrap();
     let (reads, writes) = (counter(), counter());
-    lp.add_reader(raw(&a), count(&reads)).unwrap();
-    lp.add_writer(raw(&a), count(&writes)).unwrap();
+    lp.add_reader(raw(&a), counting(&reads)).unwrap();
+    lp.add_writer(raw(&a), counting(&writes)).unwrap();
     assert!(lp.remove_reader(raw(&a)));
     lp.run_once().unwrap();
     lp.run_once().unwrap();
     assert_eq!((reads.get(), writes.get()), (0, 2));
     assert_eq!(lp.stats().fds, 1);
     // And the other way round.
-    lp.add_reader(raw(&a), count(&reads)).unwrap();
+    lp.add_reader(raw(&a), counting(&reads)).unwrap();
     assert!(lp.remove_writer(raw(&a)));
     lp.run_once().unwrap();
     assert_eq!((reads.get(), writes.get()), (1, 2));
@@ -277,7 +277,7 @@ fn a_reader_removed_by_another_callback_in_the_same_iteration_does_not_run() {
     // Same with a call_soon callback that runs before the reader the poll queued.
     let (r3, _w3) = readable_pipe();
     let c3 = counter();
-    lp.add_reader(raw(&r3), count(&c3)).unwrap();
+    lp.add_reader(raw(&r3), counting(&c3)).unwrap();
     let (h, fd3) = (lp.handle(), raw(&r3));
     lp.call_soon(move || assert!(h.remove_reader(fd3))).unwrap();
     lp.run_once().unwrap();
@@ -337,7 +337,7 @@ fn a_closed_peer_reaches_the_writer() {
     let chunk = [0u8; 4096];
     while evloop::sys::write(w.as_fd(), &chunk).is_ok() {}
     let calls = counter();
-    lp.add_writer(raw(&w), count(&calls)).unwrap();
+    lp.add_writer(raw(&w), counting(&calls)).unwrap();
     spin_once(&lp);
     assert_eq!(calls.get(), 0, "a full pipe is not writable");
     drop(r);
@@ -360,7 +360,7 @@ fn add_reader_on_an_fd_that_is_not_open_is_an_error_naming_the_fd() {
     assert!(!lp.remove_reader(NOT_OPEN));
     let (r, _w) = readable_pipe();
     let calls = counter();
-    lp.add_reader(raw(&r), count(&calls)).unwrap();
+    lp.add_reader(raw(&r), counting(&calls)).unwrap();
     lp.run_once().unwrap();
     assert_eq!(calls.get(), 1);
     assert_eq!(lp.run_until_complete(async { 3 }).unwrap(), 3);

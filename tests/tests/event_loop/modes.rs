@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use evloop::*;
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
+use evloop_tests::virtual_loop;
 use std::prelude::v1::test;
 
 // ---------------------------------------------------------------------------------------------
@@ -36,7 +37,7 @@ fn dump(lines: &Lines) -> String {
 #[test]
 fn virtual_clock_runs_an_hour_of_timers_in_order_without_waiting_an_hour() {
     let real_start = Instant::now();
-    let lp = Builder::new().virtual_clock(true).build().unwrap();
+    let lp = virtual_loop();
     let t0 = lp.time();
     // (what ran, loop time when it ran, its deadline)
     let log: Rc<RefCell<Vec<(String, Instant, Instant)>>> = Rc::new(RefCell::new(Vec::new()));
@@ -101,7 +102,7 @@ fn virtual_clock_runs_an_hour_of_timers_in_order_without_waiting_an_hour() {
 
 #[test]
 fn virtual_time_moves_only_when_the_loop_is_idle() {
-    let lp = Builder::new().virtual_clock(true).build().unwrap();
+    let lp = virtual_loop();
     let t0 = lp.time();
     let seen: Rc<RefCell<Vec<Duration>>> = Rc::new(RefCell::new(Vec::new()));
     // A chain of 50 call_soon callbacks keeps the loop busy: the clock must not move while it
@@ -136,7 +137,7 @@ fn virtual_time_moves_only_when_the_loop_is_idle() {
 
 #[test]
 fn virtual_clock_does_not_move_without_timers() {
-    let lp = Builder::new().virtual_clock(true).build().unwrap();
+    let lp = virtual_loop();
     let t0 = lp.time();
     for _ in 0..5 {
         lp.call_soon(|| {}).unwrap();

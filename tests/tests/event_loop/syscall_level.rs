@@ -20,10 +20,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use evloop::{EventLoop, LoopErrorKind, LoopHandle};
-use evloop_syscalls::counters::{self, Counts};
+use evloop_syscalls::counters::{self};
 use evloop_syscalls::{Syscall, fault};
 use evloop_tests::watchdog::Watchdog;
-use evloop_tests::{Rng, procfs, spin_once};
+use evloop_tests::{Rng, polls, procfs, spin_once};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
@@ -34,11 +34,6 @@ fn poll_syscall() -> Syscall {
         Some(false) => Syscall::EpollWait,
         _ => Syscall::EpollPwait2,
     }
-}
-
-/// Number of polls (either flavour) in `c`.
-fn polls(c: &Counts) -> u64 {
-    c[Syscall::EpollPwait2] + c[Syscall::EpollWait]
 }
 
 /// The kernel thread id of the calling thread.

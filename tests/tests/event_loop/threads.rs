@@ -28,15 +28,15 @@ const WATCHDOG: Duration = Duration::from_secs(10);
 
 /// Stops the loop from outside after [`WATCHDOG`] unless disarmed first, through a pipe (not
 /// the loop's eventfd, which is what these tests check).
-struct Watchdog {
+struct PipeWatchdog {
     read_end: OwnedFd,
     cancel: mpsc::Sender<()>,
     thread: JoinHandle<()>,
     fired: Rc<std::cell::Cell<bool>>,
 }
 
-impl Watchdog {
-    fn arm(lp: &LoopHandle) -> Watchdog {
+impl PipeWatchdog {
+    fn arm(lp: &LoopHandle) -> PipeWatchdog {
         let (r, w) = evloop::sys::pipe2().unwrap();
         let fired = Rc::new(std::cell::Cell::new(false));
         let (h, f) = (lp.clone(), fired.clone());
@@ -52,7 +52,7 @@ impl Watchdog {
             }
             drop(w);
         });
-        Watchdog {
+        PipeWatchdog {
             read_end: r,
             cancel,
             thread,
@@ -69,16 +69,10 @@ impl Watchdog {
     }
 }
 
-/// This thread's kernel id (from `/proc/thread-self`).
-fn current_tid() -> Option<libc::pid_t> {
-    let link = std::fs::read_link("/proc/thread-self").ok()?;
-    link.file_name()?.to_str()?.parse().ok()
-}
-
 /// Whether `/proc/<tid>/syscall` can be read here (it needs ptrace access to our own threads,
 /// which some sandboxes deny).
 fn proc_syscall_readable() -> bool {
-    current_tid()
+    procfs::current_tid()
         .and_then(|tid| std::fs::read_to_string(procfs::syscall_path(tid)).ok())
         .is_some()
 }
@@ -89,19 +83,6 @@ fn blocked_in_poll_forever(tid: libc::pid_t) -> bool {
         return false;
     };
     procfs::parse_poll(&s) == Some(procfs::InPoll { no_timeout: true })
-}
-
-/// Waits (up to `limit`) until thread `tid` blocks in an epoll wait with no timeout.
-fn wait_until_blocked_in_poll_forever(tid: Option<libc::pid_t>, limit: Duration) -> bool {
-    let Some(tid) = tid else { return false };
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if blocked_in_poll_forever(tid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    false
 }
 
 struct NoopWaker;
@@ -120,13 +101,13 @@ fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Poll<F::Output> {
 #[test]
 fn call_soon_threadsafe_wakes_a_loop_blocked_with_no_timeout() {
     let lp = EventLoop::new().unwrap();
-    let dog = Watchdog::arm(&lp);
+    let dog = PipeWatchdog::arm(&lp);
     let remote = lp.remote();
-    let tid = current_tid();
+    let tid = procfs::current_tid();
     let ran = Arc::new(AtomicBool::new(false));
     let r = ran.clone();
     let th = std::thread::spawn(move || {
-        let blocked = wait_until_blocked_in_poll_forever(tid, Duration::from_secs(3));
+        let blocked = procfs::wait_until_blocked_in_poll_forever(tid, Duration::from_secs(3));
         if !blocked {
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -154,11 +135,11 @@ fn call_soon_threadsafe_wakes_a_loop_blocked_with_no_timeout() {
 #[test]
 fn remote_stop_from_another_thread_wakes_and_stops_the_loop() {
     let lp = EventLoop::new().unwrap();
-    let dog = Watchdog::arm(&lp);
+    let dog = PipeWatchdog::arm(&lp);
     let remote = lp.remote();
-    let tid = current_tid();
+    let tid = procfs::current_tid();
     let th = std::thread::spawn(move || {
-        if !wait_until_blocked_in_poll_forever(tid, Duration::from_secs(3)) {
+        if !procfs::wait_until_blocked_in_poll_forever(tid, Duration::from_secs(3)) {
             std::thread::sleep(Duration::from_millis(100));
         }
         remote.stop().unwrap();
@@ -225,7 +206,7 @@ fn call_soon_threadsafe_from_many_threads_runs_every_call_in_per_thread_order() 
     const THREADS: usize = 8;
     const CALLS: usize = 500;
     let lp = EventLoop::new().unwrap();
-    let dog = Watchdog::arm(&lp);
+    let dog = PipeWatchdog::arm(&lp);
     let log = Arc::new(Mutex::new(Vec::with_capacity(THREADS * CALLS)));
     let count = Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = (0..THREADS)
@@ -288,16 +269,16 @@ fn call_soon_threadsafe_from_the_loop_thread_runs_in_the_next_iteration() {
 #[test]
 fn idle_loop_blocks_in_one_poll_with_no_timeout_and_makes_no_other_syscalls() {
     let lp = EventLoop::new().unwrap();
-    let dog = Watchdog::arm(&lp);
+    let dog = PipeWatchdog::arm(&lp);
     // Settle: run once so nothing from construction is pending.
     spin_once(&lp);
 
     let remote = lp.remote();
-    let tid = current_tid();
+    let tid = procfs::current_tid();
     let can_see = proc_syscall_readable();
     let (tx, rx) = mpsc::channel();
     let th = std::thread::spawn(move || {
-        let blocked = wait_until_blocked_in_poll_forever(tid, Duration::from_secs(5));
+        let blocked = procfs::wait_until_blocked_in_poll_forever(tid, Duration::from_secs(5));
         // Stay asleep a while: an idle loop must make no syscalls meanwhile.
         std::thread::sleep(Duration::from_millis(50));
         let still_blocked = tid.is_some_and(blocked_in_poll_forever);
@@ -501,7 +482,7 @@ fn closing_the_loop_shuts_the_executor_down() {
 #[test]
 fn executor_jobs_wake_a_loop_blocked_with_no_timeout() {
     let lp = EventLoop::new().unwrap();
-    let dog = Watchdog::arm(&lp);
+    let dog = PipeWatchdog::arm(&lp);
     let job = lp
         .run_in_executor(|| {
             std::thread::sleep(Duration::from_millis(50));

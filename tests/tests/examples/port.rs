@@ -5,9 +5,9 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::time::Duration;
 
+use evloop_tests::read_workspace_file;
 use evloop_tests::server::BackgroundServer;
 
 #[allow(dead_code)]
@@ -19,11 +19,6 @@ mod port_from_tokio;
 mod port_tokio_echo;
 
 use crate::tokio_server;
-
-fn read(rel: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 /// The file without its leading `//!` module documentation (and the blank lines after it).
 fn code(text: &str) -> Vec<&str> {
@@ -50,7 +45,7 @@ const PAIRS: &[(&str, &str)] = &[
 #[test]
 fn each_pair_differs_only_in_its_use_lines() {
     for (ours, theirs) in PAIRS {
-        let (a, b) = (read(ours), read(theirs));
+        let (a, b) = (read_workspace_file(ours), read_workspace_file(theirs));
         let (a_uses, a_rest) = split_imports(&a);
         let (b_uses, b_rest) = split_imports(&b);
         assert!(a_rest.len() > 20, "{ours}: nothing to compare");
@@ -68,7 +63,7 @@ fn each_pair_differs_only_in_its_use_lines() {
 
 #[test]
 fn the_quoted_original_is_the_compiled_tokio_program() {
-    let port = read("runtime/examples/port_from_tokio.rs");
+    let port = read_workspace_file("runtime/examples/port_from_tokio.rs");
     let quoted: Vec<String> = port
         .lines()
         .take_while(|l| l.starts_with("//!"))
@@ -83,7 +78,7 @@ fn the_quoted_original_is_the_compiled_tokio_program() {
                 .to_string()
         })
         .collect();
-    let original = read("tests/examples/port_tokio_echo.rs");
+    let original = read_workspace_file("tests/examples/port_tokio_echo.rs");
     let original = code(&original);
     assert_eq!(
         quoted, original,

@@ -2,25 +2,17 @@
 //! `runtime/examples/readme.rs` (which `make test` compiles), the command it gives runs that
 //! example, and it points only at files that exist in the repository.
 
-use std::path::Path;
-
-fn root() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-}
-
-fn read(rel: &str) -> String {
-    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-}
+use evloop_tests::{read_workspace_file, workspace_root};
 
 #[test]
 fn the_first_program_is_the_readme_example() {
-    let readme = read("README.md");
+    let readme = read_workspace_file("README.md");
     let block = readme
         .split("## A first program\n\n```rust\n")
         .nth(1)
         .and_then(|rest| rest.split("```").next())
         .expect("a rust block under 'A first program'");
-    let example = read("runtime/examples/readme.rs");
+    let example = read_workspace_file("runtime/examples/readme.rs");
     let code: String = example
         .lines()
         .skip_while(|l| l.starts_with("//!"))
@@ -36,7 +28,7 @@ fn the_first_program_is_the_readme_example() {
 
 #[test]
 fn every_path_the_readme_names_exists_and_nothing_points_outside() {
-    let readme = read("README.md");
+    let readme = read_workspace_file("README.md");
     for path in [
         "docs/README.md",
         "docs/design.md",
@@ -48,7 +40,7 @@ fn every_path_the_readme_names_exists_and_nothing_points_outside() {
     ] {
         assert!(readme.contains(path), "the README no longer mentions {path}");
         assert!(
-            root().join(path).exists(),
+            workspace_root().join(path).exists(),
             "the README names {path}, which does not exist"
         );
     }
@@ -60,7 +52,9 @@ fn every_path_the_readme_names_exists_and_nothing_points_outside() {
         "graceful_shutdown",
     ] {
         assert!(
-            root().join(format!("runtime/examples/{example}.rs")).is_file(),
+            workspace_root()
+                .join(format!("runtime/examples/{example}.rs"))
+                .is_file(),
             "{example}"
         );
     }
@@ -71,7 +65,7 @@ fn every_path_the_readme_names_exists_and_nothing_points_outside() {
         );
     }
     // The set-up commands are the Makefile's.
-    let makefile = read("Makefile");
+    let makefile = read_workspace_file("Makefile");
     for target in ["demo:", "test:", "publish-check:"] {
         assert!(makefile.contains(target), "Makefile target {target}");
     }

@@ -29,7 +29,7 @@ fn client(addr: SocketAddr) {
 }
 
 /// Parses `name=count` pairs.
-fn count(line: &str, name: &str) -> u64 {
+fn count_of(line: &str, name: &str) -> u64 {
     line.split_whitespace()
         .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
         .map_or(0, |n| n.parse().expect("a count"))
@@ -55,7 +55,7 @@ fn the_tiny_loop_registers_on_every_wait_and_wakes_every_second_while_idle() {
     let mut counts = String::new();
     out.read_line(&mut counts).expect("counts line");
     assert!(child.wait().expect("wait").success());
-    let c = |name| count(&counts, name);
+    let c = |name| count_of(&counts, name);
     assert_eq!(c("send"), TRIPS as u64, "{counts}");
     // Every recv after the first of each request says EAGAIN and waits (the last one reads the
     // end of the stream); an accept that found nobody yet waited too.

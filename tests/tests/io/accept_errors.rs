@@ -18,21 +18,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, LoopHandle, Server};
+use evloop::{AsyncReadExt, AsyncWriteExt, Builder, EventLoop, ExceptionKind, Server};
 use evloop_syscalls as sys;
 use evloop_tests::net::Echo;
-use evloop_tests::{Log, record_exceptions_with, run_bounded};
+use evloop_tests::{loop_with, record_exception_messages, run_bounded};
 
 const CLIENTS: usize = 8;
 const RETRY: Duration = Duration::from_millis(50);
-
-fn new_loop() -> EventLoop {
-    EventLoop::builder().accept_retry_delay(RETRY).build().unwrap()
-}
-
-fn exceptions(lp: &LoopHandle) -> Log<(ExceptionKind, String)> {
-    record_exceptions_with(lp, |_, ctx| (ctx.kind, ctx.message.clone()))
-}
 
 /// An echo server on loopback (created by running the loop briefly).
 fn echo_server(lp: &EventLoop) -> (Server, SocketAddr) {
@@ -75,21 +67,25 @@ async fn outcomes(clients: Vec<std::net::TcpStream>, limit: Duration) -> Vec<Opt
     out
 }
 
-fn served(outcomes: &[Option<bool>]) -> usize {
+fn count_served(outcomes: &[Option<bool>]) -> usize {
     outcomes.iter().filter(|o| **o == Some(true)).count()
 }
 
 #[test]
 fn an_enomem_from_accept_is_reported_retried_and_every_queued_connection_is_served() {
-    let lp = new_loop();
-    let seen = exceptions(&lp);
+    let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
+    let seen = record_exception_messages(&lp);
     let (server, addr) = echo_server(&lp);
     let clients = queued_clients(addr, CLIENTS);
     fault::fail_nth(Syscall::Accept4, 1, sys::errno::ENOMEM);
     let got = run_bounded(&lp, outcomes(clients, Duration::from_secs(5)));
     fault::clear();
     println!("after one ENOMEM: {got:?}; reports: {:?}", seen.borrow());
-    assert_eq!(served(&got), CLIENTS, "every queued connection is answered: {got:?}");
+    assert_eq!(
+        count_served(&got),
+        CLIENTS,
+        "every queued connection is answered: {got:?}"
+    );
     assert_eq!(server.shed_connections(), 0);
     let seen = seen.borrow();
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -108,15 +104,15 @@ fn every_process_or_system_error_from_accept_is_retried_without_stalling_the_bac
         sys::errno::ENOTSOCK,
         sys::errno::EFAULT,
     ] {
-        let lp = new_loop();
-        let seen = exceptions(&lp);
+        let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
+        let seen = record_exception_messages(&lp);
         let (server, addr) = echo_server(&lp);
         let clients = queued_clients(addr, 3);
         fault::fail_nth(Syscall::Accept4, 1, errno);
         let got = run_bounded(&lp, outcomes(clients, Duration::from_secs(5)));
         fault::clear();
         let err = io::Error::from_raw_os_error(errno);
-        assert_eq!(served(&got), 3, "after {err}: {got:?}");
+        assert_eq!(count_served(&got), 3, "after {err}: {got:?}");
         assert_eq!(seen.borrow().len(), 1, "{err} is reported once: {:?}", seen.borrow());
         server.close();
     }
@@ -143,14 +139,14 @@ fn a_per_connection_accept_error_is_skipped_at_once_and_not_reported() {
             .accept_retry_delay(Duration::from_secs(3600))
             .build()
             .unwrap();
-        let seen = exceptions(&lp);
+        let seen = record_exception_messages(&lp);
         let (server, addr) = echo_server(&lp);
         let clients = queued_clients(addr, 3);
         fault::fail_nth(Syscall::Accept4, 1, errno);
         let got = run_bounded(&lp, outcomes(clients, Duration::from_secs(5)));
         fault::clear();
         let err = io::Error::from_raw_os_error(errno);
-        assert_eq!(served(&got), 3, "after {err}, at once: {got:?}");
+        assert_eq!(count_served(&got), 3, "after {err}, at once: {got:?}");
         assert!(seen.borrow().is_empty(), "{err} is not reported: {:?}", seen.borrow());
         server.close();
     }
@@ -166,8 +162,8 @@ fn a_brief_out_of_fds_condition_backs_off_and_sheds_nothing() {
         (sys::errno::EMFILE, 1),
         (sys::errno::ENFILE, 5),
     ] {
-        let lp = new_loop();
-        let seen = exceptions(&lp);
+        let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
+        let seen = record_exception_messages(&lp);
         let (server, addr) = echo_server(&lp);
         let clients = queued_clients(addr, CLIENTS);
         fault::fail_times(Syscall::Accept4, 1, times, errno);
@@ -176,7 +172,7 @@ fn a_brief_out_of_fds_condition_backs_off_and_sheds_nothing() {
         let err = io::Error::from_raw_os_error(errno);
         println!("{times} x {err}: {got:?}; reports: {:?}", seen.borrow());
         assert_eq!(
-            served(&got),
+            count_served(&got),
             CLIENTS,
             "{times} x {err}: every queued client is served: {got:?}"
         );
@@ -190,7 +186,7 @@ fn a_brief_out_of_fds_condition_backs_off_and_sheds_nothing() {
 fn an_out_of_fds_condition_that_outlasts_the_retry_delay_sheds_the_queue() {
     let delay = Duration::from_millis(300);
     let lp = EventLoop::builder().accept_retry_delay(delay).build().unwrap();
-    let seen = exceptions(&lp);
+    let seen = record_exception_messages(&lp);
     let (server, addr) = echo_server(&lp);
     let clients = queued_clients(addr, CLIENTS);
     // The first attempt and the retry fail; the shedding accepts (made with the spare fd's
@@ -209,7 +205,7 @@ fn an_out_of_fds_condition_that_outlasts_the_retry_delay_sheds_the_queue() {
     println!("lasting EMFILE: {got:?}; reports: {:?}", seen.borrow());
     assert_eq!(early, 0, "nothing is shed before the condition has lasted one delay");
     assert_eq!(server.shed_connections(), CLIENTS as u64);
-    assert_eq!(served(&got), 0, "every queued client was shed: {got:?}");
+    assert_eq!(count_served(&got), 0, "every queued client was shed: {got:?}");
     assert!(
         got.iter().all(|o| *o == Some(false)),
         "shed clients see their connection closed: {got:?}"
@@ -221,7 +217,7 @@ fn an_out_of_fds_condition_that_outlasts_the_retry_delay_sheds_the_queue() {
     // And once accept works again, new clients are served.
     let late = queued_clients(addr, 2);
     let got = run_bounded(&lp, outcomes(late, Duration::from_secs(5)));
-    assert_eq!(served(&got), 2, "{got:?}");
+    assert_eq!(count_served(&got), 2, "{got:?}");
     server.close();
 }
 
@@ -231,7 +227,7 @@ fn a_server_out_of_fds_for_good_idles_with_bounded_cpu_and_no_spin() {
         .accept_retry_delay(Duration::from_millis(20))
         .build()
         .unwrap();
-    let seen = exceptions(&lp);
+    let seen = record_exception_messages(&lp);
     let (server, addr) = echo_server(&lp);
     let _clients = queued_clients(addr, 4);
     // Every accept fails, and so would reopening the spare fd: nothing can help, the server can

@@ -12,18 +12,10 @@ use evloop::EventLoop;
 use evloop::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufStream, BufWriter,
 };
-use evloop::net::{TcpListener, TcpStream};
 use evloop::sys::Syscall;
 use evloop::sys::counters;
+use evloop_tests::net::tcp_with_std_peer;
 use evloop_tests::run_bounded;
-
-/// A connected pair on loopback: (evloop stream, std stream of the peer).
-async fn pair() -> (TcpStream, std::net::TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (s, _) = listener.accept().await.unwrap();
-    (s, peer)
-}
 
 /// A reader that hands out `chunks` one per poll (a stream split at awkward places).
 struct Chunks(Vec<&'static [u8]>);
@@ -49,7 +41,7 @@ impl AsyncRead for Chunks {
 fn many_lines_in_one_segment_cost_one_recv() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (s, mut peer) = pair().await;
+        let (s, mut peer) = tcp_with_std_peer().await;
         let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
         peer.write_all(text.as_bytes()).unwrap();
         let mut r = BufReader::new(s);
@@ -115,7 +107,7 @@ fn read_line_with_invalid_utf8_is_invalid_data_and_leaves_the_string_alone() {
 fn a_cancelled_read_line_keeps_what_it_read() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (s, mut peer) = pair().await;
+        let (s, mut peer) = tcp_with_std_peer().await;
         let mut r = BufReader::new(s);
         peer.write_all("half a line é".as_bytes()).unwrap();
         let mut line = String::new();
@@ -133,7 +125,7 @@ fn a_cancelled_read_line_keeps_what_it_read() {
 fn lines_strip_endings_and_survive_cancellation() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (s, mut peer) = pair().await;
+        let (s, mut peer) = tcp_with_std_peer().await;
         let mut lines = BufReader::new(s).lines();
         peer.write_all(b"one\r\ntw").unwrap();
         assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("one"));
@@ -205,7 +197,7 @@ fn a_large_read_bypasses_an_empty_buffer() {
 fn buf_writer_coalesces_small_writes_into_one_send() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (s, mut peer) = pair().await;
+        let (s, mut peer) = tcp_with_std_peer().await;
         let mut w = BufWriter::new(s);
         let before = counters::snapshot();
         for i in 0..50 {
@@ -235,7 +227,7 @@ fn buf_writer_coalesces_small_writes_into_one_send() {
 fn buf_writer_sends_large_writes_straight_and_shutdown_flushes_first() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (s, mut peer) = pair().await;
+        let (s, mut peer) = tcp_with_std_peer().await;
         let mut w = BufWriter::with_capacity(16, s);
         w.write_all(b"head").await.unwrap();
         let big = vec![b'x'; 64];
@@ -284,7 +276,7 @@ fn buf_writer_reports_a_writer_that_accepts_nothing_as_write_zero() {
 fn buf_stream_reads_lines_and_writes_buffered_on_one_connection() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (s, peer) = pair().await;
+        let (s, peer) = tcp_with_std_peer().await;
         let peer_thread = std::thread::spawn(move || {
             let mut peer = peer;
             peer.write_all(b"PING\r\nPING\r\n").unwrap();

@@ -7,27 +7,15 @@ use std::io::{ErrorKind, Read as _, Write as _};
 
 use evloop::EventLoop;
 use evloop::io::{AsyncWriteExt, BufReader, BufWriter, copy, copy_bidirectional, copy_buf};
-use evloop::net::{TcpListener, TcpStream};
-use evloop_tests::run_bounded;
-
-async fn pair() -> (TcpStream, std::net::TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (s, _) = listener.accept().await.unwrap();
-    (s, peer)
-}
-
-/// `n` bytes of a pattern that shows reordering.
-fn pattern(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i % 251) as u8).collect()
-}
+use evloop_tests::net::tcp_with_std_peer;
+use evloop_tests::{pattern, run_bounded};
 
 #[test]
 fn copy_moves_every_byte_in_order_and_counts_them() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (mut src, peer_src) = pair().await;
-        let (mut dst, peer_dst) = pair().await;
+        let (mut src, peer_src) = tcp_with_std_peer().await;
+        let (mut dst, peer_dst) = tcp_with_std_peer().await;
         let data = pattern(1 << 20);
         let expect = data.clone();
         let writer = std::thread::spawn(move || {
@@ -60,8 +48,8 @@ fn copy_flushes_a_buffered_writer_whenever_the_reader_waits() {
     // left the answer in the BufWriter while waiting for more input would deadlock.
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (mut src, mut peer_src) = pair().await;
-        let (dst, mut peer_dst) = pair().await;
+        let (mut src, mut peer_src) = tcp_with_std_peer().await;
+        let (dst, mut peer_dst) = tcp_with_std_peer().await;
         let client = std::thread::spawn(move || {
             for i in 0..3u8 {
                 peer_src.write_all(&[i; 10]).unwrap();
@@ -98,8 +86,8 @@ fn copy_buf_writes_from_the_readers_buffer() {
 fn copy_bidirectional_passes_each_end_on_and_returns_both_counts() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (mut a, mut peer_a) = pair().await;
-        let (mut b, mut peer_b) = pair().await;
+        let (mut a, mut peer_a) = tcp_with_std_peer().await;
+        let (mut b, mut peer_b) = tcp_with_std_peer().await;
         let client = std::thread::spawn(move || {
             peer_a.write_all(&pattern(300_000)).unwrap();
             peer_a.shutdown(std::net::Shutdown::Write).unwrap();
@@ -128,8 +116,8 @@ fn copy_bidirectional_passes_each_end_on_and_returns_both_counts() {
 fn copy_bidirectional_fails_with_the_first_error() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (mut a, peer_a) = pair().await;
-        let (mut b, _peer_b) = pair().await;
+        let (mut a, peer_a) = tcp_with_std_peer().await;
+        let (mut b, _peer_b) = tcp_with_std_peer().await;
         // An abortive close (RST) of a's peer: reading a fails with ECONNRESET.
         evloop::sys::set_linger_zero(std::os::fd::AsFd::as_fd(&peer_a)).unwrap();
         let mut p = peer_a;

@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, LoopHandle, sleep};
+use evloop::{AsyncReadExt, AsyncWriteExt, Builder, ExceptionKind, sleep};
 use evloop_syscalls as sys;
-use evloop_tests::net::{Echo, open_fd_count, open_fds};
-use evloop_tests::{Log, child, record_exceptions_with, run_bounded, spin_once};
+use evloop_tests::fds::{open_fd_count, open_fds};
+use evloop_tests::net::Echo;
+use evloop_tests::{child, loop_with, record_exception_messages, run_bounded, spin_once};
 
 /// Free fd numbers left below the lowered limit.
 const HEADROOM: usize = 6;
@@ -39,14 +40,6 @@ const CHILD_ENV: &str = "EVLOOP_NET_EMFILE_CHILD";
 
 /// The server's pause between accept attempts while out of fds.
 const RETRY: Duration = Duration::from_millis(100);
-
-fn new_loop() -> EventLoop {
-    EventLoop::builder().accept_retry_delay(RETRY).build().unwrap()
-}
-
-fn exceptions(lp: &LoopHandle) -> Log<(ExceptionKind, String)> {
-    record_exceptions_with(lp, |_, ctx| (ctx.kind, ctx.message.clone()))
-}
 
 /// Connects an already created socket (no new fd needed) to `addr`.
 async fn connect_prepared(fd: OwnedFd, addr: SocketAddr) -> io::Result<TcpStream> {
@@ -76,9 +69,9 @@ async fn served(c: &mut TcpStream) -> Option<bool> {
 fn emfile_scenario() {
     let start_fds = open_fd_count();
     let (soft, hard) = sys::nofile_limit().unwrap();
-    let lp = new_loop();
+    let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
     spin_once(&lp);
-    let seen = exceptions(&lp);
+    let seen = record_exception_messages(&lp);
     let h = lp.handle();
     let lp2 = h.clone();
     run_bounded(&lp, async move {
@@ -236,9 +229,9 @@ fn a_server_out_of_fds_sheds_connections_keeps_serving_without_spinning_and_reco
 
 #[test]
 fn an_injected_emfile_on_accept_backs_off_and_the_connection_is_served_after_the_retry() {
-    let lp = new_loop();
+    let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
     spin_once(&lp);
-    let seen = exceptions(&lp);
+    let seen = record_exception_messages(&lp);
     let h = lp.handle();
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
@@ -263,9 +256,9 @@ fn an_injected_emfile_on_accept_backs_off_and_the_connection_is_served_after_the
 
 #[test]
 fn without_its_spare_fd_a_server_out_of_fds_pauses_instead_of_spinning_and_serves_later() {
-    let lp = new_loop();
+    let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
     spin_once(&lp);
-    let seen = exceptions(&lp);
+    let seen = record_exception_messages(&lp);
     let h = lp.handle();
     let iterations = Rc::new(Cell::new(0u64));
     let it = iterations.clone();

@@ -13,9 +13,10 @@ use std::os::fd::AsFd;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use evloop::net::{Domain, SockAddr, SockType, Socket, UnixAddr};
+use evloop::net::{Domain, SockAddr, SockType, Socket};
 use evloop::{EventLoop, Interest, timeout, yield_now};
 use evloop_syscalls as sys;
+use evloop_tests::net::abstract_name;
 use evloop_tests::run_bounded;
 
 /// A TCP listener on loopback whose accept queue is full: `listen(0)` allows one queued
@@ -97,8 +98,7 @@ fn a_read_after_eagain_waits_even_when_a_stale_hangup_was_seen_before_connecting
     finishes_within_10s("read on a socket that hung up before it was connected", || {
         let lp = EventLoop::new().unwrap();
         run_bounded(&lp, async {
-            let name = format!("evloop-stale-hup-{}", std::process::id());
-            let addr = UnixAddr::abstract_name(name.as_bytes()).unwrap();
+            let addr = abstract_name("stale-hup");
             let listener = evloop::net::UnixListener::bind(&addr).unwrap();
             let sock = Socket::new(Domain::Unix, SockType::Stream).unwrap();
             // The unconnected Unix socket reports EPOLLHUP: its registration now says "read

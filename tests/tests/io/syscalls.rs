@@ -30,7 +30,7 @@ use evloop::net::{TcpListener, TcpStream};
 use evloop::sys::Syscall;
 use evloop::sys::counters::{self, Counts};
 use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Promise, Protocol, Transport};
-use evloop_tests::{child, run_bounded, spin_once};
+use evloop_tests::{child, polls, run_bounded, spin_once};
 
 const WARMUP: usize = 20;
 const ROUND_TRIPS: usize = 1000;
@@ -38,10 +38,6 @@ const MSG: usize = 64;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
-
-fn polls(c: &Counts) -> u64 {
-    c[Syscall::EpollPwait2] + c[Syscall::EpollWait]
-}
 
 /// Asserts the steady-state counts derived in the module docs for `n` round trips of one side.
 fn assert_one_recv_one_send_per_round_trip(side: &str, c: &Counts, n: usize) {

@@ -18,19 +18,13 @@ use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream, Ud
 use evloop::net::{UnixDatagram, UnixListener, UnixStream};
 use evloop::sys::counters;
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Transport, sleep, yield_now};
+use evloop::{AsyncReadExt, AsyncWriteExt, LoopHandle, Protocol, Transport, sleep, yield_now};
 use evloop_syscalls as sys;
-use evloop_tests::net::{Echo, echo_stream};
-use evloop_tests::{Log, entries, log, push, run_bounded, spin_once};
+use evloop_tests::net::{Echo, abstract_name, echo_stream, loopback_v4};
+use evloop_tests::{Log, entries, log, pattern, push, run_bounded, warm_loop, yield_until};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
-
-fn new_loop() -> EventLoop {
-    let lp = EventLoop::new().unwrap();
-    spin_once(&lp);
-    lp
-}
 
 /// A fresh directory under the system temp dir, removed (with its contents) on drop.
 struct TempDir(PathBuf);
@@ -54,24 +48,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// A unique abstract Unix socket name.
-fn abstract_name(tag: &str) -> UnixAddr {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    UnixAddr::abstract_name(format!("evloop-test-{tag}-{}-{nanos}", std::process::id()).as_bytes()).unwrap()
-}
-
-fn loopback4() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
-/// Deterministic test data: `len` bytes of a pattern that differs at every offset mod 251.
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i % 251) as u8).collect()
 }
 
 /// A TCP echo server task on `listener` for exactly `n` connections.
@@ -129,13 +105,13 @@ fn tcp_echo_on(lp: &LoopHandle, bind: SocketAddr) {
 
 #[test]
 fn tcp_connect_accept_read_write_on_ipv4_loopback() {
-    let lp = new_loop();
-    tcp_echo_on(&lp, loopback4());
+    let lp = warm_loop();
+    tcp_echo_on(&lp, loopback_v4());
 }
 
 #[test]
 fn tcp_connect_accept_read_write_on_ipv6_loopback() {
-    let lp = new_loop();
+    let lp = warm_loop();
     let bind: SocketAddr = "[::1]:0".parse().unwrap();
     let probe = run_bounded(&lp, async move { TcpListener::bind(bind).await.map(|_| ()) });
     if let Err(e) = probe {
@@ -147,9 +123,9 @@ fn tcp_connect_accept_read_write_on_ipv6_loopback() {
 
 #[test]
 fn nodelay_is_on_for_connected_and_accepted_streams_and_can_be_turned_off() {
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
-        let listener = TcpListener::bind(loopback4()).await.unwrap();
+        let listener = TcpListener::bind(loopback_v4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let accept = evloop::spawn(async move { listener.accept().await.unwrap().0 });
         let c = TcpStream::connect(addr).await.unwrap();
@@ -165,9 +141,9 @@ fn nodelay_is_on_for_connected_and_accepted_streams_and_can_be_turned_off() {
 
 #[test]
 fn split_halves_of_a_tcp_stream_read_and_write_from_two_tasks_at_once() {
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
-        let listener = TcpListener::bind(loopback4()).await.unwrap();
+        let listener = TcpListener::bind(loopback_v4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = serve_echo(listener, 1);
         let c = TcpStream::connect(addr).await.unwrap();
@@ -198,9 +174,9 @@ fn split_halves_of_a_tcp_stream_read_and_write_from_two_tasks_at_once() {
 
 #[test]
 fn write_vectored_goes_out_in_one_sendmsg() {
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
-        let listener = TcpListener::bind(loopback4()).await.unwrap();
+        let listener = TcpListener::bind(loopback_v4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let accept = evloop::spawn(async move { listener.accept().await.unwrap().0 });
         let mut c = TcpStream::connect(addr).await.unwrap();
@@ -262,10 +238,10 @@ fn write_vectored_goes_out_in_one_sendmsg() {
 
 #[test]
 fn udp_send_to_recv_from_and_connect() {
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
-        let a = UdpSocket::bind(loopback4()).await.unwrap();
-        let b = UdpSocket::bind(loopback4()).await.unwrap();
+        let a = UdpSocket::bind(loopback_v4()).await.unwrap();
+        let b = UdpSocket::bind(loopback_v4()).await.unwrap();
         let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
         assert_eq!(a.send_to(b"ping", ba).await.unwrap(), 4);
         let mut buf = [0u8; 64];
@@ -287,7 +263,7 @@ fn udp_send_to_recv_from_and_connect() {
         // connect: a default destination, and only that peer's datagrams arrive.
         a.connect(ba).await.unwrap();
         assert_eq!(a.peer_addr().unwrap(), ba);
-        let c = UdpSocket::bind(loopback4()).await.unwrap();
+        let c = UdpSocket::bind(loopback_v4()).await.unwrap();
         c.send_to(b"from a stranger", aa).await.unwrap();
         a.send(b"hello").await.unwrap();
         let (n, from) = b.recv_from(&mut buf).await.unwrap();
@@ -309,7 +285,7 @@ fn udp_send_to_recv_from_and_connect() {
 fn unix_stream_listener_on_a_temp_path_serves_and_the_path_is_removed_afterwards() {
     let dir = TempDir::new("unix-stream");
     let path = dir.path("echo.sock");
-    let lp = new_loop();
+    let lp = warm_loop();
     let p = path.clone();
     run_bounded(&lp, async move {
         let addr = UnixAddr::pathname(&p).unwrap();
@@ -342,9 +318,9 @@ fn unix_stream_listener_on_a_temp_path_serves_and_the_path_is_removed_afterwards
 
 #[test]
 fn unix_stream_on_an_abstract_name_leaves_no_file() {
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
-        let addr = abstract_name("stream");
+        let addr = abstract_name("test-stream");
         let listener = UnixListener::bind(&addr).unwrap();
         assert_eq!(listener.local_addr().unwrap(), addr);
         assert!(addr.as_abstract_name().is_some());
@@ -367,7 +343,7 @@ fn unix_stream_on_an_abstract_name_leaves_no_file() {
 fn unix_datagram_send_to_recv_from_on_paths_unbound_senders_and_pairs() {
     let dir = TempDir::new("unix-dgram");
     let (pa, pb) = (dir.path("a.sock"), dir.path("b.sock"));
-    let lp = new_loop();
+    let lp = warm_loop();
     let (aa, ba) = (UnixAddr::pathname(&pa).unwrap(), UnixAddr::pathname(&pb).unwrap());
     run_bounded(&lp, async move {
         let a = UnixDatagram::bind(&aa).unwrap();
@@ -410,9 +386,9 @@ fn unix_datagram_send_to_recv_from_on_paths_unbound_senders_and_pairs() {
 
 #[test]
 fn unix_datagram_on_an_abstract_name() {
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
-        let addr = abstract_name("dgram");
+        let addr = abstract_name("test-dgram");
         let a = UnixDatagram::bind(&addr).unwrap();
         let u = UnixDatagram::unbound().unwrap();
         u.send_to(b"hi", &addr).await.unwrap();
@@ -429,7 +405,7 @@ fn unix_datagram_on_an_abstract_name() {
 fn listening_socket() -> (Socket, SockAddr) {
     let l = Socket::new(Domain::Inet, SockType::Stream).unwrap();
     l.set_reuseaddr(true).unwrap();
-    l.bind(&SockAddr::Inet(loopback4())).unwrap();
+    l.bind(&SockAddr::Inet(loopback_v4())).unwrap();
     l.listen(16).unwrap();
     let addr = l.local_addr().unwrap();
     (l, addr)
@@ -466,7 +442,7 @@ async fn sock_recv_all(lp: &LoopHandle, s: &Socket) -> Vec<u8> {
 
 #[test]
 fn sock_accept_connect_sendall_recv_and_recv_into() {
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
         let (c, s) = sock_pair(&h).await;
@@ -510,13 +486,13 @@ fn sock_accept_connect_sendall_recv_and_recv_into() {
 
 #[test]
 fn sock_recvfrom_and_sock_sendto_on_udp_sockets() {
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
         let a = Socket::new(Domain::Inet, SockType::Datagram).unwrap();
         let b = Socket::new(Domain::Inet, SockType::Datagram).unwrap();
-        a.bind(&SockAddr::Inet(loopback4())).unwrap();
-        b.bind(&SockAddr::Inet(loopback4())).unwrap();
+        a.bind(&SockAddr::Inet(loopback_v4())).unwrap();
+        b.bind(&SockAddr::Inet(loopback_v4())).unwrap();
         let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
         assert_eq!(h.sock_sendto(&a, b"dgram", &ba).await.unwrap(), 5);
         let (data, from) = h.sock_recvfrom(&b, 100).await.unwrap();
@@ -570,7 +546,7 @@ fn sock_sendfile_sends_count_bytes_of_a_temp_file_from_an_offset() {
     let (path, file) = pattern_file(&dir, len);
     let file = Rc::new(file);
     let all = pattern(len);
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
         let (sent, got, cnt) = sendfile_over_tcp(&h, file.clone(), 1000, Some(2_000_000), None).await;
@@ -605,7 +581,7 @@ fn sock_sendfile_falls_back_to_read_and_send_when_sendfile_fails_with_einval_or_
     let (_path, file) = pattern_file(&dir, len);
     let file = Rc::new(file);
     let all = pattern(len);
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
         for errno in [sys::errno::EINVAL, sys::errno::ENOSYS] {
@@ -717,16 +693,9 @@ impl Protocol for LoggingEcho {
     }
 }
 
-/// Waits (bounded by the caller's run_bounded) until `cond` holds, one iteration at a time.
-async fn until(mut cond: impl FnMut() -> bool) {
-    while !cond() {
-        yield_now().await;
-    }
-}
-
 #[test]
 fn protocol_echo_calls_made_data_eof_lost_in_order_on_both_sides() {
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let (slog, clog) = (log(), log());
     let (sl, cl, sl2) = (slog.clone(), clog.clone(), slog.clone());
@@ -751,12 +720,12 @@ fn protocol_echo_calls_made_data_eof_lost_in_order_on_both_sides() {
         );
         assert_eq!(t.peername().and_then(|a| a.as_inet()), Some(addr));
         assert!(t.sockname().is_some());
-        until(|| slot.borrow().is_some()).await;
+        yield_until(|| slot.borrow().is_some()).await;
         t.write(b"hello");
-        until(|| received.borrow().len() == 5).await;
+        yield_until(|| received.borrow().len() == 5).await;
         t.write_eof();
-        until(|| entries(&cl).iter().any(|e| e.starts_with("lost"))).await;
-        until(|| entries(&sl).iter().any(|e| e.starts_with("lost"))).await;
+        yield_until(|| entries(&cl).iter().any(|e| e.starts_with("lost"))).await;
+        yield_until(|| entries(&sl).iter().any(|e| e.starts_with("lost"))).await;
         assert_eq!(server.active_connections(), 0);
         server.close();
         server.wait_closed().await;
@@ -767,7 +736,7 @@ fn protocol_echo_calls_made_data_eof_lost_in_order_on_both_sides() {
 
 #[test]
 fn write_eof_lets_the_peer_see_eof_while_the_transport_can_still_receive() {
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let slog = log();
     let (sl, sl2) = (slog.clone(), slog.clone());
@@ -798,9 +767,9 @@ fn write_eof_lets_the_peer_see_eof_while_the_transport_can_still_receive() {
         assert_eq!(got, b"greeting", "the peer sees the data, then EOF");
         // The server's transport still receives after its write_eof.
         c.write_all(b"reply after eof").await.unwrap();
-        until(|| server_received.borrow().as_slice() == b"reply after eof").await;
+        yield_until(|| server_received.borrow().as_slice() == b"reply after eof").await;
         c.shutdown().await.unwrap();
-        until(|| entries(&sl2).iter().any(|e| e.starts_with("lost"))).await;
+        yield_until(|| entries(&sl2).iter().any(|e| e.starts_with("lost"))).await;
         server.close();
     });
     assert_eq!(entries(&slog), ["made", "data reply after eof", "eof", "lost None"]);
@@ -835,7 +804,7 @@ impl Protocol for Blaster {
 
 fn close_or_abort(abort: bool) -> (usize, usize) {
     const TOTAL: usize = 16 << 20;
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let queued = Rc::new(Cell::new(None));
     let lost = Rc::new(Cell::new(false));
@@ -897,7 +866,7 @@ fn transport_abort_drops_the_queued_data_and_closes_at_once() {
 
 #[test]
 fn pause_reading_holds_data_received_until_resume_reading_delivers_what_arrived_meanwhile() {
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let slog = log();
     let sl = slog.clone();
@@ -924,7 +893,7 @@ fn pause_reading_holds_data_received_until_resume_reading_delivers_what_arrived_
             .await
             .unwrap();
         let mut c = TcpStream::connect(server.local_addr()).await.unwrap();
-        until(|| slot.borrow().is_some()).await;
+        yield_until(|| slot.borrow().is_some()).await;
         c.write_all(b"one ").await.unwrap();
         sleep(Duration::from_millis(20)).await;
         c.write_all(b"two").await.unwrap();
@@ -938,7 +907,7 @@ fn pause_reading_holds_data_received_until_resume_reading_delivers_what_arrived_
         let t = slot.borrow().clone().unwrap();
         t.resume_reading();
         assert!(t.is_reading());
-        until(|| received.borrow().len() == 7).await;
+        yield_until(|| received.borrow().len() == 7).await;
         assert_eq!(received.borrow().as_slice(), b"one two");
 
         // Pausing again works the same way.
@@ -947,9 +916,9 @@ fn pause_reading_holds_data_received_until_resume_reading_delivers_what_arrived_
         sleep(Duration::from_millis(30)).await;
         assert_eq!(received.borrow().len(), 7);
         t.resume_reading();
-        until(|| received.borrow().len() == 12).await;
+        yield_until(|| received.borrow().len() == 12).await;
         drop(c);
-        until(|| entries(&slog).iter().any(|e| e.starts_with("lost"))).await;
+        yield_until(|| entries(&slog).iter().any(|e| e.starts_with("lost"))).await;
         server.close();
     });
 }
@@ -1045,7 +1014,7 @@ fn a_protocol_writing_8_mib_to_a_slow_reader_is_paused_and_resumed_at_the_water_
     const CHUNK: usize = 32 * 1024;
     const HIGH: usize = 256 * 1024;
     const LOW: usize = 64 * 1024;
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let flow = Rc::new(Flow::default());
     let f = flow.clone();
@@ -1115,7 +1084,7 @@ fn a_protocol_writing_8_mib_to_a_slow_reader_is_paused_and_resumed_at_the_water_
 
 #[test]
 fn writes_of_one_iteration_leave_in_one_send_in_order_and_the_buffer_counts_them_until_then() {
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let slot: Rc<RefCell<Option<Transport>>> = Rc::default();
     let st = slot.clone();
@@ -1133,7 +1102,7 @@ fn writes_of_one_iteration_leave_in_one_send_in_order_and_the_buffer_counts_them
             .await
             .unwrap();
         let mut c = TcpStream::connect(server.local_addr()).await.unwrap();
-        until(|| slot.borrow().is_some()).await;
+        yield_until(|| slot.borrow().is_some()).await;
         let t = slot.borrow().clone().unwrap();
         counters::reset();
         t.writelines([&b"one "[..], b"two "]);
@@ -1164,7 +1133,7 @@ fn writes_of_one_iteration_leave_in_one_send_in_order_and_the_buffer_counts_them
         while total < big.len() {
             total += c.read(&mut chunk).await.unwrap();
         }
-        until(|| t.get_write_buffer_size() == 0).await;
+        yield_until(|| t.get_write_buffer_size() == 0).await;
         t.close();
         let n = c.read(&mut chunk).await.unwrap();
         assert_eq!(n, 0);
@@ -1176,7 +1145,7 @@ fn writes_of_one_iteration_leave_in_one_send_in_order_and_the_buffer_counts_them
 fn a_unix_socket_server_serves_protocols_and_close_removes_its_path() {
     let dir = TempDir::new("unix-server");
     let path = dir.path("srv.sock");
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let clog = log();
     let cl = clog.clone();
@@ -1190,13 +1159,13 @@ fn a_unix_socket_server_serves_protocols_and_close_removes_its_path() {
         let (client, slot, received) = Client::new(&cl);
         let t = h.create_unix_connection(client, &addr).await.unwrap();
         let mut s = UnixStream::connect(&addr).await.unwrap();
-        until(|| slot.borrow().is_some()).await;
+        yield_until(|| slot.borrow().is_some()).await;
         t.write(b"via protocol");
         assert_eq!(echo_round(&mut s, b"via stream").await, b"via stream");
-        until(|| received.borrow().as_slice() == b"via protocol").await;
-        until(|| server.active_connections() == 1).await;
+        yield_until(|| received.borrow().as_slice() == b"via protocol").await;
+        yield_until(|| server.active_connections() == 1).await;
         t.close();
-        until(|| server.active_connections() == 0).await;
+        yield_until(|| server.active_connections() == 0).await;
         server.close();
         server.wait_closed().await;
         assert!(!server.is_serving());
@@ -1209,7 +1178,7 @@ fn a_unix_socket_server_serves_protocols_and_close_removes_its_path() {
 
 #[test]
 fn create_server_on_port_zero_reports_its_port_and_wait_closed_waits_for_connections() {
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();

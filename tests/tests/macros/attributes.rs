@@ -4,7 +4,7 @@
 //! is a compile error that names the problem (checked by compiling small files with `rustc`
 //! against the built macro crate).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -199,7 +199,7 @@ fn arguments_and_generics_are_compile_errors() {
 
 #[test]
 fn the_macro_crate_has_no_dependencies() {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/macros/Cargo.toml");
+    let manifest = evloop_tests::workspace_root().join("runtime/macros/Cargo.toml");
     let text = std::fs::read_to_string(manifest).unwrap();
     let deps = text.split("[dependencies]").nth(1).expect("a [dependencies] section");
     let entries: Vec<&str> = deps

@@ -5,37 +5,23 @@
 
 use std::cell::Cell;
 use std::future::{Future, pending, ready};
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use evloop::{Builder, EventLoop, LoopHandle, sleep};
-use evloop_tests::{DropFlag, flag};
+use evloop::{LoopHandle, sleep};
+use evloop_tests::{CountPolls, DropFlag, flag, virtual_loop};
 
-fn virtual_loop() -> EventLoop {
-    Builder::new().virtual_clock(true).build().unwrap()
-}
-
-fn run<F: Future + 'static>(lp: &LoopHandle, fut: F) -> F::Output
+/// `run_until_complete` without the hang bound of `run_bounded`: on a virtual clock its timeout
+/// would be virtual too, and fire before the long sleeps these tests race.
+fn run_unbounded<F: Future + 'static>(lp: &LoopHandle, fut: F) -> F::Output
 where
     F::Output: 'static,
 {
     lp.run_until_complete(fut).expect("the future completed")
 }
 
-/// A future that counts its polls and never completes.
-struct CountPolls(Rc<Cell<u32>>);
-
-impl Future for CountPolls {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        self.0.set(self.0.get() + 1);
-        Poll::Pending
-    }
-}
-
-async fn after<T>(ms: u64, v: T) -> T {
+/// `v`, after `ms` milliseconds.
+async fn ready_after<T>(ms: u64, v: T) -> T {
     sleep(Duration::from_millis(ms)).await;
     v
 }
@@ -45,10 +31,10 @@ fn select_runs_the_first_to_complete_and_gives_the_handler_its_value() {
     let lp = virtual_loop();
     let h = lp.handle();
     let start = h.time();
-    let got = run(&h, async {
+    let got = run_unbounded(&h, async {
         evloop::select! {
-            v = after(30, "slow") => format!("a {v}"),
-            v = after(10, "fast") => format!("b {v}"),
+            v = ready_after(30, "slow") => format!("a {v}"),
+            v = ready_after(10, "fast") => format!("b {v}"),
             _ = pending::<()>() => unreachable!(),
         }
     });
@@ -65,7 +51,7 @@ fn losing_branches_are_dropped_before_the_handler_runs() {
     let lp = virtual_loop();
     let dropped = flag();
     let d = dropped.clone();
-    let seen = run(&lp.handle(), async move {
+    let seen = run_unbounded(&lp.handle(), async move {
         let guard = DropFlag(d.clone());
         let loser = async move {
             let _g = guard;
@@ -73,7 +59,7 @@ fn losing_branches_are_dropped_before_the_handler_runs() {
         };
         evloop::select! {
             _ = loser => false,
-            _ = after(1, ()) => d.get(), // already dropped here
+            _ = ready_after(1, ()) => d.get(), // already dropped here
         }
     });
     assert!(seen, "the loser was dropped before the winner's handler ran");
@@ -83,10 +69,10 @@ fn losing_branches_are_dropped_before_the_handler_runs() {
 #[test]
 fn a_pattern_that_does_not_match_disables_only_its_branch() {
     let lp = virtual_loop();
-    let out = run(&lp.handle(), async {
+    let out = run_unbounded(&lp.handle(), async {
         evloop::select! {
             Some(v) = ready(None::<u32>) => v,
-            Some(v) = after(5, Some(7u32)) => v * 10,
+            Some(v) = ready_after(5, Some(7u32)) => v * 10,
         }
     });
     assert_eq!(out, 70);
@@ -97,7 +83,7 @@ fn else_runs_when_every_branch_is_disabled_by_precondition_or_pattern() {
     let lp = virtual_loop();
     let polls = Rc::new(Cell::new(0));
     let p = polls.clone();
-    let out = run(&lp.handle(), async move {
+    let out = run_unbounded(&lp.handle(), async move {
         let by_precondition = evloop::select! {
             _ = CountPolls(p.clone()), if false => "polled",
             else => "else",
@@ -136,7 +122,7 @@ fn patterns_may_bind_mutably_and_destructure_structs_and_tuples() {
         y: Vec<i32>,
     }
     let lp = virtual_loop();
-    let out = run(&lp.handle(), async {
+    let out = run_unbounded(&lp.handle(), async {
         let a = evloop::select! {
             Some(mut v) = ready(Some(vec![1])) => {
                 v.push(2);
@@ -167,7 +153,7 @@ fn patterns_may_bind_mutably_and_destructure_structs_and_tuples() {
 fn handlers_can_await_use_question_mark_break_and_continue() {
     let lp = virtual_loop();
     let h = lp.handle();
-    let out: Result<Vec<u32>, String> = run(&h, async {
+    let out: Result<Vec<u32>, String> = run_unbounded(&h, async {
         let mut seen = Vec::new();
         let mut i = 0u32;
         loop {
@@ -190,7 +176,7 @@ fn handlers_can_await_use_question_mark_break_and_continue() {
 #[test]
 fn rotation_gives_every_always_ready_branch_its_turn_and_biased_does_not() {
     let lp = virtual_loop();
-    let (fair, biased) = run(&lp.handle(), async {
+    let (fair, biased) = run_unbounded(&lp.handle(), async {
         let mut fair = [0u32; 3];
         let mut biased = [0u32; 3];
         for _ in 0..300 {
@@ -216,7 +202,7 @@ fn rotation_gives_every_always_ready_branch_its_turn_and_biased_does_not() {
 fn select_takes_into_future_values_tasks_and_promises() {
     let lp = virtual_loop();
     let h = lp.handle();
-    let out = run(&h, async move {
+    let out = run_unbounded(&h, async move {
         let lp = evloop::get_running_loop().unwrap();
         let p = lp.create_future::<u32>();
         let setter = p.clone();
@@ -224,7 +210,7 @@ fn select_takes_into_future_values_tasks_and_promises() {
             let _ = setter.set_result(5);
         })
         .unwrap();
-        let task = evloop::spawn(after(50, 50u32));
+        let task = evloop::spawn(ready_after(50, 50u32));
         evloop::select! {
             Ok(v) = p => v,
             Ok(v) = task => v,
@@ -236,28 +222,28 @@ fn select_takes_into_future_values_tasks_and_promises() {
 #[test]
 fn select_with_many_branches_compiles_and_picks_the_ready_one() {
     let lp = virtual_loop();
-    let out = run(&lp.handle(), async {
+    let out = run_unbounded(&lp.handle(), async {
         evloop::select! {
-            v = after(20, 0) => v,
-            v = after(19, 1) => v,
-            v = after(18, 2) => v,
-            v = after(17, 3) => v,
-            v = after(16, 4) => v,
-            v = after(15, 5) => v,
-            v = after(14, 6) => v,
-            v = after(13, 7) => v,
-            v = after(12, 8) => v,
-            v = after(11, 9) => v,
-            v = after(10, 10) => v,
-            v = after(9, 11) => v,
-            v = after(8, 12) => v,
-            v = after(7, 13) => v,
-            v = after(6, 14) => v,
-            v = after(5, 15) => v,
-            v = after(4, 16) => v,
-            v = after(3, 17) => v,
-            v = after(2, 18) => v,
-            v = after(1, 19) => v,
+            v = ready_after(20, 0) => v,
+            v = ready_after(19, 1) => v,
+            v = ready_after(18, 2) => v,
+            v = ready_after(17, 3) => v,
+            v = ready_after(16, 4) => v,
+            v = ready_after(15, 5) => v,
+            v = ready_after(14, 6) => v,
+            v = ready_after(13, 7) => v,
+            v = ready_after(12, 8) => v,
+            v = ready_after(11, 9) => v,
+            v = ready_after(10, 10) => v,
+            v = ready_after(9, 11) => v,
+            v = ready_after(8, 12) => v,
+            v = ready_after(7, 13) => v,
+            v = ready_after(6, 14) => v,
+            v = ready_after(5, 15) => v,
+            v = ready_after(4, 16) => v,
+            v = ready_after(3, 17) => v,
+            v = ready_after(2, 18) => v,
+            v = ready_after(1, 19) => v,
         }
     });
     assert_eq!(out, 19);
@@ -268,12 +254,12 @@ fn join_runs_concurrently_and_returns_outputs_in_order() {
     let lp = virtual_loop();
     let h = lp.handle();
     let start = h.time();
-    let out = run(&h, async {
-        evloop::join!(after(30, 'a'), after(10, 'b'), async { 'c' })
+    let out = run_unbounded(&h, async {
+        evloop::join!(ready_after(30, 'a'), ready_after(10, 'b'), async { 'c' })
     });
     assert_eq!(out, ('a', 'b', 'c'));
     assert_eq!(h.time() - start, Duration::from_millis(30), "the longest, not the sum");
-    let unit: () = run(&h, async { evloop::join!() });
+    let unit: () = run_unbounded(&h, async { evloop::join!() });
     assert_eq!(unit, ());
 }
 
@@ -282,7 +268,7 @@ fn join_drops_each_future_as_soon_as_it_completes() {
     let lp = virtual_loop();
     let early = flag();
     let e = early.clone();
-    let seen = run(&lp.handle(), async move {
+    let seen = run_unbounded(&lp.handle(), async move {
         let guard = DropFlag(e.clone());
         let quick = async move {
             let _g = guard;
@@ -304,7 +290,7 @@ fn try_join_returns_the_first_error_at_once_and_cancels_the_rest() {
     let cancelled = flag();
     let c = cancelled.clone();
     let start = h.time();
-    let out = run(&h, async move {
+    let out = run_unbounded(&h, async move {
         let guard = DropFlag(c);
         let slow = async move {
             let _g = guard;
@@ -324,8 +310,8 @@ fn try_join_returns_the_first_error_at_once_and_cancels_the_rest() {
         Duration::from_millis(5),
         "no waiting for the hour-long one"
     );
-    let ok = run(&h, async {
-        evloop::try_join!(after(2, Ok::<_, ()>(1)), async { Ok(2) })
+    let ok = run_unbounded(&h, async {
+        evloop::try_join!(ready_after(2, Ok::<_, ()>(1)), async { Ok(2) })
     });
     assert_eq!(ok, Ok((1, 2)));
 }

@@ -21,7 +21,7 @@ use evloop::sys::counters;
 use evloop::sys::errno::EPIPE;
 use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Transport, sleep, spawn};
 use evloop_syscalls as sys;
-use evloop_tests::{Log, child, entries, log, push, run_bounded};
+use evloop_tests::{Log, child, entries, log, pattern, push, run_bounded};
 
 const SIGPIPE_BIT: u64 = 1 << (13 - 1);
 
@@ -41,11 +41,6 @@ fn sigpipe_pending() -> bool {
 
 fn sigpipe_blocked() -> bool {
     mask("SigBlk") & SIGPIPE_BIT != 0
-}
-
-/// 0, 1, ..., 250, 0, 1, ...: a pattern in which a lost or repeated chunk shows.
-fn pattern(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i % 251) as u8).collect()
 }
 
 #[test]

@@ -17,53 +17,17 @@ use evloop::channel::{mpsc, oneshot, threadsafe};
 use evloop::sys::{Syscall, counters};
 use evloop::{EventLoop, LoopErrorKind, RunError, sleep, spawn, timeout, yield_now};
 use evloop_tests::watchdog::Watchdog;
-use evloop_tests::{entries, log, procfs, run_bounded};
+use evloop_tests::{entries, log, procfs, run_on_new_loop, settle};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
 
 const WATCHDOG: Duration = Duration::from_secs(20);
 
-fn run<F>(fut: F) -> F::Output
-where
-    F: std::future::Future + 'static,
-    F::Output: 'static,
-{
-    let lp = EventLoop::new().unwrap();
-    run_bounded(&lp, fut)
-}
-
-async fn settle(n: usize) {
-    for _ in 0..n {
-        yield_now().await;
-    }
-}
-
-/// This thread's kernel id (from `/proc/thread-self`).
-fn current_tid() -> Option<libc::pid_t> {
-    let link = std::fs::read_link("/proc/thread-self").ok()?;
-    link.file_name()?.to_str()?.parse().ok()
-}
-
-/// Waits (up to `limit`) until thread `tid` blocks in the loop's poll with no timeout; `false`
-/// if that cannot be seen (no tid, or `/proc/<tid>/syscall` is not readable here).
-fn wait_until_blocked_in_poll_forever(tid: Option<libc::pid_t>, limit: Duration) -> bool {
-    let Some(tid) = tid else { return false };
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        match std::fs::read_to_string(procfs::syscall_path(tid)) {
-            Ok(s) if procfs::parse_poll(&s) == Some(procfs::InPoll { no_timeout: true }) => return true,
-            Ok(_) => thread::sleep(Duration::from_micros(200)),
-            Err(_) => return false,
-        }
-    }
-    false
-}
-
 /// From another thread: wait until the loop thread `tid` sleeps in its poll (or, where that
 /// cannot be seen, give it 100 ms to get there).
 fn until_the_loop_sleeps(tid: Option<libc::pid_t>) -> bool {
-    let seen = wait_until_blocked_in_poll_forever(tid, Duration::from_secs(5));
+    let seen = procfs::wait_until_blocked_in_poll_forever(tid, Duration::from_secs(5));
     if !seen {
         thread::sleep(Duration::from_millis(100));
     }
@@ -77,7 +41,7 @@ fn assert_send_sync_clone<T: Send + Sync + Clone>() {}
 
 #[test]
 fn oneshot_send_then_receive_gives_the_value() {
-    let got = run(async {
+    let got = run_on_new_loop(async {
         let (tx, rx) = oneshot::<String>();
         assert!(!tx.is_closed());
         tx.send("hello".into()).unwrap();
@@ -88,7 +52,7 @@ fn oneshot_send_then_receive_gives_the_value() {
 
 #[test]
 fn oneshot_receiver_waits_until_the_value_is_sent() {
-    run(async {
+    run_on_new_loop(async {
         let (tx, rx) = oneshot::<u32>();
         let sent = Rc::new(Cell::new(false));
         let s = sent.clone();
@@ -104,7 +68,7 @@ fn oneshot_receiver_waits_until_the_value_is_sent() {
 
 #[test]
 fn oneshot_sender_dropped_without_sending_gives_closed() {
-    run(async {
+    run_on_new_loop(async {
         // Dropped while the receiver waits: the receiver is woken.
         let (tx, rx) = oneshot::<u32>();
         spawn(async move {
@@ -130,7 +94,7 @@ fn oneshot_receiver_dropped_send_gives_the_value_back() {
 
 #[test]
 fn oneshot_receiver_cancelled_while_waiting_makes_send_give_the_value_back() {
-    run(async {
+    run_on_new_loop(async {
         let (tx, rx) = oneshot::<u32>();
         assert!(timeout(Duration::from_millis(2), rx).await.is_err());
         assert!(tx.is_closed());
@@ -164,7 +128,7 @@ fn oneshot_try_recv_is_empty_then_the_value_then_closed() {
 
 #[test]
 fn mpsc_values_from_one_sender_arrive_in_send_order() {
-    let got = run(async {
+    let got = run_on_new_loop(async {
         let (tx, mut rx) = mpsc::channel::<u32>(4);
         spawn(async move {
             for i in 0..100 {
@@ -182,7 +146,7 @@ fn mpsc_values_from_one_sender_arrive_in_send_order() {
 
 #[test]
 fn mpsc_send_waits_while_full_and_waiting_senders_proceed_in_fifo_order() {
-    run(async {
+    run_on_new_loop(async {
         let (tx, mut rx) = mpsc::channel::<&'static str>(1);
         tx.try_send("first").unwrap();
         let done = log();
@@ -234,7 +198,7 @@ fn mpsc_capacity_zero_is_taken_as_one() {
 
 #[test]
 fn mpsc_unbounded_send_never_waits() {
-    run(async {
+    run_on_new_loop(async {
         let (tx, mut rx) = mpsc::unbounded::<u32>();
         for i in 0..10_000 {
             tx.try_send(i).unwrap();
@@ -253,7 +217,7 @@ fn mpsc_unbounded_send_never_waits() {
 
 #[test]
 fn mpsc_channel_closes_when_the_last_sender_drops_after_the_values_are_drained() {
-    run(async {
+    run_on_new_loop(async {
         let (tx, mut rx) = mpsc::channel::<u32>(8);
         let tx2 = tx.clone();
         assert!(tx.same_channel(&tx2));
@@ -272,7 +236,7 @@ fn mpsc_channel_closes_when_the_last_sender_drops_after_the_values_are_drained()
 
 #[test]
 fn mpsc_dropping_the_last_sender_wakes_a_waiting_receiver_with_none() {
-    run(async {
+    run_on_new_loop(async {
         let (tx, mut rx) = mpsc::channel::<u32>(1);
         spawn(async move {
             yield_now().await;
@@ -284,7 +248,7 @@ fn mpsc_dropping_the_last_sender_wakes_a_waiting_receiver_with_none() {
 
 #[test]
 fn mpsc_receiver_close_fails_waiting_and_later_sends_with_their_values_and_keeps_the_rest() {
-    run(async {
+    run_on_new_loop(async {
         let (tx, mut rx) = mpsc::channel::<u32>(1);
         tx.try_send(1).unwrap();
         let waiting = {
@@ -306,7 +270,7 @@ fn mpsc_receiver_close_fails_waiting_and_later_sends_with_their_values_and_keeps
 
 #[test]
 fn mpsc_receiver_dropped_makes_every_send_give_the_value_back() {
-    run(async {
+    run_on_new_loop(async {
         let (tx, rx) = mpsc::channel::<String>(1);
         tx.try_send("queued".into()).unwrap();
         let waiting = {
@@ -322,7 +286,7 @@ fn mpsc_receiver_dropped_makes_every_send_give_the_value_back() {
 
 #[test]
 fn mpsc_cancelled_waiting_send_never_loses_or_duplicates_a_slot() {
-    run(async {
+    run_on_new_loop(async {
         let (tx, mut rx) = mpsc::channel::<u32>(1);
         tx.try_send(0).unwrap();
         // Cancelled while waiting in line.
@@ -365,7 +329,7 @@ fn mpsc_cancelled_recv_puts_a_value_handed_to_it_back_in_front() {
             *self.home.borrow_mut() = self.rx.take();
         }
     }
-    run(async {
+    run_on_new_loop(async {
         let (tx, rx) = mpsc::unbounded::<u32>();
         let home = Rc::new(RefCell::new(Some(rx)));
         let h = home.clone();
@@ -446,7 +410,7 @@ fn threadsafe_send_from_another_thread_wakes_a_loop_blocked_in_poll() {
     let lp = EventLoop::new().unwrap();
     let dog = Watchdog::start(lp.remote(), WATCHDOG);
     let (tx, mut rx) = threadsafe::channel::<u32>();
-    let tid = current_tid();
+    let tid = procfs::current_tid();
     let th = thread::spawn(move || {
         let seen = until_the_loop_sleeps(tid);
         let sent_at = Instant::now();
@@ -481,7 +445,7 @@ fn threadsafe_1000_sends_while_the_loop_sleeps_cost_at_most_a_handful_of_eventfd
         let dog = Watchdog::start(lp.remote(), WATCHDOG);
         let (tx, mut rx) = threadsafe::channel::<u32>();
         let (burst_done, wait_for_burst) = std::sync::mpsc::channel::<()>();
-        let tid = current_tid();
+        let tid = procfs::current_tid();
         let th = thread::spawn(move || {
             until_the_loop_sleeps(tid);
             let before = counters::snapshot();
@@ -644,7 +608,7 @@ fn threadsafe_receiver_close_makes_send_give_the_value_back() {
 
 #[test]
 fn threadsafe_cancelled_recv_loses_nothing() {
-    run(async {
+    run_on_new_loop(async {
         let (tx, mut rx) = threadsafe::channel::<u32>();
         assert!(timeout(Duration::from_millis(2), rx.recv()).await.is_err());
         tx.send(7).unwrap();

@@ -25,31 +25,10 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use evloop::{
-    Builder, Either, EventLoop, ReturnWhen, Task, TaskError, TaskRef, TaskState, as_completed, current_task, gather,
-    race, select, shield, sleep, spawn, timeout, try_gather, wait, yield_now,
+    Either, EventLoop, ReturnWhen, Task, TaskError, TaskRef, TaskState, as_completed, current_task, gather, race,
+    select, shield, sleep, spawn, timeout, try_gather, wait, yield_now,
 };
-use evloop_tests::{DropFlag, Log, entries, log, push, record_exceptions_with, run_bounded};
-
-/// Logs `drop <name>` when dropped.
-struct Guard {
-    name: String,
-    log: Log,
-}
-
-impl Guard {
-    fn new(name: impl Into<String>, log: &Log) -> Guard {
-        Guard {
-            name: name.into(),
-            log: log.clone(),
-        }
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        push(&self.log, format!("drop {}", self.name));
-    }
-}
+use evloop_tests::{DropFlag, DropLog, Log, entries, log, push, record_exceptions_with, run_bounded, virtual_loop};
 
 /// Sleeps `ms` milliseconds, logs `done <name>`, gives `value`.
 async fn after<T>(ms: u64, name: &'static str, log: Log, value: T) -> T {
@@ -60,7 +39,7 @@ async fn after<T>(ms: u64, name: &'static str, log: Log, value: T) -> T {
 
 /// Sleeps 100 s with a guard alive (a future that only ever ends by being dropped).
 async fn forever(name: &'static str, log: Log) {
-    let _g = Guard::new(name, &log);
+    let _g = DropLog::new(name, &log);
     sleep(Duration::from_secs(100)).await;
     push(&log, format!("never: {name} finished"));
 }
@@ -77,13 +56,6 @@ impl Future for ReadyCounting {
         self.0.set(self.0.get() + 1);
         Poll::Ready(self.1)
     }
-}
-
-/// A loop on a virtual clock: time moves only when the loop is idle, straight to the next
-/// deadline, so timers expire strictly in deadline order however slow the machine is (a test
-/// that races a 1 ms sleep against a 10 ms one cannot see both expire in one iteration).
-fn virtual_loop() -> EventLoop {
-    Builder::new().virtual_clock(true).build().unwrap()
 }
 
 /// Loop time of the running loop (virtual time on a virtual loop).
@@ -354,7 +326,7 @@ fn try_gather_returns_the_first_err_promptly_and_drops_the_remaining_futures() {
             Ok::<u32, String>(0)
         };
         let fail = |l: Log| async move {
-            let _g = Guard::new("failing", &l);
+            let _g = DropLog::new("failing", &l);
             sleep(Duration::from_millis(2)).await;
             Err::<u32, String>("boom".to_string())
         };

@@ -17,27 +17,17 @@ use std::time::Duration;
 
 use evloop::sync::{BarrierWait, EventWait, LockAcquire, SemaphoreAcquire};
 use evloop::{
-    Awaiting, Barrier, BoundedSemaphore, Condition, Event, EventLoop, Lock, Mutex, Promise, Semaphore, SyncError,
-    SyncOp, Task, TaskError, get_running_loop, sleep, spawn, timeout, yield_now,
+    Awaiting, Barrier, BoundedSemaphore, Condition, Event, Lock, Mutex, Promise, Semaphore, SyncError, SyncOp, Task,
+    TaskError, get_running_loop, sleep, spawn, timeout, yield_now,
 };
-use evloop_tests::{Log, entries, log, push, run_bounded};
+use evloop_tests::{Log, entries, log, push, run_bounded, settle, virtual_loop};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.
 
-fn new_loop() -> EventLoop {
-    EventLoop::builder().virtual_clock(true).build().unwrap()
-}
-
 /// asyncio's `await asyncio.sleep(0)`: the tasks made ready before it run, then this task.
 async fn tick() {
     yield_now().await;
-}
-
-async fn ticks(n: usize) {
-    for _ in 0..n {
-        yield_now().await;
-    }
 }
 
 /// `Some(output)` if `fut` completes at its first poll, without waiting; else `None` (and `fut`
@@ -87,7 +77,7 @@ fn sem_taker(sem: &Rc<Semaphore>, log: &Log, name: &'static str) -> Task<()> {
 
 #[test]
 fn event_wait_returns_at_once_when_set() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let ev = Event::new();
         assert!(!ev.is_set());
         assert!(
@@ -103,7 +93,7 @@ fn event_wait_returns_at_once_when_set() {
 
 #[test]
 fn event_set_wakes_every_waiter_in_fifo_order() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let ev = Rc::new(Event::new());
         let log = log();
         let tasks: Vec<Task<()>> = ["A", "B", "C"]
@@ -133,7 +123,7 @@ fn event_set_wakes_every_waiter_in_fifo_order() {
 /// event is cleared again before its task runs.
 #[test]
 fn event_waiter_woken_by_set_returns_even_if_cleared_before_it_runs() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let ev = Rc::new(Event::new());
         let e = ev.clone();
         let t = spawn(async move { e.wait().await });
@@ -149,13 +139,13 @@ fn event_waiter_woken_by_set_returns_even_if_cleared_before_it_runs() {
 
 #[test]
 fn event_clear_makes_later_waits_wait_for_the_next_set() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let ev = Rc::new(Event::new());
         ev.set();
         ev.clear();
         let e = ev.clone();
         let t = spawn(async move { e.wait().await });
-        ticks(3).await;
+        settle(3).await;
         assert!(!t.done());
         ev.set();
         t.await.unwrap();
@@ -166,7 +156,7 @@ fn event_clear_makes_later_waits_wait_for_the_next_set() {
 /// still woken by the next `set()`.
 #[test]
 fn event_waiter_dropped_by_timeout_or_cancel_leaves_the_others_waiting() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let ev = Rc::new(Event::new());
         let log = log();
         let waiter = |name: &'static str| {
@@ -221,7 +211,7 @@ fn lock_try_acquire_and_locked_follow_the_guard() {
 
 #[test]
 fn lock_waiters_are_served_in_arrival_order() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
         let held = lock.acquire().await;
@@ -242,7 +232,7 @@ fn lock_waiters_are_served_in_arrival_order() {
 
 #[test]
 fn lock_newcomer_does_not_barge_ahead_of_a_woken_waiter() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
         let held = lock.acquire().await;
@@ -263,7 +253,7 @@ fn lock_newcomer_does_not_barge_ahead_of_a_woken_waiter() {
 /// lock and leaves the queue.
 #[test]
 fn lock_acquire_dropped_by_timeout_does_not_take_the_lock() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let lock = Lock::new();
         let held = lock.acquire().await;
         assert!(timeout(Duration::from_millis(10), lock.acquire()).await.is_err());
@@ -278,7 +268,7 @@ fn lock_acquire_dropped_by_timeout_does_not_take_the_lock() {
 /// A releases in the same tick. C must get the lock (B's wakeup must not be lost with B).
 #[test]
 fn lock_cancel_race_the_waiter_after_a_cancelled_one_gets_the_lock() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
         let a_hold = gate();
@@ -303,7 +293,7 @@ fn lock_cancel_race_the_waiter_after_a_cancelled_one_gets_the_lock() {
 /// the next in line) gets it, t3 keeps waiting.
 #[test]
 fn lock_cancel_release_race_hands_the_lock_to_one_waiter_only() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
         let held = lock.acquire().await;
@@ -314,7 +304,7 @@ fn lock_cancel_release_race_hands_the_lock_to_one_waiter_only() {
         tick().await;
         drop(held); // t1 is handed the lock...
         t1.cancel(); // ...and cancelled before it runs
-        ticks(2).await;
+        settle(2).await;
         assert!(t1.cancelled());
         assert_eq!(entries(&log), ["t2"], "t1's lock went to t2 and nobody else");
         assert!(lock.locked());
@@ -332,7 +322,7 @@ fn lock_cancel_release_race_hands_the_lock_to_one_waiter_only() {
 /// which arrived behind it.
 #[test]
 fn lock_finished_waiter_cancelled_passes_the_lock_on() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
         let held = lock.acquire().await;
@@ -354,7 +344,7 @@ fn lock_finished_waiter_cancelled_passes_the_lock_on() {
 /// A lock's waiter in the middle of the queue is cancelled; the queue keeps its order.
 #[test]
 fn lock_waiter_cancelled_in_the_middle_keeps_the_fifo_order() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
         let held = lock.acquire().await;
@@ -376,7 +366,7 @@ fn lock_waiter_cancelled_in_the_middle_keeps_the_fifo_order() {
 
 #[test]
 fn lock_waiter_is_noted_in_the_task_dump() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let held = lock.acquire().await;
         let l = lock.clone();
@@ -394,7 +384,7 @@ fn lock_waiter_is_noted_in_the_task_dump() {
 
 #[test]
 fn lock_named_futures_can_be_stored_and_polled_later() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let lock = Lock::new();
         let held = lock.acquire().await;
         let pending: LockAcquire<'_> = lock.acquire();
@@ -412,7 +402,7 @@ fn lock_named_futures_can_be_stored_and_polled_later() {
 
 #[test]
 fn mutex_guard_gives_access_and_unlocks_on_drop() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let m = Mutex::new(vec![1]);
         {
             let mut g = m.lock().await;
@@ -440,7 +430,7 @@ fn mutex_into_inner_and_get_mut_need_no_lock() {
 
 #[test]
 fn mutex_waiters_change_the_value_in_arrival_order() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let m = Rc::new(Mutex::new(Vec::<&str>::new()));
         let held = m.lock().await;
         let tasks: Vec<Task<()>> = ["A", "B", "C"]
@@ -466,7 +456,7 @@ fn mutex_waiters_change_the_value_in_arrival_order() {
 
 #[test]
 fn mutex_lock_dropped_while_queued_loses_nothing() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let m = Rc::new(Mutex::new(0));
         let held = m.lock().await;
         assert!(timeout(Duration::from_millis(1), m.lock()).await.is_err());
@@ -511,7 +501,7 @@ fn semaphore_permits_count_down_and_back_up() {
 /// fourth waits until one is released; waiters are served in order.
 #[test]
 fn semaphore_waiters_are_served_in_arrival_order() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Rc::new(Semaphore::new(3));
         let log = log();
         let tasks: Vec<Task<()>> = ["A", "B", "C", "D", "E", "F"]
@@ -535,7 +525,7 @@ fn semaphore_waiters_are_served_in_arrival_order() {
 
 #[test]
 fn semaphore_add_permits_wakes_that_many_waiters_in_order() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Rc::new(Semaphore::new(0));
         let log = log();
         let tasks: Vec<Task<()>> = ["A", "B", "C", "D"]
@@ -559,7 +549,7 @@ fn semaphore_add_permits_wakes_that_many_waiters_in_order() {
 
 #[test]
 fn semaphore_forgotten_permit_comes_back_with_add_permits() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Semaphore::new(1);
         sem.acquire().await.forget();
         assert_eq!(sem.available_permits(), 0);
@@ -578,7 +568,7 @@ fn semaphore_forgotten_permit_comes_back_with_add_permits() {
 /// across a sleep: they run one after the other, in order.
 #[test]
 fn semaphore_fifo_order_with_holders_that_sleep() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Rc::new(Semaphore::new(1));
         let log = log();
         let tasks: Vec<Task<()>> = ["c1", "c2", "c3"]
@@ -604,7 +594,7 @@ fn semaphore_fifo_order_with_holders_that_sleep() {
 /// while another waiter has been woken but has not run yet queues behind it (no barging).
 #[test]
 fn semaphore_reacquire_does_not_barge_ahead_of_a_woken_waiter() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Rc::new(Semaphore::new(1));
         let log = log();
         let (s, l) = (sem.clone(), log.clone());
@@ -635,7 +625,7 @@ fn semaphore_reacquire_does_not_barge_ahead_of_a_woken_waiter() {
 /// queue is skipped; the releases go to the next ones.
 #[test]
 fn semaphore_cancelled_head_waiter_is_skipped() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Rc::new(Semaphore::new(0));
         let log = log();
         let t1 = sem_taker(&sem, &log, "1");
@@ -658,7 +648,7 @@ fn semaphore_cancelled_head_waiter_is_skipped() {
 /// in order, each only after the one before it.
 #[test]
 fn semaphore_woken_head_waiter_keeps_its_place_before_later_arrivals() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Rc::new(Semaphore::new(0));
         let log = log();
         let t4: Rc<RefCell<Option<Task<()>>>> = Rc::default();
@@ -696,7 +686,7 @@ fn semaphore_woken_head_waiter_keeps_its_place_before_later_arrivals() {
 /// permit.
 #[test]
 fn semaphore_acquire_dropped_by_timeout_keeps_the_permits() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Semaphore::new(1);
         let p = sem.acquire().await;
         assert!(timeout(Duration::from_millis(10), sem.acquire()).await.is_err());
@@ -714,7 +704,7 @@ fn semaphore_acquire_dropped_by_timeout_keeps_the_permits() {
 /// t4 keeps waiting.
 #[test]
 fn semaphore_waiters_cancelled_before_awoken_pass_the_permit_on() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Rc::new(Semaphore::new(0));
         let log = log();
         let ts: Vec<Task<()>> = ["t1", "t2", "t3", "t4"]
@@ -725,7 +715,7 @@ fn semaphore_waiters_cancelled_before_awoken_pass_the_permit_on() {
         ts[0].cancel();
         ts[1].cancel();
         sem.release();
-        ticks(2).await;
+        settle(2).await;
         assert!(ts[2].done());
         assert!(!ts[3].done());
         assert_eq!(entries(&log), ["t3"]);
@@ -742,7 +732,7 @@ fn semaphore_waiters_cancelled_before_awoken_pass_the_permit_on() {
 /// released in the same tick, and t2 must not hang.
 #[test]
 fn semaphore_cancel_with_release_race_does_not_hang_the_next_waiter() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Rc::new(Semaphore::new(0));
         let log = log();
         let t1 = sem_taker(&sem, &log, "t1");
@@ -750,7 +740,7 @@ fn semaphore_cancel_with_release_race_does_not_hang_the_next_waiter() {
         tick().await;
         t1.cancel();
         sem.release();
-        ticks(2).await;
+        settle(2).await;
         assert!(sem.locked());
         assert!(t2.done());
         assert!(t1.cancelled());
@@ -762,7 +752,7 @@ fn semaphore_cancel_with_release_race_does_not_hang_the_next_waiter() {
 /// while holding the permit; afterwards the semaphore is free again.
 #[test]
 fn semaphore_holder_cancelling_the_next_waiter_does_not_hang() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Rc::new(Semaphore::new(1));
         let victim: Rc<RefCell<Option<Task<()>>>> = Rc::default();
         let (s, v) = (sem.clone(), victim.clone());
@@ -804,7 +794,7 @@ fn bounded_semaphore_release_beyond_its_initial_value_is_an_error() {
 
 #[test]
 fn bounded_semaphore_gives_back_forgotten_permits_only() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = BoundedSemaphore::new(1);
         assert_eq!(sem.bound(), 1);
         let held = sem.acquire().await;
@@ -825,7 +815,7 @@ fn bounded_semaphore_gives_back_forgotten_permits_only() {
 
 #[test]
 fn bounded_semaphore_release_hands_the_permit_to_the_first_waiter() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let sem = Rc::new(BoundedSemaphore::new(1));
         let log = log();
         sem.acquire().await.forget();
@@ -869,7 +859,7 @@ fn cond_waiter(cond: &Rc<Condition>, log: &Log, name: &'static str) -> Task<()> 
 
 #[test]
 fn condition_wait_releases_the_lock_and_reacquires_it() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let cond = Rc::new(Condition::new());
         let log = log();
         let t = cond_waiter(&cond, &log, "woken");
@@ -878,7 +868,7 @@ fn condition_wait_releases_the_lock_and_reacquires_it() {
         assert_eq!(cond.waiters(), 1);
         let g = cond.acquire().await;
         assert_eq!(cond.notify(1), 1);
-        ticks(3).await;
+        settle(3).await;
         assert!(entries(&log).is_empty(), "notified, but the lock is still ours");
         drop(g);
         t.await.unwrap();
@@ -891,7 +881,7 @@ fn condition_wait_releases_the_lock_and_reacquires_it() {
 /// n.
 #[test]
 fn condition_notify_one_wakes_the_waiters_in_fifo_order() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let cond = Rc::new(Condition::new());
         let log = log();
         let tasks: Vec<Task<()>> = ["A", "B", "C"]
@@ -901,10 +891,10 @@ fn condition_notify_one_wakes_the_waiters_in_fifo_order() {
         tick().await;
         assert_eq!(cond.waiters(), 3);
         assert_eq!(cond.notify(1), 1);
-        ticks(2).await;
+        settle(2).await;
         assert_eq!(entries(&log), ["A"]);
         assert_eq!(cond.notify(1), 1);
-        ticks(2).await;
+        settle(2).await;
         assert_eq!(entries(&log), ["A", "B"]);
         assert_eq!(cond.notify(2048), 1, "only C was left");
         for t in tasks {
@@ -918,7 +908,7 @@ fn condition_notify_one_wakes_the_waiters_in_fifo_order() {
 /// CPython `ConditionTests.test_notify_all`.
 #[test]
 fn condition_notify_all_wakes_every_waiter() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let cond = Rc::new(Condition::new());
         let log = log();
         let tasks: Vec<Task<()>> = ["A", "B", "C"]
@@ -939,7 +929,7 @@ fn condition_notify_all_wakes_every_waiter() {
 /// waits through notifications until it holds.
 #[test]
 fn condition_wait_for_waits_until_the_predicate_holds() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let cond = Rc::new(Condition::new());
         let presult = Rc::new(Cell::new(false));
         let checks = Rc::new(Cell::new(0));
@@ -959,7 +949,7 @@ fn condition_wait_for_waits_until_the_predicate_holds() {
         tick().await;
         assert_eq!(checks.get(), 1);
         cond.notify(1);
-        ticks(2).await;
+        settle(2).await;
         assert_eq!(checks.get(), 2);
         assert!(!t.done(), "the predicate was still false");
         presult.set(true);
@@ -976,7 +966,7 @@ fn condition_wait_for_waits_until_the_predicate_holds() {
 /// guard must be the condition's lock's.
 #[test]
 fn condition_wait_with_another_locks_guard_is_an_error() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let cond = Condition::new();
         let other = Lock::new();
         let g = other.acquire().await;
@@ -993,7 +983,7 @@ fn condition_wait_with_another_locks_guard_is_an_error() {
 /// CPython `ConditionTests.test_explicit_lock`: two conditions over one lock.
 #[test]
 fn condition_two_conditions_can_share_one_lock() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let c1 = Rc::new(Condition::with_lock(lock.clone()));
         let c2 = Rc::new(Condition::with_lock(lock.clone()));
@@ -1016,7 +1006,7 @@ fn condition_two_conditions_can_share_one_lock() {
 /// leaves the queue; the lock is free.
 #[test]
 fn condition_waiter_cancelled_before_notify_leaves_the_queue() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let cond = Rc::new(Condition::new());
         let log = log();
         let t = cond_waiter(&cond, &log, "never");
@@ -1034,7 +1024,7 @@ fn condition_waiter_cancelled_before_notify_leaves_the_queue() {
 /// the lock is not held (the guard went with the dropped future) and the queue is empty.
 #[test]
 fn condition_wait_timeout_leaves_the_lock_free_and_the_queue_empty() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let cond = Condition::new();
         let g = cond.acquire().await;
         assert!(timeout(Duration::from_millis(500), cond.wait(g)).await.is_err());
@@ -1048,7 +1038,7 @@ fn condition_wait_timeout_leaves_the_lock_free_and_the_queue_empty() {
 /// wait; A is notified and cancelled in the same tick. The notification must reach B.
 #[test]
 fn condition_notify_then_cancel_in_the_same_tick_wakes_the_next_waiter() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let cond = Rc::new(Condition::new());
         let log = log();
         let a = cond_waiter(&cond, &log, "A");
@@ -1069,7 +1059,7 @@ fn condition_notify_then_cancel_in_the_same_tick_wakes_the_next_waiter() {
 /// cancelled there. The notification is passed on to B, and the lock ends free.
 #[test]
 fn condition_waiter_cancelled_while_reacquiring_passes_the_notification_on() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let cond = Rc::new(Condition::new());
         let log = log();
         let a = cond_waiter(&cond, &log, "A");
@@ -1077,7 +1067,7 @@ fn condition_waiter_cancelled_while_reacquiring_passes_the_notification_on() {
         tick().await;
         let g = cond.acquire().await;
         assert_eq!(cond.notify(1), 1);
-        ticks(2).await;
+        settle(2).await;
         assert_eq!(a.awaiting(), Awaiting::Sync(SyncOp::ConditionReacquire));
         assert_eq!(cond.waiters(), 1, "B still waits for a notification");
         a.cancel();
@@ -1095,7 +1085,7 @@ fn condition_waiter_cancelled_while_reacquiring_passes_the_notification_on() {
 /// then cancelled before it wakes; the lock must not be left locked.
 #[test]
 fn condition_cancel_after_notify_does_not_leave_the_lock_locked() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let cond = Rc::new(Condition::new());
         let log = log();
         let waiter = cond_waiter(&cond, &log, "never");
@@ -1105,7 +1095,7 @@ fn condition_cancel_after_notify_does_not_leave_the_lock_locked() {
             assert_eq!(cond.notify(1), 1);
             waiter.cancel();
         }
-        ticks(2).await;
+        settle(2).await;
         assert!(waiter.cancelled());
         assert!(!cond.locked());
         assert_eq!(cond.waiters(), 0);
@@ -1141,7 +1131,7 @@ fn by_name(log: &Log<(&'static str, Result<usize, SyncError>)>) -> Vec<(&'static
 /// arrival trips the barrier.
 #[test]
 fn barrier_wait_returns_each_arrival_index_once() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let barrier = Rc::new(Barrier::new(3));
         let log = log();
         let a = barrier_waiter(&barrier, &log, "A");
@@ -1163,7 +1153,7 @@ fn barrier_wait_returns_each_arrival_index_once() {
 
 #[test]
 fn barrier_parties_and_n_waiting() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let barrier = Rc::new(Barrier::new(2));
         assert_eq!(barrier.parties(), 2);
         assert_eq!(barrier.n_waiting(), 0);
@@ -1186,7 +1176,7 @@ fn barrier_parties_and_n_waiting() {
 /// trips separately and numbers its arrivals from 0.
 #[test]
 fn barrier_trips_once_per_round_and_is_reusable() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let barrier = Rc::new(Barrier::new(2));
         let log = log();
         let tasks: Vec<Task<()>> = ["A", "B", "C", "D", "E", "F"]
@@ -1215,7 +1205,7 @@ fn barrier_trips_once_per_round_and_is_reusable() {
 /// the waiters with a broken-barrier error, and every later wait fails at once.
 #[test]
 fn barrier_abort_breaks_the_waiters_and_every_later_wait() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let barrier = Rc::new(Barrier::new(3));
         let log = log();
         let a = barrier_waiter(&barrier, &log, "A");
@@ -1241,7 +1231,7 @@ fn barrier_abort_breaks_the_waiters_and_every_later_wait() {
 /// breaks the current waiters only; the barrier then works for a full new round.
 #[test]
 fn barrier_reset_breaks_the_current_waiters_and_starts_afresh() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let barrier = Rc::new(Barrier::new(2));
         let log = log();
         let a = barrier_waiter(&barrier, &log, "A");
@@ -1268,7 +1258,7 @@ fn barrier_reset_breaks_the_current_waiters_and_starts_afresh() {
 /// `reset()`.
 #[test]
 fn barrier_aborted_then_reset_works_again() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let barrier = Rc::new(Barrier::new(2));
         barrier.abort();
         assert!(barrier.wait().await.is_err());
@@ -1287,7 +1277,7 @@ fn barrier_aborted_then_reset_works_again() {
 /// longer counts, and the indexes stay `0..parties` without gaps.
 #[test]
 fn barrier_waiter_dropped_before_the_trip_leaves_the_round() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let barrier = Rc::new(Barrier::new(3));
         let log = log();
         let a = barrier_waiter(&barrier, &log, "A");
@@ -1313,7 +1303,7 @@ fn barrier_waiter_dropped_before_the_trip_leaves_the_round() {
 
 #[test]
 fn barrier_of_one_or_zero_parties_never_waits() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let one = Barrier::new(1);
         assert_eq!(at_once(one.wait()).await, Some(Ok(0)));
         let zero = Barrier::new(0);
@@ -1327,7 +1317,7 @@ fn barrier_of_one_or_zero_parties_never_waits() {
 
 #[test]
 fn event_wait_future_can_be_stored_and_dropped_unpolled() {
-    run_bounded(&new_loop(), async {
+    run_bounded(&virtual_loop(), async {
         let ev = Event::new();
         let w: EventWait<'_> = ev.wait();
         drop(w);

@@ -16,27 +16,10 @@ use evloop::{
     EventLoop, Queue, QueueShutDown, Task, TaskDoneError, TryGetError, TryPutError, get_running_loop, spawn, timeout,
     yield_now,
 };
-use evloop_tests::{Log, Rng, entries, log, run_bounded, spin_once};
+use evloop_tests::{Log, Rng, entries, log, run_bounded, run_on_new_loop, settle, spin_once};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
-
-/// Runs `fut` on a fresh loop, bounded in time.
-fn run<F>(fut: F) -> F::Output
-where
-    F: std::future::Future + 'static,
-    F::Output: 'static,
-{
-    let lp = EventLoop::new().unwrap();
-    run_bounded(&lp, fut)
-}
-
-/// Lets the other tasks run: `n` loop iterations.
-async fn settle(n: usize) {
-    for _ in 0..n {
-        yield_now().await;
-    }
-}
 
 /// A task that gets one item and records it.
 fn getter<T: Clone + 'static>(q: &Queue<T>, got: &Log<T>) -> Task<Result<T, QueueShutDown>> {
@@ -119,7 +102,7 @@ fn priority_queue_gives_the_smallest_first_and_equal_items_in_put_order() {
 
     // The same through the awaited API, with many equal items (a heap is not stable by itself).
     let q = Queue::priority(0);
-    let out = run(async move {
+    let out = run_on_new_loop(async move {
         for i in 0..50u32 {
             q.put((i % 3, i)).await.unwrap();
         }
@@ -158,7 +141,7 @@ fn empty_full_qsize_and_maxsize_follow_the_items() {
 
 #[test]
 fn bounded_put_waits_while_full_and_gets_release_putters_in_fifo_order() {
-    let (order, done) = run(async {
+    let (order, done) = run_on_new_loop(async {
         let q = Queue::new(1);
         q.put_nowait("first").unwrap();
         let done = log();
@@ -186,7 +169,7 @@ fn bounded_put_waits_while_full_and_gets_release_putters_in_fifo_order() {
 
 #[test]
 fn get_waits_until_an_item_is_put_and_getters_are_served_in_fifo_order() {
-    let got = run(async {
+    let got = run_on_new_loop(async {
         let q: Queue<u32> = Queue::new(0);
         let got = log();
         let getters: Vec<_> = (0..3).map(|_| getter(&q, &got)).collect();
@@ -229,7 +212,7 @@ fn get_nowait_on_an_empty_queue_is_queue_empty() {
 
 #[test]
 fn a_slot_granted_to_a_waiting_putter_cannot_be_taken_by_put_nowait() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         q.put_nowait(0).unwrap();
         let done = log();
@@ -250,7 +233,7 @@ fn a_slot_granted_to_a_waiting_putter_cannot_be_taken_by_put_nowait() {
 
 #[test]
 fn get_nowait_cannot_take_an_item_handed_to_a_waiting_getter() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let got = log();
         let g = getter(&q, &got);
@@ -272,7 +255,7 @@ fn get_nowait_cannot_take_an_item_handed_to_a_waiting_getter() {
 
 #[test]
 fn join_waits_until_every_item_put_is_marked_done() {
-    let accumulated = run(async {
+    let accumulated = run_on_new_loop(async {
         let q = Queue::new(0);
         for i in 0..100u32 {
             q.put_nowait(i).unwrap();
@@ -302,7 +285,7 @@ fn join_waits_until_every_item_put_is_marked_done() {
 
 #[test]
 fn join_on_a_queue_with_nothing_unfinished_returns_at_once() {
-    run(async {
+    run_on_new_loop(async {
         let q: Queue<u8> = Queue::new(0);
         q.join().await;
         q.join().await;
@@ -315,7 +298,7 @@ fn join_on_a_queue_with_nothing_unfinished_returns_at_once() {
 
 #[test]
 fn join_is_released_by_the_last_task_done_not_by_the_last_get() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         q.put_nowait(1).unwrap();
         q.put_nowait(2).unwrap();
@@ -353,7 +336,7 @@ fn task_done_called_more_times_than_items_put_is_an_error_not_a_panic() {
 
 #[test]
 fn a_cancelled_join_leaves_no_waiter_behind() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         q.put_nowait(1).unwrap();
         assert!(timeout(Duration::from_millis(5), q.join()).await.is_err());
@@ -369,7 +352,7 @@ fn a_cancelled_join_leaves_no_waiter_behind() {
 #[test]
 fn shutdown_of_an_empty_queue_wakes_a_waiting_getter_with_shut_down() {
     for (kind, q) in kinds(0) {
-        run(async move {
+        run_on_new_loop(async move {
             let got = log();
             let g = getter(&q, &got);
             settle(1).await; // the getter waits before the shutdown
@@ -392,7 +375,7 @@ fn shutdown_of_an_empty_queue_wakes_a_waiting_getter_with_shut_down() {
 #[test]
 fn shutdown_fails_a_waiting_putter_and_get_drains_the_items_then_fails() {
     for (kind, q) in kinds(1) {
-        run(async move {
+        run_on_new_loop(async move {
             q.put_nowait("data".into()).unwrap();
             let joined = Rc::new(Cell::new(false));
             let join = {
@@ -432,7 +415,7 @@ fn shutdown_fails_a_waiting_putter_and_get_drains_the_items_then_fails() {
 #[test]
 fn immediate_shutdown_discards_the_items_and_counts_them_done_so_join_returns() {
     for (kind, q) in kinds(0) {
-        run(async move {
+        run_on_new_loop(async move {
             q.put_nowait("data".into()).unwrap();
             let join = {
                 let q = q.clone();
@@ -453,7 +436,7 @@ fn immediate_shutdown_discards_the_items_and_counts_them_done_so_join_returns() 
 #[test]
 fn immediate_shutdown_leaves_join_waiting_for_an_item_already_taken() {
     for (kind, q) in kinds(0) {
-        run(async move {
+        run_on_new_loop(async move {
             q.put_nowait("data".into()).unwrap();
             q.put_nowait("data".into()).unwrap();
             let joined = Rc::new(Cell::new(false));
@@ -480,7 +463,7 @@ fn immediate_shutdown_leaves_join_waiting_for_an_item_already_taken() {
 
 #[test]
 fn immediate_shutdown_wakes_every_waiting_getter_and_putter_with_shut_down() {
-    run(async {
+    run_on_new_loop(async {
         // Getters wait on an empty queue...
         let q: Queue<u32> = Queue::new(1);
         let got = log();
@@ -513,7 +496,7 @@ fn immediate_shutdown_wakes_every_waiting_getter_and_putter_with_shut_down() {
 
 #[test]
 fn immediate_shutdown_discards_an_item_already_handed_to_a_getter() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let got = log();
         let g = getter(&q, &got);
@@ -529,7 +512,7 @@ fn immediate_shutdown_discards_an_item_already_handed_to_a_getter() {
 
 #[test]
 fn non_immediate_shutdown_lets_a_getter_keep_an_item_already_handed_to_it() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let got = log();
         let g = getter(&q, &got);
@@ -542,7 +525,7 @@ fn non_immediate_shutdown_lets_a_getter_keep_an_item_already_handed_to_it() {
 
 #[test]
 fn a_putter_released_just_before_shutdown_fails_and_keeps_its_item() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         q.put_nowait(0).unwrap();
         let done = log();
@@ -568,7 +551,7 @@ fn put_after_shutdown_fails_with_the_item() {
         Err(TryPutError::ShutDown(v)) => assert_eq!(v, [1, 2, 3]),
         other => panic!("expected ShutDown with the item, got {other:?}"),
     }
-    let back = run(async move { q.put(vec![4]).await });
+    let back = run_on_new_loop(async move { q.put(vec![4]).await });
     assert_eq!(back.unwrap_err().into_inner(), [4]);
 }
 
@@ -577,7 +560,7 @@ fn put_after_shutdown_fails_with_the_item() {
 
 #[test]
 fn a_cancelled_waiting_getter_leaves_the_line() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(5);
         assert!(timeout(Duration::from_millis(5), q.get()).await.is_err());
         assert!(!format!("{q:?}").contains("getters"), "{q:?}");
@@ -589,7 +572,7 @@ fn a_cancelled_waiting_getter_leaves_the_line() {
 
 #[test]
 fn a_cancelled_getter_does_not_lose_an_item_handed_to_it() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let got = log();
         let reader = getter(&q, &got);
@@ -607,7 +590,7 @@ fn a_cancelled_getter_does_not_lose_an_item_handed_to_it() {
 
 #[test]
 fn a_cancelled_getter_passes_its_item_to_the_next_waiting_getter() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let got = log();
         let r1 = getter(&q, &got);
@@ -627,7 +610,7 @@ fn a_cancelled_getter_passes_its_item_to_the_next_waiting_getter() {
 
 #[test]
 fn put_after_a_cancelled_waiting_getter_goes_to_the_next_getter() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let got = log();
         let t1 = getter(&q, &got);
@@ -650,7 +633,7 @@ fn a_getter_cancelled_by_timeout_after_the_item_was_handed_puts_it_back_in_order
         ("lifo", Queue::lifo(0), ["c", "b", "a"]),
         ("priority", Queue::priority(0), ["a", "b", "c"]),
     ] {
-        run(async move {
+        run_on_new_loop(async move {
             let got = log();
             let g = getter(&q, &got);
             settle(1).await;
@@ -667,7 +650,7 @@ fn a_getter_cancelled_by_timeout_after_the_item_was_handed_puts_it_back_in_order
 
 #[test]
 fn two_cancelled_getters_give_their_items_back_in_put_order() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let got = log();
         let g1 = getter(&q, &got);
@@ -689,7 +672,7 @@ fn two_cancelled_getters_give_their_items_back_in_put_order() {
 
 #[test]
 fn a_cancelled_waiting_putter_leaves_the_line_and_its_item_is_not_put() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         q.put_nowait(1).unwrap();
         let done = log();
@@ -712,7 +695,7 @@ fn a_cancelled_waiting_putter_leaves_the_line_and_its_item_is_not_put() {
 
 #[test]
 fn a_cancelled_putter_whose_slot_was_granted_passes_the_slot_to_the_next_putter() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         q.put_nowait("x").unwrap();
         let done = log();
@@ -731,7 +714,7 @@ fn a_cancelled_putter_whose_slot_was_granted_passes_the_slot_to_the_next_putter(
 
 #[test]
 fn a_cancelled_putter_whose_slot_was_granted_frees_the_slot_when_nobody_waits() {
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         q.put_nowait(1).unwrap();
         let done = log();
@@ -861,7 +844,7 @@ fn futures_polled_by_hand_and_dropped_keep_the_queue_consistent() {
 #[test]
 fn putter_stops_after_maxsize_items_and_resumes_after_each_get() {
     // test_maxsize
-    let have_been_put = run(async {
+    let have_been_put = run_on_new_loop(async {
         let q = Queue::new(2);
         assert_eq!(q.maxsize(), 2);
         let have_been_put = log();
@@ -892,7 +875,7 @@ fn putter_stops_after_maxsize_items_and_resumes_after_each_get() {
 #[test]
 fn get_from_a_full_queue_releases_the_waiting_putter() {
     // test_get_with_putters
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         q.put(1).await.unwrap();
         let done = log();
@@ -907,7 +890,7 @@ fn get_from_a_full_queue_releases_the_waiting_putter() {
 #[test]
 fn blocking_get_returns_an_item_put_later_by_a_timer() {
     // test_blocking_get_wait
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let finished = Rc::new(Cell::new(false));
         let t = {
@@ -933,7 +916,7 @@ fn blocking_get_returns_an_item_put_later_by_a_timer() {
 #[test]
 fn get_with_a_timeout_that_does_not_expire_gets_the_item() {
     // test_get_cancelled
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let t = {
             let q = q.clone();
@@ -948,7 +931,7 @@ fn get_with_a_timeout_that_does_not_expire_gets_the_item() {
 #[test]
 fn get_with_waiting_putters_returns_their_items_in_order() {
     // test_get_with_waiting_putters
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         let done = log();
         let _a = putter(&q, "a", &done);
@@ -961,7 +944,7 @@ fn get_with_waiting_putters_returns_their_items_in_order() {
 #[test]
 fn producer_and_consumer_on_a_one_slot_queue_both_finish() {
     // test_why_are_getters_waiting
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         let producer = {
             let q = q.clone();
@@ -989,7 +972,7 @@ fn producer_and_consumer_on_a_one_slot_queue_both_finish() {
 #[test]
 fn a_getter_draining_with_get_nowait_releases_every_waiting_putter() {
     // test_why_are_putters_waiting
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(2);
         let g = {
             let q = q.clone();
@@ -1016,7 +999,7 @@ fn a_getter_draining_with_get_nowait_releases_every_waiting_putter() {
 #[test]
 fn put_with_a_waiting_getter_hands_the_item_over() {
     // test_put_with_waiting_getters
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let got = log();
         let t = getter(&q, &got);
@@ -1029,7 +1012,7 @@ fn put_with_a_waiting_getter_hands_the_item_over() {
 #[test]
 fn put_on_an_unbounded_queue_never_waits() {
     // test_blocking_put, test_put_cancelled
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(0);
         let t = {
             let q = q.clone();
@@ -1047,7 +1030,7 @@ fn put_on_an_unbounded_queue_never_waits() {
 #[test]
 fn blocking_put_resumes_when_a_timer_takes_an_item() {
     // test_blocking_put_wait
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         let finished = Rc::new(Cell::new(false));
         let q2 = q.clone();
@@ -1075,7 +1058,7 @@ fn blocking_put_resumes_when_a_timer_takes_an_item() {
 #[test]
 fn cancelling_one_of_two_waiting_putters_keeps_the_other_in_line() {
     // test_put_cancelled_race
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         let done = log();
         let put_a = putter(&q, "a", &done);
@@ -1098,7 +1081,7 @@ fn cancelling_one_of_two_waiting_putters_keeps_the_other_in_line() {
 #[test]
 fn cancelling_a_putter_already_released_by_get_nowait_is_clean() {
     // test_cancelled_put_silence_value_error_exception
-    run(async {
+    run_on_new_loop(async {
         let q = Queue::new(1);
         q.put_nowait(1).unwrap();
         let done = log();
@@ -1115,7 +1098,7 @@ fn cancelling_a_putter_already_released_by_get_nowait_is_clean() {
 #[test]
 fn cancelled_getters_are_not_held_in_the_line() {
     // test_cancelled_getters_not_being_held_in_self_getters
-    run(async {
+    run_on_new_loop(async {
         let q: Queue<u8> = Queue::new(5);
         for _ in 0..100 {
             assert!(timeout(Duration::from_micros(100), q.get()).await.is_err());

@@ -18,53 +18,16 @@
 //! sense in this API (each says which one it ports).
 
 use std::cell::{Cell, RefCell};
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use evloop::{
-    Builder, Elapsed, EventLoop, LoopHandle, Task, TaskError, TaskGroup, TaskRef, TaskState, current_task, shield,
+    Elapsed, EventLoop, LoopHandle, Task, TaskError, TaskGroup, TaskRef, TaskState, current_task, shield,
     shield_future, sleep, timeout, timeout_at, yield_now,
 };
-use evloop_tests::{DropFlag, Log, entries, flag, log, push, run_bounded, run_one, spin_once};
-
-/// Logs `drop <name>` when dropped.
-struct Guard {
-    name: &'static str,
-    log: Log,
-}
-
-impl Guard {
-    fn new(name: &'static str, log: &Log) -> Guard {
-        Guard { name, log: log.clone() }
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        push(&self.log, format!("drop {}", self.name));
-    }
-}
-
-/// A future that is never ready and counts its polls.
-struct Never(Rc<Cell<u32>>);
-
-impl Future for Never {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        self.0.set(self.0.get() + 1);
-        Poll::Pending
-    }
-}
-
-/// A loop on a virtual clock: time moves only when the loop is idle, straight to the next
-/// deadline, so timers expire strictly in deadline order however slow the machine is (a 1 ms
-/// timeout racing a 10 ms task cannot see both expire in one iteration).
-fn virtual_loop() -> EventLoop {
-    Builder::new().virtual_clock(true).build().unwrap()
-}
+use evloop_tests::{
+    CountPolls, DropFlag, DropLog, Log, entries, flag, log, push, run_bounded, run_one, spin_once, virtual_loop,
+};
 
 /// Waits (sleeping 1 ms at a time) until the task `r` has finished.
 async fn until_done(r: TaskRef) {
@@ -86,13 +49,13 @@ fn settle_timers(lp: &LoopHandle) -> usize {
 // Cancelling drops the future.
 
 async fn leaf(log: Log) {
-    let _g = Guard::new("leaf", &log);
+    let _g = DropLog::new("leaf", &log);
     sleep(Duration::from_secs(100)).await;
     push(&log, "leaf after its sleep");
 }
 
 async fn middle(log: Log) {
-    let _g = Guard::new("middle", &log);
+    let _g = DropLog::new("middle", &log);
     leaf(log.clone()).await;
     push(&log, "middle after leaf");
 }
@@ -104,7 +67,7 @@ fn cancel_drops_the_future_at_the_next_step_innermost_destructor_first() {
     let l = log.clone();
     let t = lp
         .create_task(async move {
-            let _g = Guard::new("outer", &l);
+            let _g = DropLog::new("outer", &l);
             yield_now().await;
             push(&l, "outer step 2");
             middle(l.clone()).await;
@@ -152,15 +115,15 @@ fn cancel_at_each_await_point_drops_exactly_the_guards_alive_there() {
         let l = log.clone();
         let t = lp
             .create_task(async move {
-                let _a = Guard::new("a", &l);
+                let _a = DropLog::new("a", &l);
                 yield_now().await; // point 0
                 push(&l, "past 0");
-                let _b = Guard::new("b", &l);
+                let _b = DropLog::new("b", &l);
                 sleep(Duration::from_millis(1)).await; // point 1
                 push(&l, "past 1");
-                let _c = Guard::new("c", &l);
+                let _c = DropLog::new("c", &l);
                 {
-                    let _scoped = Guard::new("scoped", &l);
+                    let _scoped = DropLog::new("scoped", &l);
                     yield_now().await; // point 2
                     push(&l, "past 2");
                 }
@@ -273,7 +236,7 @@ fn cancel_is_idempotent_and_the_destructors_run_once() {
     let l = log.clone();
     let t = lp
         .create_task(async move {
-            let _g = Guard::new("g", &l);
+            let _g = DropLog::new("g", &l);
             sleep(Duration::from_secs(100)).await;
         })
         .unwrap();
@@ -289,7 +252,7 @@ fn cancel_is_idempotent_and_the_destructors_run_once() {
 fn cancel_before_the_first_step_drops_a_future_that_never_ran() {
     let lp = EventLoop::new().unwrap();
     let log = log();
-    let g = Guard::new("captured", &log);
+    let g = DropLog::new("captured", &log);
     let l = log.clone();
     let t = lp
         .create_task(async move {
@@ -316,7 +279,7 @@ fn cancelling_a_task_that_awaits_another_task_does_not_cancel_the_inner_one() {
     let l = log.clone();
     let inner = lp
         .create_task(async move {
-            let _g = Guard::new("inner", &l);
+            let _g = DropLog::new("inner", &l);
             sleep(Duration::from_millis(5)).await;
             push(&l, "inner finished its work");
             7
@@ -327,7 +290,7 @@ fn cancelling_a_task_that_awaits_another_task_does_not_cancel_the_inner_one() {
     let l = log.clone();
     let outer = lp
         .create_task(async move {
-            let _g = Guard::new("outer", &l);
+            let _g = DropLog::new("outer", &l);
             let v = inner.await;
             push(&l, format!("outer got {v:?}"));
         })
@@ -358,7 +321,7 @@ fn cancelling_the_task_awaiting_group_join_drops_every_childs_future() {
                 let l = l.clone();
                 let r = group
                     .spawn_named(name, async move {
-                        let _g = Guard::new(name, &l);
+                        let _g = DropLog::new(name, &l);
                         sleep(Duration::from_secs(100)).await;
                         push(&l, format!("{name} finished"));
                         Ok(())
@@ -420,7 +383,7 @@ fn cancel_requested_while_the_task_runs_takes_effect_at_its_next_await() {
     let l = log.clone();
     let t = lp
         .create_task(async move {
-            let _g = Guard::new("task", &l);
+            let _g = DropLog::new("task", &l);
             let me = current_task().unwrap();
             assert!(me.cancel(), "the task cancels itself");
             let mut sum = 0u64;
@@ -461,7 +424,7 @@ fn abort_drops_the_future_before_it_returns() {
     let l = log.clone();
     let t = lp
         .create_task(async move {
-            let _g = Guard::new("aborted", &l);
+            let _g = DropLog::new("aborted", &l);
             sleep(Duration::from_secs(100)).await;
         })
         .unwrap();
@@ -487,7 +450,7 @@ fn abort_of_the_running_task_itself_takes_effect_at_its_next_step() {
     let (l, s) = (log.clone(), slot.clone());
     let t = lp
         .create_task(async move {
-            let _g = Guard::new("self-aborted", &l);
+            let _g = DropLog::new("self-aborted", &l);
             yield_now().await;
             let me = s.borrow_mut().take().expect("the handle was stored");
             assert!(me.abort(), "abort on a running task is a cancel request");
@@ -538,7 +501,7 @@ fn timeout_drops_the_inner_future_on_expiry() {
     let (out, log_at_return) = run_bounded(&lp, async move {
         let l2 = l.clone();
         let out = timeout(Duration::from_millis(5), async move {
-            let _g = Guard::new("inner", &l2);
+            let _g = DropLog::new("inner", &l2);
             yield_now().await;
             push(&l2, "inner step 2");
             sleep(Duration::from_secs(100)).await;
@@ -603,7 +566,7 @@ fn timeout_elapsed_says_how_long() {
 #[test]
 
 fn timeout_at_elapsed_is_measured_in_loop_time_under_a_virtual_clock() {
-    let lp = Builder::new().virtual_clock(true).build().unwrap();
+    let lp = virtual_loop();
     let h = lp.handle();
     let err = lp
         .run_until_complete(async move {
@@ -625,7 +588,7 @@ fn timeout_of_zero_still_polls_once_and_a_ready_future_wins() {
         let ready = timeout(Duration::ZERO, async { "ready" }).await;
         let now = h.time();
         let ready_at = timeout_at(now, async { "ready at" }).await;
-        let pending_at = timeout_at(now, Never(p)).await;
+        let pending_at = timeout_at(now, CountPolls(p)).await;
         (ready, ready_at, pending_at)
     });
     assert_eq!(ready, Ok("ready"));
@@ -644,7 +607,7 @@ fn timeout_at_a_deadline_in_the_past_polls_once_then_elapses_with_zero() {
         sleep(Duration::from_millis(2)).await;
         let past = h.time() - Duration::from_millis(1);
         let ready = timeout_at(past, async { 9 }).await;
-        let pending = timeout_at(past, Never(p)).await;
+        let pending = timeout_at(past, CountPolls(p)).await;
         (ready, pending)
     });
     assert_eq!(ready, Ok(9));
@@ -675,7 +638,7 @@ fn timeout_nested_outer_shorter_fires_the_outer_one_and_drops_everything_inside(
         timeout_at(
             near,
             timeout(Duration::from_secs(10), async move {
-                let _g = Guard::new("innermost", &l);
+                let _g = DropLog::new("innermost", &l);
                 sleep(Duration::from_secs(100)).await;
             }),
         )
@@ -777,7 +740,7 @@ fn timeout_inside_a_cancelled_task_drops_the_inner_future_and_the_limit() {
         .create_task(async move {
             let l2 = l.clone();
             let r = timeout(Duration::from_secs(50), async move {
-                let _g = Guard::new("inner", &l2);
+                let _g = DropLog::new("inner", &l2);
                 sleep(Duration::from_secs(100)).await;
             })
             .await;
@@ -919,7 +882,7 @@ fn shield_future_keeps_running_when_the_awaiter_times_out() {
     let l = log.clone();
     let (out, r) = run_bounded(&lp, async move {
         let shielded = shield_future(async move {
-            let _g = Guard::new("shielded work", &l);
+            let _g = DropLog::new("shielded work", &l);
             sleep(Duration::from_millis(10)).await;
             push(&l, "shielded side effect");
         });
@@ -939,7 +902,7 @@ fn shield_future_versus_a_plain_future_under_the_same_timeout() {
     let l = log.clone();
     run_bounded(&lp, async move {
         let work = |name: &'static str, l: Log| async move {
-            let _g = Guard::new(name, &l);
+            let _g = DropLog::new(name, &l);
             sleep(Duration::from_millis(5)).await;
             push(&l, format!("{name} completed"));
         };

@@ -36,7 +36,7 @@ use evloop_tests::{DropFlag, Log, entries, flag, log, push, record_exceptions_wi
 type Reports = Log<(ExceptionKind, Option<String>, Option<String>)>;
 
 /// Installs an exception handler that records the kind, task and panic message of each report.
-fn record_exceptions(lp: &LoopHandle) -> Reports {
+fn record_reports(lp: &LoopHandle) -> Reports {
     record_exceptions_with(lp, |_, ctx| {
         (
             ctx.kind,
@@ -787,7 +787,7 @@ fn task_state_transitions_pending_running_done_cancelled_failed() {
         .unwrap();
     let cancelled = lp.create_task(sleep(Duration::from_secs(100))).unwrap();
     let failed = lp.create_task(async { panic!("state test") }).unwrap();
-    let _reports = record_exceptions(&h);
+    let _reports = record_reports(&h);
     for t in [done.task_ref(), cancelled.task_ref(), failed.task_ref()] {
         assert_eq!(t.state(), TaskState::Pending, "a new task is pending");
         assert!(!t.state().is_finished());
@@ -838,7 +838,7 @@ fn task_cancel_with_a_panicking_destructor_is_reported_and_still_ends_cancelled(
         }
     }
     let lp = EventLoop::new().unwrap();
-    let reports = record_exceptions(&lp);
+    let reports = record_reports(&lp);
     let t = TaskBuilder::new()
         .name("bad-drop")
         .spawn_on(&lp, async {
@@ -908,7 +908,7 @@ fn task_result_can_be_taken_once() {
 #[test]
 fn task_panic_gives_panicked_to_its_awaiter_and_the_loop_keeps_running() {
     let lp = EventLoop::new().unwrap();
-    let reports = record_exceptions(&lp);
+    let reports = record_reports(&lp);
     let t = TaskBuilder::new()
         .name("boomer")
         .spawn_on(&lp, async {
@@ -936,7 +936,7 @@ fn task_panic_gives_panicked_to_its_awaiter_and_the_loop_keeps_running() {
 #[test]
 fn task_unobserved_failure_with_the_handle_dropped_before_it_fails_is_reported_once() {
     let lp = EventLoop::new().unwrap();
-    let reports = record_exceptions(&lp);
+    let reports = record_reports(&lp);
     let t = lp
         .create_task(async {
             yield_now().await;
@@ -966,7 +966,7 @@ fn task_unobserved_failure_with_the_handle_dropped_before_it_fails_is_reported_o
 #[test]
 fn task_unobserved_failure_with_the_handle_dropped_after_it_failed_is_reported_once() {
     let lp = EventLoop::new().unwrap();
-    let reports = record_exceptions(&lp);
+    let reports = record_reports(&lp);
     let t = lp.create_task(async { panic!("failed early") }).unwrap();
     let name = t.name();
     run_bounded(&lp, yield_now());
@@ -995,7 +995,7 @@ fn task_awaited_failure_is_not_reported() {
     // python/asyncio #397: a kept reference must not make a failure vanish, and an observed
     // failure must not be reported as unobserved either.
     let lp = EventLoop::new().unwrap();
-    let reports = record_exceptions(&lp);
+    let reports = record_reports(&lp);
     let t = lp.create_task(async { panic!("observed") }).unwrap();
     let r = t.task_ref();
     let h = lp.handle();
@@ -1024,7 +1024,7 @@ fn task_awaited_failure_is_not_reported() {
 #[test]
 fn task_cancelled_task_is_not_reported_as_a_failure() {
     let lp = EventLoop::new().unwrap();
-    let reports = record_exceptions(&lp);
+    let reports = record_reports(&lp);
     let detached = lp.create_task(sleep(Duration::from_secs(100))).unwrap();
     detached.cancel();
     drop(detached);
@@ -1180,7 +1180,7 @@ fn task_done_callbacks_run_via_call_soon_after_completion_in_order_with_the_task
 #[test]
 fn task_done_callbacks_run_for_cancelled_and_failed_tasks() {
     let lp = EventLoop::new().unwrap();
-    let _reports = record_exceptions(&lp);
+    let _reports = record_reports(&lp);
     let log = log();
     let c = lp.create_task(sleep(Duration::from_secs(100))).unwrap();
     let f = lp.create_task(async { panic!("cb on failure") }).unwrap();

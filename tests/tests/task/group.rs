@@ -20,41 +20,16 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use evloop::{
-    Builder, ChildError, EventLoop, ExceptionKind, GroupError, LoopErrorKind, LoopHandle, Promise, TaskGroup, TaskRef,
+    ChildError, EventLoop, ExceptionKind, GroupError, LoopErrorKind, LoopHandle, Promise, TaskGroup, TaskRef,
     TaskState, current_task, sleep, yield_now,
 };
-use evloop_tests::{Log, entries, log, push, record_exceptions_with, run_bounded, run_one, spin_once};
-
-/// Logs `drop <name>` when dropped.
-struct Guard {
-    name: String,
-    log: Log,
-}
-
-impl Guard {
-    fn new(name: impl Into<String>, log: &Log) -> Guard {
-        Guard {
-            name: name.into(),
-            log: log.clone(),
-        }
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        push(&self.log, format!("drop {}", self.name));
-    }
-}
-
-/// A loop on a virtual clock: timers expire strictly in deadline order however slow the
-/// machine is, and a 100 s sleep costs nothing unless something waits for it.
-fn virtual_loop() -> EventLoop {
-    Builder::new().virtual_clock(true).build().unwrap()
-}
+use evloop_tests::{
+    DropLog, Log, entries, log, push, record_exceptions_with, run_bounded, run_one, spin_once, virtual_loop,
+};
 
 /// A child that keeps a guard, sleeps `ms` and then gives `out`.
 async fn child<T, E>(name: &'static str, ms: u64, log: Log, out: Result<T, E>) -> Result<T, E> {
-    let _g = Guard::new(name, &log);
+    let _g = DropLog::new(name, &log);
     sleep(Duration::from_millis(ms)).await;
     push(&log, format!("{name} finished"));
     out

@@ -13,22 +13,11 @@ use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use evloop::{Builder, Elapsed, EventLoop, get_running_loop, sleep, sleep_until, timeout, yield_now};
-use evloop_tests::{DropFlag, HANG, Rng, flag, run_bounded};
-
-/// Counts its polls; pending forever (until dropped).
-struct CountPolls(Rc<Cell<u32>>);
-
-impl Future for CountPolls {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        self.0.set(self.0.get() + 1);
-        Poll::Pending
-    }
-}
+use evloop::{Elapsed, EventLoop, get_running_loop, sleep, sleep_until, timeout, yield_now};
+use evloop_tests::{CountPolls, DropFlag, HANG, Rng, flag, run_bounded, virtual_loop};
 
 /// How long `sleep(d)` took, checked against "never early" in both clocks.
 async fn timed_sleep(d: Duration) -> Duration {
@@ -396,7 +385,7 @@ fn time_many_dropped_sleeps_leave_no_garbage() {
 
 #[test]
 fn time_virtual_clock_sleeps_are_exact_and_do_not_wait() {
-    let lp = Builder::new().virtual_clock(true).build().unwrap();
+    let lp = virtual_loop();
     let h = lp.handle();
     let wall = Instant::now();
     let order = Rc::new(std::cell::RefCell::new(Vec::new()));

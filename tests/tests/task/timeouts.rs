@@ -6,14 +6,10 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{Builder, EventLoop, Timeout, sleep};
-use evloop_tests::{DropFlag, flag};
+use evloop::{Timeout, sleep};
+use evloop_tests::{DropFlag, flag, virtual_loop};
 
 const HOUR: Duration = Duration::from_secs(3600);
-
-fn virtual_loop() -> EventLoop {
-    Builder::new().virtual_clock(true).build().unwrap()
-}
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
