@@ -13,8 +13,8 @@
 # - valgrind 3.19 does not know pidfd_open (syscall 434) and fails it with ENOSYS, and evloop
 #   waits for children only through pidfds (Linux 5.3 and later): the tests that spawn children
 #   through the runtime cannot run (os_process, the syscall layer's processes, and one test of
-#   os_pipes). The fault matrix still runs (every subprocess phase then fails, with a clear
-#   error), checking its invariants but not its table.
+#   the os binary's pipes module). The fault matrix still runs (every subprocess phase then
+#   fails, with a clear error), checking its invariants but not its table.
 # - valgrind 3.19 does not know epoll_pwait2 (syscall 441) either: under valgrind the loop takes
 #   its epoll_wait fallback, as it does on kernels before 5.11 (the warning in the logs).
 # - book_traces: its programs run as child processes, outside valgrind and under strace, so
@@ -37,7 +37,7 @@ declare -A SKIP=(
     [processes]="*"
     [os_process]="*"
     [book_traces]="*"
-    [os_pipes]="connect_read_pipe_drives_a_child_process_stdout"
+    [os]="pipes::connect_read_pipe_drives_a_child_process_stdout"
     [evloop]="fiber::switch::tests::valgrind_requests_are_no_ops_natively"
 )
 out=${CARGO_TARGET_DIR:-target}

@@ -1,5 +1,5 @@
 //! The tokio twin of `runtime/examples/redis_server.rs`: the same program, character for
-//! character, except for its `use` lines (tests/tests/examples_port.rs checks it), so it is both
+//! character, except for its `use` lines (tests/tests/examples/port.rs checks it), so it is both
 //! the proof that the evloop example is a tokio program ported by changing imports and the
 //! tokio side of `make bench`'s row for it.
 

@@ -1,6 +1,6 @@
 //! A tokio echo server, the original of `runtime/examples/port_from_tokio.rs` (which quotes it
 //! and is the same program on evloop). Compiled and tested here as a tokio program, so the
-//! comparison in tests/tests/examples_port.rs is against real tokio code.
+//! comparison in tests/tests/examples/port.rs is against real tokio code.
 use std::io;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,12 +1,14 @@
+// Standalone binary: a regression here aborts the process (a failed huge allocation), ending every test in it.
 //! No size argument makes a public API panic or abort: a size is a bound on the result, never
 //! an allocation made up front. (`sock_recv(usize::MAX)` used to panic with "capacity
 //! overflow", `sock_recv(1 << 40)` to abort the process on the failed allocation.)
 
 use std::os::fd::AsFd;
 
-use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, UnixAddr};
+use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener};
 use evloop::{AsyncWriteExt, EventLoop};
 use evloop_syscalls as sys;
+use evloop_tests::net::abstract_name;
 use evloop_tests::run_bounded;
 
 /// Sizes asyncio would try to allocate in full.
@@ -78,8 +80,7 @@ fn sock_recvfrom_with_any_size_returns_the_whole_datagram() {
         assert!(h.sock_recvfrom(&udp, usize::MAX).await.unwrap().0.is_empty());
 
         // A Unix datagram larger than the 256 KiB a stream read would get is not cut short.
-        let name = format!("evloop-api-sizes-{}", std::process::id());
-        let addr = UnixAddr::abstract_name(name.as_bytes()).unwrap();
+        let addr = abstract_name("api-sizes");
         let rx = Socket::new(Domain::Unix, SockType::Datagram).unwrap();
         rx.bind(&SockAddr::Unix(addr.clone())).unwrap();
         let tx = Socket::new(Domain::Unix, SockType::Datagram).unwrap();

@@ -1,3 +1,4 @@
+// Standalone binary: it reruns the book's programs under strace; `make book-traces` and valgrind.sh name it.
 //! The book's traces are golden: every trace or program output quoted in `docs/*.md` is rerun
 //! and compared, so a change that alters what a chapter shows fails `make test`.
 //!
@@ -46,6 +47,8 @@ use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use evloop_tests::workspace_root;
+
 /// How long one run of one program may take before it is killed and counted as a failure.
 const RUN_LIMIT: Duration = Duration::from_secs(40);
 /// Runs per program before a mismatch is a failure.
@@ -90,13 +93,6 @@ book_programs!(
 
 fn program_path(name: &str) -> Option<&'static str> {
     PROGRAMS.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -249,7 +245,7 @@ struct Block {
 
 impl Block {
     fn place(&self) -> String {
-        let rel = self.file.strip_prefix(root()).unwrap_or(&self.file);
+        let rel = self.file.strip_prefix(workspace_root()).unwrap_or(&self.file);
         format!("{}:{}", rel.display(), self.open + 1)
     }
 }
@@ -263,7 +259,11 @@ fn is_output_fence(info: &str) -> bool {
 /// marker, a marker without a block, a bad marker).
 fn scan(file: &Path, text: &str) -> (Vec<Block>, Vec<String>) {
     let lines: Vec<&str> = text.lines().collect();
-    let rel = file.strip_prefix(root()).unwrap_or(file).display().to_string();
+    let rel = file
+        .strip_prefix(workspace_root())
+        .unwrap_or(file)
+        .display()
+        .to_string();
     let mut blocks = Vec::new();
     let mut problems = Vec::new();
     let mut i = 0;
@@ -316,7 +316,7 @@ fn scan(file: &Path, text: &str) -> (Vec<Block>, Vec<String>) {
 fn book_files() -> Vec<PathBuf> {
     // `BOOK_TRACES_ONLY=03` checks (or regenerates) only the files whose name contains `03`.
     let only = std::env::var("BOOK_TRACES_ONLY").unwrap_or_default();
-    let mut out: Vec<PathBuf> = fs::read_dir(root().join("docs"))
+    let mut out: Vec<PathBuf> = fs::read_dir(workspace_root().join("docs"))
         .expect("docs/")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
@@ -896,7 +896,9 @@ fn run(m: &Marker, strace: bool) -> Result<String, String> {
         }
         _ => Command::new(path),
     };
-    cmd.args(&m.args).current_dir(root()).env_remove("EVLOOP_DEBUG");
+    cmd.args(&m.args)
+        .current_dir(workspace_root())
+        .env_remove("EVLOOP_DEBUG");
     match m.kind {
         Kind::Trace => cmd.env("EVLOOP_TRACE", "1"),
         _ => cmd.env_remove("EVLOOP_TRACE"),
@@ -943,7 +945,7 @@ fn run(m: &Marker, strace: bool) -> Result<String, String> {
             if let Some(addr) = addr {
                 let mut c = Command::new(program_path(&args[0]).expect("checked"));
                 c.args(args[1..].iter().map(|a| a.replace("{addr}", addr)))
-                    .current_dir(root())
+                    .current_dir(workspace_root())
                     .env_remove("EVLOOP_TRACE")
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
@@ -1099,7 +1101,7 @@ fn every_quoted_trace_in_the_book_matches_a_fresh_run_of_its_program() {
 
 #[test]
 fn every_book_program_is_a_bin_of_this_crate() {
-    let manifest = fs::read_to_string(root().join("tests/Cargo.toml")).expect("manifest");
+    let manifest = fs::read_to_string(workspace_root().join("tests/Cargo.toml")).expect("manifest");
     let bins: Vec<&str> = manifest
         .split("[[bin]]")
         .skip(1)
@@ -1249,7 +1251,7 @@ fn strace_lines_are_recognised_and_pids_ports_addresses_are_normalised() {
 
 #[test]
 fn every_numbered_chapter_is_linked_from_the_readme_and_the_summary() {
-    let docs = root().join("docs");
+    let docs = workspace_root().join("docs");
     let readme = fs::read_to_string(docs.join("README.md")).expect("docs/README.md");
     let summary = fs::read_to_string(docs.join("SUMMARY.md")).expect("docs/SUMMARY.md (mdBook's table of contents)");
     let mut missing = Vec::new();

@@ -1,3 +1,4 @@
+// Standalone binary: it counts the process's fds after every cell, and `make fault-matrix` runs it by name.
 //! The fault matrix: every system call the runtime makes on a hot path, failed with every errno
 //! its man page lists, under a representative workload; the result is `docs/fault-matrix.md`.
 //!
@@ -46,10 +47,10 @@ use std::time::{Duration, Instant};
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
 use evloop::process::{Stdio, SubprocessOptions};
 use evloop::sys::{Syscall, errno, fault};
-use evloop::{
-    AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, LoopHandle, Protocol, Transport, os_error, sleep, timeout,
-};
-use evloop_tests::net::open_fds;
+use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, LoopHandle, os_error, sleep, timeout};
+use evloop_tests::fds::open_fds;
+use evloop_tests::net::Echo;
+use evloop_tests::workspace_root;
 
 /// Each phase's bound: a phase that takes longer counts as stalled.
 const PHASE: Duration = Duration::from_secs(2);
@@ -429,23 +430,6 @@ fn errno_name(e: i32) -> &'static str {
 // ---------------------------------------------------------------------------------------------
 // The workload.
 
-/// An echo protocol for the workload's server.
-struct Echo(Option<Transport>);
-
-impl Protocol for Echo {
-    fn connection_made(&mut self, t: Transport) {
-        self.0 = Some(t);
-    }
-    fn data_received(&mut self, data: &[u8]) {
-        if let Some(t) = &self.0 {
-            t.write(data);
-        }
-    }
-    fn connection_lost(&mut self, _: Option<io::Error>) {
-        self.0 = None;
-    }
-}
-
 /// What one phase did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Phase {
@@ -505,7 +489,7 @@ fn describe(e: &io::Error) -> String {
 }
 
 async fn connections(lp: LoopHandle) -> Phase {
-    let server = match lp.create_server(|| Echo(None), "127.0.0.1", 0).await {
+    let server = match lp.create_server(Echo::new, "127.0.0.1", 0).await {
         Ok(s) => s,
         Err(e) => return Phase::Failed(vec![format!("the server|{}", describe(&e))]),
     };
@@ -1066,7 +1050,7 @@ fn the_fault_matrix_in_docs_matches_what_the_runtime_does() {
     let started = Instant::now();
     let (table, problems) = generate();
     println!("fault matrix: {} s", started.elapsed().as_secs_f64());
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/fault-matrix.md");
+    let path = workspace_root().join("docs/fault-matrix.md");
     let valgrind = evloop_tests::under_valgrind();
     if std::env::var("EVLOOP_FAULT_MATRIX").is_ok_and(|v| v == "update") && !valgrind {
         std::fs::write(&path, &table).expect("write docs/fault-matrix.md");

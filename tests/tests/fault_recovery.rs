@@ -1,3 +1,4 @@
+// Standalone binary: one test switches on the process-wide `epoll_wait` fallback (syscall counts see it).
 //! Failures the fault matrix (`tests/tests/fault_matrix.rs`) found, each pinned by its own test:
 //! the loop recovers from a system call that fails once, and when the failure reaches the
 //! caller, the error names the operation and the fd.

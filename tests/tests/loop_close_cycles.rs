@@ -1,3 +1,4 @@
+// Standalone binary: it counts the process's fds (`open_fd_count`), which tests in parallel threads would disturb.
 //! Closing a loop releases every transport, server and callback it holds, so that no reference
 //! cycle outlives it.
 //!
@@ -7,24 +8,17 @@
 //! saw it as a definite leak of about 67 KB per transport). The tests keep such state behind a
 //! `Weak` and check that it is freed once the loop is closed and the user's own handles are
 //! dropped; the fd test checks that the server's spare fd is closed with the loop even while
-//! the user still holds the `Server`.
+//! the user still holds the `Server`. Every test holds `serial()`: the fd test counts the
+//! process's fds, and nothing else may open or close one meanwhile.
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use evloop::net::TcpStream;
-use evloop::{AsyncWriteExt, EventLoop, Protocol, StreamReader, StreamWriter, Transport, sleep, yield_now};
-use evloop_tests::net::open_fd_count;
-use evloop_tests::run_bounded;
-
-/// The fd test counts the process's fds: nothing else may run meanwhile.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use evloop::{AsyncWriteExt, EventLoop, Protocol, StreamReader, StreamWriter, Transport, sleep};
+use evloop_tests::fds::open_fd_count;
+use evloop_tests::{run_bounded, serial, yield_until};
 
 /// User state that the protocol factory captures and that keeps every transport.
 #[derive(Default)]
@@ -43,13 +37,6 @@ impl Protocol for Keeper {
     fn data_received(&mut self, _: &[u8]) {}
 }
 
-/// Waits (bounded by the caller's run) until `cond` holds.
-async fn until(cond: impl Fn() -> bool) {
-    while !cond() {
-        yield_now().await;
-    }
-}
-
 #[test]
 fn closing_the_loop_with_a_protocol_servers_connection_open_frees_the_user_state() {
     let _serial = serial();
@@ -65,7 +52,7 @@ fn closing_the_loop_with_a_protocol_servers_connection_open_frees_the_user_state
             .unwrap();
         let mut client = TcpStream::connect(server.local_addr()).await.unwrap();
         client.write_all(b"hello").await.unwrap();
-        until(|| state.transports.borrow().len() == 1).await;
+        yield_until(|| state.transports.borrow().len() == 1).await;
         (server, client)
     });
     lp.close().unwrap();
@@ -104,7 +91,7 @@ fn closing_the_loop_with_a_streams_servers_connection_open_frees_the_user_state(
             .unwrap();
         let port = server.local_addr().port();
         let client = h.open_connection("127.0.0.1", port).await.unwrap();
-        until(|| state.writers.borrow().len() == 1).await;
+        yield_until(|| state.writers.borrow().len() == 1).await;
         (server, client)
     });
     lp.close().unwrap();
@@ -130,7 +117,7 @@ fn closing_the_loop_while_a_connection_is_closing_frees_the_user_state() {
             .await
             .unwrap();
         let client = TcpStream::connect(server.local_addr()).await.unwrap();
-        until(|| state.transports.borrow().len() == 1).await;
+        yield_until(|| state.transports.borrow().len() == 1).await;
         (server, client)
     });
     let t = weak.upgrade().unwrap().transports.borrow()[0].clone();
@@ -170,7 +157,7 @@ fn closing_the_loop_closes_a_servers_fds_even_while_the_server_handle_is_kept() 
 /// A callback that never ran lets go of its closure when the loop closes, even while the user
 /// still holds its handle: a closure that captured its own handle (here through a shared list,
 /// as a scheduler keeping its timers would) otherwise kept itself alive in a cycle. Found by
-/// the timer property test (`prop_loop_timers.rs`).
+/// the timer property test (`event_loop/prop_timers.rs`).
 #[test]
 fn closing_the_loop_frees_pending_callbacks_whose_handles_are_still_held() {
     let _serial = serial();

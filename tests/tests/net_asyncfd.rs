@@ -1,3 +1,4 @@
+// Standalone binary: its tests depend on which fd number the kernel hands out next (the lowest free one).
 //! The reactor's edge-triggered registrations, seen through sockets, transports and `AsyncFd`:
 //! one registration per fd for its whole life (no `epoll_ctl` in steady state), readiness
 //! cleared only when the kernel proves the fd not ready (mio #45 / #1076), registration tokens
@@ -6,7 +7,7 @@
 //! Unix datagram socketpair).
 //!
 //! Several tests here depend on which fd *number* the kernel hands out next (the lowest free
-//! one), so every test of this binary holds [`FD_LOCK`]: no other test opens or closes fds
+//! one), so every test of this binary holds [`serial`]: no other test opens or closes fds
 //! meanwhile. Every loop run is bounded ([`run_bounded`]), so a bug fails instead of hanging.
 
 use std::cell::{Cell, RefCell};
@@ -15,7 +16,6 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::{Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -27,22 +27,7 @@ use evloop::{
     sleep, yield_now,
 };
 use evloop_syscalls as sys;
-use evloop_tests::{run_bounded, spin_once};
-
-/// Serializes the tests of this binary (they depend on fd numbers; see the module docs).
-static FD_LOCK: Mutex<()> = Mutex::new(());
-
-fn fd_lock() -> MutexGuard<'static, ()> {
-    FD_LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Lets the loop run `n` more iterations (each `yield_now` resumes in the next iteration,
-/// after that iteration's poll).
-async fn iterations(n: usize) {
-    for _ in 0..n {
-        yield_now().await;
-    }
-}
+use evloop_tests::{run_bounded, serial, settle, spin_once};
 
 /// One `poll_read` from the current task: `Ready(result)` or `Pending` (the waker is parked).
 async fn read_once<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> Poll<io::Result<usize>> {
@@ -86,7 +71,7 @@ fn pair_on_fd(want: RawFd) -> (OwnedFd, OwnedFd) {
 
 #[test]
 fn a_socket_registers_once_and_steady_state_reads_and_writes_make_no_epoll_ctl() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     let (setup, steady, teardown) = run_bounded(&lp, async {
@@ -148,7 +133,7 @@ fn a_socket_registers_once_and_steady_state_reads_and_writes_make_no_epoll_ctl()
 
 #[test]
 fn split_halves_share_the_one_registration() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     let c = run_bounded(&lp, async {
@@ -190,7 +175,7 @@ fn split_halves_share_the_one_registration() {
 
 #[test]
 fn a_reader_that_stops_before_eagain_gets_the_rest_on_its_next_read_without_a_new_edge() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     run_bounded(&lp, async {
@@ -209,7 +194,7 @@ fn a_reader_that_stops_before_eagain_gets_the_rest_on_its_next_read_without_a_ne
         );
 
         // Let the loop poll a few times: no new data, so no new edge for `b`.
-        iterations(5).await;
+        settle(5).await;
 
         counters::reset();
         let mut rest = [0u8; 64];
@@ -234,7 +219,7 @@ fn a_reader_that_stops_before_eagain_gets_the_rest_on_its_next_read_without_a_ne
 
 #[test]
 fn a_read_that_exactly_fills_the_buffer_keeps_readiness_and_the_next_read_waits_on_eagain() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     run_bounded(&lp, async {
@@ -265,7 +250,7 @@ fn a_read_that_exactly_fills_the_buffer_keeps_readiness_and_the_next_read_waits_
 
 #[test]
 fn an_async_fd_reader_that_stops_early_on_a_pipe_gets_the_rest_with_try_io() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     run_bounded(&lp, async {
@@ -339,7 +324,7 @@ impl Record {
 
 #[test]
 fn a_transport_that_spends_its_read_budget_continues_without_a_new_edge() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     let h = lp.handle();
@@ -383,7 +368,7 @@ fn a_transport_that_spends_its_read_budget_continues_without_a_new_edge() {
 
 #[test]
 fn a_closed_socket_whose_fd_number_is_reused_does_not_wake_the_new_sockets_task() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     run_bounded(&lp, async {
@@ -404,7 +389,7 @@ fn a_closed_socket_whose_fd_number_is_reused_does_not_wake_the_new_sockets_task(
         });
         // A's peer keeps talking to A's (closed) file.
         let _ = sys::send(a_peer.as_fd(), b"more for A");
-        iterations(10).await;
+        settle(10).await;
         sleep(Duration::from_millis(20)).await;
         assert!(!woken.get(), "B's task was woken by an event of A (fd {number})");
         assert!(!b.is_ready(Interest::Read));
@@ -420,7 +405,7 @@ fn a_closed_socket_whose_fd_number_is_reused_does_not_wake_the_new_sockets_task(
 
 #[test]
 fn a_transport_closed_in_the_iteration_its_event_arrived_never_feeds_the_socket_reusing_its_fd() {
-    let _g = fd_lock();
+    let _g = serial();
     let lines = Rc::new(RefCell::new(Vec::<String>::new()));
     let sink = lines.clone();
     let lp = EventLoop::builder()
@@ -463,7 +448,7 @@ fn a_transport_closed_in_the_iteration_its_event_arrived_never_feeds_the_socket_
         })
         .unwrap();
         client.write_all(b"data for A").await.unwrap();
-        iterations(10).await;
+        settle(10).await;
         sleep(Duration::from_millis(20)).await;
 
         assert!(new_b.borrow().is_some(), "the closer ran");
@@ -521,7 +506,7 @@ fn stale_lines(lines: &[String]) -> Vec<String> {
 
 #[test]
 fn stale_events_of_a_closed_registration_are_dropped_and_counted_in_trace_mode() {
-    let _g = fd_lock();
+    let _g = serial();
     let lines = Rc::new(RefCell::new(Vec::<String>::new()));
     let sink = lines.clone();
     let lp = EventLoop::builder()
@@ -615,7 +600,7 @@ fn stale_events_of_a_closed_registration_are_dropped_and_counted_in_trace_mode()
 
 #[test]
 fn add_reader_on_a_reused_fd_number_never_runs_for_the_old_files_events() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     let (a, a_peer) = raw_pair();
@@ -648,7 +633,7 @@ fn add_reader_on_a_reused_fd_number_never_runs_for_the_old_files_events() {
 
 #[test]
 fn async_fd_on_a_pipe_readable_writable_try_io_and_io() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     run_bounded(&lp, async {
@@ -708,7 +693,7 @@ fn async_fd_on_a_pipe_readable_writable_try_io_and_io() {
             ww.writable().await.unwrap();
             rr.set(true);
         });
-        iterations(5).await;
+        settle(5).await;
         assert!(!room.get(), "a full pipe is not writable");
         let mut drained = 0usize;
         let mut big = vec![0u8; 64 * 1024];
@@ -729,14 +714,14 @@ fn async_fd_on_a_pipe_readable_writable_try_io_and_io() {
             .await
             .unwrap();
         assert_eq!(n, 0);
-        iterations(2).await;
+        settle(2).await;
         assert!(r.is_read_closed(), "EPOLLHUP seen: {r:?}");
     });
 }
 
 #[test]
 fn async_fd_on_a_unix_datagram_socketpair_keeps_message_boundaries() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     run_bounded(&lp, async {
@@ -772,7 +757,7 @@ fn async_fd_on_a_unix_datagram_socketpair_keeps_message_boundaries() {
         }
         let aa = a.clone();
         let sender = evloop::spawn(async move { aa.io(Interest::Write, |fd| sys::send(fd.as_fd(), b"last")).await });
-        iterations(5).await;
+        settle(5).await;
         let mut big = [0u8; 1024];
         let mut received = 0usize;
         let mut last = false;
@@ -796,7 +781,7 @@ fn async_fd_on_a_unix_datagram_socketpair_keeps_message_boundaries() {
 
 #[test]
 fn async_fd_registration_costs_one_add_and_one_del_and_into_inner_gives_the_fd_back() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     spin_once(&lp);
     let h = lp.handle();
@@ -827,7 +812,7 @@ fn async_fd_registration_costs_one_add_and_one_del_and_into_inner_gives_the_fd_b
 
 #[test]
 fn registering_an_fd_that_has_an_add_reader_callback_is_refused_naming_the_fd() {
-    let _g = fd_lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let h: LoopHandle = lp.handle();
     let (r, _w) = sys::pipe2().unwrap();

@@ -1,55 +1,30 @@
+// Standalone binary: it compares `/proc/self/fd` before and after, which tests in parallel threads would disturb.
 //! Datagram endpoints (`create_datagram_endpoint`, `create_unix_datagram_endpoint`): echo with
 //! datagram boundaries, explicit vs connected destinations, ICMP errors, closing, the write
 //! queue, the fd table when the loop closes under open endpoints, and the syscalls of steady
 //! state.
 //!
 //! The fd table is process-wide and the tests of one binary run in parallel threads, so every
-//! test takes the `SERIAL` lock for its whole duration (one of them compares `/proc/self/fd`
+//! test takes the `serial()` lock for its whole duration (one of them compares `/proc/self/fd`
 //! before and after). Everything runs on loopback (127.0.0.1, ::1 when the machine has it) or on
-//! abstract Unix names made unique with the process id.
+//! abstract Unix names made unique with the process id (`net::abstract_name`).
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::{AsFd, RawFd};
+use std::os::fd::AsFd;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use evloop::net::{SockAddr, UnixAddr};
 use evloop::sys::{self as sys, Syscall, counters};
 use evloop::{
-    DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, EventLoop,
-    LoopHandle, sleep,
+    DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, LoopHandle,
 };
-use evloop_tests::{DropFlag, HANG, flag, run_bounded};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serialize() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Waits (yielding to the loop) until `cond` holds; panics naming `what` after [`HANG`].
-async fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + HANG;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        sleep(Duration::from_millis(1)).await;
-    }
-}
-
-/// Lets the loop run for `d` (so that anything wrongly scheduled would show).
-async fn settle(d: Duration) {
-    sleep(d).await;
-}
-
-fn v4() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
+use evloop_tests::fds::fd_table;
+use evloop_tests::net::{abstract_name, loopback_v4};
+use evloop_tests::{DropFlag, flag, new_loop, run_bounded, serial, settle_for, wait_until};
 
 /// `[::1]:0`, or `None` (with the reason printed) when this machine has no IPv6 loopback.
 fn v6() -> Option<SocketAddr> {
@@ -61,17 +36,6 @@ fn v6() -> Option<SocketAddr> {
             None
         }
     }
-}
-
-/// A unique abstract Unix name for this process.
-fn abstract_name(tag: &str) -> UnixAddr {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let name = format!("evloop-dgram-{}-{tag}-{}", std::process::id(), N.fetch_add(1, SeqCst));
-    UnixAddr::abstract_name(name.as_bytes()).unwrap()
-}
-
-fn new_loop() -> EventLoop {
-    EventLoop::new().expect("a new loop")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,7 +233,10 @@ fn echo_exchange(local: SocketAddr, total: usize) {
     let ct = lp.create_datagram_endpoint(client, None, Some(server_addr)).unwrap();
     assert_eq!(ct.peername(), Some(&SockAddr::Inet(server_addr)));
     let p = ping.clone();
-    run_bounded(&lp, async move { until("the echo exchange", || ping_done(&p)).await });
+    run_bounded(
+        &lp,
+        async move { wait_until("the echo exchange", || ping_done(&p)).await },
+    );
     assert_ping_ok(&ping, total);
     assert_eq!(server_seen.count(), total);
     assert_eq!(server_seen.errors(), 0);
@@ -283,20 +250,20 @@ fn echo_exchange(local: SocketAddr, total: usize) {
 
 #[test]
 fn echo_1000_datagrams_keeps_boundaries_ipv4() {
-    let _g = serialize();
-    echo_exchange(v4(), 1000);
+    let _g = serial();
+    echo_exchange(loopback_v4(), 1000);
 }
 
 #[test]
 fn echo_1000_datagrams_keeps_boundaries_ipv6() {
-    let _g = serialize();
+    let _g = serial();
     let Some(addr) = v6() else { return };
     echo_exchange(addr, 1000);
 }
 
 #[test]
 fn create_datagram_endpoint_needs_an_address_of_one_family() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
     let (p, _, dropped) = recorder(false);
     let e = lp.create_datagram_endpoint(p, None, None).unwrap_err();
@@ -306,12 +273,14 @@ fn create_datagram_endpoint_needs_an_address_of_one_family() {
 
     let (p, _, _) = recorder(false);
     let v6: SocketAddr = "[::1]:9".parse().unwrap();
-    let e = lp.create_datagram_endpoint(p, Some(v4()), Some(v6)).unwrap_err();
+    let e = lp
+        .create_datagram_endpoint(p, Some(loopback_v4()), Some(v6))
+        .unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("different families"), "{e}");
 
     // A bind failure names the call and the address.
-    let taken = UdpSocket::bind(v4()).unwrap();
+    let taken = UdpSocket::bind(loopback_v4()).unwrap();
     let addr = taken.local_addr().unwrap();
     let (p, _, _) = recorder(false);
     let e = lp.create_datagram_endpoint(p, Some(addr), None).unwrap_err();
@@ -321,22 +290,22 @@ fn create_datagram_endpoint_needs_an_address_of_one_family() {
     // A closed loop refuses.
     lp.close().unwrap();
     let (p, _, _) = recorder(false);
-    assert!(lp.create_datagram_endpoint(p, Some(v4()), None).is_err());
+    assert!(lp.create_datagram_endpoint(p, Some(loopback_v4()), None).is_err());
     let (p, _, _) = recorder(false);
     assert!(
-        lp.create_unix_datagram_endpoint(p, Some(&abstract_name("closed")), None)
+        lp.create_unix_datagram_endpoint(p, Some(&abstract_name("dgram-closed")), None)
             .is_err()
     );
 }
 
 #[test]
 fn sendto_explicit_address_vs_connected_remote() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
     let (a, a_seen, _) = recorder(false);
     let (b, b_seen, _) = recorder(false);
-    let at = lp.create_datagram_endpoint(a, Some(v4()), None).unwrap();
-    let bt = lp.create_datagram_endpoint(b, Some(v4()), None).unwrap();
+    let at = lp.create_datagram_endpoint(a, Some(loopback_v4()), None).unwrap();
+    let bt = lp.create_datagram_endpoint(b, Some(loopback_v4()), None).unwrap();
     let a_addr = at.sockname().cloned().unwrap();
     let b_addr = bt.sockname().cloned().unwrap();
     let (c, c_seen, _) = recorder(false);
@@ -363,8 +332,8 @@ fn sendto_explicit_address_vs_connected_remote() {
 
     let (bs, cs) = (b_seen.clone(), c_seen.clone());
     run_bounded(&lp, async move {
-        until("b gets 4 datagrams, c gets 1", || bs.count() == 4 && cs.count() == 1).await;
-        settle(Duration::from_millis(50)).await;
+        wait_until("b gets 4 datagrams, c gets 1", || bs.count() == 4 && cs.count() == 1).await;
+        settle_for(Duration::from_millis(50)).await;
     });
     let got: Vec<(Vec<u8>, SockAddr)> = b_seen.datagrams.borrow().clone();
     assert_eq!(
@@ -387,9 +356,9 @@ fn sendto_explicit_address_vs_connected_remote() {
 
 #[test]
 fn connected_endpoint_to_closed_port_gets_econnrefused_and_keeps_working() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
-    let dead = UdpSocket::bind(v4()).unwrap();
+    let dead = UdpSocket::bind(loopback_v4()).unwrap();
     let dead_addr = dead.local_addr().unwrap();
     drop(dead);
     let (p, seen, _) = recorder(false);
@@ -397,9 +366,9 @@ fn connected_endpoint_to_closed_port_gets_econnrefused_and_keeps_working() {
     let (s, tt) = (seen.clone(), t.clone());
     run_bounded(&lp, async move {
         tt.sendto(b"ping 1", None).unwrap();
-        until("the first ECONNREFUSED", || s.errors() >= 1).await;
+        wait_until("the first ECONNREFUSED", || s.errors() >= 1).await;
         tt.sendto(b"ping 2", None).unwrap();
-        until("the second ECONNREFUSED", || s.errors() >= 2).await;
+        wait_until("the second ECONNREFUSED", || s.errors() >= 2).await;
     });
     for e in seen.errors.borrow().iter() {
         assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused, "{e}");
@@ -427,7 +396,7 @@ fn connected_endpoint_to_closed_port_gets_econnrefused_and_keeps_working() {
         tt.sendto(b"again", None).unwrap();
         let mut buf = [0u8; 64];
         let mut got = None;
-        until("the revived port receives", || match revived.recv_from(&mut buf) {
+        wait_until("the revived port receives", || match revived.recv_from(&mut buf) {
             Ok((n, from)) => {
                 got = Some((buf[..n].to_vec(), from));
                 true
@@ -437,7 +406,7 @@ fn connected_endpoint_to_closed_port_gets_econnrefused_and_keeps_working() {
         .await;
         assert_eq!(got, Some((b"again".to_vec(), my_addr)));
         revived.send_to(b"pong", my_addr).unwrap();
-        until("the reply", || s.count() == 1).await;
+        wait_until("the reply", || s.count() == 1).await;
     });
     assert_eq!(
         seen.datagrams.borrow()[0],
@@ -449,12 +418,12 @@ fn connected_endpoint_to_closed_port_gets_econnrefused_and_keeps_working() {
 
 #[test]
 fn send_error_goes_to_error_received_and_the_endpoint_keeps_working() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
     let (a, a_seen, _) = recorder(false);
     let (b, b_seen, _) = recorder(false);
-    let at = lp.create_datagram_endpoint(a, Some(v4()), None).unwrap();
-    let bt = lp.create_datagram_endpoint(b, Some(v4()), None).unwrap();
+    let at = lp.create_datagram_endpoint(a, Some(loopback_v4()), None).unwrap();
+    let bt = lp.create_datagram_endpoint(b, Some(loopback_v4()), None).unwrap();
     let b_addr = bt.sockname().cloned().unwrap();
     // Larger than any UDP datagram: EMSGSIZE, reported in the next iteration, not by sendto.
     at.sendto(&vec![7u8; 70_000], Some(&b_addr)).unwrap();
@@ -462,7 +431,7 @@ fn send_error_goes_to_error_received_and_the_endpoint_keeps_working() {
     at.sendto(b"small", Some(&b_addr)).unwrap();
     let (s, r) = (a_seen.clone(), b_seen.clone());
     run_bounded(&lp, async move {
-        until("the error and the datagram", || s.errors() == 1 && r.count() == 1).await
+        wait_until("the error and the datagram", || s.errors() == 1 && r.count() == 1).await
     });
     let e = &a_seen.errors.borrow()[0];
     assert!(e.to_string().contains("sendto(fd"), "{e}");
@@ -477,26 +446,26 @@ fn send_error_goes_to_error_received_and_the_endpoint_keeps_working() {
 
 #[test]
 fn close_delivers_connection_lost_once_and_later_sendto_is_dropped() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
     let (a, a_seen, a_dropped) = recorder(false);
     let (b, b_seen, _) = recorder(false);
-    let at = lp.create_datagram_endpoint(a, Some(v4()), None).unwrap();
-    let bt = lp.create_datagram_endpoint(b, Some(v4()), None).unwrap();
+    let at = lp.create_datagram_endpoint(a, Some(loopback_v4()), None).unwrap();
+    let bt = lp.create_datagram_endpoint(b, Some(loopback_v4()), None).unwrap();
     let b_addr = bt.sockname().cloned().unwrap();
     let (s, tt, addr) = (a_seen.clone(), at.clone(), b_addr.clone());
     run_bounded(&lp, async move {
-        until("connection_made", || s.made.get() == 1).await;
+        wait_until("connection_made", || s.made.get() == 1).await;
         tt.close();
         assert!(tt.is_closing());
         tt.close();
         tt.abort();
         tt.sendto(b"after close", Some(&addr)).unwrap();
-        until("connection_lost", || s.lost() == 1).await;
+        wait_until("connection_lost", || s.lost() == 1).await;
         tt.sendto(b"after connection_lost", Some(&addr)).unwrap();
         tt.close();
         tt.abort();
-        settle(Duration::from_millis(50)).await;
+        settle_for(Duration::from_millis(50)).await;
     });
     assert_eq!(a_seen.lost(), 1, "connection_lost exactly once");
     assert!(a_seen.lost.borrow()[0].is_none(), "a normal close: None");
@@ -512,9 +481,9 @@ fn close_delivers_connection_lost_once_and_later_sendto_is_dropped() {
 
 #[test]
 fn close_sends_queued_datagrams_first() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
-    let name = abstract_name("queue");
+    let name = abstract_name("dgram-queue");
     let (r, r_seen, _) = recorder(false);
     let _rt = lp.create_unix_datagram_endpoint(r, Some(&name), None).unwrap();
     let (s, s_seen, _) = recorder(false);
@@ -533,7 +502,7 @@ fn close_sends_queued_datagrams_first() {
     st.sendto(b"after close", None).unwrap();
     let (rs, ss) = (r_seen.clone(), s_seen.clone());
     run_bounded(&lp, async move {
-        until("all datagrams and connection_lost", || {
+        wait_until("all datagrams and connection_lost", || {
             rs.count() == N && ss.lost() == 1
         })
         .await
@@ -551,9 +520,9 @@ fn close_sends_queued_datagrams_first() {
 
 #[test]
 fn a_full_write_queue_drops_datagrams_and_reports_each() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
-    let name = abstract_name("limit");
+    let name = abstract_name("dgram-limit");
     let (r, r_seen, _) = recorder(false);
     let _rt = lp.create_unix_datagram_endpoint(r, Some(&name), None).unwrap();
     let (s, s_seen, _) = recorder(false);
@@ -572,7 +541,7 @@ fn a_full_write_queue_drops_datagrams_and_reports_each() {
     assert!(dropped > 0 && dropped < N - 10, "dropped {dropped}");
     let (rs, ss) = (r_seen.clone(), s_seen.clone());
     run_bounded(&lp, async move {
-        until("the rest delivered and every drop reported", || {
+        wait_until("the rest delivered and every drop reported", || {
             rs.count() == N - dropped && ss.errors() == dropped
         })
         .await;
@@ -598,20 +567,19 @@ fn a_full_write_queue_drops_datagrams_and_reports_each() {
     // The transport keeps working.
     st.sendto(b"still here", None).unwrap();
     let rs = r_seen.clone();
-    run_bounded(
-        &lp,
-        async move { until("one more", || rs.count() == N - dropped + 1).await },
-    );
+    run_bounded(&lp, async move {
+        wait_until("one more", || rs.count() == N - dropped + 1).await
+    });
     assert_eq!(r_seen.datagrams.borrow().last().unwrap().0, b"still here");
     assert_eq!(s_seen.lost(), 0);
 }
 
 #[test]
 fn unix_datagram_endpoints_with_abstract_names() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
-    let server_name = abstract_name("server");
-    let client_name = abstract_name("client");
+    let server_name = abstract_name("dgram-server");
+    let client_name = abstract_name("dgram-client");
     let (server, server_seen, _) = recorder(true);
     let st = lp
         .create_unix_datagram_endpoint(server, Some(&server_name), None)
@@ -625,10 +593,9 @@ fn unix_datagram_endpoints_with_abstract_names() {
     assert_eq!(ct.sockname(), Some(&SockAddr::Unix(client_name.clone())));
     assert_eq!(ct.peername(), Some(&SockAddr::Unix(server_name.clone())));
     let p = ping.clone();
-    run_bounded(
-        &lp,
-        async move { until("the unix echo exchange", || ping_done(&p)).await },
-    );
+    run_bounded(&lp, async move {
+        wait_until("the unix echo exchange", || ping_done(&p)).await
+    });
     assert_ping_ok(&ping, 1000);
     assert!(
         server_seen
@@ -641,7 +608,7 @@ fn unix_datagram_endpoints_with_abstract_names() {
     // Connecting to a name nobody bound fails at once.
     let (p, _, _) = recorder(false);
     let e = lp
-        .create_unix_datagram_endpoint(p, None, Some(&abstract_name("nobody")))
+        .create_unix_datagram_endpoint(p, None, Some(&abstract_name("dgram-nobody")))
         .unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused, "{e}");
     assert!(e.to_string().contains("connect(@evloop-dgram-"), "{e}");
@@ -649,7 +616,7 @@ fn unix_datagram_endpoints_with_abstract_names() {
 
 #[test]
 fn unix_pathname_endpoint_removes_its_socket_file_on_close() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
     let path = std::env::temp_dir().join(format!("evloop-dgram-{}.sock", std::process::id()));
     let _ = fs::remove_file(&path);
@@ -665,16 +632,16 @@ fn unix_pathname_endpoint_removes_its_socket_file_on_close() {
     let s = seen.clone();
     run_bounded(&lp, async move {
         t.close();
-        until("connection_lost", || s.lost() == 1).await;
+        wait_until("connection_lost", || s.lost() == 1).await;
     });
     assert!(!path.exists(), "close removes the socket file");
 }
 
 #[test]
 fn datagram_larger_than_the_receive_buffer_is_truncated_without_error() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
-    let name = abstract_name("big");
+    let name = abstract_name("dgram-big");
     let (r, seen, _) = recorder(false);
     let _rt = lp.create_unix_datagram_endpoint(r, Some(&name), None).unwrap();
     // Unix datagrams may exceed 64 KiB (UDP ones cannot), so send one with a plain socket.
@@ -685,8 +652,8 @@ fn datagram_larger_than_the_receive_buffer_is_truncated_without_error() {
     sys::send_to(sender.as_fd(), b"after", &to).unwrap();
     let s = seen.clone();
     run_bounded(&lp, async move {
-        until("both datagrams", || s.count() == 2).await;
-        settle(Duration::from_millis(20)).await;
+        wait_until("both datagrams", || s.count() == 2).await;
+        settle_for(Duration::from_millis(20)).await;
     });
     let got = seen.datagrams.borrow();
     assert_eq!(got[0].0.len(), 64 * 1024, "truncated to the 64 KiB buffer");
@@ -698,12 +665,14 @@ fn datagram_larger_than_the_receive_buffer_is_truncated_without_error() {
 
 #[test]
 fn reuse_port_and_allow_broadcast_options() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
     // SO_REUSEPORT: two endpoints on one port; without it the second bind fails.
     let (p1, _, _) = recorder(false);
     let opts = DatagramOptions::new().reuse_port(true);
-    let t1 = lp.create_datagram_endpoint_with(p1, Some(v4()), None, &opts).unwrap();
+    let t1 = lp
+        .create_datagram_endpoint_with(p1, Some(loopback_v4()), None, &opts)
+        .unwrap();
     let addr = t1.sockname().and_then(|a| a.as_inet()).unwrap();
     let (p2, _, _) = recorder(false);
     let t2 = lp.create_datagram_endpoint_with(p2, Some(addr), None, &opts).unwrap();
@@ -715,22 +684,27 @@ fn reuse_port_and_allow_broadcast_options() {
     // SO_BROADCAST: sending to the loopback broadcast address is EACCES without it.
     let bcast = SockAddr::Inet("127.255.255.255:9".parse().unwrap());
     let (plain, plain_seen, _) = recorder(false);
-    let pt = lp.create_datagram_endpoint(plain, Some(v4()), None).unwrap();
+    let pt = lp.create_datagram_endpoint(plain, Some(loopback_v4()), None).unwrap();
     let (bc, bc_seen, _) = recorder(false);
     let bt = lp
-        .create_datagram_endpoint_with(bc, Some(v4()), None, &DatagramOptions::new().allow_broadcast(true))
+        .create_datagram_endpoint_with(
+            bc,
+            Some(loopback_v4()),
+            None,
+            &DatagramOptions::new().allow_broadcast(true),
+        )
         .unwrap();
     let (sink, sink_seen, _) = recorder(false);
-    let sink_t = lp.create_datagram_endpoint(sink, Some(v4()), None).unwrap();
+    let sink_t = lp.create_datagram_endpoint(sink, Some(loopback_v4()), None).unwrap();
     let sink_addr = sink_t.sockname().cloned().unwrap();
     pt.sendto(b"broadcast?", Some(&bcast)).unwrap();
     bt.sendto(b"broadcast!", Some(&bcast)).unwrap();
     bt.sendto(b"marker", Some(&sink_addr)).unwrap();
     let (ps, ss) = (plain_seen.clone(), sink_seen.clone());
     run_bounded(&lp, async move {
-        until("the marker", || ss.count() == 1).await;
+        wait_until("the marker", || ss.count() == 1).await;
         let deadline = Instant::now() + Duration::from_millis(300);
-        until("the EACCES (or a short wait)", || {
+        wait_until("the EACCES (or a short wait)", || {
             ps.errors() > 0 || Instant::now() > deadline
         })
         .await;
@@ -745,15 +719,15 @@ fn reuse_port_and_allow_broadcast_options() {
 
 #[test]
 fn steady_state_exchange_makes_no_epoll_ctl_calls() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
     let (server, _, _) = recorder(true);
-    let st = lp.create_datagram_endpoint(server, Some(v4()), None).unwrap();
+    let st = lp.create_datagram_endpoint(server, Some(loopback_v4()), None).unwrap();
     let server_addr = st.sockname().and_then(|a| a.as_inet()).unwrap();
     let (client, ping) = pinger(50, 8);
     let _ct = lp.create_datagram_endpoint(client, None, Some(server_addr)).unwrap();
     let p = ping.clone();
-    run_bounded(&lp, async move { until("warm-up", || ping_done(&p)).await });
+    run_bounded(&lp, async move { wait_until("warm-up", || ping_done(&p)).await });
     assert_ping_ok(&ping, 50);
 
     // Steady state: 500 more round trips.
@@ -762,7 +736,7 @@ fn steady_state_exchange_makes_no_epoll_ctl_calls() {
         let before = counters::snapshot();
         p.borrow_mut().total = 550;
         kick(&p);
-        until("500 more round trips", || ping_done(&p)).await;
+        wait_until("500 more round trips", || ping_done(&p)).await;
         let _ = lp2;
         counters::snapshot().since(&before)
     });
@@ -781,30 +755,9 @@ fn steady_state_exchange_makes_no_epoll_ctl_calls() {
 // ---------------------------------------------------------------------------------------------
 // The fd table.
 
-/// The process's fd table: fd number -> what it points to, without the directory fd used to
-/// list it.
-fn fd_table() -> BTreeMap<RawFd, String> {
-    let own_dir = format!("/proc/{}/fd", std::process::id());
-    let mut out = BTreeMap::new();
-    for entry in fs::read_dir("/proc/self/fd").expect("listing /proc/self/fd") {
-        let entry = entry.expect("reading /proc/self/fd");
-        let Ok(fd) = entry.file_name().to_string_lossy().parse::<RawFd>() else {
-            continue;
-        };
-        let Ok(target) = fs::read_link(entry.path()) else {
-            continue;
-        };
-        let target = target.to_string_lossy().into_owned();
-        if target != own_dir {
-            out.insert(fd, target);
-        }
-    }
-    out
-}
-
 #[test]
 fn loop_closing_under_open_endpoints_leaves_the_fd_table_as_it_was() {
-    let _g = serialize();
+    let _g = serial();
     let before = fd_table();
     let mut flags = Vec::new();
     let mut transports: Vec<DatagramTransport> = Vec::new();
@@ -814,16 +767,16 @@ fn loop_closing_under_open_endpoints_leaves_the_fd_table_as_it_was() {
         // A UDP echo pair that has exchanged traffic.
         let (server, _, f) = recorder(true);
         flags.push(f);
-        let st = h.create_datagram_endpoint(server, Some(v4()), None).unwrap();
+        let st = h.create_datagram_endpoint(server, Some(loopback_v4()), None).unwrap();
         let (client, ping) = pinger(20, 4);
         let ct = h
             .create_datagram_endpoint(client, None, st.sockname().and_then(|a| a.as_inet()))
             .unwrap();
         let p = ping.clone();
-        run_bounded(&h, async move { until("traffic", || ping_done(&p)).await });
+        run_bounded(&h, async move { wait_until("traffic", || ping_done(&p)).await });
         assert_ping_ok(&ping, 20);
         // A Unix sender with datagrams still queued, and one whose connection_made never ran.
-        let name = abstract_name("fds");
+        let name = abstract_name("dgram-fds");
         let (r, _, f) = recorder(false);
         flags.push(f);
         let rt = h.create_unix_datagram_endpoint(r, Some(&name), None).unwrap();
@@ -838,10 +791,10 @@ fn loop_closing_under_open_endpoints_leaves_the_fd_table_as_it_was() {
         // (which holds its transport) is dropped.
         let (c, c_seen, f) = recorder(false);
         flags.push(f);
-        let closing = h.create_datagram_endpoint(c, Some(v4()), None).unwrap();
+        let closing = h.create_datagram_endpoint(c, Some(loopback_v4()), None).unwrap();
         run_bounded(&h, {
             let s = c_seen.clone();
-            async move { until("connection_made", || s.made.get() == 1).await }
+            async move { wait_until("connection_made", || s.made.get() == 1).await }
         });
         closing.close();
         assert_eq!(closing.fd(), None);
@@ -861,7 +814,8 @@ fn loop_closing_under_open_endpoints_leaves_the_fd_table_as_it_was() {
         assert_eq!(t.fd(), None);
         assert_eq!(t.get_write_buffer_size(), 0);
         // Using a transport of a closed loop is harmless.
-        t.sendto(b"late", t.peername().or(Some(&SockAddr::Inet(v4())))).unwrap();
+        t.sendto(b"late", t.peername().or(Some(&SockAddr::Inet(loopback_v4()))))
+            .unwrap();
         t.close();
         t.abort();
     }
@@ -872,22 +826,21 @@ fn loop_closing_under_open_endpoints_leaves_the_fd_table_as_it_was() {
 
 #[test]
 fn a_burst_larger_than_the_read_budget_is_read_without_a_new_edge() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
     let (r, seen, _) = recorder(false);
-    let rt = lp.create_datagram_endpoint(r, Some(v4()), None).unwrap();
+    let rt = lp.create_datagram_endpoint(r, Some(loopback_v4()), None).unwrap();
     let to = rt.sockname().and_then(|a| a.as_inet()).unwrap();
     // 100 datagrams wait in the kernel before the loop first polls: one edge, and the handler
     // reads 32 per run, so it must come back by itself for the rest.
-    let sender = UdpSocket::bind(v4()).unwrap();
+    let sender = UdpSocket::bind(loopback_v4()).unwrap();
     for i in 0..100u32 {
         sender.send_to(&i.to_be_bytes(), to).unwrap();
     }
     let s = seen.clone();
-    run_bounded(
-        &lp,
-        async move { until("all 100 datagrams", || s.count() == 100).await },
-    );
+    run_bounded(&lp, async move {
+        wait_until("all 100 datagrams", || s.count() == 100).await
+    });
     let idx: Vec<u32> = seen
         .datagrams
         .borrow()
@@ -899,9 +852,9 @@ fn a_burst_larger_than_the_read_budget_is_read_without_a_new_edge() {
 
 #[test]
 fn a_send_that_finds_a_pending_icmp_error_is_retried() {
-    let _g = serialize();
+    let _g = serial();
     let lp = new_loop();
-    let dead = UdpSocket::bind(v4()).unwrap();
+    let dead = UdpSocket::bind(loopback_v4()).unwrap();
     let dead_addr = dead.local_addr().unwrap();
     drop(dead);
     let (p, seen, _) = recorder(false);
@@ -923,14 +876,14 @@ fn a_send_that_finds_a_pending_icmp_error_is_retried() {
     let got = run_bounded(&lp, async move {
         let mut buf = [0u8; 64];
         let mut got = Vec::new();
-        until("the retried datagram and the error", || {
+        wait_until("the retried datagram and the error", || {
             if let Ok((n, _)) = revived.recv_from(&mut buf) {
                 got.push(buf[..n].to_vec());
             }
             !got.is_empty() && s.errors() >= 1
         })
         .await;
-        settle(Duration::from_millis(20)).await;
+        settle_for(Duration::from_millis(20)).await;
         got
     });
     assert_eq!(got, vec![b"delivered".to_vec()]);
@@ -942,20 +895,23 @@ fn a_send_that_finds_a_pending_icmp_error_is_retried() {
 #[test]
 fn injected_faults_per_datagram_errors_vs_a_dead_socket() {
     use evloop::sys::{errno, fault};
-    let _g = serialize();
+    let _g = serial();
     fault::clear();
     let lp = new_loop();
     let (r, seen, r_dropped) = recorder(false);
-    let rt = lp.create_datagram_endpoint(r, Some(v4()), None).unwrap();
+    let rt = lp.create_datagram_endpoint(r, Some(loopback_v4()), None).unwrap();
     let to = rt.sockname().and_then(|a| a.as_inet()).unwrap();
-    let sender = UdpSocket::bind(v4()).unwrap();
+    let sender = UdpSocket::bind(loopback_v4()).unwrap();
 
     // A failing recvfrom is one datagram's problem: reported, and the reading goes on.
     sender.send_to(b"one", to).unwrap();
     sender.send_to(b"two", to).unwrap();
     fault::fail_nth(Syscall::Recvfrom, 1, errno::ENOMEM);
     let s = seen.clone();
-    run_bounded(&lp, async move { until("both datagrams", || s.count() == 2).await });
+    run_bounded(
+        &lp,
+        async move { wait_until("both datagrams", || s.count() == 2).await },
+    );
     assert_eq!(seen.errors(), 1);
     let e = &seen.errors.borrow()[0];
     assert_eq!(e.kind(), io::ErrorKind::OutOfMemory, "{e}");
@@ -966,7 +922,10 @@ fn injected_faults_per_datagram_errors_vs_a_dead_socket() {
     fault::fail_nth(Syscall::Recvfrom, 1, errno::EBADF);
     sender.send_to(b"three", to).unwrap();
     let s = seen.clone();
-    run_bounded(&lp, async move { until("connection_lost", || s.lost() == 1).await });
+    run_bounded(
+        &lp,
+        async move { wait_until("connection_lost", || s.lost() == 1).await },
+    );
     let lost = seen.lost.borrow_mut().pop().unwrap().expect("lost with an error");
     assert!(lost.to_string().contains("recvfrom(fd"), "{lost}");
     assert!(rt.is_closing());
@@ -975,12 +934,15 @@ fn injected_faults_per_datagram_errors_vs_a_dead_socket() {
 
     // Likewise for a send: sendto returns Ok, the transport closes, connection_lost says why.
     let (p, s_seen, _) = recorder(false);
-    let st = lp.create_datagram_endpoint(p, Some(v4()), None).unwrap();
+    let st = lp.create_datagram_endpoint(p, Some(loopback_v4()), None).unwrap();
     fault::fail_nth(Syscall::Sendto, 1, errno::ENOTSOCK);
     st.sendto(b"x", Some(&SockAddr::Inet(to))).unwrap();
     assert!(st.is_closing());
     let s = s_seen.clone();
-    run_bounded(&lp, async move { until("connection_lost", || s.lost() == 1).await });
+    run_bounded(
+        &lp,
+        async move { wait_until("connection_lost", || s.lost() == 1).await },
+    );
     assert!(
         s_seen.lost.borrow()[0]
             .as_ref()

@@ -1,3 +1,4 @@
+// Standalone binary: it counts the process's fds (`open_fd_count`), which tests in parallel threads would disturb.
 //! Bad input and failures on loopback sockets: refused connections, addresses in use, a peer
 //! that resets or half-closes mid-stream, writes to a closed peer (an error, never a SIGPIPE:
 //! mio #577), zero-byte reads and writes, and syscall failures injected with
@@ -16,60 +17,36 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::process::Command;
 use std::rc::Rc;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream, UdpSocket, UnixAddr};
 use evloop::net::{UnixListener, UnixStream};
 use evloop::sys::counters;
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Transport, sleep, yield_now};
+use evloop::{AsyncReadExt, AsyncWriteExt, LoopHandle, Protocol, Transport, sleep};
 use evloop_syscalls as sys;
-use evloop_tests::{child, run_bounded, spin_once};
+use evloop_tests::net::loopback_v4;
+use evloop_tests::{child, run_bounded, serial, warm_loop, yield_until};
 
 // ---------------------------------------------------------------------------------------------
-// Helpers (local to this binary).
-
-/// Serializes the tests of this binary: one of them counts the process's open fds, which every
-/// other test running at the same time would disturb.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn new_loop() -> EventLoop {
-    let lp = EventLoop::new().unwrap();
-    spin_once(&lp);
-    lp
-}
-
-fn loopback4() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
+// Helpers (this file only). Every test holds `serial()`: one of them counts the process's open
+// fds, which every other test running at the same time would disturb.
 
 /// An address on loopback where nothing listens: bound once (so the port was free), then closed.
 fn closed_port(lp: &LoopHandle) -> SocketAddr {
     run_bounded(lp, async {
-        let l = TcpListener::bind(loopback4()).await.unwrap();
+        let l = TcpListener::bind(loopback_v4()).await.unwrap();
         l.local_addr().unwrap()
     })
 }
 
 /// A connected TCP pair on loopback: (client, accepted).
 async fn tcp_pair() -> (TcpStream, TcpStream) {
-    let listener = TcpListener::bind(loopback4()).await.unwrap();
+    let listener = TcpListener::bind(loopback_v4()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let accept = evloop::spawn(async move { listener.accept().await.unwrap().0 });
     let c = TcpStream::connect(addr).await.unwrap();
     (c, accept.await.unwrap())
-}
-
-/// Waits (one iteration at a time; the caller's run is bounded) until `cond` holds.
-async fn until(mut cond: impl FnMut() -> bool) {
-    while !cond() {
-        yield_now().await;
-    }
 }
 
 fn is_closed_peer_error(e: &io::Error) -> bool {
@@ -94,7 +71,7 @@ async fn write_until_error<W: evloop::AsyncWrite + Unpin>(w: &mut W) -> io::Erro
 #[test]
 fn connection_refused_is_econnrefused_naming_the_address() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     let addr = closed_port(&lp);
     let h = lp.handle();
     run_bounded(&lp, async move {
@@ -125,7 +102,7 @@ fn connection_refused_is_econnrefused_naming_the_address() {
 #[test]
 fn connecting_to_a_closed_port_on_other_loopback_addresses_and_port_zero_fails_promptly() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     let closed = closed_port(&lp);
     run_bounded(&lp, async move {
         let mut targets: Vec<SocketAddr> = vec![
@@ -163,7 +140,7 @@ fn connecting_to_a_closed_port_on_other_loopback_addresses_and_port_zero_fails_p
 #[test]
 fn connecting_to_a_unix_path_that_does_not_exist_names_the_path() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
         let path = std::env::temp_dir().join(format!("evloop-no-such-{}.sock", std::process::id()));
         let e = UnixStream::connect(&UnixAddr::pathname(&path).unwrap())
@@ -177,10 +154,10 @@ fn connecting_to_a_unix_path_that_does_not_exist_names_the_path() {
 #[test]
 fn binding_an_address_in_use_is_addr_in_use_naming_the_address() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
-        let first = TcpListener::bind(loopback4()).await.unwrap();
+        let first = TcpListener::bind(loopback_v4()).await.unwrap();
         let addr = first.local_addr().unwrap();
         let e = TcpListener::bind(addr).await.unwrap_err();
         println!("TcpListener::bind twice: {e}");
@@ -195,7 +172,7 @@ fn binding_an_address_in_use_is_addr_in_use_naming_the_address() {
         assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
         assert!(e.to_string().contains(&addr.to_string()), "{e}");
 
-        let u = UdpSocket::bind(loopback4()).await.unwrap();
+        let u = UdpSocket::bind(loopback_v4()).await.unwrap();
         let uaddr = u.local_addr().unwrap();
         let e = UdpSocket::bind(uaddr).await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
@@ -220,7 +197,7 @@ fn binding_an_address_in_use_is_addr_in_use_naming_the_address() {
 #[test]
 fn a_peer_reset_mid_stream_gives_the_reader_connection_reset() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
         let (mut c, mut s) = tcp_pair().await;
         s.write_all(&[1u8; 1000]).await.unwrap();
@@ -282,7 +259,7 @@ impl Protocol for Watcher {
 #[test]
 fn a_peer_reset_gives_the_protocol_connection_lost_with_the_error() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let seen = Seen::default();
     let s2 = seen.clone();
@@ -293,17 +270,17 @@ fn a_peer_reset_gives_the_protocol_connection_lost_with_the_error() {
             .unwrap();
         let mut c = TcpStream::connect(server.local_addr()).await.unwrap();
         c.write_all(b"hello").await.unwrap();
-        until(|| seen.data.borrow().len() == 5).await;
+        yield_until(|| seen.data.borrow().len() == 5).await;
         sys::set_linger_zero(c.socket().as_fd()).unwrap();
         drop(c);
-        until(|| seen.lost.borrow().is_some()).await;
+        yield_until(|| seen.lost.borrow().is_some()).await;
         println!("server protocol: connection_lost({})", seen.lost_message.borrow());
         assert_eq!(*seen.lost.borrow(), Some(Some(io::ErrorKind::ConnectionReset)));
         assert_eq!(*seen.log.borrow(), ["made", "data", "lost"]);
-        until(|| server.active_connections() == 0).await;
+        yield_until(|| server.active_connections() == 0).await;
 
         // The same for a client-side transport whose server resets.
-        let listener = TcpListener::bind(loopback4()).await.unwrap();
+        let listener = TcpListener::bind(loopback_v4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let client_seen = Seen::default();
         let t = h
@@ -311,10 +288,10 @@ fn a_peer_reset_gives_the_protocol_connection_lost_with_the_error() {
             .await
             .unwrap();
         let (s, _) = listener.accept().await.unwrap();
-        until(|| client_seen.transport.borrow().is_some()).await;
+        yield_until(|| client_seen.transport.borrow().is_some()).await;
         sys::set_linger_zero(s.socket().as_fd()).unwrap();
         drop(s);
-        until(|| client_seen.lost.borrow().is_some()).await;
+        yield_until(|| client_seen.lost.borrow().is_some()).await;
         assert_eq!(*client_seen.lost.borrow(), Some(Some(io::ErrorKind::ConnectionReset)));
         assert!(t.is_closing());
         server.close();
@@ -324,7 +301,7 @@ fn a_peer_reset_gives_the_protocol_connection_lost_with_the_error() {
 #[test]
 fn a_peer_half_close_gives_eof_while_the_reader_can_still_write_back() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
         let (mut c, mut s) = tcp_pair().await;
         c.write_all(b"request").await.unwrap();
@@ -346,7 +323,7 @@ fn a_peer_half_close_gives_eof_while_the_reader_can_still_write_back() {
 #[test]
 fn a_protocol_that_keeps_the_transport_open_on_eof_can_still_write_back() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let seen = Seen {
         answer_eof: true,
@@ -364,7 +341,7 @@ fn a_protocol_that_keeps_the_transport_open_on_eof_can_still_write_back() {
         let mut resp = Vec::new();
         c.read_to_end(&mut resp).await.unwrap();
         assert_eq!(resp, b"got 12345 bytes");
-        until(|| seen.lost.borrow().is_some()).await;
+        yield_until(|| seen.lost.borrow().is_some()).await;
         assert_eq!(*seen.lost.borrow(), Some(None));
         let log = seen.log.borrow().clone();
         assert_eq!(log.first().map(String::as_str), Some("made"));
@@ -379,7 +356,7 @@ fn a_protocol_that_keeps_the_transport_open_on_eof_can_still_write_back() {
 /// Every way evloop writes to a stream socket, each to a peer that has gone away; each must
 /// fail with EPIPE or ECONNRESET. Run in-process by the test below and, under strace, in a child.
 fn write_to_closed_peers_scenario() {
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
         // Unix stream: the peer's close makes the next send EPIPE at once.
@@ -422,7 +399,7 @@ fn write_to_closed_peers_scenario() {
         // A transport (kept open by its protocol when the peer's EOF arrives, so its writes
         // reach the socket): the write error closes it with connection_lost(Some(EPIPE or
         // ECONNRESET)).
-        let listener = TcpListener::bind(loopback4()).await.unwrap();
+        let listener = TcpListener::bind(loopback_v4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let seen = Seen {
             keep_open_on_eof: true,
@@ -466,10 +443,10 @@ fn write_to_closed_peers_scenario() {
         drop(peer);
         drop(ul);
         let _ = std::fs::remove_file(&path);
-        until(|| unix_seen.transport.borrow().is_some()).await;
-        until(|| unix_seen.log.borrow().iter().any(|e| e == "eof")).await;
+        yield_until(|| unix_seen.transport.borrow().is_some()).await;
+        yield_until(|| unix_seen.log.borrow().iter().any(|e| e == "eof")).await;
         ut.write(b"x");
-        until(|| unix_seen.lost.borrow().is_some()).await;
+        yield_until(|| unix_seen.lost.borrow().is_some()).await;
         println!("unix transport: connection_lost({})", unix_seen.lost_message.borrow());
         assert_eq!(*unix_seen.lost.borrow(), Some(Some(io::ErrorKind::BrokenPipe)));
     });
@@ -557,7 +534,7 @@ fn sock_sendfile_to_a_closed_peer_raises_no_sigpipe() {
         std::fs::write(&path, vec![3u8; 1 << 20]).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let _ = std::fs::remove_file(&path);
-        let lp = new_loop();
+        let lp = warm_loop();
         let h = lp.handle();
         run_bounded(&lp, async move {
             let (c, s) = tcp_pair().await;
@@ -590,7 +567,7 @@ fn sock_sendfile_to_a_closed_peer_raises_no_sigpipe() {
 #[test]
 fn a_zero_byte_read_into_an_empty_buffer_is_ok_0_and_makes_no_syscall() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
         let (mut c, mut s) = tcp_pair().await;
@@ -617,7 +594,7 @@ fn a_zero_byte_read_into_an_empty_buffer_is_ok_0_and_makes_no_syscall() {
 #[test]
 fn a_zero_byte_write_is_ok_0_and_makes_no_syscall() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
         let (mut c, mut s) = tcp_pair().await;
@@ -645,7 +622,7 @@ fn a_zero_byte_write_is_ok_0_and_makes_no_syscall() {
 #[test]
 fn a_transport_write_of_nothing_makes_no_syscall() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let seen = Seen::default();
     let s2 = seen.clone();
@@ -655,7 +632,7 @@ fn a_transport_write_of_nothing_makes_no_syscall() {
             .await
             .unwrap();
         let c = TcpStream::connect(server.local_addr()).await.unwrap();
-        until(|| seen.transport.borrow().is_some()).await;
+        yield_until(|| seen.transport.borrow().is_some()).await;
         let t = seen.transport.borrow().clone().unwrap();
         counters::reset();
         t.write(b"");
@@ -674,9 +651,9 @@ fn a_transport_write_of_nothing_makes_no_syscall() {
 #[test]
 fn eintr_on_send_recv_and_accept_is_retried_transparently() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
-        let listener = TcpListener::bind(loopback4()).await.unwrap();
+        let listener = TcpListener::bind(loopback_v4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut c = TcpStream::connect(addr).await.unwrap();
         listener.socket().async_fd().readable().await.unwrap();
@@ -705,7 +682,7 @@ fn eintr_on_send_recv_and_accept_is_retried_transparently() {
 #[test]
 fn an_injected_econnreset_on_recv_reaches_the_reader_and_the_protocol() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let seen = Seen::default();
     let s2 = seen.clone();
@@ -725,11 +702,11 @@ fn an_injected_econnreset_on_recv_reaches_the_reader_and_the_protocol() {
             .await
             .unwrap();
         let mut c = TcpStream::connect(server.local_addr()).await.unwrap();
-        until(|| seen.transport.borrow().is_some()).await;
+        yield_until(|| seen.transport.borrow().is_some()).await;
         // The transport's next recv fails.
         fault::fail_nth(Syscall::Recv, 1, sys::errno::ECONNRESET);
         c.write_all(b"boom").await.unwrap();
-        until(|| seen.lost.borrow().is_some()).await;
+        yield_until(|| seen.lost.borrow().is_some()).await;
         fault::clear();
         assert_eq!(*seen.lost.borrow(), Some(Some(io::ErrorKind::ConnectionReset)));
         assert!(seen.data.borrow().is_empty());
@@ -744,9 +721,9 @@ fn an_injected_econnreset_on_recv_reaches_the_reader_and_the_protocol() {
 #[test]
 fn an_injected_emfile_on_accept_is_returned_and_the_next_accept_works() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async {
-        let listener = TcpListener::bind(loopback4()).await.unwrap();
+        let listener = TcpListener::bind(loopback_v4()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let _c1 = TcpStream::connect(addr).await.unwrap();
         listener.socket().async_fd().readable().await.unwrap();
@@ -766,13 +743,13 @@ fn an_injected_emfile_on_accept_is_returned_and_the_next_accept_works() {
 #[test]
 fn injected_failures_while_creating_a_socket_leave_no_fd_behind() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     let h = lp.handle();
     let addr = closed_port(&lp);
     run_bounded(&lp, async move {
-        let listener = TcpListener::bind(loopback4()).await.unwrap();
+        let listener = TcpListener::bind(loopback_v4()).await.unwrap();
         let live = listener.local_addr().unwrap();
-        let before = evloop_tests::net::open_fd_count();
+        let before = evloop_tests::fds::open_fd_count();
 
         fault::fail_nth(Syscall::Socket, 1, sys::errno::EMFILE);
         let e = TcpStream::connect(live).await.unwrap_err();
@@ -805,7 +782,7 @@ fn injected_failures_while_creating_a_socket_leave_no_fd_behind() {
 
         // No fd leaked by the failures (the accept queue holds the half-made connections, but
         // they are the listener's, not fds of this process).
-        let after = evloop_tests::net::open_fd_count();
+        let after = evloop_tests::fds::open_fd_count();
         assert_eq!(after, before, "fds leaked by failed connects");
         drop(listener);
     });
@@ -817,7 +794,7 @@ fn injected_failures_while_creating_a_socket_leave_no_fd_behind() {
 #[test]
 fn a_udp_receive_after_an_icmp_error_waits_instead_of_spinning() {
     let _serial = serial();
-    let lp = new_loop();
+    let lp = warm_loop();
     run_bounded(&lp, async move {
         // A port nobody listens on: bind it, note it, close it.
         let closed_port = {

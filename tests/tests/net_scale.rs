@@ -1,37 +1,32 @@
+// Standalone binary: it counts the process's fds and raises its `RLIMIT_NOFILE`.
 //! Many connections through echo servers on loopback, task-based (`TcpListener`/`TcpStream`)
 //! and protocol-based (`create_server`): 10,000 sequential connections and 1,000 concurrent ones
 //! (all open at the same time), each exchanging one message. Afterwards the process's fd table
 //! (`/proc/self/fd`) is back to its starting size and the loop holds no registration.
 //!
-//! The fd counts are process-wide, so the tests of this binary run one at a time (`FD_LOCK`).
+//! The fd counts are process-wide, so the tests of this binary run one at a time (`serial()`).
 //! Each stays well under 30 s in debug builds; the bound of every run is generous
 //! ([`run_bounded`]) and nothing depends on the machine's speed.
 
 use std::cell::Cell;
 use std::io;
 use std::rc::Rc;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use evloop::net::{TcpListener, TcpStream};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Promise, Protocol, Transport, yield_now};
-use evloop_tests::net::{Echo, echo_stream, open_fd_count};
-use evloop_tests::{run_bounded, spin_once};
+use evloop::{AsyncReadExt, AsyncWriteExt, LoopHandle, Promise, Protocol, Transport};
+use evloop_tests::fds::{open_fd_count, open_fds};
+use evloop_tests::net::{Echo, echo_stream};
+use evloop_tests::{run_bounded, serial, warm_loop, yield_until};
 
 const SEQUENTIAL: usize = 10_000;
 const CONCURRENT: usize = 1_000;
-
-static FD_LOCK: Mutex<()> = Mutex::new(());
-
-fn fd_lock() -> MutexGuard<'static, ()> {
-    FD_LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Makes sure `extra` more fds fit under the soft limit, raising it toward the hard limit if
 /// needed; `Err(reason)` when even the hard limit is too low.
 fn ensure_fd_room(extra: usize) -> Result<(), String> {
     let (soft, hard) = evloop::sys::nofile_limit().map_err(|e| format!("getrlimit: {e}"))?;
-    let highest = evloop_tests::net::open_fds().last().copied().unwrap_or(0) as u64;
+    let highest = open_fds().last().copied().unwrap_or(0) as u64;
     let needed = highest + extra as u64 + 64;
     if soft >= needed {
         return Ok(());
@@ -99,18 +94,12 @@ fn print_per_connection(what: &str, n: usize) {
 
 /// How many of this process's fds are sockets.
 fn open_socket_count() -> usize {
-    evloop_tests::net::open_fds()
+    open_fds()
         .into_iter()
         .filter(|fd| {
             std::fs::read_link(format!("/proc/self/fd/{fd}")).is_ok_and(|t| t.to_string_lossy().starts_with("socket:"))
         })
         .count()
-}
-
-async fn until(mut cond: impl FnMut() -> bool) {
-    while !cond() {
-        yield_now().await;
-    }
 }
 
 /// Runs `body` on a fresh loop, then closes the loop and checks that the fd table is back to
@@ -119,8 +108,7 @@ fn with_fd_check(what: &str, body: impl FnOnce(&LoopHandle)) {
     let before = open_fd_count();
     let started = Instant::now();
     {
-        let lp = EventLoop::new().unwrap();
-        spin_once(&lp);
+        let lp = warm_loop();
         body(&lp);
         let s = lp.stats();
         assert_eq!(s.io_registrations, 0, "{what}: registrations left: {s:?}");
@@ -139,7 +127,7 @@ fn with_fd_check(what: &str, body: impl FnOnce(&LoopHandle)) {
 
 #[test]
 fn ten_thousand_sequential_connections_through_a_task_echo_server() {
-    let _g = fd_lock();
+    let _g = serial();
     with_fd_check("10,000 sequential, task server", |lp| {
         run_bounded(lp, async {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -151,7 +139,7 @@ fn ten_thousand_sequential_connections_through_a_task_echo_server() {
                 let c = exchange(addr, i).await.unwrap();
                 drop(c);
             }
-            until(|| open.get() == 0).await;
+            yield_until(|| open.get() == 0).await;
             print_per_connection("task server", SEQUENTIAL);
             server.cancel();
             let _ = server.await;
@@ -161,7 +149,7 @@ fn ten_thousand_sequential_connections_through_a_task_echo_server() {
 
 #[test]
 fn ten_thousand_sequential_connections_through_a_protocol_echo_server() {
-    let _g = fd_lock();
+    let _g = serial();
     with_fd_check("10,000 sequential, protocol server", |lp| {
         let h = lp.clone();
         run_bounded(lp, async move {
@@ -172,7 +160,7 @@ fn ten_thousand_sequential_connections_through_a_protocol_echo_server() {
                 let c = exchange(addr, i).await.unwrap();
                 drop(c);
             }
-            until(|| server.active_connections() == 0).await;
+            yield_until(|| server.active_connections() == 0).await;
             print_per_connection("protocol server", SEQUENTIAL);
             server.close();
             server.wait_closed().await;
@@ -210,7 +198,7 @@ impl Barrier {
 
 #[test]
 fn thousand_concurrent_connections_through_a_task_echo_server() {
-    let _g = fd_lock();
+    let _g = serial();
     if let Err(reason) = ensure_fd_room(2 * CONCURRENT) {
         println!("skipped: {reason}");
         return;
@@ -250,7 +238,7 @@ fn thousand_concurrent_connections_through_a_task_echo_server() {
             for c in clients {
                 c.await.unwrap();
             }
-            until(|| open.get() == 0).await;
+            yield_until(|| open.get() == 0).await;
             server.cancel();
             let _ = server.await;
         });
@@ -290,7 +278,7 @@ impl Protocol for PingOnce {
 
 #[test]
 fn thousand_concurrent_connections_through_a_protocol_echo_server() {
-    let _g = fd_lock();
+    let _g = serial();
     if let Err(reason) = ensure_fd_room(2 * CONCURRENT) {
         println!("skipped: {reason}");
         return;
@@ -326,7 +314,7 @@ fn thousand_concurrent_connections_through_a_protocol_echo_server() {
             assert!(peak >= base + 2 * CONCURRENT);
             assert_eq!(server.active_connections(), CONCURRENT);
             barrier.release.set_result(()).unwrap();
-            until(|| lost.get() == CONCURRENT && server.active_connections() == 0).await;
+            yield_until(|| lost.get() == CONCURRENT && server.active_connections() == 0).await;
             server.close();
             server.wait_closed().await;
         });

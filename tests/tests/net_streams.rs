@@ -1,44 +1,29 @@
+// Standalone binary: one test counts the process's fds, which tests in parallel threads would disturb.
 //! Streams (`evloop::stream`): asyncio's `open_connection` / `start_server` with `StreamReader`
 //! and `StreamWriter` on top of transports. Loopback and Unix sockets only; every test runs its
 //! loop under [`run_bounded`] and closes its servers and connections.
 //!
-//! One test counts the process's fds; it takes [`FD_TABLE`] exclusively while every other test
-//! of this file holds it shared, so no other test opens a socket while it counts.
+//! One test counts the process's fds; it takes [`serial`] while every other test of this file
+//! holds [`serial_shared`], so no other test opens a socket while it counts.
 
 use std::cell::{Cell, RefCell};
 use std::fs;
 use std::rc::Rc;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use evloop::net::UnixAddr;
 use evloop::*;
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
-use evloop_tests::{record_exceptions_with, run_bounded};
+use evloop_tests::fds::open_fd_count;
+use evloop_tests::net::abstract_name;
+use evloop_tests::{pattern_byte, record_exceptions_with, run_bounded, serial, serial_shared, settle_for};
 use std::prelude::v1::test;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
 
-/// Tests that open sockets hold it shared; the one that counts fds holds it exclusively.
-static FD_TABLE: RwLock<()> = RwLock::new(());
-
-fn shared() -> RwLockReadGuard<'static, ()> {
-    FD_TABLE.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn exclusive() -> RwLockWriteGuard<'static, ()> {
-    FD_TABLE.write().unwrap_or_else(|e| e.into_inner())
-}
-
-fn fd_count() -> usize {
-    fs::read_dir("/proc/self/fd").expect("listing /proc/self/fd").count()
-}
-
 /// Long enough for bytes written on loopback to reach the peer's reader.
-async fn settle() {
-    sleep(Duration::from_millis(20)).await;
-}
+const TO_THE_PEER: Duration = Duration::from_millis(20);
 
 type Streams = (StreamReader, StreamWriter);
 
@@ -75,13 +60,8 @@ async fn stream_pair(config: StreamConfig) -> (Server, Streams, Streams) {
     (server, client, server_side)
 }
 
-/// The byte at `offset` of the test pattern.
-fn pattern(offset: usize) -> u8 {
-    (offset % 251) as u8
-}
-
 fn pattern_chunk(start: usize, len: usize) -> Vec<u8> {
-    (start..start + len).map(pattern).collect()
+    (start..start + len).map(pattern_byte).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -89,7 +69,7 @@ fn pattern_chunk(start: usize, len: usize) -> Vec<u8> {
 
 #[test]
 fn echo_line_by_line_with_the_seed_001_upper_casing_server() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let server = start_server(upper, "127.0.0.1", 0).await.unwrap();
@@ -126,7 +106,7 @@ fn echo_line_by_line_with_the_seed_001_upper_casing_server() {
 #[test]
 fn replies_to_pipelined_requests_leave_in_one_send() {
     use evloop::sys::{Syscall, counters};
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let server = start_server(upper, "127.0.0.1", 0).await.unwrap();
@@ -155,7 +135,7 @@ fn replies_to_pipelined_requests_leave_in_one_send() {
 
 #[test]
 fn reads_complete_on_data_arriving_in_pieces() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (cr, _cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
@@ -165,7 +145,7 @@ fn reads_complete_on_data_arriving_in_pieces() {
         let r = cr.clone();
         let t = spawn(async move { r.readline().await });
         sw.write(b"hel");
-        settle().await;
+        settle_for(TO_THE_PEER).await;
         assert!(!t.done(), "readline returned without a newline");
         sw.write(b"lo\nwor");
         assert_eq!(t.await.unwrap().unwrap(), b"hello\n");
@@ -175,7 +155,7 @@ fn reads_complete_on_data_arriving_in_pieces() {
         let r = cr.clone();
         let t = spawn(async move { r.readexactly(5).await });
         sw.write(b"l");
-        settle().await;
+        settle_for(TO_THE_PEER).await;
         assert!(!t.done(), "readexactly(5) returned with 4 bytes");
         sw.write(b"d!!ab");
         assert_eq!(t.await.unwrap().unwrap(), b"world");
@@ -184,7 +164,7 @@ fn reads_complete_on_data_arriving_in_pieces() {
         let r = cr.clone();
         let t = spawn(async move { r.readuntil(b"\r\n").await });
         sw.write(b"c\r");
-        settle().await;
+        settle_for(TO_THE_PEER).await;
         assert!(!t.done(), "readuntil matched half a separator");
         sw.write(b"\ndef");
         assert_eq!(t.await.unwrap().unwrap(), b"!!abc\r\n");
@@ -196,7 +176,7 @@ fn reads_complete_on_data_arriving_in_pieces() {
         // ... and waits when nothing is there.
         let r = cr.clone();
         let t = spawn(async move { r.read(100).await });
-        settle().await;
+        settle_for(TO_THE_PEER).await;
         assert!(
             !t.done(),
             "read returned with an empty buffer before the end of the stream"
@@ -214,7 +194,7 @@ fn reads_complete_on_data_arriving_in_pieces() {
 
 #[test]
 fn readexactly_at_eof_gives_the_partial_bytes() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (cr, _cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
@@ -251,7 +231,7 @@ fn readexactly_at_eof_gives_the_partial_bytes() {
 fn an_end_of_stream_that_arrives_with_the_last_bytes_is_not_lost() {
     // Regression: the FIN is queued together with the bytes (the peer writes and closes in one
     // step), so epoll reports a single edge; the transport's short read must not stop there.
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (cr, _cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
@@ -267,7 +247,7 @@ fn an_end_of_stream_that_arrives_with_the_last_bytes_is_not_lost() {
 
 #[test]
 fn readuntil_limit_overrun_is_an_error_and_the_data_stays_readable() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let config = StreamConfig::new().limit(16);
@@ -277,7 +257,7 @@ fn readuntil_limit_overrun_is_an_error_and_the_data_stays_readable() {
         sw.write(&long);
         // Wait until it is all there, so the error and the buffer size are deterministic.
         while cr.buffered() < long.len() {
-            settle().await;
+            settle_for(TO_THE_PEER).await;
         }
         let err = cr.readuntil(b"\n").await.unwrap_err();
         match err {
@@ -324,7 +304,7 @@ fn buffer_limit_back_pressure_keeps_memory_bounded() {
     const CHUNK: usize = 64 * 1024;
     /// One `recv` of the transport (its scratch buffer).
     const READ_CHUNK: usize = 64 * 1024;
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (cr, _cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
@@ -368,7 +348,7 @@ fn buffer_limit_back_pressure_keeps_memory_bounded() {
                 break;
             }
             assert!(
-                chunk.iter().enumerate().all(|(i, &b)| b == pattern(got + i)),
+                chunk.iter().enumerate().all(|(i, &b)| b == pattern_byte(got + i)),
                 "corrupted data near offset {got}"
             );
             got += chunk.len();
@@ -385,13 +365,13 @@ fn buffer_limit_back_pressure_keeps_memory_bounded() {
 #[test]
 fn drain_blocks_while_the_peer_does_not_read_and_completes_when_it_does() {
     const TOTAL: usize = 16 * 1024 * 1024;
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (_cr, cw), (sr, _sw)) = stream_pair(StreamConfig::new()).await;
         let (high, low) = cw.transport().get_write_buffer_limits();
         cw.write(&pattern_chunk(0, TOTAL));
-        settle().await;
+        settle_for(TO_THE_PEER).await;
         assert!(
             cw.get_write_buffer_size() > high,
             "the kernel took almost everything ({} bytes left): cannot test drain",
@@ -410,7 +390,7 @@ fn drain_blocks_while_the_peer_does_not_read_and_completes_when_it_does() {
                 if chunk.is_empty() {
                     return got;
                 }
-                assert!(chunk.iter().enumerate().all(|(i, &b)| b == pattern(got + i)));
+                assert!(chunk.iter().enumerate().all(|(i, &b)| b == pattern_byte(got + i)));
                 got += chunk.len();
             }
         });
@@ -429,7 +409,7 @@ fn drain_blocks_while_the_peer_does_not_read_and_completes_when_it_does() {
 
 #[test]
 fn write_eof_gives_at_eof_on_the_peer_which_can_still_write_back() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (cr, cw), (sr, sw)) = stream_pair(StreamConfig::new()).await;
@@ -456,7 +436,7 @@ fn write_eof_gives_at_eof_on_the_peer_which_can_still_write_back() {
 
 #[test]
 fn close_then_wait_closed_flushes_and_resolves() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (_cr, cw), (sr, sw)) = stream_pair(StreamConfig::new()).await;
@@ -489,13 +469,13 @@ fn close_then_wait_closed_flushes_and_resolves() {
 
 #[test]
 fn dropping_both_streams_closes_the_connection() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (cr, cw), (sr, sw)) = stream_pair(StreamConfig::new()).await;
         sw.write(b"last words");
         drop(sw);
-        settle().await;
+        settle_for(TO_THE_PEER).await;
         cw.write(b"still open\n");
         assert_eq!(
             sr.readline().await.unwrap(),
@@ -518,21 +498,21 @@ fn dropping_both_streams_closes_the_connection() {
 
 #[test]
 fn a_reset_connection_is_an_error_naming_the_peer_after_the_buffered_bytes() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (cr, cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
         sw.write(b"hi");
         while cr.buffered() < 2 {
-            settle().await;
+            settle_for(TO_THE_PEER).await;
         }
         // Closing a socket with unread bytes in its kernel queue sends RST.
         sw.transport().pause_reading();
         cw.write(b"never read");
-        settle().await;
+        settle_for(TO_THE_PEER).await;
         sw.transport().abort();
         while cr.exception().is_none() {
-            settle().await;
+            settle_for(TO_THE_PEER).await;
         }
         assert_eq!(
             cr.read(10).await.unwrap(),
@@ -556,14 +536,14 @@ fn a_reset_connection_is_an_error_naming_the_peer_after_the_buffered_bytes() {
 
 #[test]
 fn a_second_concurrent_read_is_an_error_not_a_panic() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (cr, _cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
         let cr = Rc::new(cr);
         let r = cr.clone();
         let first = spawn(async move { r.read(10).await });
-        settle().await;
+        settle_for(TO_THE_PEER).await;
         let err = cr.readline().await.unwrap_err();
         assert!(matches!(err, StreamError::ReadInProgress { op: "readline" }), "{err:?}");
         assert!(err.to_string().starts_with("readline: another read"));
@@ -579,7 +559,7 @@ fn a_second_concurrent_read_is_an_error_not_a_panic() {
 
 #[test]
 fn streams_work_with_async_read_ext_and_async_write_ext() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (mut cr, mut cw), (mut sr, sw)) = stream_pair(StreamConfig::new()).await;
@@ -612,7 +592,7 @@ fn streams_work_with_async_read_ext_and_async_write_ext() {
 
 #[test]
 fn a_panicking_handler_is_reported_and_the_server_keeps_serving() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     let seen = record_exceptions_with(&h, |_, ctx| ctx.kind);
@@ -652,7 +632,7 @@ fn a_panicking_handler_is_reported_and_the_server_keeps_serving() {
 #[test]
 fn a_server_on_a_loop_with_eager_tasks_serves_too() {
     // The handler's task then starts inside the protocol's connection_made callback.
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::builder().eager_tasks(true).build().unwrap();
     run_bounded(&lp.handle(), async {
         let server = start_server(upper, "127.0.0.1", 0).await.unwrap();
@@ -672,8 +652,8 @@ fn a_server_on_a_loop_with_eager_tasks_serves_too() {
 #[test]
 fn two_hundred_concurrent_connections_through_one_server_and_fds_back_to_baseline() {
     const CLIENTS: usize = 200;
-    let _g = exclusive();
-    let before = fd_count();
+    let _g = serial();
+    let before = open_fd_count();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let server = start_server(upper, "127.0.0.1", 0).await.unwrap();
@@ -708,12 +688,12 @@ fn two_hundred_concurrent_connections_through_one_server_and_fds_back_to_baselin
     });
     lp.close().unwrap();
     drop(lp);
-    assert_eq!(fd_count(), before, "fds not back to the baseline");
+    assert_eq!(open_fd_count(), before, "fds not back to the baseline");
 }
 
 #[test]
 fn connecting_to_a_closed_port_is_econnrefused_naming_the_address() {
-    let _g = shared();
+    let _g = serial_shared();
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -730,7 +710,7 @@ fn connecting_to_a_closed_port_is_econnrefused_naming_the_address() {
 
 #[test]
 fn open_connection_to_localhost_resolves_through_the_executor() {
-    let _g = shared();
+    let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     let h2 = h.clone();
@@ -768,7 +748,7 @@ async fn unix_echo(addr: UnixAddr) {
 
 #[test]
 fn unix_socket_streams_on_a_temp_dir_path() {
-    let _g = shared();
+    let _g = serial_shared();
     let path = std::env::temp_dir().join(format!("evloop-streams-{}.sock", std::process::id()));
     let _ = fs::remove_file(&path);
     let lp = EventLoop::new().unwrap();
@@ -786,9 +766,8 @@ fn unix_socket_streams_on_a_temp_dir_path() {
 
 #[test]
 fn unix_socket_streams_on_an_abstract_name() {
-    let _g = shared();
-    let name = format!("evloop-streams-{}", std::process::id());
-    let addr = UnixAddr::abstract_name(name.as_bytes()).unwrap();
+    let _g = serial_shared();
+    let addr = abstract_name("streams");
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), unix_echo(addr));
     lp.close().unwrap();

@@ -1,31 +1,25 @@
+// Standalone binary: it counts the process's fds and looks for its zombie children, which other tests disturb.
 //! Subprocesses (`evloop::process`): exit codes and signals, piped stdio, `communicate` without
 //! deadlock, no zombie and no fd left behind (after 1,000 children, a missing program, a dropped
 //! `Process`, a loop closed under running orphans), `send_signal` after reaping, and the
 //! syscall-level shape of waiting: one `pidfd_open`, then nothing until the child exits, then
 //! one `waitid`.
 //!
-//! Every test holds [`LOCK`]: several count the process's open fds, which a test running in
+//! Every test holds [`serial`]: several count the process's open fds, which a test running in
 //! parallel would disturb. Zombies are looked for in `/proc/thread-self/children`: a child is
 //! listed there (zombie or not) until it is reaped, and only the test's own thread's children
 //! are. Every loop run is bounded ([`run_bounded`]).
 
 use std::collections::HashSet;
 use std::io;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use evloop::process::{Stdio, SubprocessOptions};
 use evloop::sys::Syscall;
 use evloop::sys::counters;
 use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, sleep};
-use evloop_tests::net::open_fd_count;
-use evloop_tests::run_bounded;
-
-static LOCK: Mutex<()> = Mutex::new(());
-
-fn lock() -> MutexGuard<'static, ()> {
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
+use evloop_tests::fds::open_fd_count;
+use evloop_tests::{run_bounded, serial};
 
 const NO_ARGS: [&str; 0] = [];
 
@@ -58,7 +52,7 @@ fn exit_status_of(lp: &LoopHandle, program: &str, args: &[&str]) -> evloop::proc
 
 #[test]
 fn exit_codes_true_is_0_and_sh_exit_7_is_7() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let s = exit_status_of(&lp, "true", &[]);
     assert_eq!((s.code(), s.signal(), s.success()), (Some(0), None, true));
@@ -70,7 +64,7 @@ fn exit_codes_true_is_0_and_sh_exit_7_is_7() {
 
 #[test]
 fn a_signal_is_the_exit_reason_terminate_kill_and_kill_9_self() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     for (how, sig) in [("terminate", 15), ("kill", 9)] {
         let mut p = lp.subprocess_exec("sleep", ["10"]).unwrap();
@@ -103,7 +97,7 @@ fn a_signal_is_the_exit_reason_terminate_kill_and_kill_9_self() {
 
 #[test]
 fn stdout_and_stderr_are_piped_and_read() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let mut p = lp
         .subprocess_exec_with("sh", ["-c", "echo out; echo err >&2; exit 3"], &piped_out())
@@ -127,7 +121,7 @@ fn stdout_and_stderr_are_piped_and_read() {
 
 #[test]
 fn stdin_piped_written_then_closed_cat_echoes_it_and_exits() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let opts = SubprocessOptions::new().stdin(Stdio::Pipe).stdout(Stdio::Pipe);
     let mut p = lp.subprocess_exec_with("cat", NO_ARGS, &opts).unwrap();
@@ -150,7 +144,7 @@ fn stdin_piped_written_then_closed_cat_echoes_it_and_exits() {
 
 #[test]
 fn communicate_10_mib_on_stdout_and_stderr_at_once_completes_without_deadlock() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     const N: usize = 10 * 1024 * 1024;
     // Both streams are written in one go each: if we drained stdout to its end before reading
@@ -171,7 +165,7 @@ fn communicate_10_mib_on_stdout_and_stderr_at_once_completes_without_deadlock() 
 
 #[test]
 fn communicate_feeds_input_while_reading_output() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     // cat echoes while we feed: 4 MiB does not fit in the pipes, so input and output must move
     // at the same time.
@@ -207,7 +201,7 @@ fn communicate_feeds_input_while_reading_output() {
 
 #[test]
 fn a_thousand_short_lived_children_leave_no_zombie_and_no_fd() {
-    let _g = lock();
+    let _g = serial();
     let fds_before = open_fd_count();
     let lp = EventLoop::new().unwrap();
     let pids = run_bounded(&lp.handle(), async move {
@@ -231,7 +225,7 @@ fn a_thousand_short_lived_children_leave_no_zombie_and_no_fd() {
 
 #[test]
 fn a_missing_program_is_an_error_naming_it_and_leaks_no_fd() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let fds_before = open_fd_count();
     let children_before = my_children();
@@ -259,7 +253,7 @@ fn a_missing_program_is_an_error_naming_it_and_leaks_no_fd() {
 
 #[test]
 fn send_signal_after_the_child_was_reaped_is_an_error() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let mut p = lp.subprocess_exec("true", NO_ARGS).unwrap();
     let pid = p.pid();
@@ -284,7 +278,7 @@ fn send_signal_after_the_child_was_reaped_is_an_error() {
 
 #[test]
 fn a_dropped_process_is_reaped_by_the_loop_when_it_exits() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let p = lp.subprocess_exec("sleep", ["0.1"]).unwrap();
     let pid = p.pid();
@@ -316,7 +310,7 @@ fn a_dropped_process_is_reaped_by_the_loop_when_it_exits() {
 
 #[test]
 fn closing_the_loop_hands_running_orphans_to_the_reaper_thread() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let long = lp.subprocess_exec("sleep", ["0.3"]).unwrap();
     let short = lp.subprocess_exec("sleep", ["0.1"]).unwrap();
@@ -342,7 +336,7 @@ fn closing_the_loop_hands_running_orphans_to_the_reaper_thread() {
 
 #[test]
 fn waiting_makes_one_pidfd_open_and_exactly_one_waitid_after_the_exit() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     evloop_tests::spin_once(&h);
@@ -374,7 +368,7 @@ fn waiting_makes_one_pidfd_open_and_exactly_one_waitid_after_the_exit() {
 
 #[test]
 fn returncode_is_none_while_running_then_the_status() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let mut p = lp.subprocess_exec("sh", ["-c", "sleep 0.05; exit 4"]).unwrap();
     let h = lp.handle();
@@ -393,7 +387,7 @@ fn returncode_is_none_while_running_then_the_status() {
 
 #[test]
 fn subprocess_shell_runs_a_pipeline() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let mut p = lp.subprocess_shell_with("echo hi | tr a-z A-Z", &piped_out()).unwrap();
     let out = run_bounded(&lp.handle(), async move { p.communicate(None).await }).unwrap();
@@ -403,7 +397,7 @@ fn subprocess_shell_runs_a_pipeline() {
 
 #[test]
 fn environment_working_directory_and_devnull() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let opts = piped_out()
         .stdin(Stdio::Null)
@@ -423,7 +417,7 @@ fn environment_working_directory_and_devnull() {
 
 #[test]
 fn spawning_on_a_closed_loop_is_an_error_naming_the_operation() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     lp.close().unwrap();
@@ -435,7 +429,7 @@ fn spawning_on_a_closed_loop_is_an_error_naming_the_operation() {
 
 #[test]
 fn a_child_starts_with_sigpipe_unblocked_and_at_its_default_while_the_loop_blocks_it() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     // A piped stdin makes the loop block SIGPIPE on this thread (see evloop::pipe).
     let opts = SubprocessOptions::piped();
@@ -473,7 +467,7 @@ fn a_child_starts_with_sigpipe_unblocked_and_at_its_default_while_the_loop_block
 /// 0, 1, 2 and the directory fd `ls` opened to read it).
 #[test]
 fn a_child_inherits_only_its_stdio_fds() {
-    let _l = lock();
+    let _l = serial();
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     let listing = run_bounded(&lp, async move {
@@ -531,7 +525,7 @@ fn inheritable_fds_of_this_process() -> HashSet<u32> {
 /// spawn does).
 #[test]
 fn a_child_spawned_while_the_loop_blocks_sigpipe_starts_with_an_empty_mask() {
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     let child = run_bounded(&lp, async move {
@@ -575,7 +569,7 @@ fn child_has_fd(lp: &LoopHandle, fd: i32, opts: SubprocessOptions) -> bool {
 #[test]
 fn a_child_gets_only_stdio_by_default_like_asyncios_close_fds() {
     use std::os::fd::AsRawFd;
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let (_r, w) = leaky_pipe();
     assert!(!child_has_fd(&lp.handle(), w.as_raw_fd(), SubprocessOptions::new()));
@@ -594,7 +588,7 @@ fn a_reader_sees_end_of_file_while_a_child_runs_on() {
     // The symptom close_fds prevents: a long-running child holding a copy of a pipe's write end
     // keeps the reader from ever seeing end of file.
     use std::io::Read;
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     let (r, w) = leaky_pipe();
@@ -619,7 +613,7 @@ fn a_reader_sees_end_of_file_while_a_child_runs_on() {
 fn pass_fds_hands_the_child_a_close_on_exec_descriptor_under_its_number() {
     use std::io::Read;
     use std::os::fd::AsRawFd;
-    let _g = lock();
+    let _g = serial();
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     for close in [true, false] {

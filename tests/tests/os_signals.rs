@@ -1,23 +1,19 @@
+// Standalone binary: it changes process-wide signal dispositions.
 //! Signals on the loop: `add_signal_handler` / `remove_signal_handler`, `signal::recv`,
-//! `ctrl_c`. Signal dispositions are process-wide, so every test takes one lock.
+//! `ctrl_c`. Signal dispositions are process-wide, so every test takes one lock
+//! (`serial()`).
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
 use evloop::signal::{self, Signal};
 use evloop::sys::{self, Disposition};
 use evloop::{EventLoop, LoopHandle};
-use evloop_tests::{run_bounded, watchdog::Watchdog};
-
-static SIGNALS: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SIGNALS.lock().unwrap_or_else(|p| p.into_inner())
-}
+use evloop_tests::{run_bounded, serial, watchdog::Watchdog};
 
 fn disposition(sig: Signal) -> Disposition {
     sys::signal_disposition(sig).unwrap()

@@ -1,3 +1,4 @@
+// Standalone binary: it relies on the kernel giving a closed fd number to its next file (the lowest free).
 //! A property test of the reactor's registration table (`add_reader` / `add_writer` /
 //! `remove_reader` / `remove_writer`): random sequences of registrations, replacements,
 //! removals, files made readable and drained, files closed *without* removing their callbacks
@@ -18,7 +19,8 @@
 //!
 //! The files are eventfds (readable while their counter is non-zero, always writable). The
 //! test owns the only file descriptors it passes to the loop: a closed file's number is touched
-//! again only once one of the test's own new files has it.
+//! again only once one of the test's own new files has it. So the tests of this file run one at
+//! a time (`serial()`): another test opening files in parallel would take the closed number.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -26,19 +28,11 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 
 use evloop::{EventLoop, LoopHandle, sys};
-use evloop_tests::spin_once;
+use evloop_tests::{serial, spin_once};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
 const SLOTS: usize = 4;
-
-/// The tests of this file run one at a time: each relies on the kernel handing a closed fd
-/// number to its next file, which another test opening files in parallel would take.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Side {

@@ -7,7 +7,7 @@
 //! of the simulated tests must not share a process with it.
 #![cfg(feature = "simulation")]
 
-#[path = "support/sim.rs"]
+#[path = "sim/support.rs"]
 mod sim_support;
 
 use evloop_tests::child;

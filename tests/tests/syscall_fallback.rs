@@ -1,3 +1,4 @@
+// Standalone binary: it switches the process-wide `epoll_wait` fallback on for good.
 //! The `epoll_wait` fallback (for kernels without `epoll_pwait2`, or seccomp filters that refuse
 //! it), forced with `force_epoll_wait_fallback(true)`.
 //!

@@ -1,7 +1,8 @@
+// Standalone binary: it checks the process's whole fd table (`/proc/self/fd`).
 //! File descriptors the loop opens and closes, checked against `/proc/self/fd`.
 //!
 //! The fd table is process-wide and the tests of one binary run in parallel threads, so every
-//! test here takes the `FD_TABLE` lock for its whole duration, and no other binary's tests
+//! test here takes the `serial()` lock for its whole duration, and no other binary's tests
 //! share this process.
 
 use std::cell::Cell;
@@ -9,43 +10,16 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
 use evloop::{EventLoop, LoopErrorKind};
 use evloop_syscalls::{Syscall, fault};
+use evloop_tests::fds::fd_table;
+use evloop_tests::serial;
 use evloop_tests::watchdog::Watchdog;
-
-static FD_TABLE: Mutex<()> = Mutex::new(());
-
-fn serialize() -> MutexGuard<'static, ()> {
-    FD_TABLE.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The process's fd table: fd number -> what it points to (`readlink /proc/self/fd/N`), without
-/// the directory fd used to list it.
-fn fd_table() -> BTreeMap<RawFd, String> {
-    let own_dir = format!("/proc/{}/fd", std::process::id());
-    let mut out = BTreeMap::new();
-    for entry in fs::read_dir("/proc/self/fd").expect("listing /proc/self/fd") {
-        let entry = entry.expect("reading /proc/self/fd");
-        let Ok(fd) = entry.file_name().to_string_lossy().parse::<RawFd>() else {
-            continue;
-        };
-        // An fd closed between the listing and the readlink has no target: it is gone.
-        let Ok(target) = fs::read_link(entry.path()) else {
-            continue;
-        };
-        let target = target.to_string_lossy().into_owned();
-        if target == own_dir {
-            continue;
-        }
-        out.insert(fd, target);
-    }
-    out
-}
 
 fn diff(before: &BTreeMap<RawFd, String>, after: &BTreeMap<RawFd, String>) -> String {
     let mut s = String::new();
@@ -135,7 +109,7 @@ fn exercise(lp: &EventLoop) {
 
 #[test]
 fn closing_a_loop_leaves_proc_self_fd_as_it_was() {
-    let _g = serialize();
+    let _g = serial();
     let before = fd_table();
     let lp = EventLoop::new().unwrap();
 
@@ -176,7 +150,7 @@ fn closing_a_loop_leaves_proc_self_fd_as_it_was() {
 
 #[test]
 fn dropping_a_loop_without_close_leaves_proc_self_fd_as_it_was() {
-    let _g = serialize();
+    let _g = serial();
     let before = fd_table();
     let (r, w) = evloop_syscalls::pipe2().unwrap();
     {
@@ -200,7 +174,7 @@ fn dropping_a_loop_without_close_leaves_proc_self_fd_as_it_was() {
 
 #[test]
 fn creating_and_dropping_100_loops_leaks_no_fd() {
-    let _g = serialize();
+    let _g = serial();
     let before = fd_table();
     for i in 0..100u32 {
         let lp = EventLoop::new().unwrap();
@@ -220,7 +194,7 @@ fn creating_and_dropping_100_loops_leaks_no_fd() {
 
 #[test]
 fn failed_eventfd_in_event_loop_new_closes_the_epoll_fd() {
-    let _g = serialize();
+    let _g = serial();
     fault::clear();
     let before = fd_table();
     fault::fail_nth(Syscall::Eventfd, 1, libc::EMFILE);
@@ -237,7 +211,7 @@ fn failed_eventfd_in_event_loop_new_closes_the_epoll_fd() {
 
 #[test]
 fn failed_wake_registration_in_event_loop_new_closes_both_fds() {
-    let _g = serialize();
+    let _g = serial();
     fault::clear();
     let before = fd_table();
     fault::fail_nth(Syscall::EpollCtl, 1, libc::ENOMEM);
@@ -250,7 +224,7 @@ fn failed_wake_registration_in_event_loop_new_closes_both_fds() {
 
 #[test]
 fn failed_epoll_create1_in_event_loop_new_opens_nothing() {
-    let _g = serialize();
+    let _g = serial();
     fault::clear();
     let before = fd_table();
     fault::fail_nth(Syscall::EpollCreate1, 1, libc::EMFILE);

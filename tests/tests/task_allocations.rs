@@ -1,3 +1,4 @@
+// Standalone binary: it installs a counting global allocator.
 //! Allocations on the task fast paths, counted by a global allocator that counts this thread's
 //! calls: a spawn costs exactly one allocation (the task cell), and a sleep that expires wakes its
 //! task without allocating anything (the waker is a pointer to the cell; the timer heap and the
@@ -8,6 +9,7 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use evloop::EventLoop;
+use evloop_tests::virtual_loop;
 
 struct Counting;
 
@@ -54,7 +56,7 @@ static ALLOCATOR: Counting = Counting;
 /// Allocations made while `tasks` tasks each sleep `rounds` times, on a virtual clock (no real
 /// waiting), from the first spawn to the last task's completion.
 fn sleeping_run(tasks: usize, rounds: usize) -> u64 {
-    let lp = EventLoop::builder().virtual_clock(true).build().expect("loop");
+    let lp = virtual_loop();
     lp.run_until_complete(async move {
         let mut handles = Vec::with_capacity(tasks);
         let before = allocations();

@@ -1,22 +1,19 @@
+// Standalone binary: the workspace's structural rules, run and cited by name (`--test workspace_rules`).
 //! The project's structural rules (docs/design.md "Ground rules" and "Layout"), checked on the source
 //! tree so a change that breaks one fails `make test`:
 //! - the runtime's dependency tree is `libc` and `static_assertions` below the four crates (the
 //!   attribute macros' crate has no dependency at all);
 //! - `unsafe` appears only in `syscalls/` and the two modules docs/design.md names (the raw task
-//!   cell, the fiber switch), every block has a `// SAFETY:` comment, `runtime/` denies unsafe
-//!   code outside those modules and `timers/` forbids it;
+//!   cell, the fiber switch), every unsafe block, impl, fn and extern block has its `// SAFETY:`
+//!   comment directly above it, `runtime/` denies unsafe code outside those modules and `timers/`
+//!   forbids it;
 //! - files of `runtime/src` import only from their own layer folder and the ones below it;
 //! - every module opens with a `//!` paragraph.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
+use evloop_tests::workspace_root;
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -57,7 +54,7 @@ fn deps(manifest: &Path, section: &str) -> Vec<String> {
 
 #[test]
 fn runtime_crates_depend_only_on_libc_static_assertions_and_each_other() {
-    let r = root();
+    let r = workspace_root();
     assert_eq!(deps(&r.join("timers/Cargo.toml"), "dependencies"), Vec::<String>::new());
     assert_eq!(
         deps(&r.join("syscalls/Cargo.toml"), "dependencies"),
@@ -107,7 +104,7 @@ const PUBLISHED: &[&str] = &["timers", "syscalls", "runtime/macros", "runtime"];
 
 #[test]
 fn published_crates_have_complete_metadata() {
-    let r = root();
+    let r = workspace_root();
     let workspace = fs::read_to_string(r.join("Cargo.toml")).expect("workspace manifest");
     assert!(workspace.contains("license = \"MIT OR Apache-2.0\""));
     assert!(!workspace.contains("example.invalid"), "a placeholder repository URL");
@@ -155,13 +152,6 @@ fn published_crates_have_complete_metadata() {
     assert_eq!(package_field(&tests, "publish").as_deref(), Some("false"));
 }
 
-fn strip_comment(line: &str) -> &str {
-    match line.find("//") {
-        Some(i) => &line[..i],
-        None => line,
-    }
-}
-
 /// The only files outside `syscalls/` that may hold `unsafe` (docs/design.md, ground rules): the raw
 /// task cell (`raw_task.rs`; its `state` and `tests` submodules hold no unsafe) and the fiber register
 /// switch, each proved necessary by a benchmark and explained in `docs/`. Each is opted in by
@@ -176,7 +166,7 @@ fn mentions_unsafe(code: &str) -> bool {
 
 #[test]
 fn unsafe_code_lives_only_in_syscalls_and_the_named_modules() {
-    let r = root();
+    let r = workspace_root();
     let timers = fs::read_to_string(r.join("timers/src/lib.rs")).expect("lib.rs");
     assert!(
         timers.contains("#![forbid(unsafe_code)]"),
@@ -236,33 +226,196 @@ fn unsafe_code_lives_only_in_syscalls_and_the_named_modules() {
     }
 }
 
-#[test]
-fn every_unsafe_block_has_a_safety_comment() {
-    let r = root();
-    let mut files = rust_files(&r.join("syscalls"));
-    files.extend(UNSAFE_MODULES.iter().map(|m| r.join(m)).filter(|p| p.is_file()));
-    for file in files {
-        let text = fs::read_to_string(&file).expect("source");
-        let lines: Vec<&str> = text.lines().collect();
-        for (i, line) in lines.iter().enumerate() {
-            if !strip_comment(line).contains("unsafe {") {
+// ---------------------------------------------------------------------------------------------
+// SAFETY comments: one rule, exact.
+//
+// Every `unsafe` block, `unsafe impl`, `unsafe fn` and `unsafe extern` block in `syscalls/` and in
+// the `UNSAFE_MODULES` carries its justification directly above it:
+//
+// 1. The keyword is found in the code with comments and string literals blanked (`code_only`). A
+//    function-pointer type (`unsafe fn(..)`, `unsafe extern "C" fn(..)`) is a type, not an item,
+//    and needs nothing.
+// 2. The comment goes above the line where the statement holding the keyword begins: the
+//    keyword's own line, or, when that line continues a statement begun above it (the code line
+//    above does not end with `;`, `{`, `}` or `,`), the line where that statement starts, as in
+//    `let x =` followed by `unsafe { .. }` on the next line.
+// 3. Directly above that line (no blank line, no other code) sits a run of comment and attribute
+//    lines, and one of its comment lines begins with `// SAFETY:`. For an `unsafe fn` the run
+//    may instead be its doc comment with a `# Safety` section (`/// # Safety`), the caller's side
+//    of the contract.
+//
+// Nothing else counts: not a comment on the same line or inside the block, not one separated by
+// a blank line or by another statement, not one above an earlier statement. `clippy::
+// undocumented_unsafe_blocks` (denied in both crates, run by `make lint`) checks blocks and
+// impls with a similar rule; this one also covers `unsafe fn` and `unsafe extern`, and runs in
+// `make test`.
+
+/// The kinds of `unsafe` the rule covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UnsafeItem {
+    Block,
+    Impl,
+    Fn,
+    Extern,
+}
+
+/// What follows the keyword `unsafe` (`rest`, code only) makes it: `None` for a function-pointer
+/// type, an attribute's `unsafe(..)` or anything the rule does not cover.
+fn unsafe_item(rest: &str) -> Option<UnsafeItem> {
+    fn word<'a>(s: &'a str, w: &str) -> Option<&'a str> {
+        s.strip_prefix(w)
+            .filter(|after| !after.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+    }
+    let rest = rest.trim_start();
+    if rest.starts_with('{') {
+        return Some(UnsafeItem::Block);
+    }
+    if word(rest, "impl").is_some() {
+        return Some(UnsafeItem::Impl);
+    }
+    // `extern "C"` (its string blanked to `extern ` by `code_only`) may come before `fn`.
+    let (after_extern, is_extern) = match word(rest, "extern") {
+        Some(after) => (after.trim_start(), true),
+        None => (rest, false),
+    };
+    match word(after_extern, "fn") {
+        Some(after) if after.trim_start().starts_with('(') => None,
+        Some(_) => Some(UnsafeItem::Fn),
+        None if is_extern => Some(UnsafeItem::Extern),
+        None => None,
+    }
+}
+
+/// Every `unsafe` item of the source `text` whose SAFETY comment is missing or misplaced by the
+/// rule above, as (line number, kind).
+fn misplaced_safety_comments(text: &str) -> Vec<(usize, UnsafeItem)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let code_text = code_only(text);
+    let code: Vec<&str> = code_text.lines().collect();
+    let is_comment = |i: usize| lines[i].trim_start().starts_with("//");
+    let is_attribute = |i: usize| lines[i].trim_start().starts_with("#[");
+    let mut out = Vec::new();
+    for (i, line) in code.iter().enumerate() {
+        for (at, _) in line.match_indices("unsafe") {
+            let before = line[..at].chars().next_back();
+            let after = line[at + "unsafe".len()..].chars().next();
+            let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if ident(before) || ident(after) {
                 continue;
             }
-            // The comment sits on one of the lines just above the block (or the same line).
-            let window = &lines[i.saturating_sub(12)..=i];
-            assert!(
-                window.iter().any(|l| l.contains("SAFETY:")),
-                "unsafe block without a SAFETY comment: {}:{}",
-                file.display(),
-                i + 1
-            );
+            let Some(kind) = unsafe_item(&line[at + "unsafe".len()..]) else {
+                continue;
+            };
+            // Rule 2: up to the line where the statement begins.
+            let mut anchor = i;
+            while anchor > 0 {
+                let above = anchor - 1;
+                let code_above = code.get(above).map_or("", |c| c.trim());
+                if code_above.is_empty() || is_comment(above) || is_attribute(above) {
+                    break;
+                }
+                if code_above.ends_with([';', '{', '}', ',']) {
+                    break;
+                }
+                anchor = above;
+            }
+            // Rule 3: the run of comment and attribute lines right above it.
+            let mut ok = false;
+            let mut k = anchor;
+            while k > 0 && (is_comment(k - 1) || is_attribute(k - 1)) {
+                k -= 1;
+                let l = lines[k].trim_start();
+                ok |= l.starts_with("// SAFETY:");
+                ok |= kind == UnsafeItem::Fn && l.trim_end() == "/// # Safety";
+            }
+            if !ok {
+                out.push((i + 1, kind));
+            }
         }
     }
+    out
+}
+
+#[test]
+fn every_unsafe_block_impl_fn_and_extern_has_a_safety_comment_directly_above() {
+    let r = workspace_root();
+    let mut files = rust_files(&r.join("syscalls"));
+    files.extend(UNSAFE_MODULES.iter().map(|m| r.join(m)).filter(|p| p.is_file()));
+    let mut missing = Vec::new();
+    for file in files {
+        let text = fs::read_to_string(&file).expect("source");
+        let rel = file.strip_prefix(&r).expect("in the workspace").display().to_string();
+        for (line, kind) in misplaced_safety_comments(&text) {
+            missing.push(format!("{rel}:{line}: unsafe {kind:?}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "no `// SAFETY:` comment (or `# Safety` doc, for an unsafe fn) directly above:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn the_safety_rule_takes_only_a_comment_directly_above() {
+    use UnsafeItem::*;
+    let misplaced = misplaced_safety_comments;
+    // Accepted: directly above, above the statement's first line, over attributes, several
+    // comment lines, a `# Safety` doc for a fn.
+    let good = [
+        "// SAFETY: fd is live.\nunsafe { close(fd) };",
+        "// SAFETY: fd is live.\nlet r = unsafe { close(fd) };",
+        "// SAFETY: fd is live.\nOk(unsafe { OwnedFd::from_raw_fd(fd) })",
+        "// SAFETY: the pointer is\n// valid for the call.\nlet r =\n    unsafe { read(p) };",
+        "// Why this is needed.\n// SAFETY: p is live.\nunsafe {\n    read(p)\n}",
+        "// SAFETY: no shared state.\n#[cfg(unix)]\nunsafe impl Send for X {}",
+        "/// Reads.\n///\n/// # Safety\n/// p must be live.\n#[inline]\npub unsafe fn read(p: *const u8) {}",
+        "// SAFETY: the signature is the asm's.\nunsafe extern \"C\" {\n    fn f();\n}",
+        "struct V { poll: unsafe fn(*const ()), wake: unsafe extern \"C\" fn() }",
+        "// unsafe { in a comment }\nlet s = \"unsafe { in a string }\";\n#![deny(unsafe_code)]",
+    ];
+    for src in good {
+        assert_eq!(misplaced(src), vec![], "{src}");
+    }
+    // Rejected: a blank line or another statement in between, the comment below or on the same
+    // line, a doc without `# Safety`, a `# Safety` doc on a block, or a comment twelve lines up (the
+    // old rule's window took it).
+    let bad: [(&str, Vec<(usize, UnsafeItem)>); 9] = [
+        ("// SAFETY: fd is live.\n\nunsafe { close(fd) };", vec![(3, Block)]),
+        (
+            "// SAFETY: fd is live.\nlet a = 1;\nunsafe { close(fd) };",
+            vec![(3, Block)],
+        ),
+        ("unsafe { close(fd) }; // SAFETY: fd is live.", vec![(1, Block)]),
+        (
+            "unsafe {\n    // SAFETY: fd is live.\n    close(fd)\n}",
+            vec![(1, Block)],
+        ),
+        (
+            "f(\n    a,\n    // SAFETY: p is live.\n    read(p),\n    unsafe { g() },\n);",
+            vec![(5, Block)],
+        ),
+        ("unsafe impl Send for X {}", vec![(1, Impl)]),
+        ("/// Reads p.\npub unsafe fn read(p: *const u8) {}", vec![(2, Fn)]),
+        ("/// # Safety\nunsafe { close(fd) };", vec![(2, Block)]),
+        (
+            "// SAFETY: far away.\nlet a = 1;\nlet b = 2;\nlet c = 3;\nlet d = 4;\nlet e = 5;\nlet f = 6;\n\
+             let g = 7;\nlet h = 8;\nlet i = 9;\nlet j = 10;\nlet k = 11;\nunsafe { close(fd) };",
+            vec![(13, Block)],
+        ),
+    ];
+    for (src, want) in bad {
+        assert_eq!(misplaced(src), want, "{src}");
+    }
+    assert_eq!(
+        misplaced("unsafe extern \"C\" {\n    fn f();\n}\nunsafe fn g() {}"),
+        vec![(1, Extern), (4, Fn)]
+    );
 }
 
 #[test]
 fn every_module_opens_with_a_doc_paragraph() {
-    let r = root();
+    let r = workspace_root();
     for krate in ["runtime/src", "timers/src", "syscalls/src"] {
         for file in rust_files(&r.join(krate)) {
             let text = fs::read_to_string(&file).expect("source");
@@ -295,7 +448,8 @@ const LAYERS: &[(&str, u8)] = &[
 ];
 
 /// The code of a source file with comments and string literals blanked out, so that doc links
-/// and messages that name a module are not mistaken for imports.
+/// and messages that name a module are not mistaken for imports. Every line break is kept, so
+/// line `n` of the result is line `n` of the source.
 fn code_only(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
@@ -322,9 +476,14 @@ fn code_only(text: &str) -> String {
         }
         if in_str {
             if c == '\\' {
-                chars.next();
+                // An escaped newline (a string continued on the next line) still ends a line.
+                if chars.next() == Some('\n') {
+                    out.push('\n');
+                }
             } else if c == '"' {
                 in_str = false;
+            } else if c == '\n' {
+                out.push('\n');
             }
             continue;
         }
@@ -454,7 +613,7 @@ fn layer_violations(folder: &str, text: &str) -> Vec<String> {
 
 #[test]
 fn no_file_imports_from_a_higher_layer() {
-    let src = root().join("runtime/src");
+    let src = workspace_root().join("runtime/src");
     let mut problems = Vec::new();
     let mut checked = 0;
     for file in rust_files(&src) {
@@ -485,7 +644,7 @@ fn no_file_imports_from_a_higher_layer() {
 
 #[test]
 fn every_layer_folder_exists_and_lib_rs_only_declares_and_reexports() {
-    let src = root().join("runtime/src");
+    let src = workspace_root().join("runtime/src");
     for (folder, _) in LAYERS {
         assert!(
             src.join(folder).join("mod.rs").is_file(),
@@ -533,7 +692,7 @@ fn the_layer_check_catches_upward_sibling_and_root_imports() {
 /// The methods each layer adds to `LoopHandle` (its own `impl LoopHandle` blocks): a name and
 /// the layer's rank, for names that only one layer defines.
 fn loop_handle_methods() -> Vec<(String, String, u8)> {
-    let src = root().join("runtime/src");
+    let src = workspace_root().join("runtime/src");
     let mut found: Vec<(String, String, u8)> = Vec::new();
     for file in rust_files(&src) {
         let rel = file.strip_prefix(&src).expect("under src");
@@ -588,7 +747,7 @@ fn no_file_calls_a_loop_method_that_a_higher_layer_defines() {
         methods.iter().any(|(n, _, _)| n == "create_task"),
         "the scan found no loop methods"
     );
-    let src = root().join("runtime/src");
+    let src = workspace_root().join("runtime/src");
     let mut problems = Vec::new();
     for file in rust_files(&src) {
         let rel = file.strip_prefix(&src).expect("under src");

@@ -839,12 +839,22 @@ struct WakerTable<S>(PhantomData<S>);
 impl<S: Schedule> WakerTable<S> {
     const VTABLE: RawWakerVTable = RawWakerVTable::new(Self::clone, Self::wake, Self::wake_by_ref, Self::drop);
 
+    /// The vtable's `clone`: one more waker for the task, holding one more reference.
+    ///
+    /// # Safety
+    /// `data` is the header pointer of a waker of this table, which holds a reference to its
+    /// cell for the duration of the call.
     unsafe fn clone(data: *const ()) -> RawWaker {
         // SAFETY: `data` is the header of a live cell (the waker being cloned holds a reference).
         unsafe { &*(data as *const Header) }.ref_inc();
         RawWaker::new(data, &Self::VTABLE)
     }
 
+    /// The vtable's `wake`: schedules the task, consuming the waker.
+    ///
+    /// # Safety
+    /// `data` is the header pointer of a waker of this table being consumed: its reference to
+    /// the cell passes to this call.
     unsafe fn wake(data: *const ()) {
         // SAFETY: `data` is non-null: it came from a TaskPtr.
         let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
@@ -859,6 +869,11 @@ impl<S: Schedule> WakerTable<S> {
         }
     }
 
+    /// The vtable's `wake_by_ref`: schedules the task, keeping the waker.
+    ///
+    /// # Safety
+    /// `data` is the header pointer of a waker of this table, borrowed for the call: it holds a
+    /// reference to the cell until the call returns.
     unsafe fn wake_by_ref(data: *const ()) {
         // SAFETY: `data` is non-null: it came from a TaskPtr.
         let ptr = unsafe { NonNull::new_unchecked(data as *mut Header) };
@@ -870,6 +885,11 @@ impl<S: Schedule> WakerTable<S> {
         }
     }
 
+    /// The vtable's `drop`: releases the waker's reference.
+    ///
+    /// # Safety
+    /// `data` is the header pointer of a waker of this table being dropped: its reference to the
+    /// cell passes to this call, which releases it.
     unsafe fn drop(data: *const ()) {
         // SAFETY: the waker being dropped owns one reference; `data` came from a TaskPtr.
         unsafe { release(NonNull::new_unchecked(data as *mut Header)) };

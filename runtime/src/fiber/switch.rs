@@ -475,6 +475,9 @@ mod arch {
         ),
     );
 
+    // SAFETY: both symbols are defined by the `global_asm!` above, under these link names, with
+    // these signatures in the System V calling convention (arguments in rdi, rsi, rdx, result in
+    // rax); the trampoline is never called, only returned into.
     unsafe extern "C" {
         /// Saves the callee-saved registers on the current stack, stores the stack pointer at
         /// `save_sp`, loads `to_sp` and restores the registers saved there; returns `arg` on
@@ -643,7 +646,10 @@ mod arch {
         ),
     );
 
-    extern "C" {
+    // SAFETY: both symbols are defined by the `global_asm!` above, under these link names, with
+    // these signatures in the AAPCS64 calling convention (arguments in x0, x1, x2, result in x0);
+    // the trampoline is never called, only returned into.
+    unsafe extern "C" {
         /// Saves the callee-saved registers on the current stack, stores the stack pointer at
         /// `save_sp`, loads `to_sp` and restores the registers saved there; returns `arg` on
         /// the other stack.

@@ -1,0 +1,17 @@
+//! Deterministic simulation (`evloop::sys::sim`): evloop's real loop, reactor, transports and
+//! streams on the simulated kernel behind the syscall layer: the same seed gives the same trace,
+//! faults are survived, time jumps, threads take turns, the test attribute, and the boundary rule
+//! (no simulation branch above the syscall layer).
+//!
+//! One binary for the folder: each simulated kernel is installed on its own test thread and
+//! watches only the descriptors it created, so the tests share one process. `sim_replay.rs` stays
+//! standalone: it starts child processes, and a fork while a simulation runs delays when a close
+//! is seen.
+
+mod attribute;
+mod boundary;
+mod determinism;
+mod faults;
+mod support;
+mod threads;
+mod time;
