@@ -86,10 +86,7 @@ mod os;
 pub mod sync;
 mod task;
 
-pub use event_loop::error::{
-    InvalidStateError, LoopError, LoopErrorKind, OpError, Panic, PromiseError, RunError, TaskError, WrongLoopError,
-    os_error,
-};
+pub use event_loop::error::{LoopError, LoopErrorKind, Panic, WrongLoopError};
 pub use event_loop::executor::{ExecutorError, ExecutorJob};
 pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
 pub use event_loop::trace::{Awaiting, QueueOp};
@@ -100,6 +97,7 @@ pub use event_loop::{
 pub use io::datagram::{
     DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport,
 };
+pub use io::error::{OpError, os_error};
 pub use io::protocol::{DEFAULT_HIGH_WATER, Protocol, Server, Transport};
 pub use io::stream::{
     StreamConfig, StreamError, StreamReader, StreamWriter, open_connection, open_connection_with, open_unix_connection,
@@ -119,6 +117,7 @@ pub use sync::{
     SyncError, SyncOp,
 };
 pub use sync::{channel, queue};
+pub use task::error::{InvalidStateError, PromiseError, RunError, TaskError};
 pub use task::promise::{Promise, PromiseFuture};
 pub use task::runner::Runner;
 pub use task::time::{Elapsed, Sleep, YieldNow, sleep, sleep_until, timeout, yield_now};

@@ -46,9 +46,10 @@
 //!
 //! Beside them are the mechanisms the loop is made of: `handle` (callback cells), `clock` (loop
 //! time), `reactor` (epoll registrations), `slab` (keyed tables), `waker` (task wakers), `trace`
-//! (trace lines), `error` (every error type), `executor` (`run_in_executor`'s thread pool),
-//! `raw_task`, `task_table` and `sites` (the raw task cells, the table of live tasks, interned
-//! spawn sites). Nothing here imports `task`, `io`, `sync` or `os`.
+//! (trace lines), `error` (the loop's own errors: `LoopError`, `Panic`, `WrongLoopError`),
+//! `executor` (`run_in_executor`'s thread pool), `raw_task`, `task_table` and `sites` (the raw
+//! task cells, the table of live tasks, interned spawn sites). Nothing here imports `task`,
+//! `io`, `sync` or `os`.
 
 pub(crate) mod clock;
 pub(crate) mod error;

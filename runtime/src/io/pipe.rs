@@ -37,8 +37,9 @@ use std::task::{Context, Poll};
 
 use evloop_syscalls as sys;
 
-use crate::event_loop::error::{LoopError, LoopErrorKind, with_context};
+use crate::event_loop::error::{LoopError, LoopErrorKind};
 use crate::event_loop::{LoopHandle, LoopInner, get_running_loop};
+use crate::io::error::with_context;
 use crate::io::protocol::{Protocol, Transport, TransportKind};
 use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest, fd_context};
 
@@ -427,10 +428,7 @@ impl AsyncWrite for PipeWriter {
             let raw = fd.as_raw_fd();
             // The fd is released whatever close says (Linux frees it before reporting).
             if let Err(e) = sys::close(fd) {
-                return Poll::Ready(Err(crate::event_loop::error::with_context(
-                    format!("close(fd {raw})"),
-                    e,
-                )));
+                return Poll::Ready(Err(with_context(format!("close(fd {raw})"), e)));
             }
         }
         Poll::Ready(Ok(()))

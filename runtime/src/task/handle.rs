@@ -13,11 +13,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::event_loop::ExceptionKind;
-use crate::event_loop::error::{TaskError, WrongLoopError};
+use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
 use crate::event_loop::raw_task::{DoneEntry, TaskPtr};
 use crate::event_loop::trace::{Awaiting, note_awaiting, note_awaiting_label};
 use crate::event_loop::{ExceptionContext, LoopHandle, Ready, default_exception_handler, running_loop_traces};
+use crate::task::error::TaskError;
 use crate::task::state::{CancelRequest, Core, TaskState};
 use crate::task::step::abort_now;
 

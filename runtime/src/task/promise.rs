@@ -19,10 +19,11 @@ use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
-use crate::event_loop::error::{InvalidStateError, PromiseError, WrongLoopError};
+use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
 use crate::event_loop::trace::{Awaiting, note_awaiting};
 use crate::event_loop::{LoopHandle, LoopInner, Ready};
+use crate::task::error::{InvalidStateError, PromiseError};
 
 enum State<T> {
     Pending,

@@ -8,11 +8,12 @@ use std::future::Future;
 use std::panic::Location;
 use std::rc::Rc;
 
-use crate::event_loop::error::{LoopError, LoopErrorKind, RunError};
+use crate::event_loop::error::{LoopError, LoopErrorKind};
 use crate::event_loop::raw_task::{Init, TaskPtr};
 use crate::event_loop::trace::Awaiting;
 use crate::event_loop::waker::LoopScheduler;
 use crate::event_loop::{Builder, EventLoop, LoopHandle, LoopInner, Ready, with_running};
+use crate::task::error::RunError;
 use crate::task::handle::{Task, TaskRef};
 use crate::task::state::{Core, TaskState};
 use crate::task::step::{HOOKS, step};

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use super::state::Stage;
 use super::leaked_cells;
+use super::state::Stage;
 use super::*;
 
 /// Woken tasks, by owner id: each test uses its own owner, so tests running in parallel do

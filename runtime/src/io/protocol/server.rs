@@ -524,7 +524,7 @@ fn listen_socket(addr: &SockAddr, backlog: i32) -> io::Result<OwnedFd> {
             sys::set_v6only(fd.as_fd(), true)?;
         }
     }
-    sys::bind(fd.as_fd(), addr).map_err(|e| crate::event_loop::error::with_context(format!("bind({addr})"), e))?;
+    sys::bind(fd.as_fd(), addr).map_err(|e| crate::io::error::with_context(format!("bind({addr})"), e))?;
     sys::listen(fd.as_fd(), backlog)?;
     Ok(fd)
 }
