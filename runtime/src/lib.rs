@@ -89,7 +89,7 @@ mod task;
 pub use event_loop::error::{LoopError, LoopErrorKind, Panic, WrongLoopError};
 pub use event_loop::executor::{ExecutorError, ExecutorJob};
 pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
-pub use event_loop::trace::{Awaiting, QueueOp};
+pub use event_loop::trace::{AwaitKind, Awaiting};
 pub use event_loop::{
     BoxedExceptionHandler, Builder, DEFAULT_ACCEPT_RETRY_DELAY, EventLoop, ExceptionContext, ExceptionKind, LoopHandle,
     LoopStats, MAX_TIMER_SLACK, RemoteHandle, SharedExceptionHandler, default_exception_handler, get_running_loop,
@@ -114,7 +114,7 @@ pub use sync::group::{ChildError, GroupError, TaskGroup};
 pub use sync::queue::{Queue, QueueShutDown, TaskDoneError, TryGetError, TryPutError};
 pub use sync::{
     Barrier, BoundedSemaphore, Condition, Event, Lock, LockGuard, Mutex, MutexGuard, Semaphore, SemaphorePermit,
-    SyncError, SyncOp,
+    SyncError,
 };
 pub use sync::{channel, queue};
 pub use task::error::{InvalidStateError, PromiseError, RunError, TaskError};

@@ -7,10 +7,10 @@ use std::future::poll_fn;
 use std::ops::Deref;
 use std::rc::Rc;
 
-use crate::event_loop::trace::{Awaiting, SyncOp};
 use crate::sync::binding::LoopBinding;
 use crate::sync::error::SyncError;
 use crate::sync::lock::{Lock, LockAcquire, LockGuard};
+use crate::sync::ops::SyncOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
 struct NotifyState {
@@ -51,9 +51,9 @@ where
     R: Deref<Target = RefCell<L::State>>,
     L: Line,
 {
-    poll_fn(|cx| waiter.poll_wait(cx, Awaiting::Sync(what)))
+    poll_fn(|cx| waiter.poll_wait(cx, what))
         .await
-        .map_err(|wrong| wrong.into_sync_error(what))
+        .map_err(SyncError::WrongLoop)
 }
 
 /// A condition variable over a [`Lock`] (asyncio's `Condition`): tasks holding the lock wait

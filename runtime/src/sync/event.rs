@@ -6,8 +6,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::{Awaiting, SyncOp};
 use crate::sync::binding::LoopBinding;
+use crate::sync::binding::fail;
+use crate::sync::ops::SyncOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
 struct EventState {
@@ -226,13 +227,10 @@ impl Future for EventWait<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let what = SyncOp::EventWait;
-        self.get_mut()
-            .waiter
-            .poll_wait(cx, Awaiting::Sync(what))
-            .map(|r| match r {
-                Ok(()) => (),
-                Err(wrong) => wrong.fail(what),
-            })
+        self.get_mut().waiter.poll_wait(cx, what).map(|r| match r {
+            Ok(()) => (),
+            Err(wrong) => fail(wrong),
+        })
     }
 }
 

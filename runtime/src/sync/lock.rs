@@ -5,7 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::{Awaiting, SyncOp};
+use crate::sync::binding::fail;
+use crate::sync::ops::SyncOp;
 use crate::sync::pool::{PermitWaiter, Pool};
 
 /// A mutual-exclusion lock for tasks (asyncio's `Lock`), FIFO-fair and cancellation-safe.
@@ -227,9 +228,9 @@ impl<'a> Future for LockAcquire<'a> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<LockGuard<'a>> {
         let this = self.get_mut();
         let (lock, what) = (this.lock, this.what);
-        this.waiter.poll_wait(cx, Awaiting::Sync(what)).map(|r| match r {
+        this.waiter.poll_wait(cx, what).map(|r| match r {
             Ok(()) => LockGuard { lock },
-            Err(wrong) => wrong.fail(what),
+            Err(wrong) => fail(wrong),
         })
     }
 }

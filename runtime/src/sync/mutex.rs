@@ -7,8 +7,8 @@ use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::SyncOp;
 use crate::sync::lock::{Lock, LockAcquire, LockGuard};
+use crate::sync::ops::SyncOp;
 
 /// A value behind a [`Lock`]: [`lock`](Mutex::lock) waits for the lock and gives a
 /// [`MutexGuard`] through which the value can be read and changed.

@@ -21,7 +21,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
-use crate::event_loop::trace::{Awaiting, note_awaiting};
+use crate::event_loop::trace::{AwaitKind, Awaiting, note_awaiting};
 use crate::event_loop::{LoopHandle, LoopInner, Ready};
 use crate::task::error::{InvalidStateError, PromiseError};
 
@@ -432,10 +432,13 @@ impl<T: Clone + 'static> Future for PromiseFuture<T> {
                 this.slot = Some(waiters.len() - 1);
             }
         }
-        note_awaiting(Awaiting::Promise(inner.id));
+        note_awaiting(Awaiting::Object(&AWAITED_PROMISE, inner.id));
         Poll::Pending
     }
 }
+
+/// A promise, as what a task awaits: the id is the promise's (`Promise#3`).
+static AWAITED_PROMISE: AwaitKind = AwaitKind::new("Promise", |id, f| write!(f, "Promise#{id}"));
 
 impl<T: 'static> Drop for PromiseFuture<T> {
     fn drop(&mut self) {

@@ -10,11 +10,10 @@ use std::rc::Rc;
 
 use crate::event_loop::error::{LoopError, LoopErrorKind};
 use crate::event_loop::raw_task::{Init, TaskPtr};
-use crate::event_loop::trace::Awaiting;
 use crate::event_loop::waker::LoopScheduler;
 use crate::event_loop::{Builder, EventLoop, LoopHandle, LoopInner, Ready, with_running};
 use crate::task::error::RunError;
-use crate::task::handle::{Task, TaskRef};
+use crate::task::handle::{AWAITED_TASK, Task, TaskRef};
 use crate::task::state::{Core, TaskState};
 use crate::task::step::{HOOKS, step};
 
@@ -211,12 +210,13 @@ impl LoopHandle {
             let state = t.state();
             out += &format!("{} [{}]", t.name(), state.as_str());
             if state == TaskState::Pending {
-                let what = match t.awaiting() {
-                    Awaiting::Task(n) => names
+                let awaiting = t.awaiting();
+                let what = match awaiting.object_of(&AWAITED_TASK) {
+                    Some(n) => names
                         .get(&n)
                         .cloned()
                         .unwrap_or_else(|| format!("a finished task (#{n})")),
-                    other => other.to_string(),
+                    None => awaiting.to_string(),
                 };
                 out += &format!(" awaiting {what}");
             }

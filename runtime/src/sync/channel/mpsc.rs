@@ -46,7 +46,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::QueueOp;
+use crate::sync::ops::QueueOp;
 use crate::sync::queue::{Core, Get, Put, QueueShutDown, SharedCore, TryGetError, TryPutError, with_core};
 
 struct Chan<T> {

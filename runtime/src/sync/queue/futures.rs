@@ -7,7 +7,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::{Awaiting, QueueOp};
+use crate::sync::binding::fail;
+use crate::sync::ops::QueueOp;
 use crate::sync::queue::core::{Getters, Joiners, Putters, SharedCore};
 use crate::sync::queue::error::QueueShutDown;
 use crate::sync::wait_queue::Waiter;
@@ -44,8 +45,8 @@ impl<T> Get<T> {
     /// One poll, shared with the channels (which name the operation in traces).
     pub(crate) fn poll_get(&mut self, cx: &mut Context<'_>, op: QueueOp) -> Poll<Result<T, QueueShutDown>> {
         self.waiter
-            .poll_wait(cx, Awaiting::Queue(op))
-            .map(|r| r.unwrap_or_else(|wrong| wrong.fail(op)))
+            .poll_wait(cx, op)
+            .map(|r| r.unwrap_or_else(|wrong| fail(wrong)))
     }
 }
 
@@ -96,11 +97,11 @@ impl<T> Put<T> {
     }
 
     pub(crate) fn poll_put(&mut self, cx: &mut Context<'_>, op: QueueOp) -> Poll<Result<(), QueueShutDown<T>>> {
-        self.waiter.poll_wait(cx, Awaiting::Queue(op)).map(|r| {
+        self.waiter.poll_wait(cx, op).map(|r| {
             r.unwrap_or_else(|wrong| {
                 // The item was not put: it goes before the task fails.
                 drop(self.waiter.carry_mut().take());
-                wrong.fail(op)
+                fail(wrong)
             })
         })
     }
@@ -161,8 +162,8 @@ impl<T> Future for Join<T> {
         let op = QueueOp::QueueJoin;
         self.get_mut()
             .waiter
-            .poll_wait(cx, Awaiting::Queue(op))
-            .map(|r| r.unwrap_or_else(|wrong| wrong.fail(op)))
+            .poll_wait(cx, op)
+            .map(|r| r.unwrap_or_else(|wrong| fail(wrong)))
     }
 }
 
