@@ -91,14 +91,14 @@ pub use event_loop::executor::{ExecutorError, ExecutorJob};
 pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
 pub use event_loop::trace::{AwaitKind, Awaiting};
 pub use event_loop::{
-    BoxedExceptionHandler, Builder, DEFAULT_ACCEPT_RETRY_DELAY, EventLoop, ExceptionContext, ExceptionKind, LoopHandle,
-    LoopStats, MAX_TIMER_SLACK, RemoteHandle, SharedExceptionHandler, default_exception_handler, get_running_loop,
+    BoxedExceptionHandler, Builder, EventLoop, ExceptionContext, ExceptionKind, LoopHandle, LoopStats, MAX_TIMER_SLACK,
+    RemoteHandle, SharedExceptionHandler, default_exception_handler, get_running_loop,
 };
 pub use io::datagram::{
     DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport,
 };
 pub use io::error::{OpError, os_error};
-pub use io::protocol::{DEFAULT_HIGH_WATER, Protocol, Server, Transport};
+pub use io::protocol::{DEFAULT_ACCEPT_RETRY_DELAY, DEFAULT_HIGH_WATER, Protocol, Server, Transport};
 pub use io::stream::{
     StreamConfig, StreamError, StreamReader, StreamWriter, open_connection, open_connection_with, open_unix_connection,
     open_unix_connection_with, start_server, start_server_with, start_unix_server, start_unix_server_with,

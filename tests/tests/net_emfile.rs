@@ -41,7 +41,7 @@ const CHILD_ENV: &str = "EVLOOP_NET_EMFILE_CHILD";
 const RETRY: Duration = Duration::from_millis(100);
 
 fn new_loop() -> EventLoop {
-    EventLoop::builder().accept_retry_delay(RETRY).build().unwrap()
+    EventLoop::new().unwrap()
 }
 
 fn exceptions(lp: &LoopHandle) -> Log<(ExceptionKind, String)> {
@@ -83,6 +83,7 @@ fn emfile_scenario() {
     let lp2 = h.clone();
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
+        server.set_accept_retry_delay(RETRY).unwrap();
         let addr = server.local_addr();
 
         // Every client socket is created now, while fds are plentiful.
@@ -242,6 +243,7 @@ fn an_injected_emfile_on_accept_backs_off_and_the_connection_is_served_after_the
     let h = lp.handle();
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
+        server.set_accept_retry_delay(RETRY).unwrap();
         let addr = server.local_addr();
         fault::fail_nth(Syscall::Accept4, 1, sys::errno::EMFILE);
         let started = Instant::now();
@@ -275,6 +277,7 @@ fn without_its_spare_fd_a_server_out_of_fds_pauses_instead_of_spinning_and_serve
     fault::fail_times(Syscall::Open, 1, u64::MAX, sys::errno::EMFILE);
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
+        server.set_accept_retry_delay(RETRY).unwrap();
         let addr = server.local_addr();
         // Every accept fails 5 times in a row: the server must wait between attempts (not
         // spin), shed nothing (it has no spare), and take the connection once accept works.

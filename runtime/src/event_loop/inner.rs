@@ -100,8 +100,6 @@ pub(crate) struct LoopInner {
     pub(super) slow_callback: Duration,
     pub(super) tracer: Option<Tracer>,
     pub(crate) eager_tasks: bool,
-    /// The accept retry delay new servers start with (`Builder::accept_retry_delay`).
-    pub(crate) accept_retry_delay: Duration,
     pub(super) slack_acquired: Cell<bool>,
     /// The bound of the next executor pool (`Builder::executor_threads`, `set_default_executor`);
     /// the pool itself sits in one of the loop's slots (`executor`).

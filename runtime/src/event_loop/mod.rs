@@ -77,8 +77,7 @@ mod remote;
 mod running;
 mod scheduling;
 
-pub(crate) use self::builder::check_accept_retry_delay;
-pub use self::builder::{Builder, DEFAULT_ACCEPT_RETRY_DELAY, MAX_TIMER_SLACK};
+pub use self::builder::{Builder, MAX_TIMER_SLACK};
 pub use self::exception::{
     BoxedExceptionHandler, ExceptionContext, ExceptionKind, SharedExceptionHandler, default_exception_handler,
 };
