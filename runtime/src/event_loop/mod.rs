@@ -81,7 +81,7 @@ pub use self::builder::{Builder, MAX_TIMER_SLACK};
 pub use self::exception::{
     BoxedExceptionHandler, ExceptionContext, ExceptionKind, SharedExceptionHandler, default_exception_handler,
 };
-pub(crate) use self::inner::{DeferredFlush, LoopInner, Ready, SPARE_EXTRAS, TaskHooks, TimerEntry};
+pub(crate) use self::inner::{DeferredFlush, LoopInner, Ready, TaskHooks, TimerEntry};
 pub use self::loop_handle::{EventLoop, LoopHandle, LoopStats};
 pub use self::remote::RemoteHandle;
 pub(crate) use self::remote::{Remote, Shared};

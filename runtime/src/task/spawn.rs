@@ -1,7 +1,7 @@
 //! Creating and running tasks: [`TaskBuilder`], the loop's `create_task`, `all_tasks`,
 //! `current_task`, `dump_tasks` and `run_until_complete`, and the free functions [`spawn`],
 //! [`current_task`], [`all_tasks`], [`run`] and [`run_with`]. Every way of creating a task ends in
-//! `spawn_on`, which allocates the cell (`TaskPtr::new`), puts it in the loop's table and either
+//! `spawn_on`, which allocates the cell (`waker::new_task`), puts it in the loop's table and either
 //! queues its first step or, for an eager task, runs it at once (`step.rs`).
 
 use std::future::Future;
@@ -9,8 +9,9 @@ use std::panic::Location;
 use std::rc::Rc;
 
 use crate::event_loop::error::{LoopError, LoopErrorKind};
-use crate::event_loop::raw_task::{Init, TaskPtr};
-use crate::event_loop::waker::LoopScheduler;
+use crate::event_loop::raw_task::Init;
+use crate::event_loop::slots::CounterKey;
+use crate::event_loop::waker;
 use crate::event_loop::{Builder, EventLoop, LoopHandle, LoopInner, Ready, with_running};
 use crate::task::error::RunError;
 use crate::task::handle::{AWAITED_TASK, Task, TaskRef};
@@ -266,6 +267,9 @@ impl LoopHandle {
     }
 }
 
+/// The numbers of a loop's tasks (`Task-N`), from 1: a per-loop counter of the task layer.
+static TASK_NUMBERS: CounterKey = CounterKey::new();
+
 /// Creates a task on `lp`: the work of every way of creating one (`create_task`, `spawn`,
 /// `TaskBuilder`, `run_until_complete`).
 fn spawn_on<F>(
@@ -282,15 +286,14 @@ where
     if lp.is_closed() {
         return Err(LoopError::new(LoopErrorKind::Closed, "create_task"));
     }
-    let number = lp.next_task_number.get();
-    lp.next_task_number.set(number.wrapping_add(1));
+    let number = lp.next_count(&TASK_NUMBERS);
     let init = Init {
         owner: lp.id,
         number: number as u32,
         site: lp.site_id(site),
         flags: TaskState::Pending.bits(),
     };
-    let task = TaskPtr::new::<F, LoopScheduler>(fut, init);
+    let task = waker::new_task(fut, init);
     if let Some(name) = name {
         task.header().extra_mut(|e| e.name = Some(name.into_boxed_str()));
     }
