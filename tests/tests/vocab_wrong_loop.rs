@@ -4,6 +4,8 @@
 //! `oneshot::RecvError::WrongLoop`), and a wait whose output has no room for an error fails its
 //! task with the same message as a panic. Each test pins the exact text.
 
+use std::cell::Cell;
+use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -20,27 +22,33 @@ fn message(op: &str, object: &str, a: &LoopHandle, b: &LoopHandle) -> String {
     )
 }
 
-fn two_loops() -> (EventLoop, EventLoop) {
-    (EventLoop::new().unwrap(), EventLoop::new().unwrap())
-}
-
-/// Runs loop `lp` until a task of it waits where `cond` can see it.
-fn run_until(lp: &LoopHandle, cond: impl Fn() -> bool + 'static) {
-    lp.run_until_complete(async move {
-        for _ in 0..100 {
-            if cond() {
-                return;
-            }
+/// Loop A runs the tasks `bind` creates until `bound()` holds (the subject is bound to A), then
+/// loop B runs `wait`: both loops and B's result.
+fn from_another_loop<T: 'static>(
+    bind: impl FnOnce(&LoopHandle),
+    bound: impl Fn() -> bool + 'static,
+    wait: impl Future<Output = T> + 'static,
+) -> (EventLoop, EventLoop, Result<T, RunError>) {
+    let (a, b) = (EventLoop::new().unwrap(), EventLoop::new().unwrap());
+    bind(&a);
+    a.run_until_complete(async move {
+        let started = std::time::Instant::now();
+        while !bound() {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "the subject was never bound"
+            );
             yield_now().await;
         }
-        panic!("the condition never held");
     })
     .unwrap();
+    let out = b.run_until_complete(wait);
+    (a, b, out)
 }
 
 #[test]
 fn a_promise_of_another_loop_gives_the_one_message() {
-    let (a, b) = two_loops();
+    let (a, b) = (EventLoop::new().unwrap(), EventLoop::new().unwrap());
     let p = a.create_future::<u8>();
     match b.run_until_complete(p.wait()).unwrap() {
         Err(PromiseError::WrongLoop(e)) => {
@@ -53,7 +61,7 @@ fn a_promise_of_another_loop_gives_the_one_message() {
 
 #[test]
 fn a_task_of_another_loop_gives_the_one_message() {
-    let (a, b) = two_loops();
+    let (a, b) = (EventLoop::new().unwrap(), EventLoop::new().unwrap());
     let t = a.create_task(std::future::pending::<()>()).unwrap();
     let name = t.name();
     match b.run_until_complete(t).unwrap() {
@@ -64,25 +72,21 @@ fn a_task_of_another_loop_gives_the_one_message() {
 
 #[test]
 fn a_condition_bound_to_another_loop_gives_the_one_message_in_sync_error() {
-    let (a, b) = two_loops();
     let cond = Rc::new(Condition::new());
-    let c = cond.clone();
-    let _waiter = a
-        .create_task(async move {
-            let g = c.acquire().await;
-            let _ = c.wait(g).await;
-        })
-        .unwrap();
-    let c = cond.clone();
-    run_until(&a, move || c.waiters() == 1);
-    let c = cond.clone();
-    let out = b
-        .run_until_complete(async move {
-            let g = c.acquire().await;
-            c.wait(g).await.map(drop)
-        })
-        .unwrap();
-    match out {
+    let (mine, seen, theirs) = (cond.clone(), cond.clone(), cond);
+    let (a, b, out) = from_another_loop(
+        move |a| {
+            a.create_task(async move {
+                let g = mine.acquire().await;
+                let _ = mine.wait(g).await;
+            })
+            .unwrap()
+            .detach()
+        },
+        move || seen.waiters() == 1,
+        async move { theirs.wait(theirs.acquire().await).await.map(drop) },
+    );
+    match out.unwrap() {
         Err(SyncError::WrongLoop(e)) => {
             let expected = message("Condition.wait()", "the Condition", &a, &b);
             assert_eq!(e.to_string(), expected);
@@ -94,19 +98,27 @@ fn a_condition_bound_to_another_loop_gives_the_one_message_in_sync_error() {
 
 #[test]
 fn a_oneshot_receiver_bound_to_another_loop_gives_the_one_message_in_recv_error() {
-    let (a, b) = two_loops();
     let (_tx, rx) = oneshot::channel::<u8>();
-    let rx = Rc::new(std::cell::Cell::new(Some(rx)));
-    let r = rx.clone();
-    // A first wait on loop A binds the receiver to A.
-    a.run_until_complete(async move {
-        let mut rx = r.take().unwrap();
-        let _ = evloop::timeout(Duration::from_millis(1), &mut rx).await;
-        r.set(Some(rx));
-    })
-    .unwrap();
-    let r = rx.clone();
-    match b.run_until_complete(async move { r.take().unwrap().await }).unwrap() {
+    let rx = Rc::new(Cell::new(Some(rx)));
+    let (mine, theirs) = (rx.clone(), rx);
+    let given_up = Rc::new(Cell::new(false));
+    let g = given_up.clone();
+    let (a, b, out) = from_another_loop(
+        // A first wait on loop A, given up after 1 ms, binds the receiver to A.
+        move |a| {
+            a.create_task(async move {
+                let mut rx = mine.take().unwrap();
+                let _ = evloop::timeout(Duration::from_millis(1), &mut rx).await;
+                mine.set(Some(rx));
+                g.set(true);
+            })
+            .unwrap()
+            .detach()
+        },
+        move || given_up.get(),
+        async move { theirs.take().unwrap().await },
+    );
+    match out.unwrap() {
         Err(oneshot::RecvError::WrongLoop(e)) => {
             let expected = message("oneshot::Receiver", "the oneshot channel", &a, &b);
             assert_eq!(e.to_string(), expected);
@@ -118,23 +130,30 @@ fn a_oneshot_receiver_bound_to_another_loop_gives_the_one_message_in_recv_error(
 
 #[test]
 fn a_wait_with_no_room_for_an_error_fails_its_task_with_the_one_message() {
-    let (a, b) = two_loops();
     let lock = Rc::new(Lock::new());
-    let l = lock.clone();
+    let (holder, waiter, theirs) = (lock.clone(), lock.clone(), lock);
+    let waited = Rc::new(Cell::new(false));
+    let w = waited.clone();
     // Loop A holds the lock in one task and waits for it in another: the lock is bound to A.
-    let _holder = a
-        .create_task(async move {
-            let _g = l.acquire().await;
-            std::future::pending::<()>().await;
-        })
-        .unwrap();
-    let l = lock.clone();
-    let _waiter = a.create_task(async move { drop(l.acquire().await) }).unwrap();
-    let l = lock.clone();
-    run_until(&a, move || l.locked());
-    a.run_until_complete(yield_now()).unwrap();
-    let l = lock.clone();
-    match b.run_until_complete(async move { drop(l.acquire().await) }) {
+    let (a, b, out) = from_another_loop(
+        move |a| {
+            a.create_task(async move {
+                let _g = holder.acquire().await;
+                std::future::pending::<()>().await;
+            })
+            .unwrap()
+            .detach();
+            a.create_task(async move {
+                w.set(true);
+                drop(waiter.acquire().await);
+            })
+            .unwrap()
+            .detach();
+        },
+        move || waited.get(),
+        async move { drop(theirs.acquire().await) },
+    );
+    match out {
         Err(RunError::Task(TaskError::Panicked { panic, .. })) => {
             assert_eq!(panic.message(), message("Lock.acquire()", "the Lock", &a, &b));
         }

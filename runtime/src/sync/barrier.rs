@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 
 use crate::sync::binding::LoopBinding;
 use crate::sync::error::SyncError;
-use crate::sync::ops::SyncOp;
+use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
 /// Why a barrier wait failed (the public error is built with the party count).
@@ -296,7 +296,7 @@ impl Future for BarrierWait<'_> {
     type Output = Result<usize, SyncError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let what = SyncOp::BarrierWait;
+        let what = WaitOp::BarrierWait;
         let waiter = &mut self.get_mut().waiter;
         waiter
             .poll_wait(cx, what)

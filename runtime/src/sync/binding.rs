@@ -22,7 +22,7 @@ pub(crate) struct LoopBinding {
 impl LoopBinding {
     /// Binds to the running loop, or checks that it is the one bound to; `op` names the wait
     /// in the error.
-    pub(crate) fn bind(&self, op: impl WaitOp) -> Result<(), WrongLoopError> {
+    pub(crate) fn bind(&self, op: WaitOp) -> Result<(), WrongLoopError> {
         let Some(running) = running_loop_id() else {
             return Ok(());
         };

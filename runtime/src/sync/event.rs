@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use crate::sync::binding::LoopBinding;
 use crate::sync::binding::fail;
-use crate::sync::ops::SyncOp;
+use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
 struct EventState {
@@ -226,7 +226,7 @@ impl Future for EventWait<'_> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let what = SyncOp::EventWait;
+        let what = WaitOp::EventWait;
         self.get_mut().waiter.poll_wait(cx, what).map(|r| match r {
             Ok(()) => (),
             Err(wrong) => fail(wrong),

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::sync::binding::fail;
-use crate::sync::ops::SyncOp;
+use crate::sync::ops::WaitOp;
 use crate::sync::pool::{PermitWaiter, Pool};
 
 /// A mutual-exclusion lock for tasks (asyncio's `Lock`), FIFO-fair and cancellation-safe.
@@ -78,10 +78,10 @@ impl Lock {
     /// # Ok::<(), evloop::RunError>(())
     /// ```
     pub fn acquire(&self) -> LockAcquire<'_> {
-        self.acquire_as(SyncOp::LockAcquire)
+        self.acquire_as(WaitOp::LockAcquire)
     }
 
-    pub(crate) fn acquire_as(&self, what: SyncOp) -> LockAcquire<'_> {
+    pub(crate) fn acquire_as(&self, what: WaitOp) -> LockAcquire<'_> {
         LockAcquire {
             lock: self,
             what,
@@ -218,7 +218,7 @@ impl fmt::Debug for LockGuard<'_> {
 pub struct LockAcquire<'a> {
     lock: &'a Lock,
     /// For trace mode, the task dump and the wrong-loop panic.
-    what: SyncOp,
+    what: WaitOp,
     waiter: PermitWaiter<'a>,
 }
 

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use crate::sync::binding::fail;
 use crate::sync::error::SyncError;
-use crate::sync::ops::SyncOp;
+use crate::sync::ops::WaitOp;
 use crate::sync::pool::{PermitWaiter, Pool};
 
 /// A counter of permits (asyncio's `Semaphore`), FIFO-fair and cancellation-safe.
@@ -84,7 +84,7 @@ impl Semaphore {
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
             pool: &self.pool,
-            what: SyncOp::SemaphoreAcquire,
+            what: WaitOp::SemaphoreAcquire,
             waiter: self.pool.waiter(),
         }
     }
@@ -238,7 +238,7 @@ impl BoundedSemaphore {
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
             pool: &self.pool,
-            what: SyncOp::BoundedSemaphoreAcquire,
+            what: WaitOp::BoundedSemaphoreAcquire,
             waiter: self.pool.waiter(),
         }
     }
@@ -422,7 +422,7 @@ impl fmt::Debug for SemaphorePermit<'_> {
 pub struct SemaphoreAcquire<'a> {
     pool: &'a Pool,
     /// For trace mode, the task dump and the wrong-loop panic.
-    what: SyncOp,
+    what: WaitOp,
     waiter: PermitWaiter<'a>,
 }
 

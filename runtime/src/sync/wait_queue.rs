@@ -379,11 +379,7 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
     /// One poll of the wait; `op` is noted as what the task awaits when it stays pending, and
     /// named in the error when the state is bound to another loop.
     #[inline(always)]
-    pub(crate) fn poll_wait(
-        &mut self,
-        cx: &mut Context<'_>,
-        op: impl WaitOp,
-    ) -> Poll<Result<L::Output, WrongLoopError>> {
+    pub(crate) fn poll_wait(&mut self, cx: &mut Context<'_>, op: WaitOp) -> Poll<Result<L::Output, WrongLoopError>> {
         let mut wakers = WakeList::default();
         let mut stale = None;
         let out = self.poll_state(cx.waker(), &mut wakers, &mut stale, op);
@@ -401,7 +397,7 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
         waker: &Waker,
         wakers: &mut WakeList,
         stale: &mut Option<Waker>,
-        op: impl WaitOp,
+        op: WaitOp,
     ) -> Poll<Result<L::Output, WrongLoopError>> {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;

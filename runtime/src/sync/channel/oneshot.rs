@@ -32,7 +32,7 @@ use std::task::{Context, Poll, Waker};
 use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::trace::note_awaiting;
 use crate::sync::LoopBinding;
-use crate::sync::ops::{QueueOp, WaitOp};
+use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::park;
 
 struct State<T> {
@@ -274,13 +274,13 @@ impl<T> Future for Receiver<T> {
         if st.sender_gone {
             return Poll::Ready(Err(RecvError::Closed));
         }
-        if let Err(e) = st.binding.bind(QueueOp::OneshotRecv) {
+        if let Err(e) = st.binding.bind(WaitOp::OneshotRecv) {
             return Poll::Ready(Err(RecvError::WrongLoop(e)));
         }
         let stale = park(&mut st.waker, cx.waker());
         drop(st);
         drop(stale);
-        note_awaiting(QueueOp::OneshotRecv.awaiting());
+        note_awaiting(WaitOp::OneshotRecv.awaiting());
         Poll::Pending
     }
 }

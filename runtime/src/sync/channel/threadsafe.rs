@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use crate::event_loop::trace::note_awaiting;
-use crate::sync::ops::{QueueOp, WaitOp};
+use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::park;
 
 struct State<T> {
@@ -372,7 +372,7 @@ impl<T> Receiver<T> {
         drop(st);
         self.registered = true;
         drop(stale);
-        note_awaiting(QueueOp::ThreadsafeRecv.awaiting());
+        note_awaiting(WaitOp::ThreadsafeRecv.awaiting());
         Poll::Pending
     }
 
