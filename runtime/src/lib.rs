@@ -86,21 +86,19 @@ mod os;
 pub mod sync;
 mod task;
 
-pub use event_loop::error::{
-    InvalidStateError, LoopError, LoopErrorKind, OpError, Panic, PromiseError, RunError, TaskError, WrongLoopError,
-    os_error,
-};
+pub use event_loop::error::{LoopError, LoopErrorKind, Panic, WrongLoopError};
 pub use event_loop::executor::{ExecutorError, ExecutorJob};
 pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
-pub use event_loop::trace::{Awaiting, QueueOp};
+pub use event_loop::trace::{AwaitKind, Awaiting};
 pub use event_loop::{
-    BoxedExceptionHandler, Builder, DEFAULT_ACCEPT_RETRY_DELAY, EventLoop, ExceptionContext, ExceptionKind, LoopHandle,
-    LoopStats, MAX_TIMER_SLACK, RemoteHandle, SharedExceptionHandler, default_exception_handler, get_running_loop,
+    BoxedExceptionHandler, Builder, EventLoop, ExceptionContext, ExceptionKind, LoopHandle, LoopStats, MAX_TIMER_SLACK,
+    RemoteHandle, SharedExceptionHandler, default_exception_handler, get_running_loop,
 };
 pub use io::datagram::{
     DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport,
 };
-pub use io::protocol::{DEFAULT_HIGH_WATER, Protocol, Server, Transport};
+pub use io::error::{OpError, os_error};
+pub use io::protocol::{DEFAULT_ACCEPT_RETRY_DELAY, DEFAULT_HIGH_WATER, Protocol, Server, Transport};
 pub use io::stream::{
     StreamConfig, StreamError, StreamReader, StreamWriter, open_connection, open_connection_with, open_unix_connection,
     open_unix_connection_with, start_server, start_server_with, start_unix_server, start_unix_server_with,
@@ -116,9 +114,10 @@ pub use sync::group::{ChildError, GroupError, TaskGroup};
 pub use sync::queue::{Queue, QueueShutDown, TaskDoneError, TryGetError, TryPutError};
 pub use sync::{
     Barrier, BoundedSemaphore, Condition, Event, Lock, LockGuard, Mutex, MutexGuard, Semaphore, SemaphorePermit,
-    SyncError, SyncOp,
+    SyncError,
 };
 pub use sync::{channel, queue};
+pub use task::error::{InvalidStateError, PromiseError, RunError, TaskError};
 pub use task::promise::{Promise, PromiseFuture};
 pub use task::runner::Runner;
 pub use task::time::{Elapsed, Sleep, YieldNow, sleep, sleep_until, timeout, yield_now};

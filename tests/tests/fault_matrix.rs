@@ -493,6 +493,9 @@ async fn connections(lp: LoopHandle) -> Phase {
         Ok(s) => s,
         Err(e) => return Phase::Failed(vec![format!("the server|{}", describe(&e))]),
     };
+    server
+        .set_accept_retry_delay(Duration::from_millis(20))
+        .expect("in range");
     let port = server.local_addr().port();
     let mut clients = Vec::new();
     for i in 0..3 {
@@ -690,10 +693,7 @@ thread_local! {
 /// checks the invariants.
 fn run_cell(row: &Row, errno: i32, nth: u64) -> Result<String, String> {
     let fds_before = open_fds();
-    let lp = EventLoop::builder()
-        .accept_retry_delay(Duration::from_millis(20))
-        .build()
-        .map_err(|e| format!("EventLoop::new: {e}"))?;
+    let lp = EventLoop::new().map_err(|e| format!("EventLoop::new: {e}"))?;
     let reports = Rc::new(RefCell::new(Vec::new()));
     let r = reports.clone();
     lp.set_exception_handler(Some(Box::new(move |_, ctx| {

@@ -7,7 +7,8 @@
 //!   cell, the fiber switch), every unsafe block, impl, fn and extern block has its `// SAFETY:`
 //!   comment directly above it, `runtime/` denies unsafe code outside those modules and `timers/`
 //!   forbids it;
-//! - files of `runtime/src` import only from their own layer folder and the ones below it;
+//! - files of `runtime/src` import only from their own layer folder and the ones below it, and no
+//!   type is defined in a layer below every layer that uses it (each layer owns its vocabulary);
 //! - every module opens with a `//!` paragraph.
 
 use std::fs;
@@ -772,4 +773,520 @@ fn no_file_calls_a_loop_method_that_a_higher_layer_defines() {
         "calls against the layer order:\n{}",
         problems.join("\n")
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Each layer owns its vocabulary: no type sinks below the layers that use it.
+
+/// Types that only higher layers use but that belong where they are, each with the reason. The
+/// check fails on an entry that is no longer needed, so the list cannot go stale.
+const SINK_ALLOWED: &[(&str, &str)] = &[
+    // The wrong-loop rule is the loop's (loop ids, which loop runs on this thread), and this is
+    // its one error: every layer that binds an object to a loop (promises, tasks, fds, sync
+    // primitives, signals) reports a wait from another loop with it, so its message is written
+    // once. The loop itself binds nothing.
+    ("event_loop/error.rs", "WrongLoopError"),
+    // The task layer's public builder of tasks (`evloop::TaskBuilder`): its layer creates tasks
+    // through `spawn_on` directly, and the fiber hub and `TaskGroup` are users of the public API.
+    ("task/spawn.rs", "TaskBuilder"),
+    // io's public listeners (`evloop::net`): io's own servers listen on raw sockets, and the
+    // fiber hub wraps these for blocking-style code, as a user would.
+    ("io/net/tcp.rs", "TcpListener"),
+    ("io/net/unix.rs", "UnixListener"),
+];
+
+/// A brace block of a source file: what its header (the text before the `{`) makes it, where
+/// the header starts, and where the block ends (one past its `}`).
+#[derive(Clone, Debug)]
+struct Block {
+    kind: BlockKind,
+    header: String,
+    start: usize,
+    open: usize,
+    end: usize,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum BlockKind {
+    Fn,
+    Impl,
+    Trait,
+    Mod,
+    Type,
+    Other,
+}
+
+fn has_word(text: &str, word: &str) -> bool {
+    word_positions(text, word).next().is_some()
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Where `word` occurs in `text` as a whole identifier.
+fn word_positions<'a>(text: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
+    text.match_indices(word).map(|(i, _)| i).filter(move |&i| {
+        !text[..i].chars().next_back().is_some_and(is_ident)
+            && !text[i + word.len()..].chars().next().is_some_and(is_ident)
+    })
+}
+
+/// Every brace block of `code` (comments and strings already blanked), innermost first.
+fn blocks(code: &str) -> Vec<Block> {
+    let mut open: Vec<(BlockKind, String, usize, usize)> = Vec::new();
+    let mut out = Vec::new();
+    let mut last = 0;
+    for (i, c) in code.char_indices() {
+        match c {
+            '{' => {
+                let header = code[last..i].trim().to_string();
+                let kind = if has_word(&header, "fn") {
+                    BlockKind::Fn
+                } else if has_word(&header, "impl") {
+                    BlockKind::Impl
+                } else if has_word(&header, "trait") {
+                    BlockKind::Trait
+                } else if has_word(&header, "mod") {
+                    BlockKind::Mod
+                } else if ["struct", "enum", "union"].iter().any(|k| has_word(&header, k)) {
+                    BlockKind::Type
+                } else {
+                    BlockKind::Other
+                };
+                open.push((kind, header, last, i));
+                last = i + 1;
+            }
+            '}' => {
+                if let Some((kind, header, start, o)) = open.pop() {
+                    out.push(Block {
+                        kind,
+                        header,
+                        start,
+                        open: o,
+                        end: i + 1,
+                    });
+                }
+                last = i + 1;
+            }
+            ';' => last = i + 1,
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether `pos` lies at module level: inside no block but modules.
+fn at_module_level(blocks: &[Block], pos: usize) -> bool {
+    blocks
+        .iter()
+        .filter(|b| b.open < pos && pos < b.end)
+        .all(|b| b.kind == BlockKind::Mod)
+}
+
+/// `code` with every `#[cfg(test)]` module blanked (newlines kept): test code is no layer's use.
+fn without_test_modules(code: &str) -> String {
+    let mut out = code.to_string();
+    for b in blocks(code) {
+        if b.kind == BlockKind::Mod && b.header.contains("cfg(test)") {
+            // Byte for byte, so that the positions of the blocks after it stay valid.
+            let blank: String = code[b.start..b.end]
+                .chars()
+                .flat_map(|c| std::iter::repeat_n(if c == '\n' { '\n' } else { ' ' }, c.len_utf8()))
+                .collect();
+            out.replace_range(b.start..b.end, &blank);
+        }
+    }
+    out
+}
+
+/// A type defined at module level of a layer folder's file.
+#[derive(Debug)]
+struct TypeDef {
+    name: String,
+    is_trait: bool,
+    /// Whether it has a visibility (`pub`, `pub(crate)`, ...); a private type is usable only in
+    /// its own module, so it cannot sink.
+    visible: bool,
+    file: usize,
+    span: (usize, usize),
+}
+
+/// An `impl` block at module level: the head of its self type (`Waiter` for
+/// `impl<..> Waiter<R, L>`) and its trait part (`From<TaskError>` for
+/// `impl From<TaskError> for io::Error`; empty for an inherent impl).
+#[derive(Debug)]
+struct ImplBlock {
+    span: (usize, usize),
+    self_head: String,
+    trait_part: String,
+}
+
+fn parse_impl_header(header: &str) -> (String, String) {
+    let flat: String = header.split_whitespace().collect::<Vec<_>>().join(" ");
+    let Some(at) = word_positions(&flat, "impl").next() else {
+        return (String::new(), String::new());
+    };
+    let mut rest = flat[at + "impl".len()..].trim_start();
+    if rest.starts_with('<') {
+        let mut depth = 0;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '<' => depth += 1,
+                '>' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        rest = &rest[i + 1..];
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let rest = match word_positions(rest, "where").next() {
+        Some(w) => &rest[..w],
+        None => rest,
+    };
+    let (trait_part, self_part) = match rest.find(" for ") {
+        Some(f) => (&rest[..f], &rest[f + " for ".len()..]),
+        None => ("", rest),
+    };
+    let self_part = self_part.trim().trim_start_matches("dyn ").trim();
+    let path: String = self_part.chars().take_while(|&c| is_ident(c) || c == ':').collect();
+    let head = path.rsplit("::").next().unwrap_or("").to_string();
+    (head, trait_part.trim().to_string())
+}
+
+/// One source file of a layer folder, prepared for the check.
+struct Source {
+    /// Relative to `runtime/src`, e.g. `task/spawn.rs`.
+    rel: String,
+    folder: String,
+    code: String,
+    impls: Vec<ImplBlock>,
+    /// The `use` declarations: an import is not a use (re-exports in `mod.rs` would make every
+    /// type "used" by its own folder).
+    uses: Vec<(usize, usize)>,
+}
+
+fn parse_source(rel: &str, text: &str) -> (Source, Vec<TypeDef>) {
+    let code = without_test_modules(&code_only(text));
+    let blocks = blocks(&code);
+    let mut impls = Vec::new();
+    for b in &blocks {
+        if b.kind == BlockKind::Impl && at_module_level(&blocks, b.open) {
+            let (self_head, trait_part) = parse_impl_header(&b.header);
+            impls.push(ImplBlock {
+                span: (b.start, b.end),
+                self_head,
+                trait_part,
+            });
+        }
+    }
+    let mut uses = Vec::new();
+    let mut defs = Vec::new();
+    let mut offset = 0;
+    for line in code.split_inclusive('\n') {
+        let at = offset;
+        offset += line.len();
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let (visible, item) = match trimmed.strip_prefix("pub") {
+            Some(r) if r.starts_with('(') => (true, r[r.find(')').map_or(0, |p| p + 1)..].trim_start()),
+            Some(r) if r.starts_with(' ') => (true, r.trim_start()),
+            _ => (false, trimmed),
+        };
+        if item.starts_with("use ") {
+            let end = code[at..].find(';').map_or(code.len(), |e| at + e + 1);
+            uses.push((at, end));
+            continue;
+        }
+        let Some((keyword, rest)) = ["struct ", "enum ", "trait ", "type ", "union "]
+            .iter()
+            .find_map(|k| item.strip_prefix(k).map(|r| (*k, r)))
+        else {
+            continue;
+        };
+        let name: String = rest.chars().take_while(|&c| is_ident(c)).collect();
+        let start = at + indent;
+        if name.is_empty() || !at_module_level(&blocks, start) {
+            continue;
+        }
+        // The definition runs to its `;` or to the end of its body.
+        let after = start + (line.len() - indent - rest.len()) + name.len();
+        let semi = code[after..].find(';').map(|p| after + p);
+        let brace = code[after..].find('{').map(|p| after + p);
+        let end = match (semi, brace) {
+            (Some(s), Some(b)) if b < s => blocks.iter().find(|x| x.open == b).map_or(s, |x| x.end),
+            (None, Some(b)) => blocks.iter().find(|x| x.open == b).map_or(code.len(), |x| x.end),
+            (Some(s), _) => s + 1,
+            (None, None) => code.len(),
+        };
+        defs.push(TypeDef {
+            name,
+            is_trait: keyword == "trait ",
+            visible,
+            file: usize::MAX,
+            span: (start, end),
+        });
+    }
+    let folder = rel.split('/').next().unwrap_or("").to_string();
+    let source = Source {
+        rel: rel.to_string(),
+        folder,
+        code,
+        impls,
+        uses,
+    };
+    (source, defs)
+}
+
+fn line_of(code: &str, pos: usize) -> usize {
+    code[..pos].matches('\n').count() + 1
+}
+
+/// Every type of `files` (pairs of a path relative to `runtime/src` and its text, in layer
+/// folders) that only higher layers use, directly or through types that only higher layers
+/// use: `(type, where it is defined, where it is used)`.
+fn sunk_types(files: &[(String, String)]) -> Vec<(String, String, Vec<String>)> {
+    let rank = |folder: &str| LAYERS.iter().find(|(f, _)| *f == folder).map(|&(_, r)| r);
+    let mut sources = Vec::new();
+    let mut defs: Vec<TypeDef> = Vec::new();
+    for (rel, text) in files {
+        if rank(rel.split('/').next().unwrap_or("")).is_none() {
+            continue;
+        }
+        // A test module's file (`foo/tests.rs`): test code is no layer's use.
+        if rel.ends_with("/tests.rs") {
+            continue;
+        }
+        let (source, file_defs) = parse_source(rel, text);
+        let file = sources.len();
+        defs.extend(file_defs.into_iter().map(|d| TypeDef { file, ..d }));
+        sources.push(source);
+    }
+    // Which definition a name means in a file: its own, else its folder's, else the only one (a
+    // name that could mean the types of two other folders means neither: the check stays silent
+    // rather than guess).
+    let resolve = |name: &str, file: usize| -> Option<usize> {
+        let same: Vec<usize> = (0..defs.len()).filter(|&d| defs[d].name == name).collect();
+        let pick = |f: &dyn Fn(usize) -> bool| -> Option<usize> {
+            let found: Vec<usize> = same.iter().copied().filter(|&d| f(d)).collect();
+            (found.len() == 1).then(|| found[0])
+        };
+        pick(&|d| defs[d].file == file)
+            .or_else(|| pick(&|d| sources[defs[d].file].folder == sources[file].folder))
+            .or_else(|| (same.len() == 1).then(|| same[0]))
+    };
+    // An impl block belongs to the type it implements, and (for a trait impl such as
+    // `From<TaskError> for io::Error`) to a non-trait type its trait part names: both are that
+    // type's own code, not uses of it.
+    let owns = |d: usize, file: usize, imp: &ImplBlock| -> bool {
+        let def = &defs[d];
+        (imp.self_head == def.name && resolve(&imp.self_head, file) == Some(d))
+            || (!def.is_trait && has_word(&imp.trait_part, &def.name) && resolve(&def.name, file) == Some(d))
+    };
+    // The uses of each visible type: (file, position, the type whose own code holds the use).
+    let mut uses: Vec<Vec<(usize, usize, Option<usize>)>> = vec![Vec::new(); defs.len()];
+    for d in 0..defs.len() {
+        if !defs[d].visible {
+            continue;
+        }
+        for (f, src) in sources.iter().enumerate() {
+            if resolve(&defs[d].name, f) != Some(d) && f != defs[d].file {
+                continue;
+            }
+            for pos in word_positions(&src.code, &defs[d].name) {
+                let inside = |(s, e): (usize, usize)| s <= pos && pos < e;
+                if (f == defs[d].file && inside(defs[d].span)) || src.uses.iter().any(|&u| inside(u)) {
+                    continue;
+                }
+                if src.impls.iter().any(|i| inside(i.span) && owns(d, f, i)) {
+                    continue;
+                }
+                let holder = (0..defs.len())
+                    .find(|&o| defs[o].file == f && inside(defs[o].span))
+                    .or_else(|| {
+                        src.impls
+                            .iter()
+                            .filter(|i| inside(i.span))
+                            .find_map(|i| resolve(&i.self_head, f))
+                    })
+                    .filter(|&o| o != d);
+                uses[d].push((f, pos, holder));
+            }
+        }
+    }
+    // The rank a type is used at: the lowest of its uses, where a use inside another type's own
+    // code counts at that type's rank (so that `TaskError` inside a sunk `RunError` counts where
+    // `RunError` is used). Starts at each type's own rank and only rises.
+    let own_rank = |d: usize| rank(&sources[defs[d].file].folder).expect("a layer folder");
+    let mut used_at: Vec<u8> = (0..defs.len()).map(own_rank).collect();
+    for _ in 0..=defs.len() {
+        let mut changed = false;
+        for d in 0..defs.len() {
+            if uses[d].is_empty() {
+                continue;
+            }
+            let r = uses[d]
+                .iter()
+                .map(|&(f, _, holder)| {
+                    let here = rank(&sources[f].folder).expect("a layer folder");
+                    holder.map_or(here, |h| here.max(used_at[h]))
+                })
+                .min()
+                .expect("a use");
+            if r != used_at[d] {
+                used_at[d] = r;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    for d in 0..defs.len() {
+        if used_at[d] > own_rank(d) {
+            let src = &sources[defs[d].file];
+            let mut at: Vec<String> = uses[d]
+                .iter()
+                .map(|&(f, pos, _)| format!("{}:{}", sources[f].rel, line_of(&sources[f].code, pos)))
+                .collect();
+            at.dedup();
+            out.push((
+                defs[d].name.clone(),
+                format!("{}:{}", src.rel, line_of(&src.code, defs[d].span.0)),
+                at,
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_type_is_defined_below_every_layer_that_uses_it() {
+    let src = root().join("runtime/src");
+    let files: Vec<(String, String)> = rust_files(&src)
+        .into_iter()
+        .map(|f| {
+            let rel = f.strip_prefix(&src).expect("under src").to_string_lossy().into_owned();
+            (rel, fs::read_to_string(&f).expect("source"))
+        })
+        .collect();
+    let sunk = sunk_types(&files);
+    let mut problems = Vec::new();
+    for (name, defined, used) in &sunk {
+        let file = defined.split(':').next().unwrap_or("");
+        if SINK_ALLOWED.contains(&(file, name.as_str())) {
+            continue;
+        }
+        problems.push(format!(
+            "`{name}` is defined in {defined} but only higher layers use it: {}",
+            used.join(", ")
+        ));
+    }
+    for (file, name) in SINK_ALLOWED {
+        if !sunk
+            .iter()
+            .any(|(n, d, _)| n == name && d.split(':').next() == Some(*file))
+        {
+            problems.push(format!(
+                "SINK_ALLOWED lists `{name}` ({file}), which its own layer uses now (or which is gone): remove the entry"
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "types sunk below their users (move each to the lowest layer that uses it, or give its own \
+         layer a neutral type; allow a genuinely neutral one in SINK_ALLOWED with the reason):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_sinking_check_catches_a_sunk_type_and_passes_a_used_one() {
+    let file = |rel: &str, text: &str| (rel.to_string(), text.to_string());
+    let names = |files: &[(String, String)]| -> Vec<String> { sunk_types(files).into_iter().map(|s| s.0).collect() };
+    // A loop-layer error only the task layer names: sunk, reported with both places.
+    let sunk = sunk_types(&[
+        file(
+            "event_loop/error.rs",
+            "pub struct TaskError;\nimpl TaskError { fn f() {} }\n",
+        ),
+        file("event_loop/mod.rs", "pub(crate) use self::error::TaskError;\n"),
+        file(
+            "task/handle.rs",
+            "use crate::event_loop::error::TaskError;\nfn f() -> TaskError { todo!() }\n",
+        ),
+    ]);
+    assert_eq!(sunk.len(), 1, "{sunk:?}");
+    assert_eq!(sunk[0].0, "TaskError");
+    assert_eq!(sunk[0].1, "event_loop/error.rs:1");
+    assert_eq!(sunk[0].2, ["task/handle.rs:2"]);
+    // The same type used by its own layer too (in a function, not its impl or a re-export): fine.
+    let used = [
+        file("event_loop/error.rs", "pub struct LoopError;\n"),
+        file(
+            "event_loop/phases.rs",
+            "fn f() -> crate::event_loop::error::LoopError { todo!() }\n",
+        ),
+        file("task/spawn.rs", "fn g(_: LoopError) {}\n"),
+    ];
+    assert!(names(&used).is_empty());
+    // Not a use: its own impls (a trait impl naming it included), comments, strings, tests.
+    let own_only = [
+        file(
+            "event_loop/error.rs",
+            "pub enum RunError {}\nimpl From<RunError> for std::io::Error { fn from(_: RunError) -> Self { todo!() } }\n\
+             // RunError\nconst S: &str = \"RunError\";\n#[cfg(test)]\nmod tests { fn t(_: super::RunError) {} }\n",
+        ),
+        file("task/runner.rs", "fn run() -> Result<(), RunError> { todo!() }\n"),
+    ];
+    assert_eq!(names(&own_only), ["RunError"]);
+    // Through another sunk type: `TaskError` named by a sunk `RunError` counts where `RunError`
+    // is used.
+    let through = [
+        file(
+            "event_loop/error.rs",
+            "pub enum TaskError {}\npub enum RunError { Task(TaskError) }\n",
+        ),
+        file(
+            "task/runner.rs",
+            "fn run() -> Result<(), RunError> { todo!() }\nfn t(_: TaskError) {}\n",
+        ),
+    ];
+    assert_eq!(names(&through), ["TaskError", "RunError"]);
+    // A private type cannot sink; a same-named type of another folder is that folder's own.
+    let private = [
+        file("event_loop/executor.rs", "struct Pool;\npub(crate) struct Queue;\n"),
+        file("sync/queue/handle.rs", "pub struct Queue;\nfn f(_: Queue) {}\n"),
+        file("sync/pool.rs", "fn f(_: Pool) {}\n"),
+    ];
+    assert!(names(&private).is_empty(), "{:?}", sunk_types(&private));
+    // A trait of the loop that a higher layer implements and the loop calls is the loop's.
+    let trait_used = [
+        file(
+            "event_loop/inner.rs",
+            "pub(crate) trait DeferredFlush { fn flush(&self); }\nfn run(f: &dyn DeferredFlush) { f.flush() }\n",
+        ),
+        file(
+            "io/transport.rs",
+            "impl DeferredFlush for Transport { fn flush(&self) {} }\n",
+        ),
+    ];
+    assert!(names(&trait_used).is_empty());
+    // ... and one only a higher layer implements and uses has sunk.
+    let trait_sunk = [
+        file("event_loop/inner.rs", "pub(crate) trait Flush { fn flush(&self); }\n"),
+        file("io/transport.rs", "impl Flush for Transport { fn flush(&self) {} }\n"),
+    ];
+    assert_eq!(names(&trait_sunk), ["Flush"]);
+    // An associated type and a type inside a function are not module-level definitions.
+    let nested = [file(
+        "task/time.rs",
+        "impl Future for Sleep { type Output = (); }\nfn f() { struct Local; }\n",
+    )];
+    assert!(sunk_types(&nested).is_empty());
 }

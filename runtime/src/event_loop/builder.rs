@@ -1,5 +1,5 @@
 //! The loop's configuration: [`Builder`] collects the options (debug and trace modes, the
-//! virtual clock, timer slack, eager tasks, the executor bound, the accept retry delay), checks
+//! virtual clock, timer slack, eager tasks, the executor bound), checks
 //! them in [`Builder::build`], and creates the loop: its id, its epoll instance and wake-up
 //! eventfd, and the [`LoopInner`] every handle shares.
 
@@ -30,27 +30,6 @@ use crate::event_loop::{EventLoop, LoopHandle, LoopInner, waker};
 /// that much late.
 pub const MAX_TIMER_SLACK: Duration = Duration::from_secs(1);
 
-/// asyncio's `ACCEPT_RETRY_DELAY`: how long a server waits before it retries `accept` after
-/// running out of a resource.
-pub const DEFAULT_ACCEPT_RETRY_DELAY: Duration = Duration::from_secs(1);
-
-/// The range `Builder::accept_retry_delay` and `Server::set_accept_retry_delay` accept.
-const ACCEPT_RETRY_DELAY_RANGE: std::ops::RangeInclusive<Duration> =
-    Duration::from_millis(1)..=Duration::from_secs(3600);
-
-/// Checks an accept retry delay: a description of the problem if it is out of range.
-pub(crate) fn check_accept_retry_delay(delay: Duration) -> Result<(), String> {
-    if ACCEPT_RETRY_DELAY_RANGE.contains(&delay) {
-        Ok(())
-    } else {
-        Err(format!(
-            "an accept retry delay of {delay:?} is outside {:?}..={:?} (shorter would spin, longer never retries)",
-            ACCEPT_RETRY_DELAY_RANGE.start(),
-            ACCEPT_RETRY_DELAY_RANGE.end()
-        ))
-    }
-}
-
 /// Builds an [`EventLoop`] with options (asyncio's debug mode, trace mode, a virtual clock, ...).
 ///
 /// ```
@@ -77,7 +56,6 @@ pub struct Builder {
     timer_slack: Option<Duration>,
     eager_tasks: bool,
     executor_threads: usize,
-    accept_retry_delay: Duration,
 }
 
 impl Default for Builder {
@@ -116,7 +94,6 @@ impl Builder {
             timer_slack: Some(Duration::from_nanos(1)),
             eager_tasks: false,
             executor_threads: default_executor_threads(),
-            accept_retry_delay: DEFAULT_ACCEPT_RETRY_DELAY,
         }
     }
 
@@ -265,31 +242,6 @@ impl Builder {
         self
     }
 
-    /// How long a server waits before it tries `accept` again after the process or system ran
-    /// out of a resource (`EMFILE`, `ENFILE`, `ENOMEM`, `ENOBUFS`, ...): asyncio's
-    /// `ACCEPT_RETRY_DELAY`, 1 s by default. Connections keep queueing in the kernel meanwhile;
-    /// a server still out of fds when the delay ends sheds them (see
-    /// [`Server::shed_connections`](crate::Server::shed_connections)). Each server can change
-    /// its own with [`Server::set_accept_retry_delay`](crate::Server::set_accept_retry_delay).
-    ///
-    /// It must lie within 1 ms (a shorter delay would make a server that cannot accept spin)
-    /// and 1 hour; [`build`](Builder::build) refuses other values.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use evloop::{Builder, LoopErrorKind};
-    ///
-    /// let lp = Builder::new().accept_retry_delay(Duration::from_millis(250)).build()?;
-    /// drop(lp);
-    /// let err = Builder::new().accept_retry_delay(Duration::ZERO).build().unwrap_err(); // would spin
-    /// assert_eq!(err.kind(), LoopErrorKind::InvalidConfig);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn accept_retry_delay(mut self, delay: Duration) -> Self {
-        self.accept_retry_delay = delay;
-        self
-    }
-
     /// Creates the loop: an epoll instance and a wake-up eventfd (both `O_CLOEXEC`).
     ///
     /// Errors: an option out of its range ([`LoopErrorKind::InvalidConfig`], naming the
@@ -301,8 +253,6 @@ impl Builder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn build(self) -> Result<EventLoop, LoopError> {
-        check_accept_retry_delay(self.accept_retry_delay)
-            .map_err(|e| LoopError::invalid_config("Builder::build (accept_retry_delay)", e))?;
         if let Some(slack) = self.timer_slack {
             if slack > MAX_TIMER_SLACK {
                 return Err(LoopError::invalid_config(
@@ -347,18 +297,13 @@ impl Builder {
             stopping: Cell::new(false),
             closed: Cell::new(false),
             iteration: Cell::new(0),
-            next_task_number: Cell::new(1),
-            next_promise_id: Cell::new(1),
             exception_handler: RefCell::new(None),
             debug: Cell::new(self.debug),
             slow_callback: self.slow_callback,
             tracer,
             eager_tasks: self.eager_tasks,
-            accept_retry_delay: self.accept_retry_delay,
             slack_acquired: Cell::new(self.timer_slack.is_some()),
             executor_threads: Cell::new(self.executor_threads),
-            sigpipe_block: RefCell::new(None),
-            read_buf: RefCell::new(Vec::new()),
             slots: LoopSlots::default(),
             expired_through: Cell::new(0),
             io_wakers: RefCell::new(Vec::new()),

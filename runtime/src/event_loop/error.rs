@@ -1,15 +1,16 @@
-//! Error types of the loop, tasks and promises.
+//! The loop layer's errors: [`LoopError`] (with its [`LoopErrorKind`]) for a loop operation the
+//! loop refused or the OS failed, [`Panic`] for a panic the loop caught, [`WrongLoopError`] for a
+//! wait on an object of another loop, and `FdError`, the context of the loop's own fd calls.
 //!
-//! Every failure the runtime can report is a value, never a panic: a closed loop refuses work with
-//! a [`LoopError`], awaiting a task that was cancelled or panicked gives a [`TaskError`], setting a
-//! promise twice gives an [`InvalidStateError`], and [`RunError`] joins the first two for
-//! `run_until_complete`. Each message names the operation and the object involved, so a log line
-//! alone says what went wrong where. All of them convert into `std::io::Error` for code that wants
-//! a single error type.
+//! Every failure the runtime can report is a value, never a panic. Each message names the
+//! operation and the object involved, so a log line alone says what went wrong where, and each
+//! converts into `std::io::Error` for code that wants a single error type. The layers above
+//! keep their own errors (`task/error.rs`, `io/error.rs`, `sync/error.rs`, ...) and wrap these.
 
 use std::any::Any;
 use std::fmt;
 use std::io;
+use std::os::fd::RawFd;
 
 /// What went wrong with a loop operation; see [`LoopError`].
 ///
@@ -236,234 +237,6 @@ impl fmt::Display for Panic {
     }
 }
 
-/// Why a task gave no value: it was cancelled, or it panicked.
-///
-/// ```
-/// use evloop::TaskError;
-///
-/// evloop::run(async {
-///     let t = evloop::spawn(std::future::pending::<()>());
-///     t.cancel();
-///     match t.await {
-///         Err(TaskError::Cancelled { task }) => assert!(task.starts_with("Task-")),
-///         other => unreachable!("{other:?}"),
-///     }
-/// })?;
-/// # Ok::<(), evloop::RunError>(())
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum TaskError {
-    /// The task was cancelled: its future was dropped before it completed.
-    Cancelled {
-        /// The task's name, e.g. `Task-3`.
-        task: String,
-    },
-    /// The task's future panicked; the panic was caught and stored here.
-    Panicked {
-        /// The task's name.
-        task: String,
-        /// The caught panic.
-        panic: Panic,
-    },
-    /// The task's result was already taken by an earlier await or `try_result()`.
-    ResultTaken {
-        /// The task's name.
-        task: String,
-    },
-    /// A task awaited its own handle, which could never complete.
-    AwaitedItself {
-        /// The task's name.
-        task: String,
-    },
-    /// The task belongs to another event loop than the task that awaited it.
-    WrongLoop(WrongLoopError),
-}
-
-impl TaskError {
-    /// True for [`TaskError::Cancelled`].
-    ///
-    /// ```
-    /// evloop::run(async {
-    ///     let t = evloop::spawn(std::future::pending::<()>());
-    ///     t.abort();
-    ///     assert!(t.await.unwrap_err().is_cancelled()); // asyncio's CancelledError
-    /// })?;
-    /// # Ok::<(), evloop::RunError>(())
-    /// ```
-    pub fn is_cancelled(&self) -> bool {
-        matches!(self, TaskError::Cancelled { .. })
-    }
-
-    /// True for [`TaskError::Panicked`].
-    ///
-    /// ```
-    /// evloop::run(async {
-    ///     let err = evloop::spawn(async { panic!("boom") }).await.unwrap_err();
-    ///     assert!(err.is_panic() && !err.is_cancelled());
-    /// })?;
-    /// # Ok::<(), evloop::RunError>(())
-    /// ```
-    pub fn is_panic(&self) -> bool {
-        matches!(self, TaskError::Panicked { .. })
-    }
-
-    /// The caught panic, for [`TaskError::Panicked`].
-    ///
-    /// ```
-    /// evloop::run(async {
-    ///     let err = evloop::spawn(async { panic!("boom") }).await.unwrap_err();
-    ///     assert_eq!(err.panic().map(|p| p.message()), Some("boom"));
-    /// })?;
-    /// # Ok::<(), evloop::RunError>(())
-    /// ```
-    pub fn panic(&self) -> Option<&Panic> {
-        match self {
-            TaskError::Panicked { panic, .. } => Some(panic),
-            _ => None,
-        }
-    }
-
-    /// Consumes the error and returns the caught panic, for [`TaskError::Panicked`].
-    ///
-    /// ```
-    /// evloop::run(async {
-    ///     let err = evloop::spawn(async { panic!("owned") }).await.unwrap_err();
-    ///     let panic = err.into_panic().expect("it panicked");
-    ///     assert_eq!(panic.message(), "owned"); // e.g. to re-raise: resume_unwind(panic.take_payload()...)
-    /// })?;
-    /// # Ok::<(), evloop::RunError>(())
-    /// ```
-    pub fn into_panic(self) -> Option<Panic> {
-        match self {
-            TaskError::Panicked { panic, .. } => Some(panic),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for TaskError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TaskError::Cancelled { task } => write!(f, "{task} was cancelled"),
-            TaskError::Panicked { task, panic } => write!(f, "{task} {panic}"),
-            TaskError::ResultTaken { task } => write!(f, "{task}: its result was already taken"),
-            TaskError::AwaitedItself { task } => {
-                write!(f, "{task} awaited its own handle (a task cannot await itself)")
-            }
-            TaskError::WrongLoop(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for TaskError {}
-
-impl From<TaskError> for io::Error {
-    fn from(e: TaskError) -> io::Error {
-        let kind = if e.is_cancelled() {
-            io::ErrorKind::Interrupted
-        } else {
-            io::ErrorKind::Other
-        };
-        // The panic payload is `Send` but not `Sync`, so only the message crosses over.
-        io::Error::new(kind, e.to_string())
-    }
-}
-
-/// The error of [`EventLoop::run_until_complete`](crate::LoopHandle::run_until_complete) and
-/// [`run`](crate::run): the loop could not run the future, or the future's task failed.
-///
-/// ```
-/// use evloop::RunError;
-///
-/// match evloop::run(async { panic!("main failed") }) {
-///     Err(RunError::Task(e)) => assert!(e.is_panic()), // the future's task failed
-///     Err(RunError::Loop(e)) => unreachable!("the loop itself ran: {e}"),
-///     other => unreachable!("{other:?}"),
-/// }
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum RunError {
-    /// The loop refused or stopped (closed, already running, stopped early, OS error).
-    Loop(LoopError),
-    /// The future's task was cancelled or panicked.
-    Task(TaskError),
-}
-
-impl RunError {
-    /// The loop error, if that is what this is.
-    ///
-    /// ```
-    /// use evloop::LoopErrorKind;
-    ///
-    /// let lp = evloop::EventLoop::new()?;
-    /// lp.close()?;
-    /// let err = lp.run_until_complete(async {}).unwrap_err();
-    /// assert_eq!(err.as_loop_error().map(|e| e.kind()), Some(LoopErrorKind::Closed));
-    /// assert!(err.as_task_error().is_none());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn as_loop_error(&self) -> Option<&LoopError> {
-        match self {
-            RunError::Loop(e) => Some(e),
-            RunError::Task(_) => None,
-        }
-    }
-
-    /// The task error, if that is what this is.
-    ///
-    /// ```
-    /// let err = evloop::run(async { panic!("boom") }).unwrap_err();
-    /// assert!(err.as_task_error().is_some_and(|e| e.is_panic()));
-    /// ```
-    pub fn as_task_error(&self) -> Option<&TaskError> {
-        match self {
-            RunError::Task(e) => Some(e),
-            RunError::Loop(_) => None,
-        }
-    }
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::Loop(e) => e.fmt(f),
-            RunError::Task(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for RunError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RunError::Loop(e) => Some(e),
-            RunError::Task(e) => Some(e),
-        }
-    }
-}
-
-impl From<LoopError> for RunError {
-    fn from(e: LoopError) -> Self {
-        RunError::Loop(e)
-    }
-}
-
-impl From<TaskError> for RunError {
-    fn from(e: TaskError) -> Self {
-        RunError::Task(e)
-    }
-}
-
-impl From<RunError> for io::Error {
-    fn from(e: RunError) -> io::Error {
-        match e {
-            RunError::Loop(e) => e.into(),
-            RunError::Task(e) => e.into(),
-        }
-    }
-}
-
 /// An object that belongs to one event loop was awaited from a task of another: asyncio's
 /// `RuntimeError` ("Task got Future attached to a different loop", "... is bound to a
 /// different event loop").
@@ -491,10 +264,10 @@ impl From<RunError> for io::Error {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WrongLoopError {
-    pub(crate) op: &'static str,
-    pub(crate) object: String,
-    pub(crate) bound: u64,
-    pub(crate) running: u64,
+    op: &'static str,
+    object: String,
+    bound: u64,
+    running: u64,
 }
 
 impl WrongLoopError {
@@ -506,14 +279,16 @@ impl WrongLoopError {
     #[inline(always)]
     pub(crate) fn check(bound: u64, op: &'static str, object: impl FnOnce() -> String) -> Result<(), WrongLoopError> {
         match crate::event_loop::running_loop_id() {
-            Some(running) if running != bound => Err(Self::refused(op, object, bound, running)),
+            Some(running) if running != bound => Err(Self::new(op, object, bound, running)),
             _ => Ok(()),
         }
     }
 
+    /// The error for a wait of a task of loop `running` on `object`, which belongs to loop
+    /// `bound` (for the callers that applied the rule themselves: the sync layer's binding).
     #[cold]
     #[inline(never)]
-    fn refused(op: &'static str, object: impl FnOnce() -> String, bound: u64, running: u64) -> WrongLoopError {
+    pub(crate) fn new(op: &'static str, object: impl FnOnce() -> String, bound: u64, running: u64) -> WrongLoopError {
         WrongLoopError {
             op,
             object: object(),
@@ -547,7 +322,8 @@ impl fmt::Display for WrongLoopError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}: {} belongs to event loop #{} and cannot be awaited from a task of event loop #{}              (only its own loop can complete it, and that loop is not running)",
+            "{}: {} belongs to event loop #{} and cannot be awaited from a task of event loop #{} \
+             (only its own loop can complete it, and that loop is not running)",
             self.op, self.object, self.bound, self.running
         )
     }
@@ -561,205 +337,39 @@ impl From<WrongLoopError> for io::Error {
     }
 }
 
-/// A promise operation that its state does not allow, such as setting a result twice
-/// (asyncio's `InvalidStateError`).
-///
-/// ```
-/// let lp = evloop::EventLoop::new()?;
-/// let p = lp.create_future::<()>();
-/// p.cancel();
-/// let err = p.set_result(()).unwrap_err(); // asyncio's InvalidStateError
-/// assert_eq!((err.operation(), err.state()), ("set_result", "cancelled"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidStateError {
-    pub(crate) op: &'static str,
-    pub(crate) object: String,
-    pub(crate) state: &'static str,
-}
-
-impl InvalidStateError {
-    /// The operation that was refused, e.g. `"set_result"`.
-    pub fn operation(&self) -> &'static str {
-        self.op
-    }
-
-    /// The state the object was in: `"finished"`, `"cancelled"` or `"pending"`.
-    pub fn state(&self) -> &'static str {
-        self.state
-    }
-}
-
-impl fmt::Display for InvalidStateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} is already {}", self.op, self.object, self.state)
-    }
-}
-
-impl std::error::Error for InvalidStateError {}
-
-impl From<InvalidStateError> for io::Error {
-    fn from(e: InvalidStateError) -> io::Error {
-        io::Error::other(e)
-    }
-}
-
-/// Awaiting a promise that was cancelled (asyncio's `CancelledError`), or reading the result of
-/// one that is not done yet.
-///
-/// ```
-/// use evloop::PromiseError;
-///
-/// let lp = evloop::EventLoop::new()?;
-/// let p = lp.create_future::<u8>();
-/// assert!(matches!(p.result(), Err(PromiseError::Pending { .. })));
-/// p.cancel();
-/// assert!(p.result().unwrap_err().is_cancelled());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PromiseError {
-    /// The promise was cancelled.
-    Cancelled {
-        /// The promise, e.g. `Promise#4`.
-        promise: String,
-    },
-    /// `result()` on a promise that has no result yet.
-    Pending {
-        /// The promise, e.g. `Promise#4`.
-        promise: String,
-    },
-    /// The promise belongs to another event loop than the task that awaited it.
-    WrongLoop(WrongLoopError),
-}
-
-impl PromiseError {
-    /// True for [`PromiseError::Cancelled`].
-    pub fn is_cancelled(&self) -> bool {
-        matches!(self, PromiseError::Cancelled { .. })
-    }
-}
-
-impl fmt::Display for PromiseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PromiseError::Cancelled { promise } => write!(f, "{promise} was cancelled"),
-            PromiseError::Pending { promise } => write!(f, "{promise} has no result yet"),
-            PromiseError::WrongLoop(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for PromiseError {}
-
-impl From<PromiseError> for io::Error {
-    fn from(e: PromiseError) -> io::Error {
-        let kind = match &e {
-            PromiseError::Cancelled { .. } => io::ErrorKind::Interrupted,
-            PromiseError::Pending { .. } => io::ErrorKind::WouldBlock,
-            PromiseError::WrongLoop(_) => io::ErrorKind::Other,
-        };
-        io::Error::new(kind, e)
-    }
-}
-
-/// An OS error together with the operation and object it concerns, e.g.
-/// `connect(127.0.0.1:9): Connection refused (os error 111)`.
-///
-/// evloop returns it inside an `io::Error` of the same [`io::ErrorKind`], so `?` and `kind()`
-/// work as usual; [`os_error`] digs the errno back out.
-///
-/// ```
-/// use std::net::SocketAddr;
-/// use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
-/// use evloop::OpError;
-///
-/// evloop::run(async {
-///     // A port that is bound but not listening refuses connections.
-///     let not_listening = Socket::new(Domain::Inet, SockType::Stream)?;
-///     not_listening.bind(&SockAddr::Inet(SocketAddr::from(([127, 0, 0, 1], 0))))?;
-///     let addr = not_listening.local_addr()?.as_inet().expect("an IP address");
-///     let err = TcpStream::connect(addr).await.unwrap_err();
-///     assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused); // kind() as usual
-///     let op = err.get_ref().and_then(|e| e.downcast_ref::<OpError>()).expect("with context");
-///     assert_eq!(op.context(), format!("connect({addr})"));
-///     assert_eq!(op.io_error().raw_os_error(), Some(111)); // ECONNREFUSED
-///     Ok::<(), std::io::Error>(())
-/// })??;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// An OS error of one of the loop's own fd calls (`add_reader`, `add_writer`, the edge-triggered
+/// registration of sockets and `AsyncFd`), with the operation and the fd:
+/// `add_reader(fd 7): Bad file descriptor (os error 9)`. The layers above give their own calls
+/// `io`'s `OpError`; `os_error` finds the errno behind either.
 #[derive(Debug)]
-pub struct OpError {
-    context: String,
+pub(crate) struct FdError {
+    op: &'static str,
+    fd: RawFd,
     source: io::Error,
 }
 
-impl OpError {
-    /// The operation and object, e.g. `connect(127.0.0.1:9)`.
-    ///
-    /// ```
-    /// use evloop::net::UdpSocket;
-    /// use evloop::OpError;
-    ///
-    /// evloop::run(async {
-    ///     let first = UdpSocket::bind("127.0.0.1:0").await?;
-    ///     let taken = first.local_addr()?;
-    ///     let err = UdpSocket::bind(taken).await.unwrap_err();
-    ///     let op = err.get_ref().and_then(|e| e.downcast_ref::<OpError>()).expect("with context");
-    ///     assert_eq!(op.context(), format!("bind({taken})")); // the call and its address
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn context(&self) -> &str {
-        &self.context
+impl FdError {
+    /// Wraps `e`, the error of `op` on `fd`, keeping its kind.
+    pub(crate) fn wrap(op: &'static str, fd: RawFd, e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), FdError { op, fd, source: e })
     }
 
     /// The underlying error.
-    pub fn io_error(&self) -> &io::Error {
+    pub(crate) fn io_error(&self) -> &io::Error {
         &self.source
     }
 }
 
-impl fmt::Display for OpError {
+impl fmt::Display for FdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.context, self.source)
+        write!(f, "{}(fd {}): {}", self.op, self.fd, self.source)
     }
 }
 
-impl std::error::Error for OpError {
+impl std::error::Error for FdError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.source)
     }
-}
-
-/// Wraps `e` with `context` (the operation and what it was applied to), keeping its kind.
-pub(crate) fn with_context(context: String, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), OpError { context, source: e })
-}
-
-/// The errno behind `e`, looking through evloop's [`OpError`] context (which `raw_os_error()`
-/// alone cannot see).
-///
-/// ```
-/// use evloop::net::UdpSocket;
-///
-/// evloop::run(async {
-///     let first = UdpSocket::bind("127.0.0.1:0").await?;
-///     let err = UdpSocket::bind(first.local_addr()?).await.unwrap_err(); // the port is taken
-///     assert_eq!(evloop::os_error(&err), Some(98)); // EADDRINUSE, through the added context
-///     Ok::<(), std::io::Error>(())
-/// })??;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn os_error(e: &io::Error) -> Option<i32> {
-    if let Some(code) = e.raw_os_error() {
-        return Some(code);
-    }
-    let inner = e.get_ref()?.downcast_ref::<OpError>()?;
-    os_error(&inner.source)
 }
 
 #[cfg(test)]
@@ -767,13 +377,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn context_keeps_kind_and_errno_and_names_the_operation() {
-        let e = with_context("connect(127.0.0.1:9)".into(), io::Error::from_raw_os_error(111));
-        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
-        assert_eq!(os_error(&e), Some(111));
-        assert!(e.to_string().starts_with("connect(127.0.0.1:9): "), "{e}");
-        let twice = with_context("open_connection(localhost)".into(), e);
-        assert_eq!(os_error(&twice), Some(111));
-        assert_eq!(os_error(&io::Error::other("no errno")), None);
+    fn the_wrong_loop_message_names_the_operation_the_object_and_both_loops() {
+        let e = WrongLoopError::new("await", || "Promise#3".to_string(), 1, 2);
+        assert_eq!(
+            e.to_string(),
+            "await: Promise#3 belongs to event loop #1 and cannot be awaited from a task of event loop #2 \
+             (only its own loop can complete it, and that loop is not running)"
+        );
+        assert_eq!(
+            (e.operation(), e.object(), e.bound_loop(), e.running_loop()),
+            ("await", "Promise#3", 1, 2)
+        );
+    }
+
+    #[test]
+    fn an_fd_error_keeps_kind_and_errno_and_names_the_call_and_the_fd() {
+        let e = FdError::wrap("add_reader", 7, io::Error::from_raw_os_error(9));
+        assert_eq!(e.kind(), io::Error::from_raw_os_error(9).kind());
+        assert!(e.to_string().starts_with("add_reader(fd 7): "), "{e}");
+        let inner = e
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<FdError>())
+            .expect("the context");
+        assert_eq!(inner.io_error().raw_os_error(), Some(9));
     }
 }

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::task::Waker;
 use std::time::Duration;
 
-use evloop_syscalls as sys;
 use evloop_timers::{TimerId, TimerQueue};
 
 use crate::event_loop::clock::Clock;
@@ -30,7 +29,7 @@ use crate::event_loop::task_table::TaskTable;
 use crate::event_loop::trace::Tracer;
 
 /// How many empty task extras a loop keeps for reuse.
-pub(crate) const SPARE_EXTRAS: usize = 1024;
+const SPARE_EXTRAS: usize = 1024;
 
 /// Work in the ready queue: a callback, or a task to step (a counted reference to its cell).
 pub(crate) enum Ready {
@@ -93,27 +92,19 @@ pub(crate) struct LoopInner {
     pub(super) stopping: Cell<bool>,
     pub(super) closed: Cell<bool>,
     pub(super) iteration: Cell<u64>,
-    pub(crate) next_task_number: Cell<u64>,
-    pub(crate) next_promise_id: Cell<u64>,
     pub(super) exception_handler: RefCell<Option<Rc<ExceptionHandler>>>,
     pub(super) debug: Cell<bool>,
     pub(super) slow_callback: Duration,
     pub(super) tracer: Option<Tracer>,
     pub(crate) eager_tasks: bool,
-    /// The accept retry delay new servers start with (`Builder::accept_retry_delay`).
-    pub(crate) accept_retry_delay: Duration,
     pub(super) slack_acquired: Cell<bool>,
     /// The bound of the next executor pool (`Builder::executor_threads`, `set_default_executor`);
     /// the pool itself sits in one of the loop's slots (`executor`).
     pub(crate) executor_threads: Cell<usize>,
-    /// Keeps `SIGPIPE` blocked on the loop's thread from the first pipe writer on (taken by the
-    /// `pipe` module) until the loop closes, so a pipe write costs no signal-mask calls.
-    pub(crate) sigpipe_block: RefCell<Option<sys::SigpipeBlock>>,
-    /// State that other modules keep per loop (signal dispatch, the executor pool), in typed
+    /// State that the layers above keep per loop (task numbers and promise ids, the transports'
+    /// receive buffer, the pipes' `SIGPIPE` block, signal dispatch, the executor pool), in typed
     /// slots (`slots`), closed by `close()` before the reactor.
     pub(super) slots: LoopSlots,
-    /// The receive buffer every transport reads into (one per loop, 64 KiB once used).
-    pub(crate) read_buf: RefCell<Vec<u8>>,
     /// The `now` of the last phase 4: every timer with a deadline at or before it has left the
     /// heap (a `Sleep` that completes need not cancel its timer then).
     pub(crate) expired_through: Cell<u64>,
@@ -128,10 +119,14 @@ pub(crate) struct LoopInner {
     /// Transports written to during this phase 5, flushed when it ends (`defer_flush`).
     pub(super) deferred_flushes: RefCell<Vec<Rc<dyn DeferredFlush>>>,
     /// Tasks' extra parts (join waker, callbacks, ...) left empty when their task finished,
-    /// reused by the next task that needs one (bounded by `SPARE_EXTRAS`).
+    /// reused by the next task that needs one (bounded by `SPARE_EXTRAS`). A field, not a slot:
+    /// the extra part is the raw task cell's own (`raw_task::TaskExtra`, the loop layer's type),
+    /// and this is the loop's free list of them, as the task table's free slots are; the task
+    /// layer only takes one ([`take_spare_extra`](LoopInner::take_spare_extra)) and gives one
+    /// back ([`keep_spare_extra`](LoopInner::keep_spare_extra)).
     // Boxed on purpose: a spare moves into a task header as the Box it already is.
     #[allow(clippy::vec_box)]
-    pub(crate) spare_extras: RefCell<Vec<Box<raw_task::TaskExtra>>>,
+    pub(super) spare_extras: RefCell<Vec<Box<raw_task::TaskExtra>>>,
     /// The last task creation site interned, by address, with its id: most spawns repeat it.
     pub(super) last_site: Cell<(usize, u32)>,
 }
@@ -231,6 +226,23 @@ impl LoopInner {
     pub(crate) fn cancel_timer(&self, id: TimerId) {
         if let Ok(mut ids) = self.timer_cancels.ids.try_borrow_mut() {
             ids.push(id);
+        }
+    }
+
+    /// An emptied extra part left by a finished task, for a task that needs one now.
+    #[inline]
+    pub(crate) fn take_spare_extra(&self) -> Option<Box<raw_task::TaskExtra>> {
+        self.spare_extras.borrow_mut().pop()
+    }
+
+    /// Keeps an emptied extra part (see [`Header::take_empty_extra`](raw_task::Header::take_empty_extra))
+    /// for the next task that needs one, up to `SPARE_EXTRAS`.
+    #[inline]
+    pub(crate) fn keep_spare_extra(&self, mut extra: Box<raw_task::TaskExtra>) {
+        let mut spares = self.spare_extras.borrow_mut();
+        if spares.len() < SPARE_EXTRAS {
+            extra.next_callback = 0;
+            spares.push(extra);
         }
     }
 

@@ -184,7 +184,7 @@ impl LoopHandle {
         drop(cancels);
         // The slots of other modules before the reactor: signal dispatch stops watching
         // (dispositions restored) and closes its eventfd; the executor pool stops its threads
-        // after their current job.
+        // after their current job; the pipes' SIGPIPE block ends.
         lp.close_slots();
         let reactor = lp.reactor.borrow_mut().take();
         let mut result = Ok(());
@@ -203,8 +203,6 @@ impl LoopHandle {
                 result = Err(LoopError::io("close (eventfd)", e));
             }
         }
-        let sigpipe = lp.sigpipe_block.borrow_mut().take();
-        drop(sigpipe);
         if lp.slack_acquired.replace(false) {
             release_timer_slack();
         }

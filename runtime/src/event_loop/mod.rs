@@ -46,9 +46,10 @@
 //!
 //! Beside them are the mechanisms the loop is made of: `handle` (callback cells), `clock` (loop
 //! time), `reactor` (epoll registrations), `slab` (keyed tables), `waker` (task wakers), `trace`
-//! (trace lines), `error` (every error type), `executor` (`run_in_executor`'s thread pool),
-//! `raw_task`, `task_table` and `sites` (the raw task cells, the table of live tasks, interned
-//! spawn sites). Nothing here imports `task`, `io`, `sync` or `os`.
+//! (trace lines), `error` (the loop's own errors: `LoopError`, `Panic`, `WrongLoopError`),
+//! `executor` (`run_in_executor`'s thread pool), `raw_task`, `task_table` and `sites` (the raw
+//! task cells, the table of live tasks, interned spawn sites). Nothing here imports `task`,
+//! `io`, `sync` or `os`.
 
 pub(crate) mod clock;
 pub(crate) mod error;
@@ -76,12 +77,11 @@ mod remote;
 mod running;
 mod scheduling;
 
-pub(crate) use self::builder::check_accept_retry_delay;
-pub use self::builder::{Builder, DEFAULT_ACCEPT_RETRY_DELAY, MAX_TIMER_SLACK};
+pub use self::builder::{Builder, MAX_TIMER_SLACK};
 pub use self::exception::{
     BoxedExceptionHandler, ExceptionContext, ExceptionKind, SharedExceptionHandler, default_exception_handler,
 };
-pub(crate) use self::inner::{DeferredFlush, LoopInner, Ready, SPARE_EXTRAS, TaskHooks, TimerEntry};
+pub(crate) use self::inner::{DeferredFlush, LoopInner, Ready, TaskHooks, TimerEntry};
 pub use self::loop_handle::{EventLoop, LoopHandle, LoopStats};
 pub use self::remote::RemoteHandle;
 pub(crate) use self::remote::{Remote, Shared};

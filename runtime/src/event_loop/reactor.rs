@@ -193,8 +193,8 @@ pub(crate) struct Reactor {
     wake_fd: Option<RawFd>,
 }
 
-fn with_fd_context(op: &str, fd: RawFd, e: io::Error) -> io::Error {
-    crate::event_loop::error::with_context(format!("{op}(fd {fd})"), e)
+fn with_fd_context(op: &'static str, fd: RawFd, e: io::Error) -> io::Error {
+    crate::event_loop::error::FdError::wrap(op, fd, e)
 }
 
 impl Reactor {

@@ -1,7 +1,8 @@
 //! Per-loop state of the layers above the loop, in typed slots found in O(1).
 //!
-//! A layer that keeps state per loop (the signal dispatcher of `os::signal`, the executor pool
-//! of `executor`) must not make the loop name its types: that import would run up the layers.
+//! A layer that keeps state per loop (the task layer's task and promise counters, `io`'s receive
+//! buffer and `SIGPIPE` block, the signal dispatcher of `os::signal`, the executor pool of
+//! `executor`) must not make the loop name its types: that import would run up the layers.
 //! Instead it declares a key once, as a `static`, and asks any loop for the state under that key:
 //!
 //! ```text
@@ -15,7 +16,8 @@
 //! A slot behaves like a field of [`LoopInner`] that a higher layer adds at run time: it is
 //! created on first use, lives as long as the loop, and is borrowed from it (`&T`). State that
 //! must outlive a borrow of the loop, or be dropped when the loop closes, sits in the slot as
-//! an `Rc` in a `RefCell<Option<..>>` that the key's close hook empties (`os::signal`'s).
+//! an `Rc` in a `RefCell<Option<..>>` that the key's close hook empties (`os::signal`'s; the
+//! pipes' `SIGPIPE` block is a plain `RefCell<Option<..>>` whose hook ends the block).
 //!
 //! # How a slot is found, and what it costs
 //! A key's index is assigned the first time any loop uses it, once per process, from a
@@ -29,6 +31,11 @@
 //! reads it back costs 36 instructions a call, the downcast's `type_id` call included (it cost
 //! 71 when a read cloned an `Rc` out of a `RefCell<Vec>`).
 //!
+//! A per-loop counter (the task layer's `Task-N` and `Promise#N`) has a cheaper kind of key,
+//! [`CounterKey`]: every loop keeps [`MAX_COUNTERS`] plain `Cell<u64>`s, and
+//! [`LoopInner::next_count`] is the key's index, a bounds check and an increment (no downcast,
+//! which would add some 30 instructions to every spawn).
+//!
 //! # Closing
 //! The loop's `close()` runs the close hooks (keys made with [`LoopKey::with_close`]) in the
 //! order the slots were filled, before it closes the reactor: a hook releases what its state
@@ -39,7 +46,7 @@
 //! loop before it creates state.
 
 use std::any::Any;
-use std::cell::{OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::convert::Infallible;
 use std::marker::PhantomData;
 use std::rc::Rc;
@@ -66,13 +73,6 @@ pub(crate) struct LoopKey<T: 'static> {
 
 impl<T: 'static> LoopKey<T> {
     /// A key whose state needs nothing done when its loop closes (it is dropped with the loop).
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "its first users are LoopInner's fields of higher layers (read_buf, ...), which move next"
-        )
-    )]
     pub(crate) const fn new() -> LoopKey<T> {
         LoopKey {
             index: AtomicUsize::new(0),
@@ -94,29 +94,56 @@ impl<T: 'static> LoopKey<T> {
     /// The key's slot index, the same in every loop of the process.
     #[inline]
     fn index(&self) -> usize {
-        match self.index.load(Relaxed) {
-            0 => self.assign_index(),
-            i => i - 1,
-        }
+        key_index(&self.index, &NEXT_INDEX, MAX_SLOTS)
     }
+}
 
-    /// The first use of the key anywhere: takes the next index. Two threads racing here both
-    /// take one, and the first to store its own wins; the other index is never used. Relaxed is
-    /// enough: nothing but the index itself is published.
-    #[cold]
-    fn assign_index(&self) -> usize {
-        let mine = NEXT_INDEX.fetch_add(1, Relaxed) + 1;
-        let index = match self.index.compare_exchange(0, mine, Relaxed, Relaxed) {
-            Ok(_) => mine - 1,
-            Err(theirs) => theirs - 1,
-        };
-        // Keys are `static`s of this crate, so this fails (at the first use, every time) only
-        // when a change declares more of them than there are cells.
-        assert!(
-            index < MAX_SLOTS,
-            "more than MAX_SLOTS ({MAX_SLOTS}) per-loop slot keys"
-        );
-        index
+/// The index of a key whose own word is `index` (the index plus one, 0 until assigned), handed
+/// out from the counter `next` below `max`.
+#[inline]
+fn key_index(index: &AtomicUsize, next: &AtomicUsize, max: usize) -> usize {
+    match index.load(Relaxed) {
+        0 => assign_index(index, next, max),
+        i => i - 1,
+    }
+}
+
+/// The first use of a key anywhere: takes the next index. Two threads racing here both take one,
+/// and the first to store its own wins; the other index is never used. Relaxed is enough:
+/// nothing but the index itself is published.
+#[cold]
+fn assign_index(index: &AtomicUsize, next: &AtomicUsize, max: usize) -> usize {
+    let mine = next.fetch_add(1, Relaxed) + 1;
+    let index = match index.compare_exchange(0, mine, Relaxed, Relaxed) {
+        Ok(_) => mine - 1,
+        Err(theirs) => theirs - 1,
+    };
+    // Keys are `static`s of this crate, so this fails (at the first use, every time) only when a
+    // change declares more of them than there are cells.
+    assert!(index < max, "more than {max} per-loop keys of one kind");
+    index
+}
+
+/// How many counter keys the process may declare (each loop has this many `Cell<u64>`s).
+pub(crate) const MAX_COUNTERS: usize = 8;
+
+/// The number of counter indices handed out so far, process-wide.
+static NEXT_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// The key of a per-loop counter of a higher layer (the task layer's `Task-N` and `Promise#N`):
+/// a `u64` every loop keeps in a plain array, found by index without the downcast a typed slot
+/// costs, for the paths where those instructions would show (every spawn).
+pub(crate) struct CounterKey {
+    /// The counter's index plus one; 0 until the first use assigns it.
+    index: AtomicUsize,
+}
+
+impl CounterKey {
+    /// A counter key; declare it once, as a `static`.
+    pub(crate) const fn new() -> CounterKey {
+        CounterKey {
+            index: AtomicUsize::new(0),
+        }
     }
 }
 
@@ -139,6 +166,8 @@ pub(crate) struct LoopSlots {
     states: [OnceCell<Box<dyn Any>>; MAX_SLOTS],
     /// The filled slots in the order they were filled, with their key, to close them.
     filled: RefCell<Vec<(usize, &'static dyn CloseSlot)>>,
+    /// The counters, by counter key index; 0 until first advanced.
+    counters: [Cell<u64>; MAX_COUNTERS],
 }
 
 impl Default for LoopSlots {
@@ -146,6 +175,7 @@ impl Default for LoopSlots {
         LoopSlots {
             states: std::array::from_fn(|_| OnceCell::new()),
             filled: RefCell::new(Vec::new()),
+            counters: Default::default(),
         }
     }
 }
@@ -192,6 +222,16 @@ impl LoopInner {
         }
         // The cell holds a `T` now, whoever filled it: its index belongs to `key` alone.
         Ok(self.slot(key).expect("the slot was just filled"))
+    }
+
+    /// Advances the counter under `key` and returns its new value: 1 at the first call on this
+    /// loop, then 2, 3, ... (wrapping after `u64::MAX`).
+    #[inline]
+    pub(crate) fn next_count(&self, key: &'static CounterKey) -> u64 {
+        let counter = &self.slots.counters[key_index(&key.index, &NEXT_COUNTER, MAX_COUNTERS)];
+        let n = counter.get().wrapping_add(1);
+        counter.set(n);
+        n
     }
 
     /// Runs the close hooks of the filled slots (the loop is closing), in the order they were
@@ -300,6 +340,17 @@ mod tests {
         assert_eq!(Rc::strong_count(&probe), 2); // like a field of the loop
         drop(lp);
         assert_eq!(Rc::strong_count(&probe), 1);
+    }
+
+    #[test]
+    fn counters_count_from_one_per_loop_and_key() {
+        static TICKETS: CounterKey = CounterKey::new();
+        static SEATS: CounterKey = CounterKey::new();
+        let (one, two) = (EventLoop::new().expect("loop"), EventLoop::new().expect("loop"));
+        assert_eq!([one.inner.next_count(&TICKETS), one.inner.next_count(&TICKETS)], [1, 2]);
+        assert_eq!(one.inner.next_count(&SEATS), 1);
+        assert_eq!(two.inner.next_count(&TICKETS), 1);
+        assert_eq!(one.inner.next_count(&TICKETS), 3);
     }
 
     #[test]

@@ -10,9 +10,16 @@
 //! sleep, a task handle) call [`note_awaiting`] when they return `Pending`; the task step reads
 //! it right after the poll and stores it with the task, which is how trace mode can print
 //! `Task-1 step -> pending on Promise#2` and how the task dump knows what each task awaits.
+//! The note is layer-neutral: besides the loop's own waits (a timer, `yield`, an fd, an executor
+//! job) it holds an object of a higher layer as an [`AwaitKind`] that layer declares (the task
+//! layer's promises and tasks, the sync layer's operations, the os layer's signals) and an id,
+//! packed into the task header's 8 bytes through a process-wide table of kinds.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::time::Duration;
 
 /// A destination for trace lines.
@@ -44,16 +51,33 @@ impl Tracer {
 }
 
 /// What a pending task is waiting on, as noted by the future that returned `Pending`.
+///
+/// The loop's own waits are variants of their own; what the layers above offer to wait on (a
+/// promise, another task, a lock, a queue, a signal) is an [`Awaiting::Object`], named by the
+/// layer that owns it. `Display` prints it as trace lines and the task dump show it.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Awaiting;
+///
+/// evloop::run(async {
+///     let lp = evloop::get_running_loop()?;
+///     let sleeper = evloop::spawn(evloop::sleep(Duration::from_secs(60)));
+///     let p = lp.create_future::<()>();
+///     let waiter = evloop::spawn(p.wait());
+///     evloop::yield_now().await; // both run their first step
+///     assert!(matches!(sleeper.awaiting(), Awaiting::Sleep(_))); // the loop's own timer
+///     assert_eq!(waiter.awaiting().to_string(), format!("Promise#{}", p.id())); // a task layer object
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Awaiting {
     /// Nothing was noted (a future from another library, or the task has not run yet).
     #[default]
     Unknown,
-    /// A [`Promise`](crate::Promise), by its id (`Promise#N`).
-    Promise(u64),
-    /// Another task's handle, by that task's number (`Task-N`).
-    Task(u64),
     /// A timer: `sleep`, `sleep_until` or a `timeout`, by its deadline in loop time.
     Sleep(Duration),
     /// `yield_now()`: it asked to run again in the next iteration.
@@ -62,142 +86,167 @@ pub enum Awaiting {
     Fd(i32),
     /// A job in the executor's thread pool.
     Executor,
-    /// A Unix signal (`signal::recv`), by number.
-    Signal(i32),
-    /// An item or a free slot of a [`Queue`](crate::Queue) or a channel
-    /// ([`channel`](crate::channel)), or `Queue::join`: which operation.
-    Queue(QueueOp),
-    /// A synchronisation primitive of [`sync`](crate::sync): which operation.
-    Sync(SyncOp),
+    /// An object of a layer above the loop: its kind (declared by that layer) and its id
+    /// within the kind (a promise's id, a task's number, a signal's number, which operation of
+    /// a lock or a queue).
+    Object(&'static AwaitKind, u64),
 }
 
 impl fmt::Display for Awaiting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Awaiting::Unknown => f.write_str("something"),
-            Awaiting::Promise(id) => write!(f, "Promise#{id}"),
-            Awaiting::Task(n) => write!(f, "Task #{n}"),
             Awaiting::Sleep(at) => write!(f, "a timer at t={}", fmt_duration(*at)),
             Awaiting::Yield => f.write_str("yield (runs again next iteration)"),
             Awaiting::Fd(fd) => write!(f, "fd {fd}"),
             Awaiting::Executor => f.write_str("an executor job"),
-            Awaiting::Signal(n) => write!(f, "signal {n}"),
-            Awaiting::Sync(op) => fmt::Display::fmt(op, f),
-            Awaiting::Queue(op) => fmt::Display::fmt(op, f),
+            Awaiting::Object(kind, id) => (kind.fmt_id)(*id, f),
         }
     }
 }
 
-/// The queue or channel operation a task waits in ([`Awaiting::Queue`]).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum QueueOp {
-    /// `Queue::get`: an item.
-    QueueGet,
-    /// `Queue::put`: a free slot.
-    QueuePut,
-    /// `Queue::join`: every item marked done.
-    QueueJoin,
-    /// A `oneshot::Receiver`: the value.
-    OneshotRecv,
-    /// `mpsc::Sender::send`: a free slot.
-    MpscSend,
-    /// `mpsc::Receiver::recv`: a value.
-    MpscRecv,
-    /// `threadsafe::Receiver::recv`: a value from another thread.
-    ThreadsafeRecv,
-}
-
-impl fmt::Display for QueueOp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            QueueOp::QueueGet => "Queue::get",
-            QueueOp::QueuePut => "Queue::put",
-            QueueOp::QueueJoin => "Queue::join",
-            QueueOp::OneshotRecv => "oneshot::Receiver",
-            QueueOp::MpscSend => "mpsc::Sender::send",
-            QueueOp::MpscRecv => "mpsc::Receiver::recv",
-            QueueOp::ThreadsafeRecv => "threadsafe::Receiver::recv",
-        })
+impl Awaiting {
+    /// The id, if this is an object of `kind`.
+    #[inline]
+    pub(crate) fn object_of(self, kind: &'static AwaitKind) -> Option<u64> {
+        match self {
+            Awaiting::Object(k, id) if k == kind => Some(id),
+            _ => None,
+        }
     }
 }
 
-/// The synchronisation operation a task waits in ([`Awaiting::Sync`]).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum SyncOp {
-    /// `Lock::acquire` (also `Condition::acquire`).
-    LockAcquire,
-    /// `Mutex::lock`.
-    MutexLock,
-    /// `Semaphore::acquire`.
-    SemaphoreAcquire,
-    /// `BoundedSemaphore::acquire`.
-    BoundedSemaphoreAcquire,
-    /// `Event::wait`.
-    EventWait,
-    /// `Condition::wait`, waiting for a notification.
-    ConditionWait,
-    /// `Condition::wait`, notified and re-acquiring the lock.
-    ConditionReacquire,
-    /// `Barrier::wait`.
-    BarrierWait,
+/// The kind of object of a layer above the loop that a task can wait on ([`Awaiting::Object`]):
+/// a promise, a task, a signal, a lock's or a queue's operation. The layer that owns the object
+/// declares its kind once, as a `static` (two kinds are equal when they are the same `static`),
+/// with a name and the way an id of that kind prints, so the loop prints what a task awaits
+/// without knowing what a promise or a lock is.
+///
+/// ```
+/// use evloop::Awaiting;
+///
+/// evloop::run(async {
+///     let p = evloop::get_running_loop()?.create_future::<()>();
+///     let waiter = evloop::spawn(p.wait());
+///     evloop::yield_now().await;
+///     match waiter.awaiting() {
+///         Awaiting::Object(kind, id) => assert_eq!((kind.name(), id), ("Promise", p.id())),
+///         other => unreachable!("{other:?}"),
+///     }
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct AwaitKind {
+    name: &'static str,
+    fmt_id: fn(u64, &mut fmt::Formatter<'_>) -> fmt::Result,
+    /// The kind's index in `KINDS` plus one; 0 until a task first waits on an object of it.
+    index: AtomicUsize,
 }
 
-impl fmt::Display for SyncOp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SyncOp::LockAcquire => "Lock.acquire()",
-            SyncOp::MutexLock => "Mutex.lock()",
-            SyncOp::SemaphoreAcquire => "Semaphore.acquire()",
-            SyncOp::BoundedSemaphoreAcquire => "BoundedSemaphore.acquire()",
-            SyncOp::EventWait => "Event.wait()",
-            SyncOp::ConditionWait => "Condition.wait()",
-            SyncOp::ConditionReacquire => "Condition.wait(): re-acquiring the lock",
-            SyncOp::BarrierWait => "Barrier.wait()",
-        })
+impl AwaitKind {
+    /// A kind named `name` whose ids print with `fmt_id`; declare it as a `static` (a `const`
+    /// would be a new kind at every use).
+    pub(crate) const fn new(name: &'static str, fmt_id: fn(u64, &mut fmt::Formatter<'_>) -> fmt::Result) -> AwaitKind {
+        AwaitKind {
+            name,
+            fmt_id,
+            index: AtomicUsize::new(0),
+        }
+    }
+
+    /// The kind's name, e.g. `"Promise"` or `"Task"`.
+    ///
+    /// ```
+    /// use evloop::Awaiting;
+    ///
+    /// evloop::run(async {
+    ///     let child = evloop::spawn(std::future::pending::<()>());
+    ///     let parent = evloop::spawn(child); // awaits the child's handle
+    ///     evloop::yield_now().await;
+    ///     assert!(matches!(parent.awaiting(), Awaiting::Object(kind, _) if kind.name() == "Task"));
+    /// })?;
+    /// # Ok::<(), evloop::RunError>(())
+    /// ```
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The kind's index in the process-wide table, interned on first use.
+    #[inline]
+    fn index(&'static self) -> usize {
+        match self.index.load(Acquire) {
+            0 => self.intern(),
+            i => i - 1,
+        }
+    }
+
+    /// The first wait on an object of this kind anywhere: takes the next index and records the
+    /// kind there. Two threads racing here both take one, and the first to store its own wins;
+    /// the other index is never packed. The table entry is written before the index is
+    /// published (release), so whoever reads the index (acquire) finds the entry.
+    #[cold]
+    fn intern(&'static self) -> usize {
+        let mine = NEXT_KIND.fetch_add(1, Relaxed);
+        // Kinds are `static`s of this crate, so this fails (at the first use, every time) only
+        // when a change declares more of them than the packed form has room for.
+        assert!(
+            mine < MAX_KINDS,
+            "more than MAX_KINDS ({MAX_KINDS}) kinds of awaited objects"
+        );
+        let _ = KINDS[mine].set(self);
+        match self.index.compare_exchange(0, mine + 1, AcqRel, Acquire) {
+            Ok(_) => mine,
+            Err(theirs) => theirs - 1,
+        }
     }
 }
 
-const QUEUE_OPS: [QueueOp; 7] = [
-    QueueOp::QueueGet,
-    QueueOp::QueuePut,
-    QueueOp::QueueJoin,
-    QueueOp::OneshotRecv,
-    QueueOp::MpscSend,
-    QueueOp::MpscRecv,
-    QueueOp::ThreadsafeRecv,
-];
+impl PartialEq for AwaitKind {
+    fn eq(&self, other: &AwaitKind) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
 
-const SYNC_OPS: [SyncOp; 8] = [
-    SyncOp::LockAcquire,
-    SyncOp::MutexLock,
-    SyncOp::SemaphoreAcquire,
-    SyncOp::BoundedSemaphoreAcquire,
-    SyncOp::EventWait,
-    SyncOp::ConditionWait,
-    SyncOp::ConditionReacquire,
-    SyncOp::BarrierWait,
-];
+impl Eq for AwaitKind {}
+
+impl fmt::Debug for AwaitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Bits of the packed form's payload that hold an object's kind (the rest hold its id).
+const KIND_BITS: u32 = 6;
+
+/// How many kinds the process may declare.
+const MAX_KINDS: usize = 1 << KIND_BITS;
+
+/// Every kind a task has waited on, by index: how a packed note finds its kind again.
+static KINDS: [OnceLock<&'static AwaitKind>; MAX_KINDS] = [const { OnceLock::new() }; MAX_KINDS];
+
+/// The number of kind indices handed out so far.
+static NEXT_KIND: AtomicUsize = AtomicUsize::new(0);
 
 /// Payloads that do not fit the packed form's 60 bits are clamped to this.
 const PAYLOAD_MAX: u64 = (1 << 60) - 1;
 
+/// Object ids that do not fit beside the kind are clamped to this.
+const OBJECT_ID_MAX: u64 = PAYLOAD_MAX >> KIND_BITS;
+
 impl Awaiting {
-    /// Packs the note into 8 bytes for the task's header: a 4-bit tag and a 60-bit payload
-    /// (ids and numbers beyond 2^60, and deadlines beyond 36 years of loop time, are clamped).
+    /// Packs the note into 8 bytes for the task's header: a 4-bit tag and a 60-bit payload. An
+    /// object's payload is its kind's index (6 bits) and its id (54 bits); ids beyond 2^54, and
+    /// deadlines beyond 36 years of loop time, are clamped.
+    #[inline]
     pub(crate) fn pack(self) -> u64 {
         let (tag, payload): (u64, u64) = match self {
             Awaiting::Unknown => (0, 0),
-            Awaiting::Promise(id) => (1, id.min(PAYLOAD_MAX)),
-            Awaiting::Task(n) => (2, n.min(PAYLOAD_MAX)),
-            Awaiting::Sleep(at) => (3, u64::try_from(at.as_nanos()).unwrap_or(u64::MAX).min(PAYLOAD_MAX)),
-            Awaiting::Yield => (4, 0),
-            Awaiting::Fd(fd) => (5, fd as u32 as u64),
-            Awaiting::Executor => (6, 0),
-            Awaiting::Signal(n) => (7, n as u32 as u64),
-            Awaiting::Queue(op) => (8, QUEUE_OPS.iter().position(|o| *o == op).unwrap_or(0) as u64),
-            Awaiting::Sync(op) => (9, SYNC_OPS.iter().position(|o| *o == op).unwrap_or(0) as u64),
+            Awaiting::Sleep(at) => (1, u64::try_from(at.as_nanos()).unwrap_or(u64::MAX).min(PAYLOAD_MAX)),
+            Awaiting::Yield => (2, 0),
+            Awaiting::Fd(fd) => (3, fd as u32 as u64),
+            Awaiting::Executor => (4, 0),
+            Awaiting::Object(kind, id) => (5, (id.min(OBJECT_ID_MAX) << KIND_BITS) | kind.index() as u64),
         };
         (payload << 4) | tag
     }
@@ -206,19 +255,14 @@ impl Awaiting {
     pub(crate) fn unpack(packed: u64) -> Awaiting {
         let payload = packed >> 4;
         match packed & 0xf {
-            1 => Awaiting::Promise(payload),
-            2 => Awaiting::Task(payload),
-            3 => Awaiting::Sleep(Duration::from_nanos(payload)),
-            4 => Awaiting::Yield,
-            5 => Awaiting::Fd(payload as u32 as i32),
-            6 => Awaiting::Executor,
-            7 => Awaiting::Signal(payload as u32 as i32),
-            8 => QUEUE_OPS
-                .get(payload as usize)
-                .map_or(Awaiting::Unknown, |op| Awaiting::Queue(*op)),
-            9 => SYNC_OPS
-                .get(payload as usize)
-                .map_or(Awaiting::Unknown, |op| Awaiting::Sync(*op)),
+            1 => Awaiting::Sleep(Duration::from_nanos(payload)),
+            2 => Awaiting::Yield,
+            3 => Awaiting::Fd(payload as u32 as i32),
+            4 => Awaiting::Executor,
+            5 => match KINDS[(payload & (MAX_KINDS as u64 - 1)) as usize].get() {
+                Some(kind) => Awaiting::Object(kind, payload >> KIND_BITS),
+                None => Awaiting::Unknown,
+            },
             _ => Awaiting::Unknown,
         }
     }
@@ -276,37 +320,63 @@ mod tests {
         assert_eq!(fmt_duration(Duration::from_secs(3)), "3.000s");
     }
 
+    static NUMBERED: AwaitKind = AwaitKind::new("Numbered", |id, f| write!(f, "Numbered#{id}"));
+    static OTHER: AwaitKind = AwaitKind::new("Other", |id, f| write!(f, "other {id}"));
+
     #[test]
     fn awaiting_packs_into_eight_bytes_and_back() {
         let all = [
             Awaiting::Unknown,
-            Awaiting::Promise(7),
-            Awaiting::Task(u64::from(u32::MAX) + 5),
             Awaiting::Sleep(Duration::from_nanos(123_456_789_012)),
             Awaiting::Yield,
             Awaiting::Fd(-1),
             Awaiting::Fd(1023),
             Awaiting::Executor,
-            Awaiting::Signal(15),
-            Awaiting::Queue(QueueOp::ThreadsafeRecv),
-            Awaiting::Queue(QueueOp::QueueGet),
-            Awaiting::Sync(SyncOp::BarrierWait),
-            Awaiting::Sync(SyncOp::LockAcquire),
+            Awaiting::Object(&NUMBERED, 7),
+            Awaiting::Object(&NUMBERED, u64::from(u32::MAX) + 5),
+            Awaiting::Object(&OTHER, 0),
         ];
         for a in all {
             assert_eq!(Awaiting::unpack(a.pack()), a);
         }
         assert_eq!(
-            Awaiting::unpack(Awaiting::Promise(u64::MAX).pack()),
-            Awaiting::Promise(PAYLOAD_MAX)
+            Awaiting::unpack(Awaiting::Object(&OTHER, u64::MAX).pack()),
+            Awaiting::Object(&OTHER, OBJECT_ID_MAX)
         );
         assert_eq!(Awaiting::unpack(0xf), Awaiting::Unknown);
     }
 
     #[test]
+    fn an_object_prints_as_its_kind_says_and_kinds_are_told_apart() {
+        assert_eq!(Awaiting::Object(&NUMBERED, 3).to_string(), "Numbered#3");
+        assert_eq!(Awaiting::Object(&OTHER, 3).to_string(), "other 3");
+        assert_ne!(Awaiting::Object(&NUMBERED, 3), Awaiting::Object(&OTHER, 3));
+        assert_eq!(Awaiting::Object(&NUMBERED, 3).object_of(&NUMBERED), Some(3));
+        assert_eq!(Awaiting::Object(&NUMBERED, 3).object_of(&OTHER), None);
+        assert_eq!(Awaiting::Yield.object_of(&OTHER), None);
+    }
+
+    #[test]
+    fn threads_racing_for_a_new_kind_agree_on_its_index() {
+        static RACED: AwaitKind = AwaitKind::new("Raced", |id, f| write!(f, "{id}"));
+        let packed: Vec<u64> = (0..4)
+            .map(|_| std::thread::spawn(|| Awaiting::Object(&RACED, 1).pack()))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().expect("no panic"))
+            .collect();
+        assert!(
+            packed
+                .iter()
+                .all(|&p| Awaiting::unpack(p) == Awaiting::Object(&RACED, 1)),
+            "{packed:?}"
+        );
+    }
+
+    #[test]
     fn awaiting_note_is_taken_once() {
-        note_awaiting(Awaiting::Promise(2));
-        assert_eq!(take_awaiting(), Awaiting::Promise(2));
+        note_awaiting(Awaiting::Fd(2));
+        assert_eq!(take_awaiting(), Awaiting::Fd(2));
         assert_eq!(take_awaiting(), Awaiting::Unknown);
     }
 }

@@ -16,13 +16,25 @@
 //! remote queue) and just drops its reference.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, OnceLock, RwLock};
 
-use crate::event_loop::raw_task::{Notified, Schedule};
+use crate::event_loop::raw_task::{Init, Notified, Schedule, TaskPtr};
 use crate::event_loop::{Ready, Remote, Shared, with_running};
 
+/// A new task cell whose wakes go to its loop (the one `init.owner` names) through
+/// [`LoopScheduler`]: how the task layer creates every task.
+#[inline]
+pub(crate) fn new_task<F>(future: F, init: Init) -> TaskPtr
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    TaskPtr::new::<F, LoopScheduler>(future, init)
+}
+
 /// The scheduler of every task on an evloop loop.
-pub(crate) struct LoopScheduler;
+struct LoopScheduler;
 
 impl Schedule for LoopScheduler {
     fn schedule(task: Notified) {

@@ -49,7 +49,7 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use evloop_syscalls as sys;
 use sys::{Advice, Mapping, Prot};
 
-use crate::event_loop::error::with_context;
+use crate::io::error::with_context;
 
 /// The default usable size of a fiber stack: 256 KiB (std threads get 2 MiB; a fiber that needs
 /// more asks for it with `fiber::Builder::stack_size`).

@@ -16,8 +16,9 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
-use crate::event_loop::error::{LoopError, LoopErrorKind, with_context};
+use crate::event_loop::error::{LoopError, LoopErrorKind};
 use crate::event_loop::get_running_loop;
+use crate::io::error::with_context;
 use sealed::Target;
 
 /// Something that names one or more internet socket addresses: a [`SocketAddr`], an

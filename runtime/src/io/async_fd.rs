@@ -546,7 +546,7 @@ impl<T: AsFd> AsyncFd<T> {
 pub(crate) fn fd_context<T>(op: &str, fd: RawFd, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
     match r {
         Poll::Ready(Err(e)) if e.kind() != io::ErrorKind::WouldBlock => {
-            Poll::Ready(Err(crate::event_loop::error::with_context(format!("{op}(fd {fd})"), e)))
+            Poll::Ready(Err(crate::io::error::with_context(format!("{op}(fd {fd})"), e)))
         }
         other => other,
     }

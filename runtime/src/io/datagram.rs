@@ -399,7 +399,7 @@ impl DatagramTransport {
             (None, Some(p)) => format!("{op}(fd {fd}, connected to {p})"),
             (None, None) => format!("{op}(fd {fd})"),
         };
-        crate::event_loop::error::with_context(context, e)
+        crate::io::error::with_context(context, e)
     }
 
     /// The event handler: send what is queued, read what is there.
@@ -688,7 +688,7 @@ impl fmt::Debug for DatagramTransport {
 // Creating endpoints.
 
 fn with_addr(op: &str, addr: &SockAddr, e: io::Error) -> io::Error {
-    crate::event_loop::error::with_context(format!("create_datagram_endpoint: {op}({addr})"), e)
+    crate::io::error::with_context(format!("create_datagram_endpoint: {op}({addr})"), e)
 }
 
 /// Binds and/or connects a fresh datagram socket.

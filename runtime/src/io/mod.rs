@@ -28,7 +28,8 @@
 //!
 //! # The `io/` folder (layer 3)
 //! `async_fd` holds [`AsyncFd`] and `traits` the I/O traits; beside them are sockets and the
-//! `sock_*` API (`net/`), the address forms they take (`addr`), stream halves, borrowed and owned
+//! `sock_*` API (`net/`), the address forms they take (`addr`), the context of a failed call
+//! (`error`: `OpError`, `os_error`), stream halves, borrowed and owned
 //! (`split`), buffered readers and writers (`buf`), copies between streams (`copy`), protocols
 //! and transports (`protocol/`), streams on top of them (`stream/`), datagram endpoints
 //! (`datagram`), the lifecycle the stream and datagram transports share (`lifecycle`) and async
@@ -45,6 +46,7 @@ mod async_fd;
 pub(crate) mod buf;
 pub(crate) mod copy;
 pub(crate) mod datagram;
+pub(crate) mod error;
 mod lifecycle;
 pub mod net;
 pub mod pipe;

@@ -27,6 +27,7 @@
 //! line, not an empty queue). The write end of a pipe whose reader is gone reports `EPOLLERR`,
 //! so a writer waiting for room wakes up and gets its `EPIPE`.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::io::{self, IoSlice};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
@@ -37,8 +38,10 @@ use std::task::{Context, Poll};
 
 use evloop_syscalls as sys;
 
-use crate::event_loop::error::{LoopError, LoopErrorKind, with_context};
+use crate::event_loop::error::{LoopError, LoopErrorKind};
+use crate::event_loop::slots::LoopKey;
 use crate::event_loop::{LoopHandle, LoopInner, get_running_loop};
+use crate::io::error::with_context;
 use crate::io::protocol::{Protocol, Transport, TransportKind};
 use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest, fd_context};
 
@@ -91,15 +94,21 @@ fn running(op: &'static str) -> io::Result<LoopHandle> {
     get_running_loop().map_err(|_| LoopError::new(LoopErrorKind::NoRunningLoop, op).into())
 }
 
+/// The loop's `SIGPIPE` block, taken by its first pipe writer; closing the loop ends it.
+static SIGPIPE_BLOCK: LoopKey<RefCell<Option<sys::SigpipeBlock>>> = LoopKey::with_close(|block, _| {
+    let block = block.borrow_mut().take();
+    drop(block);
+});
+
 /// Blocks `SIGPIPE` on the loop's thread until the loop closes (see the module docs). A failure
 /// only means writes take the per-call path, which is just as safe.
 fn hold_sigpipe_block(lp: &LoopInner) {
     if lp.is_closed() {
         return;
     }
-    let mut slot = lp.sigpipe_block.borrow_mut();
-    if slot.is_none() {
-        *slot = sys::block_sigpipe_on_this_thread().ok();
+    let mut block = lp.slot_or_init(&SIGPIPE_BLOCK, RefCell::default).borrow_mut();
+    if block.is_none() {
+        *block = sys::block_sigpipe_on_this_thread().ok();
     }
 }
 
@@ -427,10 +436,7 @@ impl AsyncWrite for PipeWriter {
             let raw = fd.as_raw_fd();
             // The fd is released whatever close says (Linux frees it before reporting).
             if let Err(e) = sys::close(fd) {
-                return Poll::Ready(Err(crate::event_loop::error::with_context(
-                    format!("close(fd {raw})"),
-                    e,
-                )));
+                return Poll::Ready(Err(with_context(format!("close(fd {raw})"), e)));
             }
         }
         Poll::Ready(Ok(()))

@@ -37,7 +37,7 @@ use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, RepeatCallback};
 use crate::event_loop::reactor::{IoState, ready};
 use crate::event_loop::slots::LoopKey;
-use crate::event_loop::trace::{Awaiting, note_awaiting};
+use crate::event_loop::trace::{AwaitKind, Awaiting, note_awaiting};
 use crate::event_loop::{LoopHandle, LoopInner, Ready, with_running};
 
 /// One watched signal of one loop.
@@ -181,6 +181,9 @@ static SIGNALS: LoopKey<RefCell<Option<Rc<SignalState>>>> = LoopKey::with_close(
         state.close(lp);
     }
 });
+
+/// A signal, as what a task awaits (`signal::recv`): the id is the signal's number (`signal 15`).
+static AWAITED_SIGNAL: AwaitKind = AwaitKind::new("signal", |n, f| write!(f, "signal {n}"));
 
 impl SignalState {
     /// Closing the loop: the eventfd leaves the reactor, and every registration and handler is
@@ -423,7 +426,7 @@ impl Future for Recv {
         if !e.waiters.iter().any(|w| w.will_wake(cx.waker())) {
             e.waiters.push(cx.waker().clone());
         }
-        note_awaiting(Awaiting::Signal(this.signal.raw()));
+        note_awaiting(Awaiting::Object(&AWAITED_SIGNAL, this.signal.raw() as u64));
         Poll::Pending
     }
 }

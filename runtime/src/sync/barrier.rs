@@ -7,9 +7,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::{Awaiting, SyncOp};
 use crate::sync::binding::LoopBinding;
 use crate::sync::error::SyncError;
+use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
 /// Why a barrier wait failed (the public error is built with the party count).
@@ -296,11 +296,11 @@ impl Future for BarrierWait<'_> {
     type Output = Result<usize, SyncError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let what = SyncOp::BarrierWait;
+        let what = WaitOp::BarrierWait;
         let waiter = &mut self.get_mut().waiter;
         waiter
-            .poll_wait(cx, Awaiting::Sync(what))
-            .map(|r| r.unwrap_or_else(|wrong| Err(wrong.into_sync_error(what))))
+            .poll_wait(cx, what)
+            .map(|r| r.unwrap_or_else(|wrong| Err(SyncError::WrongLoop(wrong))))
     }
 }
 

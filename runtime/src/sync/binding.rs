@@ -1,46 +1,14 @@
 //! Bound to one loop: [`LoopBinding`] remembers the loop of the first task that waited on a
-//! primitive, queue or channel, and [`WrongLoop`] is what a task of another loop gets when it
-//! would wait there (see "Bound to one loop" in the `sync` module documentation).
+//! primitive, queue or channel, and refuses a task of another loop that would wait there with
+//! the loop layer's [`WrongLoopError`] (see "Bound to one loop" in the `sync` module
+//! documentation); [`fail`] turns that error into the waiting task's panic where the future's
+//! output has no room for it.
 
 use std::cell::Cell;
-use std::fmt;
 
+use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::running_loop_id;
-use crate::event_loop::trace::SyncOp;
-use crate::sync::error::SyncError;
-
-/// A task of one loop waited on a primitive bound to another.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct WrongLoop {
-    pub(crate) bound: u64,
-    pub(crate) running: u64,
-}
-
-impl WrongLoop {
-    pub(crate) fn message(self, op: impl fmt::Display) -> String {
-        format!(
-            "{op}: the primitive is bound to event loop #{} (a task of that loop waited on it first) \
-             and cannot be waited on by a task of event loop #{}: only one of them runs at a \
-             time, so the wait could only hang (asyncio: \"is bound to a different event loop\")",
-            self.bound, self.running
-        )
-    }
-
-    /// For the futures whose output has no room for an error: the task that waited fails with
-    /// this panic, which the loop catches (its awaiter gets `TaskError::Panicked`), instead of
-    /// hanging.
-    pub(crate) fn fail(self, op: impl fmt::Display) -> ! {
-        panic!("{}", self.message(op))
-    }
-
-    pub(crate) fn into_sync_error(self, op: SyncOp) -> SyncError {
-        SyncError::WrongLoop {
-            op,
-            bound: self.bound,
-            running: self.running,
-        }
-    }
-}
+use crate::sync::ops::WaitOp;
 
 /// The loop a primitive belongs to: the loop of the first task that waits on it (asyncio's
 /// `_LoopBoundMixin`). Creating, setting, notifying or taking without waiting binds nothing,
@@ -52,8 +20,9 @@ pub(crate) struct LoopBinding {
 }
 
 impl LoopBinding {
-    /// Binds to the running loop, or checks that it is the one bound to.
-    pub(crate) fn bind(&self) -> Result<(), WrongLoop> {
+    /// Binds to the running loop, or checks that it is the one bound to; `op` names the wait
+    /// in the error.
+    pub(crate) fn bind(&self, op: WaitOp) -> Result<(), WrongLoopError> {
         let Some(running) = running_loop_id() else {
             return Ok(());
         };
@@ -63,7 +32,21 @@ impl LoopBinding {
                 Ok(())
             }
             bound if bound == running => Ok(()),
-            bound => Err(WrongLoop { bound, running }),
+            bound => Err(WrongLoopError::new(
+                op.name(),
+                || op.object().to_string(),
+                bound,
+                running,
+            )),
         }
     }
+}
+
+/// For the waits whose output has no room for an error (`Lock::acquire`, `Event::wait`, ...):
+/// the task that waited fails with the error's message as its panic, which the loop catches
+/// (its awaiter gets `TaskError::Panicked`), instead of hanging.
+#[cold]
+#[track_caller]
+pub(crate) fn fail(e: WrongLoopError) -> ! {
+    panic!("{e}")
 }

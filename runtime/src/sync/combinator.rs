@@ -22,7 +22,7 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::event_loop::error::TaskError;
+use crate::task::error::TaskError;
 use crate::task::time::{Elapsed, sleep, sleep_until};
 use crate::task::{Task, TaskState};
 

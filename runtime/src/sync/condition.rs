@@ -7,10 +7,10 @@ use std::future::poll_fn;
 use std::ops::Deref;
 use std::rc::Rc;
 
-use crate::event_loop::trace::{Awaiting, SyncOp};
 use crate::sync::binding::LoopBinding;
 use crate::sync::error::SyncError;
 use crate::sync::lock::{Lock, LockAcquire, LockGuard};
+use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
 struct NotifyState {
@@ -46,14 +46,14 @@ impl Line for NotifyState {
 }
 
 /// Waits on `waiter` as `what`, with the wrong loop as an error value.
-async fn wait_as<R, L>(mut waiter: Waiter<R, L>, what: SyncOp) -> Result<L::Output, SyncError>
+async fn wait_as<R, L>(mut waiter: Waiter<R, L>, what: WaitOp) -> Result<L::Output, SyncError>
 where
     R: Deref<Target = RefCell<L::State>>,
     L: Line,
 {
-    poll_fn(|cx| waiter.poll_wait(cx, Awaiting::Sync(what)))
+    poll_fn(|cx| waiter.poll_wait(cx, what))
         .await
-        .map_err(|wrong| wrong.into_sync_error(what))
+        .map_err(SyncError::WrongLoop)
 }
 
 /// A condition variable over a [`Lock`] (asyncio's `Condition`): tasks holding the lock wait
@@ -230,11 +230,11 @@ impl Condition {
         // Releasing and queueing happen in the same step (the first poll below comes before any
         // other task can run), so no notification can slip in between.
         drop(guard);
-        wait_as(notified, SyncOp::ConditionWait).await?;
+        wait_as(notified, WaitOp::ConditionWait).await?;
         // Notified. Until the lock is back, a drop passes the notification on (CPython does the
         // same; at worst the next waiter sees a spurious wakeup, which the protocol allows).
         let pass_on = PassOn { cond: Some(self) };
-        wait_as(lock.pool.waiter(), SyncOp::ConditionReacquire).await?;
+        wait_as(lock.pool.waiter(), WaitOp::ConditionReacquire).await?;
         pass_on.disarm();
         Ok(LockGuard { lock })
     }

@@ -5,8 +5,7 @@
 use std::fmt;
 use std::io;
 
-use crate::event_loop::trace::SyncOp;
-use crate::sync::binding::WrongLoop;
+use crate::event_loop::error::WrongLoopError;
 
 /// Misuse of a synchronisation primitive (asyncio's `ValueError`, `BrokenBarrierError`,
 /// `RuntimeError`). The message names the primitive and the operation.
@@ -20,7 +19,7 @@ use crate::sync::binding::WrongLoop;
 /// assert_eq!(err, SyncError::OverReleased { bound: 1 });
 /// assert!(err.to_string().starts_with("BoundedSemaphore.release"));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SyncError {
     /// [`BoundedSemaphore::release`](crate::BoundedSemaphore::release) with no forgotten permit to
@@ -41,15 +40,9 @@ pub enum SyncError {
     ForeignLockGuard,
     /// The primitive is bound to another event loop than the task that waited on it (asyncio's
     /// `RuntimeError: ... is bound to a different event loop`): see "Bound to one loop" in the
-    /// [module documentation](crate::sync).
-    WrongLoop {
-        /// The operation, e.g. `Condition.wait()`.
-        op: SyncOp,
-        /// The loop the primitive is bound to.
-        bound: u64,
-        /// The loop whose task waited.
-        running: u64,
-    },
+    /// [module documentation](crate::sync). The error names the operation (e.g.
+    /// `Condition.wait()`) and both loops.
+    WrongLoop(WrongLoopError),
 }
 
 impl fmt::Display for SyncError {
@@ -69,15 +62,7 @@ impl fmt::Display for SyncError {
             SyncError::ForeignLockGuard => {
                 f.write_str("Condition.wait: the guard belongs to another lock than this condition's")
             }
-            SyncError::WrongLoop { op, bound, running } => write!(
-                f,
-                "{}",
-                WrongLoop {
-                    bound: *bound,
-                    running: *running
-                }
-                .message(*op)
-            ),
+            SyncError::WrongLoop(e) => e.fmt(f),
         }
     }
 }

@@ -6,8 +6,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::{Awaiting, SyncOp};
 use crate::sync::binding::LoopBinding;
+use crate::sync::binding::fail;
+use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
 struct EventState {
@@ -225,14 +226,11 @@ impl Future for EventWait<'_> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let what = SyncOp::EventWait;
-        self.get_mut()
-            .waiter
-            .poll_wait(cx, Awaiting::Sync(what))
-            .map(|r| match r {
-                Ok(()) => (),
-                Err(wrong) => wrong.fail(what),
-            })
+        let what = WaitOp::EventWait;
+        self.get_mut().waiter.poll_wait(cx, what).map(|r| match r {
+            Ok(()) => (),
+            Err(wrong) => fail(wrong),
+        })
     }
 }
 

@@ -22,8 +22,9 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::task::Poll;
 
-use crate::event_loop::error::{LoopError, Panic, TaskError};
+use crate::event_loop::error::{LoopError, Panic};
 use crate::event_loop::{LoopHandle, get_running_loop};
+use crate::task::error::TaskError;
 use crate::task::{Task, TaskBuilder, TaskRef};
 
 /// Why one child of a group did not give a value.

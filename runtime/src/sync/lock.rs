@@ -5,7 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::{Awaiting, SyncOp};
+use crate::sync::binding::fail;
+use crate::sync::ops::WaitOp;
 use crate::sync::pool::{PermitWaiter, Pool};
 
 /// A mutual-exclusion lock for tasks (asyncio's `Lock`), FIFO-fair and cancellation-safe.
@@ -77,10 +78,10 @@ impl Lock {
     /// # Ok::<(), evloop::RunError>(())
     /// ```
     pub fn acquire(&self) -> LockAcquire<'_> {
-        self.acquire_as(SyncOp::LockAcquire)
+        self.acquire_as(WaitOp::LockAcquire)
     }
 
-    pub(crate) fn acquire_as(&self, what: SyncOp) -> LockAcquire<'_> {
+    pub(crate) fn acquire_as(&self, what: WaitOp) -> LockAcquire<'_> {
         LockAcquire {
             lock: self,
             what,
@@ -217,7 +218,7 @@ impl fmt::Debug for LockGuard<'_> {
 pub struct LockAcquire<'a> {
     lock: &'a Lock,
     /// For trace mode, the task dump and the wrong-loop panic.
-    what: SyncOp,
+    what: WaitOp,
     waiter: PermitWaiter<'a>,
 }
 
@@ -227,9 +228,9 @@ impl<'a> Future for LockAcquire<'a> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<LockGuard<'a>> {
         let this = self.get_mut();
         let (lock, what) = (this.lock, this.what);
-        this.waiter.poll_wait(cx, Awaiting::Sync(what)).map(|r| match r {
+        this.waiter.poll_wait(cx, what).map(|r| match r {
             Ok(()) => LockGuard { lock },
-            Err(wrong) => wrong.fail(what),
+            Err(wrong) => fail(wrong),
         })
     }
 }

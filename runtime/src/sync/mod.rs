@@ -86,16 +86,17 @@
 //! [`Queue`](crate::Queue) and [`mpsc`](crate::channel::mpsc) or
 //! [`oneshot`](mod@crate::channel::oneshot) channel) is **bound to the loop of the first task that
 //! waits on it**, as asyncio's are (`_LoopBoundMixin`), and a task of another loop that would
-//! wait on it fails at once, naming both loops:
-//! - with an error value where the future's output has room for one:
+//! wait on it fails at once with the loop layer's [`WrongLoopError`](crate::WrongLoopError),
+//! which names the operation and both loops:
+//! - as an error value where the future's output has room for one:
 //!   [`Condition::wait`] and [`Barrier::wait`] give [`SyncError::WrongLoop`], a oneshot
-//!   receiver gives `RecvError::WrongLoop`;
+//!   receiver gives `RecvError::WrongLoop`, each wrapping it;
 //! - with a panic where it has none ([`Lock::acquire`], [`Mutex::lock`],
 //!   [`Semaphore::acquire`], [`BoundedSemaphore::acquire`], [`Event::wait`], `Queue::get` /
 //!   `put` / `join`, `mpsc` `send` / `recv`): the panic happens inside the waiting task, so
-//!   the loop catches it and the task's awaiter gets `TaskError::Panicked` with the message
-//!   (`run_until_complete` returns it), and the loop goes on. Returning a guard without the
-//!   lock is not an option, and the silent hang was the bug.
+//!   the loop catches it and the task's awaiter gets `TaskError::Panicked` with the error's
+//!   message (`run_until_complete` returns it), and the loop goes on. Returning a guard without
+//!   the lock is not an option, and the silent hang was the bug.
 //!
 //! What does not wait binds nothing and works from anywhere: creating a primitive, `try_*`
 //! and `*_nowait`, `Event::set`, `Condition::notify`, releasing (dropping a guard), a
@@ -107,8 +108,9 @@
 //! # The `sync/` folder (layer 3)
 //! One file per primitive (`lock`, `mutex`, `semaphore`, `event`, `condition`, `barrier`), the
 //! permit pool behind the first three (`pool`), the wait queue all of them share with [`queue`]
-//! and the `mpsc` [`channel`] (`wait_queue`), the loop binding (`binding`) and [`SyncError`]
-//! (`error`); this file re-exports their public names. Beside them: the combinators (`combinator`: `gather`,
+//! and the `mpsc` [`channel`] (`wait_queue`), the operations a task waits in (`ops`: the layer's
+//! kinds of `Awaiting` and the names in its errors), the loop binding (`binding`) and
+//! [`SyncError`] (`error`); this file re-exports their public names. Beside them: the combinators (`combinator`: `gather`,
 //! `wait`, `select`, `shield`, ...), `TaskGroup` (`group`) and the `select!` / `join!` /
 //! `try_join!` macros (`macros`). The folder builds on `task/` and `event_loop/`, and does not
 //! use `io/` (its sibling at the same rank).
@@ -124,17 +126,17 @@ pub(crate) mod group;
 mod lock;
 pub(crate) mod macros;
 mod mutex;
+mod ops;
 mod pool;
 pub mod queue;
 mod semaphore;
 mod wait_queue;
 
 pub use self::barrier::{Barrier, BarrierWait};
-pub(crate) use self::binding::{LoopBinding, WrongLoop};
+pub(crate) use self::binding::LoopBinding;
 pub use self::condition::Condition;
 pub use self::error::SyncError;
 pub use self::event::{Event, EventWait};
 pub use self::lock::{Lock, LockAcquire, LockGuard};
 pub use self::mutex::{Mutex, MutexGuard, MutexLock};
 pub use self::semaphore::{BoundedSemaphore, Semaphore, SemaphoreAcquire, SemaphorePermit};
-pub use crate::event_loop::trace::SyncOp;

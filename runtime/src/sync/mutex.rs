@@ -7,8 +7,8 @@ use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::SyncOp;
 use crate::sync::lock::{Lock, LockAcquire, LockGuard};
+use crate::sync::ops::WaitOp;
 
 /// A value behind a [`Lock`]: [`lock`](Mutex::lock) waits for the lock and gives a
 /// [`MutexGuard`] through which the value can be read and changed.
@@ -93,7 +93,7 @@ impl<T: ?Sized> Mutex<T> {
     pub fn lock(&self) -> MutexLock<'_, T> {
         MutexLock {
             mutex: self,
-            acquire: self.lock.acquire_as(SyncOp::MutexLock),
+            acquire: self.lock.acquire_as(WaitOp::MutexLock),
         }
     }
 

@@ -6,8 +6,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::{Awaiting, SyncOp};
+use crate::sync::binding::fail;
 use crate::sync::error::SyncError;
+use crate::sync::ops::WaitOp;
 use crate::sync::pool::{PermitWaiter, Pool};
 
 /// A counter of permits (asyncio's `Semaphore`), FIFO-fair and cancellation-safe.
@@ -83,7 +84,7 @@ impl Semaphore {
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
             pool: &self.pool,
-            what: SyncOp::SemaphoreAcquire,
+            what: WaitOp::SemaphoreAcquire,
             waiter: self.pool.waiter(),
         }
     }
@@ -237,7 +238,7 @@ impl BoundedSemaphore {
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
             pool: &self.pool,
-            what: SyncOp::BoundedSemaphoreAcquire,
+            what: WaitOp::BoundedSemaphoreAcquire,
             waiter: self.pool.waiter(),
         }
     }
@@ -421,7 +422,7 @@ impl fmt::Debug for SemaphorePermit<'_> {
 pub struct SemaphoreAcquire<'a> {
     pool: &'a Pool,
     /// For trace mode, the task dump and the wrong-loop panic.
-    what: SyncOp,
+    what: WaitOp,
     waiter: PermitWaiter<'a>,
 }
 
@@ -431,9 +432,9 @@ impl<'a> Future for SemaphoreAcquire<'a> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<SemaphorePermit<'a>> {
         let this = self.get_mut();
         let (pool, what) = (this.pool, this.what);
-        this.waiter.poll_wait(cx, Awaiting::Sync(what)).map(|r| match r {
+        this.waiter.poll_wait(cx, what).map(|r| match r {
             Ok(()) => SemaphorePermit { pool },
-            Err(wrong) => wrong.fail(what),
+            Err(wrong) => fail(wrong),
         })
     }
 }

@@ -66,7 +66,7 @@
 //!
 //! # Bound to one loop
 //! Just before it queues, a `Waiter` binds the state's [`LoopBinding`] to the running loop, or
-//! fails with [`WrongLoop`] if a task of another loop waited there first (see "Bound to one loop"
+//! fails with the loop layer's `WrongLoopError` if a task of another loop waited there first (see "Bound to one loop"
 //! in the [`sync`](crate::sync) module documentation). A wait that ends at once in `arrive`
 //! needs no loop and checks nothing, and neither does the side that grants.
 
@@ -75,9 +75,11 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::task::{Context, Poll, Waker};
 
+use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::slab::{Key, Slab};
-use crate::event_loop::trace::{Awaiting, note_awaiting};
-use crate::sync::binding::{LoopBinding, WrongLoop};
+use crate::event_loop::trace::note_awaiting;
+use crate::sync::binding::LoopBinding;
+use crate::sync::ops::WaitOp;
 
 // ---------------------------------------------------------------------------------------------
 // Wakers.
@@ -374,16 +376,17 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
         &mut self.carry
     }
 
-    /// One poll of the wait; `what` is noted as what the task awaits when it stays pending.
+    /// One poll of the wait; `op` is noted as what the task awaits when it stays pending, and
+    /// named in the error when the state is bound to another loop.
     #[inline(always)]
-    pub(crate) fn poll_wait(&mut self, cx: &mut Context<'_>, what: Awaiting) -> Poll<Result<L::Output, WrongLoop>> {
+    pub(crate) fn poll_wait(&mut self, cx: &mut Context<'_>, op: WaitOp) -> Poll<Result<L::Output, WrongLoopError>> {
         let mut wakers = WakeList::default();
         let mut stale = None;
-        let out = self.poll_state(cx.waker(), &mut wakers, &mut stale);
+        let out = self.poll_state(cx.waker(), &mut wakers, &mut stale, op);
         drop(stale);
         wakers.wake();
         if out.is_pending() {
-            note_awaiting(what);
+            note_awaiting(op.awaiting());
         }
         out
     }
@@ -394,7 +397,8 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
         waker: &Waker,
         wakers: &mut WakeList,
         stale: &mut Option<Waker>,
-    ) -> Poll<Result<L::Output, WrongLoop>> {
+        op: WaitOp,
+    ) -> Poll<Result<L::Output, WrongLoopError>> {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         if let Some(key) = self.key {
@@ -414,7 +418,7 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
             return Poll::Ready(Ok(out));
         }
         // About to wait: only a task of the state's own loop may.
-        L::binding(st).bind()?;
+        L::binding(st).bind(op)?;
         self.key = Some(L::queue(st).push(waker));
         L::queued(st, wakers);
         Poll::Pending

@@ -13,11 +13,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::event_loop::ExceptionKind;
-use crate::event_loop::error::{TaskError, WrongLoopError};
+use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
 use crate::event_loop::raw_task::{DoneEntry, TaskPtr};
-use crate::event_loop::trace::{Awaiting, note_awaiting, note_awaiting_label};
+use crate::event_loop::trace::{AwaitKind, Awaiting, note_awaiting, note_awaiting_label};
 use crate::event_loop::{ExceptionContext, LoopHandle, Ready, default_exception_handler, running_loop_traces};
+use crate::task::error::TaskError;
 use crate::task::state::{CancelRequest, Core, TaskState};
 use crate::task::step::abort_now;
 
@@ -548,12 +549,16 @@ impl<T: 'static> Task<T> {
     /// Tells the awaiting task's step what it now waits on.
     fn note_awaited(&self) {
         let core = self.r.core();
-        note_awaiting(Awaiting::Task(core.number()));
+        note_awaiting(Awaiting::Object(&AWAITED_TASK, core.number()));
         if running_loop_traces() {
             note_awaiting_label(core.label());
         }
     }
 }
+
+/// Another task's handle, as what a task awaits: the id is that task's number (`Task #3`; trace
+/// mode prints its name instead, the task dump and tree its name or place in the tree).
+pub(crate) static AWAITED_TASK: AwaitKind = AwaitKind::new("Task", |n, f| write!(f, "Task #{n}"));
 
 impl<T> std::ops::Deref for Task<T> {
     type Target = TaskRef;

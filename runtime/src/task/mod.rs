@@ -35,11 +35,13 @@
 //! # The `task/` folder (layer 2)
 //! Tasks: their state and its transitions (`state`: [`TaskState`]), the step and what follows a
 //! task's end (`step`), the handles (`handle`: [`Task`], [`TaskRef`]) and creating and running
-//! them (`spawn`: [`TaskBuilder`], [`spawn`], [`run`]); promises (`promise`), time (`time`:
+//! them (`spawn`: [`TaskBuilder`], [`spawn`], [`run`]); their errors (`error`: `TaskError`,
+//! `RunError`, and the promise's `PromiseError` and `InvalidStateError`); promises (`promise`), time (`time`:
 //! `sleep`, `timeout`, `yield_now`), asyncio's timeout object (`timeouts`: `Timeout`,
 //! `TimeoutHandle`), `Runner` (`runner`) and the task tree (`tree`: who awaits whom, deadlocks):
 //! the futures the loop drives, built on `event_loop/` only. `io/`, `sync/` and `os/` build on them.
 
+pub(crate) mod error;
 mod handle;
 pub(crate) mod promise;
 pub(crate) mod runner;

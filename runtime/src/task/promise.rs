@@ -19,10 +19,12 @@ use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
-use crate::event_loop::error::{InvalidStateError, PromiseError, WrongLoopError};
+use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::handle::{CallbackId, HandleKind, OnceCallback};
-use crate::event_loop::trace::{Awaiting, note_awaiting};
+use crate::event_loop::slots::CounterKey;
+use crate::event_loop::trace::{AwaitKind, Awaiting, note_awaiting};
 use crate::event_loop::{LoopHandle, LoopInner, Ready};
+use crate::task::error::{InvalidStateError, PromiseError};
 
 enum State<T> {
     Pending,
@@ -70,6 +72,9 @@ impl<T> Clone for Promise<T> {
     }
 }
 
+/// The ids of a loop's promises (`Promise#N`), from 1: a per-loop counter of the task layer.
+static PROMISE_IDS: CounterKey = CounterKey::new();
+
 impl LoopHandle {
     /// A new pending promise bound to this loop (asyncio's `loop.create_future()`).
     ///
@@ -83,8 +88,7 @@ impl LoopHandle {
     /// ```
     pub fn create_future<T: 'static>(&self) -> Promise<T> {
         let lp = &self.inner;
-        let id = lp.next_promise_id.get();
-        lp.next_promise_id.set(id + 1);
+        let id = lp.next_count(&PROMISE_IDS);
         Promise {
             inner: Rc::new(Inner {
                 id,
@@ -431,10 +435,13 @@ impl<T: Clone + 'static> Future for PromiseFuture<T> {
                 this.slot = Some(waiters.len() - 1);
             }
         }
-        note_awaiting(Awaiting::Promise(inner.id));
+        note_awaiting(Awaiting::Object(&AWAITED_PROMISE, inner.id));
         Poll::Pending
     }
 }
+
+/// A promise, as what a task awaits: the id is the promise's (`Promise#3`).
+static AWAITED_PROMISE: AwaitKind = AwaitKind::new("Promise", |id, f| write!(f, "Promise#{id}"));
 
 impl<T: 'static> Drop for PromiseFuture<T> {
     fn drop(&mut self) {

@@ -14,9 +14,10 @@
 use std::fmt;
 use std::future::Future;
 
-use crate::event_loop::error::{LoopError, LoopErrorKind, RunError};
+use crate::event_loop::error::{LoopError, LoopErrorKind};
 use crate::event_loop::{Builder, EventLoop, LoopHandle};
 use crate::task::cancel_leftover_tasks;
+use crate::task::error::RunError;
 
 /// One event loop for several top-level [`Runner::run`] calls, then closed (`asyncio.Runner`).
 ///

@@ -1,19 +1,20 @@
 //! Creating and running tasks: [`TaskBuilder`], the loop's `create_task`, `all_tasks`,
 //! `current_task`, `dump_tasks` and `run_until_complete`, and the free functions [`spawn`],
 //! [`current_task`], [`all_tasks`], [`run`] and [`run_with`]. Every way of creating a task ends in
-//! `spawn_on`, which allocates the cell (`TaskPtr::new`), puts it in the loop's table and either
+//! `spawn_on`, which allocates the cell (`waker::new_task`), puts it in the loop's table and either
 //! queues its first step or, for an eager task, runs it at once (`step.rs`).
 
 use std::future::Future;
 use std::panic::Location;
 use std::rc::Rc;
 
-use crate::event_loop::error::{LoopError, LoopErrorKind, RunError};
-use crate::event_loop::raw_task::{Init, TaskPtr};
-use crate::event_loop::trace::Awaiting;
-use crate::event_loop::waker::LoopScheduler;
+use crate::event_loop::error::{LoopError, LoopErrorKind};
+use crate::event_loop::raw_task::Init;
+use crate::event_loop::slots::CounterKey;
+use crate::event_loop::waker;
 use crate::event_loop::{Builder, EventLoop, LoopHandle, LoopInner, Ready, with_running};
-use crate::task::handle::{Task, TaskRef};
+use crate::task::error::RunError;
+use crate::task::handle::{AWAITED_TASK, Task, TaskRef};
 use crate::task::state::{Core, TaskState};
 use crate::task::step::{HOOKS, step};
 
@@ -210,12 +211,13 @@ impl LoopHandle {
             let state = t.state();
             out += &format!("{} [{}]", t.name(), state.as_str());
             if state == TaskState::Pending {
-                let what = match t.awaiting() {
-                    Awaiting::Task(n) => names
+                let awaiting = t.awaiting();
+                let what = match awaiting.object_of(&AWAITED_TASK) {
+                    Some(n) => names
                         .get(&n)
                         .cloned()
                         .unwrap_or_else(|| format!("a finished task (#{n})")),
-                    other => other.to_string(),
+                    None => awaiting.to_string(),
                 };
                 out += &format!(" awaiting {what}");
             }
@@ -265,6 +267,9 @@ impl LoopHandle {
     }
 }
 
+/// The numbers of a loop's tasks (`Task-N`), from 1: a per-loop counter of the task layer.
+static TASK_NUMBERS: CounterKey = CounterKey::new();
+
 /// Creates a task on `lp`: the work of every way of creating one (`create_task`, `spawn`,
 /// `TaskBuilder`, `run_until_complete`).
 fn spawn_on<F>(
@@ -281,15 +286,14 @@ where
     if lp.is_closed() {
         return Err(LoopError::new(LoopErrorKind::Closed, "create_task"));
     }
-    let number = lp.next_task_number.get();
-    lp.next_task_number.set(number.wrapping_add(1));
+    let number = lp.next_count(&TASK_NUMBERS);
     let init = Init {
         owner: lp.id,
         number: number as u32,
         site: lp.site_id(site),
         flags: TaskState::Pending.bits(),
     };
-    let task = TaskPtr::new::<F, LoopScheduler>(fut, init);
+    let task = waker::new_task(fut, init);
     if let Some(name) = name {
         task.header().extra_mut(|e| e.name = Some(name.into_boxed_str()));
     }

@@ -16,7 +16,7 @@ use std::rc::Rc;
 use crate::event_loop::error::Panic;
 use crate::event_loop::raw_task::{DoneEntry, Header};
 use crate::event_loop::trace::Awaiting;
-use crate::event_loop::{LoopInner, SPARE_EXTRAS, local_loop, sites};
+use crate::event_loop::{LoopInner, local_loop, sites};
 
 /// Where a task is in its life.
 ///
@@ -291,7 +291,7 @@ impl Core<'_> {
     pub(super) fn set_join_waker(&self, waker: &std::task::Waker) {
         let spare = || {
             local_loop(self.0.owner())
-                .and_then(|lp| lp.spare_extras.borrow_mut().pop())
+                .and_then(|lp| lp.take_spare_extra())
                 .unwrap_or_default()
         };
         self.0.extra_mut_from(spare, |e| match &e.join_waker {
@@ -303,12 +303,7 @@ impl Core<'_> {
     /// Gives an emptied extra part back to the loop for the next task.
     pub(super) fn recycle_extra(&self, lp: &LoopInner) {
         if let Some(extra) = self.0.take_empty_extra() {
-            let mut spares = lp.spare_extras.borrow_mut();
-            if spares.len() < SPARE_EXTRAS {
-                let mut extra = extra;
-                extra.next_callback = 0;
-                spares.push(extra);
-            }
+            lp.keep_spare_extra(extra);
         }
     }
 

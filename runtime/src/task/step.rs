@@ -13,8 +13,9 @@ use std::time::Instant;
 use crate::event_loop::error::Panic;
 use crate::event_loop::handle::{HandleKind, OnceCallback};
 use crate::event_loop::raw_task::TaskPtr;
-use crate::event_loop::trace::{Awaiting, fmt_duration, take_awaiting, take_awaiting_label};
+use crate::event_loop::trace::{fmt_duration, take_awaiting, take_awaiting_label};
 use crate::event_loop::{ExceptionContext, ExceptionKind, LoopInner, Ready, TaskHooks};
+use crate::task::handle::AWAITED_TASK;
 use crate::task::state::{CancelRequest, Core, Finishing, StepStart, TaskState};
 
 /// How a task ended.
@@ -97,7 +98,7 @@ pub(super) fn step(lp: &Rc<LoopInner>, task: TaskPtr) {
             task.header().set_awaiting(awaiting.pack());
             lp.trace(|| {
                 let what = match (awaiting, awaited_label) {
-                    (Awaiting::Task(_), Some(name)) => name,
+                    (awaiting, Some(name)) if awaiting.object_of(&AWAITED_TASK).is_some() => name,
                     (other, _) => other.to_string(),
                 };
                 format!("  {} -> pending on {what}", core.label())

@@ -36,8 +36,8 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::event_loop::error::InvalidStateError;
 use crate::event_loop::{LoopHandle, with_running};
+use crate::task::error::InvalidStateError;
 use crate::task::time::{Elapsed, Sleep, sleep_until};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

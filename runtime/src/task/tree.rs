@@ -30,6 +30,7 @@ use std::panic::Location;
 
 use crate::event_loop::trace::Awaiting;
 use crate::event_loop::{LoopHandle, with_running};
+use crate::task::handle::AWAITED_TASK;
 use crate::task::state::{Core, TaskState};
 
 /// One task in a [`TaskTree`].
@@ -264,7 +265,7 @@ impl TaskTree {
     ) -> fmt::Result {
         let branch = if last { "└── " } else { "├── " };
         write!(f, "{prefix}{branch}{} [{}]", n.name, state_str(n.state))?;
-        if n.state == TaskState::Pending && !matches!(n.awaiting, Awaiting::Task(_)) {
+        if n.state == TaskState::Pending && n.awaiting.object_of(&AWAITED_TASK).is_none() {
             write!(f, " awaiting {}", n.awaiting)?;
         }
         writeln!(f, " (created at {})", n.created_at)?;

@@ -41,24 +41,3 @@ fn the_largest_accepted_timer_slack_still_lets_a_short_sleep_finish() {
         run_bounded(&lp, evloop::sleep(Duration::from_millis(10)));
     }
 }
-
-#[test]
-fn an_accept_retry_delay_out_of_range_is_refused_naming_the_option() {
-    for delay in [
-        Duration::ZERO,
-        Duration::from_micros(999),
-        Duration::from_secs(3601),
-        Duration::MAX,
-    ] {
-        let e = Builder::new().accept_retry_delay(delay).build().unwrap_err();
-        assert_eq!(e.kind(), LoopErrorKind::InvalidConfig, "{e}");
-        assert!(e.to_string().contains("accept_retry_delay"), "{e}");
-    }
-    for delay in [
-        Duration::from_millis(1),
-        Duration::from_secs(1),
-        Duration::from_secs(3600),
-    ] {
-        Builder::new().accept_retry_delay(delay).build().unwrap();
-    }
-}

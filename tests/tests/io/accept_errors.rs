@@ -18,21 +18,23 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, Builder, EventLoop, ExceptionKind, Server};
+use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, Server};
 use evloop_syscalls as sys;
 use evloop_tests::net::Echo;
-use evloop_tests::{loop_with, record_exception_messages, run_bounded};
+use evloop_tests::{new_loop, record_exception_messages, run_bounded};
 
 const CLIENTS: usize = 8;
 const RETRY: Duration = Duration::from_millis(50);
 
-/// An echo server on loopback (created by running the loop briefly).
-fn echo_server(lp: &EventLoop) -> (Server, SocketAddr) {
+/// An echo server on loopback (created by running the loop briefly) whose accept retry delay
+/// is `retry`.
+fn echo_server(lp: &EventLoop, retry: Duration) -> (Server, SocketAddr) {
     let h = lp.handle();
     let server = run_bounded(
         lp,
         async move { h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap() },
     );
+    server.set_accept_retry_delay(retry).unwrap();
     let addr = server.local_addr();
     (server, addr)
 }
@@ -73,9 +75,9 @@ fn count_served(outcomes: &[Option<bool>]) -> usize {
 
 #[test]
 fn an_enomem_from_accept_is_reported_retried_and_every_queued_connection_is_served() {
-    let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
+    let lp = new_loop();
     let seen = record_exception_messages(&lp);
-    let (server, addr) = echo_server(&lp);
+    let (server, addr) = echo_server(&lp, RETRY);
     let clients = queued_clients(addr, CLIENTS);
     fault::fail_nth(Syscall::Accept4, 1, sys::errno::ENOMEM);
     let got = run_bounded(&lp, outcomes(clients, Duration::from_secs(5)));
@@ -104,9 +106,9 @@ fn every_process_or_system_error_from_accept_is_retried_without_stalling_the_bac
         sys::errno::ENOTSOCK,
         sys::errno::EFAULT,
     ] {
-        let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
+        let lp = new_loop();
         let seen = record_exception_messages(&lp);
-        let (server, addr) = echo_server(&lp);
+        let (server, addr) = echo_server(&lp, RETRY);
         let clients = queued_clients(addr, 3);
         fault::fail_nth(Syscall::Accept4, 1, errno);
         let got = run_bounded(&lp, outcomes(clients, Duration::from_secs(5)));
@@ -135,12 +137,9 @@ fn a_per_connection_accept_error_is_skipped_at_once_and_not_reported() {
         sys::errno::EOPNOTSUPP,
     ] {
         // An hour's retry delay: a server that backed off would leave the clients unanswered.
-        let lp = EventLoop::builder()
-            .accept_retry_delay(Duration::from_secs(3600))
-            .build()
-            .unwrap();
+        let lp = new_loop();
         let seen = record_exception_messages(&lp);
-        let (server, addr) = echo_server(&lp);
+        let (server, addr) = echo_server(&lp, Duration::from_secs(3600));
         let clients = queued_clients(addr, 3);
         fault::fail_nth(Syscall::Accept4, 1, errno);
         let got = run_bounded(&lp, outcomes(clients, Duration::from_secs(5)));
@@ -162,9 +161,9 @@ fn a_brief_out_of_fds_condition_backs_off_and_sheds_nothing() {
         (sys::errno::EMFILE, 1),
         (sys::errno::ENFILE, 5),
     ] {
-        let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
+        let lp = new_loop();
         let seen = record_exception_messages(&lp);
-        let (server, addr) = echo_server(&lp);
+        let (server, addr) = echo_server(&lp, RETRY);
         let clients = queued_clients(addr, CLIENTS);
         fault::fail_times(Syscall::Accept4, 1, times, errno);
         let got = run_bounded(&lp, outcomes(clients, Duration::from_secs(5)));
@@ -185,9 +184,9 @@ fn a_brief_out_of_fds_condition_backs_off_and_sheds_nothing() {
 #[test]
 fn an_out_of_fds_condition_that_outlasts_the_retry_delay_sheds_the_queue() {
     let delay = Duration::from_millis(300);
-    let lp = EventLoop::builder().accept_retry_delay(delay).build().unwrap();
+    let lp = new_loop();
     let seen = record_exception_messages(&lp);
-    let (server, addr) = echo_server(&lp);
+    let (server, addr) = echo_server(&lp, delay);
     let clients = queued_clients(addr, CLIENTS);
     // The first attempt and the retry fail; the shedding accepts (made with the spare fd's
     // number free) work.
@@ -223,12 +222,9 @@ fn an_out_of_fds_condition_that_outlasts_the_retry_delay_sheds_the_queue() {
 
 #[test]
 fn a_server_out_of_fds_for_good_idles_with_bounded_cpu_and_no_spin() {
-    let lp = EventLoop::builder()
-        .accept_retry_delay(Duration::from_millis(20))
-        .build()
-        .unwrap();
+    let lp = new_loop();
     let seen = record_exception_messages(&lp);
-    let (server, addr) = echo_server(&lp);
+    let (server, addr) = echo_server(&lp, Duration::from_millis(20));
     let _clients = queued_clients(addr, 4);
     // Every accept fails, and so would reopening the spare fd: nothing can help, the server can
     // only wait.
@@ -250,5 +246,43 @@ fn a_server_out_of_fds_for_good_idles_with_bounded_cpu_and_no_spin() {
     assert!(iterations <= 200, "{iterations} iterations in {wall:?}");
     assert!(cpu < wall / 4, "the loop used {cpu:?} of CPU in {wall:?}");
     assert!(server.is_serving());
+    server.close();
+}
+
+#[test]
+fn an_accept_retry_delay_out_of_range_is_refused_naming_the_call() {
+    let lp = new_loop();
+    let (server, _) = echo_server(&lp, RETRY);
+    for delay in [
+        Duration::ZERO,
+        Duration::from_micros(999),
+        Duration::from_secs(3601),
+        Duration::MAX,
+    ] {
+        let e = server.set_accept_retry_delay(delay).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains("Server::set_accept_retry_delay"), "{e}");
+        assert_eq!(server.accept_retry_delay(), RETRY, "a refused delay changes nothing");
+    }
+    for delay in [
+        Duration::from_millis(1),
+        Duration::from_secs(1),
+        Duration::from_secs(3600),
+    ] {
+        server.set_accept_retry_delay(delay).unwrap();
+        assert_eq!(server.accept_retry_delay(), delay);
+    }
+    server.close();
+}
+
+#[test]
+fn a_new_server_starts_with_the_default_accept_retry_delay() {
+    let lp = new_loop();
+    let h = lp.handle();
+    let server = run_bounded(
+        &lp,
+        async move { h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap() },
+    );
+    assert_eq!(server.accept_retry_delay(), evloop::DEFAULT_ACCEPT_RETRY_DELAY);
     server.close();
 }

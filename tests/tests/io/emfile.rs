@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, Builder, ExceptionKind, sleep};
+use evloop::{AsyncReadExt, AsyncWriteExt, ExceptionKind, sleep};
 use evloop_syscalls as sys;
 use evloop_tests::fds::{open_fd_count, open_fds};
 use evloop_tests::net::Echo;
-use evloop_tests::{child, loop_with, record_exception_messages, run_bounded, spin_once};
+use evloop_tests::{child, new_loop, record_exception_messages, run_bounded, spin_once};
 
 /// Free fd numbers left below the lowered limit.
 const HEADROOM: usize = 6;
@@ -69,13 +69,14 @@ async fn served(c: &mut TcpStream) -> Option<bool> {
 fn emfile_scenario() {
     let start_fds = open_fd_count();
     let (soft, hard) = sys::nofile_limit().unwrap();
-    let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
+    let lp = new_loop();
     spin_once(&lp);
     let seen = record_exception_messages(&lp);
     let h = lp.handle();
     let lp2 = h.clone();
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
+        server.set_accept_retry_delay(RETRY).unwrap();
         let addr = server.local_addr();
 
         // Every client socket is created now, while fds are plentiful.
@@ -229,12 +230,13 @@ fn a_server_out_of_fds_sheds_connections_keeps_serving_without_spinning_and_reco
 
 #[test]
 fn an_injected_emfile_on_accept_backs_off_and_the_connection_is_served_after_the_retry() {
-    let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
+    let lp = new_loop();
     spin_once(&lp);
     let seen = record_exception_messages(&lp);
     let h = lp.handle();
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
+        server.set_accept_retry_delay(RETRY).unwrap();
         let addr = server.local_addr();
         fault::fail_nth(Syscall::Accept4, 1, sys::errno::EMFILE);
         let started = Instant::now();
@@ -256,7 +258,7 @@ fn an_injected_emfile_on_accept_backs_off_and_the_connection_is_served_after_the
 
 #[test]
 fn without_its_spare_fd_a_server_out_of_fds_pauses_instead_of_spinning_and_serves_later() {
-    let lp = loop_with(Builder::new().accept_retry_delay(RETRY));
+    let lp = new_loop();
     spin_once(&lp);
     let seen = record_exception_messages(&lp);
     let h = lp.handle();
@@ -268,6 +270,7 @@ fn without_its_spare_fd_a_server_out_of_fds_pauses_instead_of_spinning_and_serve
     fault::fail_times(Syscall::Open, 1, u64::MAX, sys::errno::EMFILE);
     run_bounded(&lp, async move {
         let server = h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap();
+        server.set_accept_retry_delay(RETRY).unwrap();
         let addr = server.local_addr();
         // Every accept fails 5 times in a row: the server must wait between attempts (not
         // spin), shed nothing (it has no spare), and take the connection once accept works.

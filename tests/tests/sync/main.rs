@@ -13,3 +13,4 @@ mod primitives;
 mod prop_permits;
 mod queue;
 mod wait_matrix;
+mod wrong_loop;

@@ -19,8 +19,8 @@ use evloop_syscalls as sys;
 use evloop_syscalls::{Domain, Shutdown, SockAddr, SockType, UnixAddr};
 
 use crate::event_loop::LoopHandle;
-use crate::event_loop::error::with_context;
 use crate::event_loop::reactor::IoState;
+use crate::io::error::with_context;
 use crate::io::{AsyncFd, Interest, fd_context};
 
 /// A non-blocking socket of any family and type, registered with the loop: what asyncio's

@@ -12,8 +12,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use evloop_syscalls as sys;
 use evloop_syscalls::{SockAddr, SockType};
 
-use crate::event_loop::error::with_context;
 use crate::io::addr::{Resolving, ToSocketAddrs, each_addr};
+use crate::io::error::with_context;
 use crate::io::net::socket::{Kind, domain_of, inet};
 use crate::io::net::{OwnedReadHalf, OwnedWriteHalf, Socket};
 use crate::io::split::owned_halves;

@@ -10,6 +10,6 @@
 mod server;
 mod transport;
 
-pub use self::server::Server;
+pub use self::server::{DEFAULT_ACCEPT_RETRY_DELAY, Server};
 pub(crate) use self::transport::TransportKind;
 pub use self::transport::{DEFAULT_HIGH_WATER, Protocol, Transport};

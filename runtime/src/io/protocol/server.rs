@@ -1,6 +1,7 @@
 //! Servers: [`Server`] (asyncio's), the listening sockets it owns and the accept loop that turns
 //! each connection into a [`Transport`] running a protocol from the user's factory; the
-//! accept-retry back-off and the out-of-fds (`EMFILE`) shedding; and the loop methods that make
+//! accept-retry back-off (the server's policy: [`DEFAULT_ACCEPT_RETRY_DELAY`], its range and
+//! check) and the out-of-fds (`EMFILE`) shedding; and the loop methods that make
 //! servers and client transports: `create_server`, `create_unix_server`, `create_connection`,
 //! `create_unix_connection`.
 //!
@@ -21,13 +22,35 @@ use evloop_syscalls as sys;
 use crate::event_loop::clock::duration_to_ns;
 use crate::event_loop::handle::{Callback, HandleKind, HandleMeta, OnceCallback, TimerHandle};
 use crate::event_loop::reactor::{IoState, ready};
-use crate::event_loop::{ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready, check_accept_retry_delay};
+use crate::event_loop::{ExceptionContext, ExceptionKind, LoopHandle, LoopInner, Ready};
 use crate::io::net::{SockAddr, SockType, UnixAddr};
 use crate::io::protocol::{Protocol, Transport};
 use crate::task::promise::Promise;
 
 /// Accepts per event, likewise.
 const ACCEPTS_PER_EVENT: usize = 128;
+
+/// asyncio's `ACCEPT_RETRY_DELAY`: how long a new server waits before it retries `accept` after
+/// running out of a resource (see [`Server::accept_retry_delay`]).
+pub const DEFAULT_ACCEPT_RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// The range [`Server::set_accept_retry_delay`] accepts: a shorter delay would make a server that
+/// cannot accept spin.
+const ACCEPT_RETRY_DELAY_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(1)..=Duration::from_secs(3600);
+
+/// Checks an accept retry delay: a description of the problem if it is out of range.
+pub(crate) fn check_accept_retry_delay(delay: Duration) -> Result<(), String> {
+    if ACCEPT_RETRY_DELAY_RANGE.contains(&delay) {
+        Ok(())
+    } else {
+        Err(format!(
+            "an accept retry delay of {delay:?} is outside {:?}..={:?} (shorter would spin, longer never retries)",
+            ACCEPT_RETRY_DELAY_RANGE.start(),
+            ACCEPT_RETRY_DELAY_RANGE.end()
+        ))
+    }
+}
 
 /// Listening sockets serving a protocol factory (asyncio's `Server`).
 ///
@@ -356,7 +379,7 @@ impl<A> Server<A> {
             active: Cell::new(0),
             reserve: RefCell::new(sys::open_dev_null().ok()),
             shed: Cell::new(0),
-            retry_delay: Cell::new(lp.accept_retry_delay),
+            retry_delay: Cell::new(DEFAULT_ACCEPT_RETRY_DELAY),
             closed_waiters: RefCell::new(Vec::new()),
         });
         for (fd, addr) in sockets {
@@ -419,15 +442,19 @@ impl<A> Server<A> {
         self.inner.shed.get()
     }
 
-    /// How long accepting pauses after the process or system ran out of a resource (see
-    /// [`Builder::accept_retry_delay`](crate::Builder::accept_retry_delay), where new servers
-    /// take it from).
+    /// How long the server waits before it tries `accept` again after the process or system ran
+    /// out of a resource (`EMFILE`, `ENFILE`, `ENOMEM`, `ENOBUFS`, ...): asyncio's
+    /// `ACCEPT_RETRY_DELAY`, [`DEFAULT_ACCEPT_RETRY_DELAY`] (1 s) for a new server, changed with
+    /// [`set_accept_retry_delay`](Server::set_accept_retry_delay). Connections keep queueing in
+    /// the kernel meanwhile; a server still out of fds when the delay ends sheds them (see
+    /// [`shed_connections`](Server::shed_connections)).
     pub fn accept_retry_delay(&self) -> Duration {
         self.inner.retry_delay.get()
     }
 
     /// Changes this server's accept retry delay; a pause already under way keeps its timer.
-    /// An `InvalidInput` error (and no change) outside 1 ms ..= 1 hour.
+    /// An `InvalidInput` error (and no change) outside 1 ms (a shorter delay would make a
+    /// server that cannot accept spin) ..= 1 hour.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -524,7 +551,7 @@ fn listen_socket(addr: &SockAddr, backlog: i32) -> io::Result<OwnedFd> {
             sys::set_v6only(fd.as_fd(), true)?;
         }
     }
-    sys::bind(fd.as_fd(), addr).map_err(|e| crate::event_loop::error::with_context(format!("bind({addr})"), e))?;
+    sys::bind(fd.as_fd(), addr).map_err(|e| crate::io::error::with_context(format!("bind({addr})"), e))?;
     sys::listen(fd.as_fd(), backlog)?;
     Ok(fd)
 }

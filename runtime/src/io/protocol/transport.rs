@@ -41,6 +41,7 @@ use evloop_syscalls as sys;
 
 use crate::event_loop::handle::{HandleKind, OnceCallback};
 use crate::event_loop::reactor::{IoState, ready};
+use crate::event_loop::slots::LoopKey;
 use crate::event_loop::{DeferredFlush, LoopInner, Ready};
 use crate::io::lifecycle::{self, Endpoint, Lifecycle};
 use crate::io::net::{Shutdown, SockAddr};
@@ -48,6 +49,10 @@ use crate::io::net::{Shutdown, SockAddr};
 /// The default write buffer limits (asyncio's: 64 KiB high, a quarter of that low).
 pub const DEFAULT_HIGH_WATER: usize = 64 * 1024;
 const READ_BUFFER: usize = 64 * 1024;
+/// The receive buffer every transport of a loop reads into (one per loop, `READ_BUFFER` bytes
+/// once used), in a slot of the loop; each transport keeps an `Rc` of it, so that a read finds
+/// it without a slot lookup.
+static READ_BUF: LoopKey<Rc<RefCell<Vec<u8>>>> = LoopKey::new();
 /// Reads per event before the handler yields the loop to other work (it reschedules itself).
 const READS_PER_EVENT: usize = 16;
 /// Writes dropped by a closing transport before it warns (asyncio's
@@ -147,6 +152,8 @@ struct TransportInner {
     local: Option<SockAddr>,
     /// Told when the transport closes (servers count their connections).
     on_close: RefCell<Option<Box<dyn FnOnce()>>>,
+    /// The loop's receive buffer (`READ_BUF`), shared by all its transports.
+    read_buf: Rc<RefCell<Vec<u8>>>,
 }
 
 impl TransportInner {
@@ -292,6 +299,7 @@ impl Transport {
             peer,
             local,
             on_close: RefCell::new(on_close),
+            read_buf: lp.slot_or_init(&READ_BUF, Rc::default).clone(),
         });
         let made = Transport { inner: inner.clone() };
         lifecycle::start(&inner, site, move || {
@@ -350,7 +358,7 @@ impl Transport {
             // dominate a server's memory); a transport only reads from phase 5, never from
             // inside another transport's callback, so the buffer is free here. The fallback
             // covers the impossible case without a panic.
-            let mut shared = t.life.lp().read_buf.try_borrow_mut();
+            let mut shared = t.read_buf.try_borrow_mut();
             let mut own = Vec::new();
             let buf: &mut Vec<u8> = match shared.as_mut() {
                 Ok(b) => b,

@@ -11,7 +11,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use evloop_syscalls::{self as sys, Signal};
 
 use crate::event_loop::LoopHandle;
-use crate::event_loop::error::with_context;
+use crate::io::error::with_context;
 use crate::io::pipe::{PipeReader, PipeWriter};
 use crate::io::{AsyncFd, AsyncReadExt, AsyncWriteExt, Interest};
 use crate::os::process::orphan::orphan;

@@ -12,8 +12,9 @@ use std::process::Command;
 use evloop_syscalls::{self as sys, Signal};
 
 use crate::event_loop::LoopHandle;
-use crate::event_loop::error::{LoopError, LoopErrorKind, with_context};
+use crate::event_loop::error::{LoopError, LoopErrorKind};
 use crate::io::AsyncFd;
+use crate::io::error::with_context;
 use crate::io::pipe::{PipeReader, PipeWriter};
 use crate::os::process::child::Process;
 use crate::os::process::options::SubprocessOptions;

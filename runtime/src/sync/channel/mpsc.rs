@@ -46,7 +46,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::QueueOp;
+use crate::sync::ops::WaitOp;
 use crate::sync::queue::{Core, Get, Put, QueueShutDown, SharedCore, TryGetError, TryPutError, with_core};
 
 struct Chan<T> {
@@ -397,7 +397,7 @@ impl<T> Future for Send<'_, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         this.put
-            .poll_put(cx, QueueOp::MpscSend)
+            .poll_put(cx, WaitOp::MpscSend)
             .map(|r| r.map_err(|QueueShutDown(v)| SendError(v)))
     }
 }
@@ -580,7 +580,7 @@ impl<T> Future for Recv<'_, T> {
     type Output = Option<T>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        self.get_mut().get.poll_get(cx, QueueOp::MpscRecv).map(Result::ok)
+        self.get_mut().get.poll_get(cx, WaitOp::MpscRecv).map(Result::ok)
     }
 }
 

@@ -29,9 +29,11 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use crate::event_loop::trace::{Awaiting, QueueOp, note_awaiting};
+use crate::event_loop::error::WrongLoopError;
+use crate::event_loop::trace::note_awaiting;
+use crate::sync::LoopBinding;
+use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::park;
-use crate::sync::{LoopBinding, WrongLoop};
 
 struct State<T> {
     value: Option<T>,
@@ -173,7 +175,7 @@ pub struct Receiver<T> {
 /// })?;
 /// # Ok::<(), evloop::RunError>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RecvError {
     /// The sender was dropped without sending (or the value was already received).
@@ -181,25 +183,14 @@ pub enum RecvError {
     /// The receiver is bound to another event loop than the task that awaited it (the
     /// loop of the first task that waited for it; see the [`sync`](crate::sync) module's
     /// "Bound to one loop").
-    WrongLoop {
-        /// The loop it is bound to.
-        bound: u64,
-        /// The loop whose task awaited it.
-        running: u64,
-    },
+    WrongLoop(WrongLoopError),
 }
 
 impl fmt::Display for RecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RecvError::Closed => f.write_str("oneshot::Receiver: the sender was dropped without sending a value"),
-            RecvError::WrongLoop { bound, running } => f.write_str(
-                &WrongLoop {
-                    bound: *bound,
-                    running: *running,
-                }
-                .message(QueueOp::OneshotRecv),
-            ),
+            RecvError::WrongLoop(e) => e.fmt(f),
         }
     }
 }
@@ -283,13 +274,13 @@ impl<T> Future for Receiver<T> {
         if st.sender_gone {
             return Poll::Ready(Err(RecvError::Closed));
         }
-        if let Err(WrongLoop { bound, running }) = st.binding.bind() {
-            return Poll::Ready(Err(RecvError::WrongLoop { bound, running }));
+        if let Err(e) = st.binding.bind(WaitOp::OneshotRecv) {
+            return Poll::Ready(Err(RecvError::WrongLoop(e)));
         }
         let stale = park(&mut st.waker, cx.waker());
         drop(st);
         drop(stale);
-        note_awaiting(Awaiting::Queue(QueueOp::OneshotRecv));
+        note_awaiting(WaitOp::OneshotRecv.awaiting());
         Poll::Pending
     }
 }

@@ -48,7 +48,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use crate::event_loop::trace::{Awaiting, QueueOp, note_awaiting};
+use crate::event_loop::trace::note_awaiting;
+use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::park;
 
 struct State<T> {
@@ -371,7 +372,7 @@ impl<T> Receiver<T> {
         drop(st);
         self.registered = true;
         drop(stale);
-        note_awaiting(Awaiting::Queue(QueueOp::ThreadsafeRecv));
+        note_awaiting(WaitOp::ThreadsafeRecv.awaiting());
         Poll::Pending
     }
 

@@ -7,7 +7,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event_loop::trace::{Awaiting, QueueOp};
+use crate::sync::binding::fail;
+use crate::sync::ops::WaitOp;
 use crate::sync::queue::core::{Getters, Joiners, Putters, SharedCore};
 use crate::sync::queue::error::QueueShutDown;
 use crate::sync::wait_queue::Waiter;
@@ -42,10 +43,10 @@ impl<T> Get<T> {
     }
 
     /// One poll, shared with the channels (which name the operation in traces).
-    pub(crate) fn poll_get(&mut self, cx: &mut Context<'_>, op: QueueOp) -> Poll<Result<T, QueueShutDown>> {
+    pub(crate) fn poll_get(&mut self, cx: &mut Context<'_>, op: WaitOp) -> Poll<Result<T, QueueShutDown>> {
         self.waiter
-            .poll_wait(cx, Awaiting::Queue(op))
-            .map(|r| r.unwrap_or_else(|wrong| wrong.fail(op)))
+            .poll_wait(cx, op)
+            .map(|r| r.unwrap_or_else(|wrong| fail(wrong)))
     }
 }
 
@@ -53,7 +54,7 @@ impl<T> Future for Get<T> {
     type Output = Result<T, QueueShutDown>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.get_mut().poll_get(cx, QueueOp::QueueGet)
+        self.get_mut().poll_get(cx, WaitOp::QueueGet)
     }
 }
 
@@ -95,12 +96,12 @@ impl<T> Put<T> {
         }
     }
 
-    pub(crate) fn poll_put(&mut self, cx: &mut Context<'_>, op: QueueOp) -> Poll<Result<(), QueueShutDown<T>>> {
-        self.waiter.poll_wait(cx, Awaiting::Queue(op)).map(|r| {
+    pub(crate) fn poll_put(&mut self, cx: &mut Context<'_>, op: WaitOp) -> Poll<Result<(), QueueShutDown<T>>> {
+        self.waiter.poll_wait(cx, op).map(|r| {
             r.unwrap_or_else(|wrong| {
                 // The item was not put: it goes before the task fails.
                 drop(self.waiter.carry_mut().take());
-                wrong.fail(op)
+                fail(wrong)
             })
         })
     }
@@ -110,7 +111,7 @@ impl<T> Future for Put<T> {
     type Output = Result<(), QueueShutDown<T>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.get_mut().poll_put(cx, QueueOp::QueuePut)
+        self.get_mut().poll_put(cx, WaitOp::QueuePut)
     }
 }
 
@@ -158,11 +159,11 @@ impl<T> Future for Join<T> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let op = QueueOp::QueueJoin;
+        let op = WaitOp::QueueJoin;
         self.get_mut()
             .waiter
-            .poll_wait(cx, Awaiting::Queue(op))
-            .map(|r| r.unwrap_or_else(|wrong| wrong.fail(op)))
+            .poll_wait(cx, op)
+            .map(|r| r.unwrap_or_else(|wrong| fail(wrong)))
     }
 }
 

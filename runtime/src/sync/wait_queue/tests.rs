@@ -1,4 +1,5 @@
 use super::*;
+use crate::sync::ops::WaitOp;
 use crate::sync::pool::Pool;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -119,7 +120,7 @@ fn dropped_granted_waiter_passes_its_permit_on() {
     let pool = Pool::new(0);
     let mut a = pool.waiter();
     let mut b = pool.waiter();
-    let what = Awaiting::Unknown;
+    let what = WaitOp::SemaphoreAcquire;
     assert!(a.poll_wait(&mut cx, what).is_pending());
     assert!(b.poll_wait(&mut cx, what).is_pending());
     pool.put_back(1);
