@@ -106,11 +106,11 @@ pub use io::stream::{
 pub use io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 pub use io::{net, pipe, stream};
 pub use os::{process, signal};
-pub use sync::combinator::{
+pub use task::combinator::{
     AsCompleted, Either, Gather, ReturnWhen, Shield, TryGather, as_completed, gather, race, select, shield,
-    shield_future, timeout_at, try_gather, wait,
+    shield_future, try_gather, wait,
 };
-pub use sync::group::{ChildError, GroupError, TaskGroup};
+pub use task::group::{ChildError, GroupError, TaskGroup};
 pub use sync::queue::{Queue, QueueShutDown, TaskDoneError, TryGetError, TryPutError};
 pub use sync::{
     Barrier, BoundedSemaphore, Condition, Event, Lock, LockGuard, Mutex, MutexGuard, Semaphore, SemaphorePermit,
@@ -120,10 +120,10 @@ pub use sync::{channel, queue};
 pub use task::error::{InvalidStateError, PromiseError, RunError, TaskError};
 pub use task::promise::{Promise, PromiseFuture};
 pub use task::runner::Runner;
-pub use task::time::{Elapsed, Sleep, YieldNow, sleep, sleep_until, timeout, yield_now};
+pub use task::time::{Elapsed, Sleep, sleep, sleep_until, timeout, timeout_at};
 pub use task::timeouts::{Timeout, TimeoutHandle};
 pub use task::tree::{TaskNode, TaskTree, task_tree};
-pub use task::{Task, TaskBuilder, TaskRef, TaskState, all_tasks, current_task, run, run_with, spawn};
+pub use task::{Task, TaskBuilder, TaskRef, TaskState, YieldNow, all_tasks, current_task, run, run_with, spawn, yield_now};
 
 /// `#[evloop::main]` and `#[evloop::test]`: an `async fn` run on a new loop (`asyncio.run`);
 /// options `trace` and `virtual_clock`. See the crate documentation's first example.

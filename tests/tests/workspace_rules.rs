@@ -1167,7 +1167,7 @@ fn sunk_types(files: &[(String, String)]) -> Vec<(String, String, Vec<String>)> 
 
 #[test]
 fn no_type_is_defined_below_every_layer_that_uses_it() {
-    let src = root().join("runtime/src");
+    let src = workspace_root().join("runtime/src");
     let files: Vec<(String, String)> = rust_files(&src)
         .into_iter()
         .map(|f| {

@@ -312,7 +312,7 @@ pub fn sleep(d: Duration) -> Result<(), FiberError> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn yield_now() -> Result<(), FiberError> {
-    block_on(crate::task::time::yield_now())
+    block_on(crate::task::yield_now())
 }
 
 /// Accepts a connection, blocking this fiber (not the loop) until one arrives.

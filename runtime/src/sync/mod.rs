@@ -108,21 +108,18 @@
 //! # The `sync/` folder (layer 3)
 //! One file per primitive (`lock`, `mutex`, `semaphore`, `event`, `condition`, `barrier`), the
 //! permit pool behind the first three (`pool`), the wait queue all of them share with [`queue`]
-//! and the `mpsc` [`channel`] (`wait_queue`), the operations a task waits in (`ops`: the layer's
+//! and the [`mpsc`] channel (`wait_queue`), the operations a task waits in (`ops`: the layer's
 //! kinds of `Awaiting` and the names in its errors), the loop binding (`binding`) and
-//! [`SyncError`] (`error`); this file re-exports their public names. Beside them: the combinators (`combinator`: `gather`,
-//! `wait`, `select`, `shield`, ...), `TaskGroup` (`group`) and the `select!` / `join!` /
-//! `try_join!` macros (`macros`). The folder builds on `task/` and `event_loop/`, and does not
-//! use `io/` (its sibling at the same rank).
+//! [`SyncError`] (`error`); the channels live in `channel/`; this file re-exports their public
+//! names. Beside them: the `select!` / `join!` / `try_join!` macros (`macros`). The folder builds
+//! on `task/` and `event_loop/`, and does not use `io/` (its sibling at the same rank).
 
 mod barrier;
 mod binding;
 pub mod channel;
-pub(crate) mod combinator;
 mod condition;
 mod error;
 mod event;
-pub(crate) mod group;
 mod lock;
 pub(crate) mod macros;
 mod mutex;

@@ -36,12 +36,18 @@
 //! Tasks: their state and its transitions (`state`: [`TaskState`]), the step and what follows a
 //! task's end (`step`), the handles (`handle`: [`Task`], [`TaskRef`]) and creating and running
 //! them (`spawn`: [`TaskBuilder`], [`spawn`], [`run`]); their errors (`error`: `TaskError`,
-//! `RunError`, and the promise's `PromiseError` and `InvalidStateError`); promises (`promise`), time (`time`:
-//! `sleep`, `timeout`, `yield_now`), asyncio's timeout object (`timeouts`: `Timeout`,
-//! `TimeoutHandle`), `Runner` (`runner`) and the task tree (`tree`: who awaits whom, deadlocks):
-//! the futures the loop drives, built on `event_loop/` only. `io/`, `sync/` and `os/` build on them.
+//! `RunError`, and the promise's `PromiseError` and `InvalidStateError`); [`yield_now`]
+//! (`yield_now`); promises (`promise`), time (`time`: `sleep`, `timeout`, `timeout_at`), asyncio's
+//! timeout object (`timeouts`: `Timeout`, `TimeoutHandle`), `Runner` (`runner`), the task tree
+//! (`tree`: who awaits whom, deadlocks), the combinators that wait on several futures or tasks at
+//! once (`combinator`: `gather`, `wait`, `as_completed`, `select`, `shield`) and structured
+//! concurrency (`group`: `TaskGroup`): the futures the loop drives, built on `event_loop/` only.
+//! `io/`, `sync/` and `os/` build on them. `evloop::time` re-exports `time` and `timeouts`;
+//! this module (`evloop::task`) re-exports the rest.
 
+pub(crate) mod combinator;
 pub(crate) mod error;
+pub(crate) mod group;
 mod handle;
 pub(crate) mod promise;
 pub(crate) mod runner;
@@ -51,8 +57,10 @@ mod step;
 pub(crate) mod time;
 pub(crate) mod timeouts;
 pub(crate) mod tree;
+mod yield_now;
 
 pub use handle::{Task, TaskRef};
 pub(crate) use spawn::cancel_leftover_tasks;
 pub use spawn::{TaskBuilder, all_tasks, current_task, run, run_with, spawn};
 pub use state::TaskState;
+pub use yield_now::{YieldNow, yield_now};

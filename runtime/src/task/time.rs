@@ -1,4 +1,5 @@
-//! Time for tasks: `sleep`, `sleep_until`, `yield_now` (asyncio.sleep(0)) and `timeout`.
+//! Time for tasks (`evloop::time`): `sleep`, `sleep_until`, and `timeout` / `timeout_at` (one
+//! body, `race_timer`: asyncio's `wait_for` and `timeout_at`).
 //!
 //! A [`Sleep`] is the Rust counterpart of `asyncio.sleep(d)`: where asyncio creates a future, a
 //! `TimerHandle` whose callback sets it, and awaits the future, evloop puts the task's waker
@@ -18,7 +19,7 @@ use evloop_timers::TimerId;
 
 use crate::event_loop::clock::duration_to_ns;
 use crate::event_loop::trace::{Awaiting, note_awaiting};
-use crate::event_loop::{LoopInner, TimerEntry, with_running};
+use crate::event_loop::{LoopInner, TimerEntry, get_running_loop, with_running};
 
 enum Deadline {
     /// Known in loop time (the loop was running when the sleep was created).
@@ -228,60 +229,6 @@ impl fmt::Debug for Sleep {
     }
 }
 
-/// Gives other ready work a turn (asyncio's `await asyncio.sleep(0)`): the task is queued again
-/// and runs in the next loop iteration, after I/O has been polled.
-///
-/// ```
-/// use std::cell::RefCell;
-/// use std::rc::Rc;
-///
-/// let log = evloop::run(async {
-///     let log = Rc::new(RefCell::new(Vec::new()));
-///     let l = log.clone();
-///     evloop::spawn(async move { l.borrow_mut().push("other task") });
-///     log.borrow_mut().push("before");
-///     evloop::yield_now().await; // await asyncio.sleep(0): the other task runs
-///     log.borrow_mut().push("after");
-///     log.take()
-/// })?;
-/// assert_eq!(log, ["before", "other task", "after"]);
-/// # Ok::<(), evloop::RunError>(())
-/// ```
-pub fn yield_now() -> YieldNow {
-    YieldNow { yielded: false }
-}
-
-/// The future of [`yield_now`].
-///
-/// ```
-/// use evloop::Awaiting;
-///
-/// evloop::run(async {
-///     let t = evloop::spawn(evloop::yield_now());
-///     evloop::yield_now().await; // `t` ran once and asked to run again
-///     assert_eq!(t.awaiting(), Awaiting::Yield);
-///     t.await
-/// })??;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-pub struct YieldNow {
-    yielded: bool,
-}
-
-impl Future for YieldNow {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.yielded {
-            return Poll::Ready(());
-        }
-        self.yielded = true;
-        cx.waker().wake_by_ref();
-        note_awaiting(Awaiting::Yield);
-        Poll::Pending
-    }
-}
-
 /// The error of [`timeout`]: the deadline passed first. The inner future was dropped.
 ///
 /// ```
@@ -355,14 +302,42 @@ impl From<Elapsed> for std::io::Error {
 /// # Ok::<(), evloop::RunError>(())
 /// ```
 pub async fn timeout<F: Future>(limit: Duration, fut: F) -> Result<F::Output, Elapsed> {
+    race_timer(fut, sleep(limit), limit).await
+}
+
+/// [`timeout`] with a deadline instead of a duration (asyncio's `timeout_at`): the
+/// inner future is dropped once loop time reaches `deadline`; it is always polled at least once.
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::Builder;
+///
+/// evloop::run_with(Builder::new().virtual_clock(true), async {
+///     let lp = evloop::get_running_loop()?;
+///     let deadline = lp.time() + Duration::from_secs(1); // loop time, asyncio's loop.time() + 1
+///     let r = evloop::timeout_at(deadline, evloop::sleep(Duration::from_secs(5))).await;
+///     assert!(r.is_err());
+///     assert!(lp.time() >= deadline);
+///     Ok::<(), evloop::LoopError>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
+    // Loop time: under a virtual clock it differs from `Instant::now()`.
+    let started = get_running_loop().map_or_else(|_| Instant::now(), |lp| lp.time());
+    race_timer(fut, sleep_until(deadline), deadline.saturating_duration_since(started)).await
+}
+
+/// The one body of [`timeout`] and [`timeout_at`]: `fut` first (a ready future wins, and it is
+/// always polled once), then the timer; `after` is what the `Elapsed` reports.
+async fn race_timer<F: Future>(fut: F, mut timer: Sleep, after: Duration) -> Result<F::Output, Elapsed> {
     let mut fut = pin!(fut);
-    let mut timer = sleep(limit);
     std::future::poll_fn(|cx| {
         if let Poll::Ready(v) = fut.as_mut().poll(cx) {
             return Poll::Ready(Ok(v));
         }
         match Pin::new(&mut timer).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed { after: limit })),
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed { after })),
             Poll::Pending => Poll::Pending,
         }
     })

@@ -16,7 +16,7 @@ use crate::io::pipe::{PipeReader, PipeWriter};
 use crate::io::{AsyncFd, AsyncReadExt, AsyncWriteExt, Interest};
 use crate::os::process::orphan::orphan;
 use crate::os::process::status::{ExitStatus, Output, describe_signal};
-use crate::sync::combinator::gather;
+use crate::task::combinator::gather;
 
 /// A child process started by [`LoopHandle::subprocess_exec`] or
 /// [`LoopHandle::subprocess_shell`] (asyncio's `asyncio.subprocess.Process`).

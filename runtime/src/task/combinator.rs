@@ -1,6 +1,5 @@
 //! Waiting on several things at once: `gather`, `try_gather`, `wait`, `as_completed`,
-//! `select` / `race`, `shield` and `timeout_at` (asyncio's `gather`, `wait`, `as_completed`,
-//! `shield`, `timeout_at`).
+//! `select` / `race` and `shield` (asyncio's `gather`, `wait`, `as_completed`, `shield`).
 //!
 //! # Futures versus tasks
 //! asyncio wraps every coroutine it is given in a task. Here the combinators take any futures
@@ -20,10 +19,10 @@ use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::task::error::TaskError;
-use crate::task::time::{Elapsed, sleep, sleep_until};
+use crate::task::time::sleep;
 use crate::task::{Task, TaskState};
 
 /// A child future and, once it finished, its output.
@@ -691,38 +690,4 @@ impl<T: 'static> fmt::Debug for Shield<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Shield({:?})", self.task)
     }
-}
-
-/// [`crate::timeout`] with a deadline instead of a duration (asyncio's `timeout_at`): the
-/// inner future is dropped once loop time reaches `deadline`; it is always polled at least once.
-///
-/// ```
-/// use std::time::Duration;
-/// use evloop::Builder;
-///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
-///     let lp = evloop::get_running_loop()?;
-///     let deadline = lp.time() + Duration::from_secs(1); // loop time, asyncio's loop.time() + 1
-///     let r = evloop::timeout_at(deadline, evloop::sleep(Duration::from_secs(5))).await;
-///     assert!(r.is_err());
-///     assert!(lp.time() >= deadline);
-///     Ok::<(), evloop::LoopError>(())
-/// })??;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
-    // Loop time: under a virtual clock it differs from `Instant::now()`.
-    let started = crate::event_loop::get_running_loop().map_or_else(|_| Instant::now(), |lp| lp.time());
-    let mut fut = pin!(fut);
-    let mut timer = sleep_until(deadline);
-    poll_fn(|cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Ok(v));
-        }
-        match Pin::new(&mut timer).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed::new(deadline.saturating_duration_since(started)))),
-            Poll::Pending => Poll::Pending,
-        }
-    })
-    .await
 }

@@ -1,0 +1,63 @@
+//! [`yield_now`]: give other ready work a turn (asyncio's `await asyncio.sleep(0)`). The
+//! future wakes its own task once and returns `Pending`, so the task goes to the back of the
+//! ready queue and runs again in the next iteration, after I/O has been polled.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::event_loop::trace::{Awaiting, note_awaiting};
+
+/// Gives other ready work a turn (asyncio's `await asyncio.sleep(0)`): the task is queued again
+/// and runs in the next loop iteration, after I/O has been polled.
+///
+/// ```
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+///
+/// let log = evloop::run(async {
+///     let log = Rc::new(RefCell::new(Vec::new()));
+///     let l = log.clone();
+///     evloop::spawn(async move { l.borrow_mut().push("other task") });
+///     log.borrow_mut().push("before");
+///     evloop::yield_now().await; // await asyncio.sleep(0): the other task runs
+///     log.borrow_mut().push("after");
+///     log.take()
+/// })?;
+/// assert_eq!(log, ["before", "other task", "after"]);
+/// # Ok::<(), evloop::RunError>(())
+/// ```
+pub fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// The future of [`yield_now`].
+///
+/// ```
+/// use evloop::Awaiting;
+///
+/// evloop::run(async {
+///     let t = evloop::spawn(evloop::yield_now());
+///     evloop::yield_now().await; // `t` ran once and asked to run again
+///     assert_eq!(t.awaiting(), Awaiting::Yield);
+///     t.await
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        note_awaiting(Awaiting::Yield);
+        Poll::Pending
+    }
+}
