@@ -108,7 +108,7 @@
 //! # The `sync/` folder (layer 3)
 //! One file per primitive (`lock`, `mutex`, `semaphore`, `event`, `condition`, `barrier`), the
 //! permit pool behind the first three (`pool`), the wait queue all of them share with [`queue`]
-//! and the [`mpsc`] channel (`wait_queue`), the operations a task waits in (`ops`: the layer's
+//! and the [`mpsc`](channel::mpsc) channel (`wait_queue`), the operations a task waits in (`ops`: the layer's
 //! kinds of `Awaiting` and the names in its errors), the loop binding (`binding`) and
 //! [`SyncError`] (`error`); the channels live in `channel/`; this file re-exports their public
 //! names. Beside them: the `select!` / `join!` / `try_join!` macros (`macros`). The folder builds

@@ -61,7 +61,7 @@ pub struct Sleep {
 }
 
 /// Sleeps for `delay` (asyncio's `sleep(delay)`). A zero delay completes at the first poll
-/// without yielding; use [`yield_now`] to give other tasks a turn.
+/// without yielding; use [`yield_now`](crate::task::yield_now::yield_now) to give other tasks a turn.
 ///
 /// ```
 /// use std::time::Duration;
