@@ -23,7 +23,7 @@ impl Drop for Cleanup {
 
 async fn download() {
     let _conn = Cleanup("connection");
-    evloop::sleep(Duration::from_secs(10)).await;
+    evloop::time::sleep(Duration::from_secs(10)).await;
     println!("download finished"); // never printed
 }
 
@@ -35,69 +35,69 @@ async fn worker() -> u32 {
 }
 
 async fn cancel() {
-    let task = evloop::TaskBuilder::new().name("worker").spawn(worker()).unwrap();
-    evloop::sleep(Duration::from_millis(10)).await;
+    let task = evloop::task::TaskBuilder::new().name("worker").spawn(worker()).unwrap();
+    evloop::time::sleep(Duration::from_millis(10)).await;
     println!("cancel() -> {}", task.cancel());
     println!("awaiting it: {:?}", task.await);
 }
 
 async fn self_cancel() {
-    let me = evloop::current_task().unwrap();
+    let me = evloop::task::current_task().unwrap();
     println!("cancel() -> {}", me.cancel());
     println!("still running: a cancel takes effect at the next suspension");
-    evloop::sleep(Duration::ZERO).await; // ready at once: not a suspension
+    evloop::time::sleep(Duration::ZERO).await; // ready at once: not a suspension
     println!("still running after a ready await");
-    evloop::yield_now().await; // Pending: the step ends here
+    evloop::task::yield_now().await; // Pending: the step ends here
     println!("never printed");
 }
 
 async fn timeout() {
-    let r = evloop::timeout(Duration::from_millis(5), async {
+    let r = evloop::time::timeout(Duration::from_millis(5), async {
         let _query = Cleanup("query");
-        evloop::sleep(Duration::from_secs(10)).await;
+        evloop::time::sleep(Duration::from_secs(10)).await;
         "rows"
     })
     .await;
     println!("timeout gave {r:?}");
-    evloop::yield_now().await;
+    evloop::task::yield_now().await;
 }
 
 // `outer` is a task whose whole body awaits `inner`: the point of the example.
 #[allow(clippy::redundant_async_block)]
 async fn detach() {
-    let inner = evloop::TaskBuilder::new()
+    let inner = evloop::task::TaskBuilder::new()
         .name("inner")
         .spawn(async {
-            evloop::sleep(Duration::from_millis(10)).await;
+            evloop::time::sleep(Duration::from_millis(10)).await;
             println!("inner finished its work");
         })
         .unwrap();
-    let outer = evloop::TaskBuilder::new()
+    let outer = evloop::task::TaskBuilder::new()
         .name("outer")
         .spawn(async move { inner.await })
         .unwrap();
-    evloop::sleep(Duration::from_millis(2)).await;
+    evloop::time::sleep(Duration::from_millis(2)).await;
     outer.cancel();
     println!("outer: {:?}", outer.await);
-    evloop::sleep(Duration::from_millis(20)).await;
+    evloop::time::sleep(Duration::from_millis(20)).await;
 }
 
 async fn shield() {
-    let save = evloop::TaskBuilder::new()
+    let save = evloop::task::TaskBuilder::new()
         .name("save")
         .spawn(async {
-            evloop::sleep(Duration::from_millis(10)).await;
+            evloop::time::sleep(Duration::from_millis(10)).await;
             println!("saved");
         })
         .unwrap();
-    let r = evloop::timeout(Duration::from_millis(2), evloop::shield(save)).await;
+    let r = evloop::time::timeout(Duration::from_millis(2), evloop::task::shield(save)).await;
     println!("timeout gave {r:?}");
-    evloop::sleep(Duration::from_millis(20)).await;
+    evloop::time::sleep(Duration::from_millis(20)).await;
 }
 
 async fn fetch(name: &'static str, ms: u64, fail: bool) -> Result<u32, String> {
     let _c = Cleanup(name);
-    evloop::sleep(Duration::from_millis(ms)).await;
+    evloop::time::sleep(Duration::from_millis(ms)).await;
     if fail {
         return Err(format!("{name}: HTTP 500"));
     }
@@ -105,7 +105,7 @@ async fn fetch(name: &'static str, ms: u64, fail: bool) -> Result<u32, String> {
 }
 
 async fn group() {
-    let mut group = evloop::TaskGroup::new().unwrap();
+    let mut group = evloop::task::TaskGroup::new().unwrap();
     group.spawn_named("users", fetch("users", 50, false)).unwrap();
     group.spawn_named("orders", fetch("orders", 5, true)).unwrap();
     group.spawn_named("prices", fetch("prices", 50, false)).unwrap();
@@ -116,27 +116,27 @@ async fn group() {
 }
 
 async fn group_owner() {
-    let owner = evloop::TaskBuilder::new()
+    let owner = evloop::task::TaskBuilder::new()
         .name("owner")
         .spawn(async {
-            let mut group = evloop::TaskGroup::new().unwrap();
+            let mut group = evloop::task::TaskGroup::new().unwrap();
             group.spawn_named("a", fetch("a", 10_000, false)).unwrap();
             group.spawn_named("b", fetch("b", 10_000, false)).unwrap();
             group.join().await
         })
         .unwrap();
-    evloop::sleep(Duration::from_millis(2)).await;
+    evloop::time::sleep(Duration::from_millis(2)).await;
     owner.cancel();
     println!("owner: {:?}", owner.await.map(|_| ()));
-    let live: Vec<String> = evloop::all_tasks().iter().map(|t| t.name()).collect();
+    let live: Vec<String> = evloop::task::all_tasks().iter().map(|t| t.name()).collect();
     println!("live tasks: {live:?}");
 }
 
 async fn group_before_join() {
-    let mut group = evloop::TaskGroup::new().unwrap();
+    let mut group = evloop::task::TaskGroup::new().unwrap();
     group.spawn_named("users", fetch("users", 50, false)).unwrap();
     group.spawn_named("orders", fetch("orders", 5, true)).unwrap();
-    evloop::sleep(Duration::from_millis(20)).await; // other work before joining
+    evloop::time::sleep(Duration::from_millis(20)).await; // other work before joining
     println!("body: now joining");
     match group.join().await {
         Ok(values) => println!("values: {values:?}"),

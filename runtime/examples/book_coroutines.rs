@@ -11,15 +11,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use evloop::YieldNow;
+use evloop::task::YieldNow;
 
 /// The `async fn`: two suspension points.
 async fn add_later(a: u32, b: u32) -> u32 {
     println!("add_later({a}, {b}): started");
-    evloop::yield_now().await;
+    evloop::task::yield_now().await;
     let x = a * 10;
     println!("add_later: resumed once, x = {x}");
-    evloop::yield_now().await;
+    evloop::task::yield_now().await;
     println!("add_later: resumed twice, returning {}", x + b);
     x + b
 }
@@ -45,7 +45,7 @@ impl Future for AddLater {
                     *self = AddLater::FirstAwait {
                         a,
                         b,
-                        awaiting: evloop::yield_now(),
+                        awaiting: evloop::task::yield_now(),
                     };
                 }
                 AddLater::FirstAwait { a, b, mut awaiting } => match Pin::new(&mut awaiting).poll(cx) {
@@ -59,7 +59,7 @@ impl Future for AddLater {
                         *self = AddLater::SecondAwait {
                             x,
                             b,
-                            awaiting: evloop::yield_now(),
+                            awaiting: evloop::task::yield_now(),
                         };
                     }
                 },
@@ -80,9 +80,11 @@ impl Future for AddLater {
 }
 
 async fn machine() -> Result<(), Box<dyn Error>> {
-    let compiled = evloop::TaskBuilder::new().name("async-fn").spawn(add_later(4, 2))?;
+    let compiled = evloop::task::TaskBuilder::new()
+        .name("async-fn")
+        .spawn(add_later(4, 2))?;
     println!("the async fn gave {}", compiled.await?);
-    let by_hand = evloop::TaskBuilder::new()
+    let by_hand = evloop::task::TaskBuilder::new()
         .name("by-hand")
         .spawn(AddLater::Start { a: 4, b: 2 })?;
     println!("the hand-written machine gave {}", by_hand.await?);
@@ -107,9 +109,9 @@ impl Drop for Guard {
 async fn holds_a_guard() -> u32 {
     let _g = Guard("guard");
     println!("holds_a_guard: running until its first await");
-    evloop::yield_now().await;
+    evloop::task::yield_now().await;
     println!("holds_a_guard: resumed");
-    evloop::yield_now().await;
+    evloop::task::yield_now().await;
     println!("never printed: the future is dropped first");
     1
 }

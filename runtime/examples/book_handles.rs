@@ -12,7 +12,7 @@ use std::error::Error;
 use std::time::Duration;
 
 async fn handles() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let l = lp.clone();
     lp.call_soon(move || {
         println!("A: first call_soon");
@@ -27,22 +27,22 @@ async fn handles() -> Result<(), Box<dyn Error>> {
     cancelled.cancel();
     println!("handles made; call_at's when() is {:?} after t0", at.when() - t0);
     println!("call_later(0) cancelled? {}", soon_timer.cancelled());
-    evloop::sleep(Duration::from_millis(10)).await;
+    evloop::time::sleep(Duration::from_millis(10)).await;
     Ok(())
 }
 
 async fn promise() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let p = lp.create_future::<u32>();
     p.add_done_callback(|p| println!("done callback 1: {:?}", p.result()));
     let removed = p.add_done_callback(|_| println!("never runs"));
     p.add_done_callback(|p| println!("done callback 2: {:?}", p.result()));
     println!("remove_done_callback -> {}", p.remove_done_callback(removed));
     let waiter = p.clone();
-    let task = evloop::TaskBuilder::new()
+    let task = evloop::task::TaskBuilder::new()
         .name("waiter")
         .spawn(async move { println!("waiter got {:?}", waiter.wait().await) })?;
-    evloop::yield_now().await; // let the waiter park on the promise
+    evloop::task::yield_now().await; // let the waiter park on the promise
     println!("set_result(7) -> {:?}", p.set_result(7));
     println!("callbacks have not run yet: they are scheduled");
     println!("set_result(8) -> {:?}", p.set_result(8));
@@ -52,11 +52,11 @@ async fn promise() -> Result<(), Box<dyn Error>> {
 }
 
 async fn task_life() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let p = lp.create_future::<&'static str>();
     let q = p.clone();
     lp.call_later(Duration::from_millis(5), move || drop(q.set_result("ready")))?;
-    let child = evloop::TaskBuilder::new().name("child").spawn(async move {
+    let child = evloop::task::TaskBuilder::new().name("child").spawn(async move {
         println!("child: first step, awaiting the promise");
         let v = p.wait().await;
         println!("child: woken with {v:?}");

@@ -13,7 +13,8 @@ use std::error::Error;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
-use evloop::{AsyncFd, Interest, sys};
+use evloop::io::{AsyncFd, Interest};
+use evloop_syscalls as sys;
 use sys::{EpollEvent, EpollFlags};
 
 /// What a zero-timeout poll of `epfd` reports: `EPOLLIN`, or `-` for nothing.
@@ -77,7 +78,7 @@ async fn on_evloop() -> Result<(), Box<dyn Error>> {
     sys::write(w.as_fd(), b"abcdef")?; // one edge
     loop {
         let mut buf = [0u8; 2];
-        match evloop::timeout(
+        match evloop::time::timeout(
             Duration::from_millis(50),
             r.io(Interest::Read, |fd| sys::read(fd.as_fd(), &mut buf)),
         )
@@ -90,26 +91,26 @@ async fn on_evloop() -> Result<(), Box<dyn Error>> {
                 return Ok(());
             }
         }
-        evloop::yield_now().await; // stop early: the next read comes an iteration later
+        evloop::task::yield_now().await; // stop early: the next read comes an iteration later
     }
 }
 
 async fn spin() -> Result<(), Box<dyn Error>> {
     let (r, w) = sys::pipe2()?;
-    let reader = evloop::TaskBuilder::new().name("reader").spawn(async move {
+    let reader = evloop::task::TaskBuilder::new().name("reader").spawn(async move {
         let r = AsyncFd::new(r)?;
         let mut buf = [0u8; 16];
         let n = r.io(Interest::Read, |fd| sys::read(fd.as_fd(), &mut buf)).await?;
         println!("reader: got {:?}", String::from_utf8_lossy(&buf[..n]));
         Ok::<(), std::io::Error>(())
     })?;
-    let spinner = evloop::TaskBuilder::new().name("spinner").spawn(async move {
+    let spinner = evloop::task::TaskBuilder::new().name("spinner").spawn(async move {
         for i in 1..=4 {
             println!("spinner: turn {i}");
             if i == 2 {
                 let _ = sys::write(w.as_fd(), b"ping"); // data for the reader, mid-spin
             }
-            evloop::yield_now().await; // wakes itself: ready again at once
+            evloop::task::yield_now().await; // wakes itself: ready again at once
         }
     })?;
     spinner.await?;

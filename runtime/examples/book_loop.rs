@@ -21,10 +21,10 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 async fn cancelled_timer() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let h = lp.call_later(Duration::from_secs(10), || println!("never runs"))?;
     h.cancel();
-    evloop::yield_now().await;
+    evloop::task::yield_now().await;
     Ok(())
 }
 
@@ -49,7 +49,7 @@ impl Future for Parked {
 }
 
 async fn many_wakes() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let slot = Rc::new(RefCell::new(None::<Waker>));
     let s = slot.clone();
     // Runs in the next iteration, while the task is parked: three wakes, one poll.
@@ -66,7 +66,7 @@ async fn many_wakes() -> Result<(), Box<dyn Error>> {
 }
 
 async fn remote_wake() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let job = lp.run_in_executor(|| {
         std::thread::sleep(Duration::from_millis(20));
         7
@@ -76,9 +76,9 @@ async fn remote_wake() -> Result<(), Box<dyn Error>> {
 }
 
 async fn sleep_zero() -> Result<(), Box<dyn Error>> {
-    evloop::sleep(Duration::ZERO).await;
+    evloop::time::sleep(Duration::ZERO).await;
     println!("after sleep(ZERO)");
-    evloop::yield_now().await;
+    evloop::task::yield_now().await;
     println!("after yield_now");
     Ok(())
 }

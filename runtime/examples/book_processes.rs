@@ -11,11 +11,11 @@ use std::cell::Cell;
 use std::error::Error;
 use std::time::Duration;
 
+use evloop::io::{AsyncReadExt, AsyncWriteExt};
 use evloop::process::SubprocessOptions;
-use evloop::{AsyncReadExt, AsyncWriteExt};
 
 async fn wait() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let mut child = lp.subprocess_exec("sh", ["-c", "sleep 0.1; exit 3"])?;
     println!("spawned pid {}", child.pid());
     let status = child.wait().await?;
@@ -26,7 +26,7 @@ async fn wait() -> Result<(), Box<dyn Error>> {
 const INPUT: usize = 1 << 20;
 
 async fn deadlock() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let input = vec![b'x'; INPUT];
     {
         let mut cat = lp.subprocess_exec_with("cat", [] as [&str; 0], &SubprocessOptions::piped())?;
@@ -45,7 +45,7 @@ async fn deadlock() -> Result<(), Box<dyn Error>> {
             stdout.read_to_end(&mut out).await?;
             Ok::<_, std::io::Error>(out.len())
         };
-        match evloop::timeout(Duration::from_secs(1), naive).await {
+        match evloop::time::timeout(Duration::from_secs(1), naive).await {
             Ok(r) => println!("naive: got {:?} bytes back", r),
             Err(e) => println!("naive: stuck after writing {} of {INPUT} bytes ({e})", written.get()),
         }
@@ -60,7 +60,7 @@ async fn deadlock() -> Result<(), Box<dyn Error>> {
 }
 
 async fn communicate() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let mut cat = lp.subprocess_exec_with("cat", [] as [&str; 0], &SubprocessOptions::piped())?;
     let out = cat.communicate(Some(vec![b'x'; 256 * 1024])).await?;
     println!("{} bytes back, cat {}", out.stdout.len(), out.status);
@@ -80,10 +80,10 @@ fn state(pid: u32) -> String {
 
 fn orphans() -> Result<(), Box<dyn Error>> {
     let late = evloop::run(async {
-        let lp = evloop::get_running_loop()?;
+        let lp = evloop::event_loop::get_running_loop()?;
         let early = lp.subprocess_exec("sleep", ["0.05"])?.pid(); // dropped at once
         let late = lp.subprocess_exec("sleep", ["0.3"])?.pid(); // dropped at once
-        evloop::sleep(Duration::from_millis(150)).await;
+        evloop::time::sleep(Duration::from_millis(150)).await;
         println!("at 150 ms: sleep 0.05 (pid {early}): {}", state(early));
         println!("at 150 ms: sleep 0.3 (pid {late}): {}", state(late));
         Ok::<u32, std::io::Error>(late)

@@ -21,26 +21,30 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
-use evloop::sys::counters::{self, Counts};
-use evloop::{AsyncFd, AsyncReadExt, AsyncWriteExt, Interest, Protocol, Transport, sys};
+use evloop::{
+    io::{AsyncFd, AsyncReadExt, AsyncWriteExt, Interest},
+    protocol::{Protocol, Transport},
+};
+use evloop_syscalls as sys;
+use evloop_syscalls::counters::{self, Counts};
 
 async fn edge() -> Result<(), Box<dyn Error>> {
     let (r, w) = sys::pipe2()?;
     let r = AsyncFd::new(r)?; // epoll_ctl(ADD, EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET)
     sys::write(w.as_fd(), b"abc")?; // one write: one edge
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     lp.call_later(Duration::from_millis(50), move || drop(sys::write(w.as_fd(), b"d")))?;
     for _ in 0..4 {
         let mut byte = [0u8; 1];
         r.io(Interest::Read, |fd| sys::read(fd.as_fd(), &mut byte)).await?;
         println!("read {:?}", byte[0] as char);
-        evloop::sleep(Duration::from_millis(1)).await; // stop early: no EAGAIN yet
+        evloop::time::sleep(Duration::from_millis(1)).await; // stop early: no EAGAIN yet
     }
     Ok(())
 }
 
 fn stale() -> Result<(), Box<dyn Error>> {
-    let ev = evloop::EventLoop::new()?;
+    let ev = evloop::event_loop::EventLoop::new()?;
     let lp = ev.handle();
     let (old, old_w) = sys::pipe2()?;
     let keep = sys::dup(old.as_fd())?; // a second fd for the same pipe
@@ -97,7 +101,7 @@ impl Window {
 struct CountedEcho {
     t: Option<Transport>,
     window: Rc<Window>,
-    done: evloop::Promise<()>,
+    done: evloop::task::Promise<()>,
 }
 
 impl Protocol for CountedEcho {
@@ -125,7 +129,7 @@ async fn serve_counted(
     window: Rc<Window>,
     addr_out: std::sync::mpsc::Sender<SocketAddr>,
 ) -> io::Result<()> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let done = lp.create_future::<()>();
     match kind.as_str() {
         "protocol" => {
@@ -141,7 +145,7 @@ async fn serve_counted(
         }
         "streams" => {
             let (w, d) = (window.clone(), done.clone());
-            let handler = move |reader: evloop::StreamReader, writer: evloop::StreamWriter| {
+            let handler = move |reader: evloop::streams::StreamReader, writer: evloop::streams::StreamWriter| {
                 let (w, d) = (w.clone(), d.clone());
                 async move {
                     w.connection_started();
@@ -159,7 +163,7 @@ async fn serve_counted(
                     }
                 }
             };
-            let server = evloop::start_server(handler, "127.0.0.1", 0).await?;
+            let server = evloop::streams::start_server(handler, "127.0.0.1", 0).await?;
             let _ = addr_out.send(server.local_addr());
             let _ = done.wait().await;
         }
@@ -198,7 +202,7 @@ async fn client(addr: SocketAddr, conns: usize, trips: usize) -> io::Result<()> 
     for _ in 0..conns {
         streams.push(TcpStream::connect(addr).await?);
     }
-    evloop::sleep(Duration::from_millis(100)).await;
+    evloop::time::sleep(Duration::from_millis(100)).await;
     let tasks: Vec<_> = streams
         .into_iter()
         .map(|mut s| {
@@ -254,7 +258,7 @@ impl Protocol for Echo {
 }
 
 async fn emfile() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let server = lp.create_server(|| Echo(None), "127.0.0.1", 0).await?; // the listener and its spare fd
     server.set_accept_retry_delay(Duration::from_millis(200))?;
     let addr = server.local_addr();
@@ -288,7 +292,7 @@ async fn emfile() -> Result<(), Box<dyn Error>> {
     println!("3 connections held open, 3 more waiting");
     report(round_trips(waiting, 6, 1)).await?;
     drop(held);
-    evloop::sleep(Duration::from_millis(50)).await;
+    evloop::time::sleep(Duration::from_millis(50)).await;
     let mut late = TcpStream::connect(addr).await?;
     late.write_all(b"a new client\n").await?;
     let mut reply = [0u8; 13];
@@ -303,7 +307,7 @@ fn round_trips(
     clients: Vec<std::net::TcpStream>,
     first: usize,
     trips: usize,
-) -> Vec<evloop::Task<io::Result<(usize, usize)>>> {
+) -> Vec<evloop::task::Task<io::Result<(usize, usize)>>> {
     clients
         .into_iter()
         .enumerate()
@@ -325,7 +329,7 @@ fn round_trips(
 }
 
 /// Prints how each client fared, in order.
-async fn report(tasks: Vec<evloop::Task<io::Result<(usize, usize)>>>) -> Result<(), Box<dyn Error>> {
+async fn report(tasks: Vec<evloop::task::Task<io::Result<(usize, usize)>>>) -> Result<(), Box<dyn Error>> {
     for t in tasks {
         match t.await? {
             Ok((i, trips)) => println!("connection {i}: {trips} round trips"),

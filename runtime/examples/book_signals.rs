@@ -15,12 +15,12 @@ use std::error::Error;
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
-use evloop::AsyncWriteExt;
+use evloop::io::AsyncWriteExt;
 use evloop::process::{Stdio, SubprocessOptions};
 use evloop::signal::Signal;
 
 async fn sigwake() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let done = lp.create_future::<()>();
     let d = done.clone();
     lp.add_signal_handler(Signal::USR1, move || {
@@ -29,7 +29,7 @@ async fn sigwake() -> Result<(), Box<dyn Error>> {
     })?;
     std::thread::spawn(|| {
         std::thread::sleep(Duration::from_millis(100));
-        let _ = evloop::sys::kill(evloop::sys::getpid(), Signal::USR1.raw());
+        let _ = evloop_syscalls::kill(evloop_syscalls::getpid(), Signal::USR1.raw());
     });
     let _ = done.await;
     println!("removed: {}", lp.remove_signal_handler(Signal::USR1));
@@ -37,7 +37,7 @@ async fn sigwake() -> Result<(), Box<dyn Error>> {
 }
 
 async fn sigpipe() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let opts = SubprocessOptions::new().stdin(Stdio::Pipe).stdout(Stdio::Null);
     let mut child = lp.subprocess_exec_with("head", ["-c", "10"], &opts)?;
     let mut stdin = child.stdin.take().ok_or("no stdin pipe")?;
@@ -56,7 +56,7 @@ const MASK_SCRIPT: &str =
     r#"grep SigBlk /proc/self/status; yes | head -n 1 >/dev/null; echo "yes exit status: ${PIPESTATUS[0]}""#;
 
 async fn mask(with_std: bool) -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let mut before = lp.subprocess_exec("bash", ["-c", MASK_SCRIPT])?;
     println!("before any pipe writer: {}", before.wait().await?);
     let (_r, _w) = evloop::pipe::pipe()?; // the loop now holds its SIGPIPE block
@@ -100,9 +100,9 @@ fn shutdown_twice(signal: &str) -> Result<(), Box<dyn Error>> {
         .parse()?;
     let _conn = std::net::TcpStream::connect(addr)?; // a connection that stays open
     std::thread::sleep(Duration::from_millis(100));
-    evloop::sys::kill(pid, signum)?;
+    evloop_syscalls::kill(pid, signum)?;
     std::thread::sleep(Duration::from_millis(200));
-    evloop::sys::kill(pid, signum)?;
+    evloop_syscalls::kill(pid, signum)?;
     let status = shell.wait()?;
     println!("rc={}", status.code().unwrap_or(-1));
     print!("{first}");

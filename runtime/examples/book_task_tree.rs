@@ -12,7 +12,10 @@ use std::error::Error;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{Task, TaskBuilder, gather, sleep, yield_now};
+use evloop::{
+    task::{Task, TaskBuilder, gather, yield_now},
+    time::sleep,
+};
 
 type Slot = Rc<RefCell<Option<Task<()>>>>;
 
@@ -45,7 +48,7 @@ async fn main_task() -> Result<(), Box<dyn Error>> {
     for _ in 0..3 {
         yield_now().await;
     }
-    let tree = evloop::task_tree().ok_or("no running loop")?;
+    let tree = evloop::task::task_tree().ok_or("no running loop")?;
     print!("{tree}");
     for cycle in tree.cycles() {
         let names: Vec<&str> = cycle

@@ -82,7 +82,7 @@ fn heap() {
 }
 
 async fn on_a_loop() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let when = lp.time() + Duration::from_millis(20);
     lp.call_at(when, || println!("first at +20 ms"))?;
     lp.call_at(when, || println!("second at +20 ms"))?;
@@ -90,7 +90,7 @@ async fn on_a_loop() -> Result<(), Box<dyn Error>> {
     let doomed = lp.call_later(Duration::from_millis(15), || println!("never runs"))?;
     lp.call_at(when, || println!("third at +20 ms"))?;
     doomed.cancel();
-    evloop::sleep(Duration::from_millis(30)).await;
+    evloop::time::sleep(Duration::from_millis(30)).await;
     Ok(())
 }
 

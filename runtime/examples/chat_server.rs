@@ -24,10 +24,10 @@ use std::io;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::TaskRef;
-use evloop::channel::mpsc;
 use evloop::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use evloop::net::{TcpListener, TcpStream};
+use evloop::sync::mpsc;
+use evloop::task::TaskRef;
 
 /// Messages a client may have waiting before it counts as not reading.
 const OUTBOX: usize = 256;
@@ -55,7 +55,7 @@ pub async fn serve(listener: TcpListener) -> io::Result<()> {
             Ok(conn) => conn,
             Err(e) => {
                 eprintln!("accept: {e}");
-                evloop::sleep(Duration::from_millis(10)).await;
+                evloop::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
         };
@@ -101,7 +101,7 @@ impl Drop for Membership {
 async fn client(mut socket: TcpStream, id: u64, peers: Peers) {
     let name = format!("guest-{id}");
     let (outbox, mut inbox) = mpsc::channel::<Rc<str>>(OUTBOX);
-    peers.borrow_mut().insert(id, (outbox, evloop::current_task()));
+    peers.borrow_mut().insert(id, (outbox, evloop::task::current_task()));
     broadcast(&peers, id, &format!("* {name} joined\n"));
     let _membership = Membership {
         peers: peers.clone(),

@@ -33,8 +33,8 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use evloop::io::{AsyncReadExt, AsyncWriteExt};
 use evloop::net::TcpStream;
-use evloop::{AsyncReadExt, AsyncWriteExt};
 
 struct Args {
     addr: SocketAddr,
@@ -109,9 +109,9 @@ async fn ping_pong(mut conn: TcpStream, size: usize, pipeline: usize, stop: Stop
 /// shows up as the connect error that follows.
 fn raise_nofile_limit(conns: usize) {
     let need = conns as u64 + 64;
-    if let Ok((soft, hard)) = evloop::sys::nofile_limit() {
+    if let Ok((soft, hard)) = evloop_syscalls::nofile_limit() {
         if soft < need {
-            let _ = evloop::sys::set_nofile_limit(need.min(hard), hard);
+            let _ = evloop_syscalls::set_nofile_limit(need.min(hard), hard);
         }
     }
 }
@@ -131,7 +131,12 @@ async fn load(a: &Args) -> Result<(), Box<dyn Error>> {
     };
     let tasks: Vec<_> = conns
         .into_iter()
-        .map(|c| evloop::spawn(evloop::timeout(limit, ping_pong(c, a.size, a.pipeline, stop, a.plain))))
+        .map(|c| {
+            evloop::spawn(evloop::time::timeout(
+                limit,
+                ping_pong(c, a.size, a.pipeline, stop, a.plain),
+            ))
+        })
         .collect();
     let (mut rtts, mut failed) = (Vec::new(), 0);
     for (i, task) in tasks.into_iter().enumerate() {
@@ -185,7 +190,7 @@ async fn lines(a: &Args, n: usize) -> Result<(), Box<dyn Error>> {
     let mut conn = TcpStream::connect(a.addr).await?;
     // Let the server accept and start reading before the first line arrives, so that what it
     // does (a trace, its system-call counts) is the same from run to run.
-    evloop::sleep(Duration::from_millis(50)).await;
+    evloop::time::sleep(Duration::from_millis(50)).await;
     for i in 1..=n {
         let line = format!("hello from evloop, line {i} of {n}\n");
         conn.write_all(line.as_bytes()).await?;

@@ -18,8 +18,8 @@ use std::error::Error;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::AsyncWriteExt;
 use evloop::fiber::{self, Builder, Fiber};
+use evloop::io::AsyncWriteExt;
 use evloop::net::UnixStream;
 
 fn greenlet_example() -> Result<(), Box<dyn Error>> {
@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             Ok::<usize, std::io::Error>(n)
         })?;
         let writer = evloop::spawn(async move {
-            evloop::sleep(Duration::from_millis(5)).await;
+            evloop::time::sleep(Duration::from_millis(5)).await;
             ours.write_all(b"hello").await
         });
         writer.await??;

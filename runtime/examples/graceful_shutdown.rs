@@ -29,7 +29,7 @@
 //!
 //! `[--port N]` (default 0: any free port; it prints `listening on 127.0.0.1:PORT`).
 //! `[--self-test]`: no terminal needed. A client task connects and echoes one line, the process
-//! sends itself `SIGINT` after 200 ms (`evloop::sys::raise_in_process`), then the client tries
+//! sends itself `SIGINT` after 200 ms (`evloop_syscalls::raise_in_process`), then the client tries
 //! a second connection (refused: the listener is closed) and closes its first one 100 ms after
 //! the signal, which lets the server finish its shutdown.
 
@@ -38,7 +38,11 @@ use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use evloop::signal::{self, Signal};
-use evloop::{Either, StreamReader, StreamWriter, TaskBuilder, select, sleep, timeout};
+use evloop::{
+    streams::{StreamReader, StreamWriter},
+    task::{Either, TaskBuilder, select},
+    time::{sleep, timeout},
+};
 
 /// How long open connections may take to finish after the signal.
 const GRACE: Duration = Duration::from_secs(2);
@@ -60,7 +64,7 @@ async fn echo(reader: StreamReader, writer: StreamWriter) {
 /// `--self-test`: plays a client and a process manager.
 async fn self_test(port: u16) -> io::Result<()> {
     let start = Instant::now();
-    let (reader, writer) = evloop::open_connection("127.0.0.1", port).await?;
+    let (reader, writer) = evloop::streams::open_connection("127.0.0.1", port).await?;
     writer.write(b"hello\n");
     let reply = reader.readline().await?;
     println!(
@@ -71,12 +75,12 @@ async fn self_test(port: u16) -> io::Result<()> {
     sleep(Duration::from_millis(200).saturating_sub(start.elapsed())).await;
     println!(
         "self-test: sending SIGINT to this process (pid {})",
-        evloop::sys::getpid()
+        evloop_syscalls::getpid()
     );
-    evloop::sys::raise_in_process(Signal::INT)?;
+    evloop_syscalls::raise_in_process(Signal::INT)?;
 
     sleep(Duration::from_millis(50)).await;
-    match evloop::open_connection("127.0.0.1", port).await {
+    match evloop::streams::open_connection("127.0.0.1", port).await {
         Ok(_) => println!("self-test: a new connection was accepted after the signal (unexpected)"),
         Err(e) => println!("self-test: a new connection after the signal fails: {e}"),
     }
@@ -117,11 +121,11 @@ async fn serve(opts: Options) -> Result<(), Box<dyn Error>> {
     let interrupted = signal::ctrl_c();
     let terminated = signal::recv(Signal::TERM);
 
-    let server = evloop::start_server(echo, "127.0.0.1", opts.port).await?;
+    let server = evloop::streams::start_server(echo, "127.0.0.1", opts.port).await?;
     let addr = server.local_addr();
     println!(
         "listening on {addr} (pid {}); stop with Ctrl-C or SIGTERM",
-        evloop::sys::getpid()
+        evloop_syscalls::getpid()
     );
     io::stdout().flush()?; // a script waiting for the line gets it now
 

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use evloop::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use evloop::net::{TcpListener, TcpStream};
-use evloop::{main, sleep, spawn};
+use evloop::{main, spawn, time::sleep};
 
 /// The largest request head (request line and headers) the server reads.
 const MAX_HEAD: usize = 8 * 1024;

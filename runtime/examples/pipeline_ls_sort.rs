@@ -34,7 +34,10 @@ use std::io::{self, Write};
 
 use evloop::pipe::{PipeReader, PipeWriter};
 use evloop::process::{Stdio, SubprocessOptions};
-use evloop::{AsyncReadExt, AsyncWriteExt, TaskBuilder, gather};
+use evloop::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    task::{TaskBuilder, gather},
+};
 
 /// The copy task: `ls`'s stdout into `sort`'s stdin until end of file, then closes `sort`'s
 /// stdin. Returns how many bytes went through.
@@ -54,7 +57,7 @@ async fn copy(mut from: PipeReader, mut to: PipeWriter) -> io::Result<usize> {
 }
 
 async fn pipeline(dir: OsString) -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
 
     // `ls -1 DIR` with its stdout piped to us; `sort -r` with stdin and stdout piped.
     let mut ls = lp.subprocess_exec_with(

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 async fn func(num: u64) -> u64 {
     println!("{num}");
-    evloop::sleep(Duration::from_millis(100 * num)).await; // asyncio.sleep
+    evloop::time::sleep(Duration::from_millis(100 * num)).await; // asyncio.sleep
     num
 }
 
@@ -13,7 +13,7 @@ async fn func(num: u64) -> u64 {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a = evloop::spawn(func(1)); // asyncio.create_task
     let b = evloop::spawn(func(2));
-    let lp = evloop::get_running_loop()?; // the loop itself
+    let lp = evloop::event_loop::get_running_loop()?; // the loop itself
     lp.call_later(Duration::from_millis(50), || println!("a timer"))?;
     let (a, b) = (a.await?, b.await?); // await task
     println!("total {}", a + b);

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use evloop::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use evloop::net::{TcpListener, TcpStream};
-use evloop::{main, sleep, spawn};
+use evloop::{main, spawn, time::sleep};
 
 const MAX_LINE: usize = 64 * 1024;
 const MAX_VALUE: usize = 16 * 1024 * 1024;

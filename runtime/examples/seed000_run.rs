@@ -15,11 +15,11 @@
 use std::time::Duration;
 
 async fn f() -> u32 {
-    evloop::sleep(Duration::from_millis(500)).await;
+    evloop::time::sleep(Duration::from_millis(500)).await;
     10
 }
 
-fn main() -> Result<(), evloop::RunError> {
+fn main() -> Result<(), evloop::task::RunError> {
     println!("{}", evloop::run(f())?);
     Ok(())
 }

@@ -14,7 +14,10 @@
 use std::error::Error;
 use std::io;
 
-use evloop::{Promise, Protocol, Transport};
+use evloop::{
+    protocol::{Protocol, Transport},
+    task::Promise,
+};
 
 mod seed001_common;
 use seed001_common::{Options, announce, stop_signal};
@@ -72,7 +75,7 @@ impl Protocol for UpperEcho {
 fn main() -> Result<(), Box<dyn Error>> {
     let opts = Options::parse()?;
     evloop::run(async move {
-        let lp = evloop::get_running_loop()?;
+        let lp = evloop::event_loop::get_running_loop()?;
         let done = stop_signal(&lp, opts.seconds);
         let on_close = opts.once.then(|| done.clone());
         let factory = move || UpperEcho {

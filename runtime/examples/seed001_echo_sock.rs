@@ -17,7 +17,7 @@ use std::error::Error;
 use std::io;
 use std::time::Duration;
 
-use evloop::LoopHandle;
+use evloop::event_loop::LoopHandle;
 use evloop::net::{Domain, SockAddr, SockType, Socket};
 
 mod seed001_common;
@@ -38,7 +38,7 @@ async fn serve_client(lp: LoopHandle, conn: Socket) -> io::Result<()> {
 fn main() -> Result<(), Box<dyn Error>> {
     let opts = Options::parse()?;
     evloop::run(async move {
-        let lp = evloop::get_running_loop()?;
+        let lp = evloop::event_loop::get_running_loop()?;
         let done = stop_signal(&lp, opts.seconds);
         // The seed's create_listen_socket: socket, SO_REUSEADDR, bind, listen.
         let listener = Socket::new(Domain::Inet, SockType::Stream)?;
@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                     Err(e) => {
                         // EMFILE and friends: pause instead of retrying in a tight loop.
                         eprintln!("accept: {e}; retrying in 100 ms");
-                        evloop::sleep(Duration::from_millis(100)).await;
+                        evloop::time::sleep(Duration::from_millis(100)).await;
                         continue;
                     }
                 };

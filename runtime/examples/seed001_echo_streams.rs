@@ -14,7 +14,7 @@
 
 use std::error::Error;
 
-use evloop::{StreamReader, StreamWriter};
+use evloop::streams::{StreamReader, StreamWriter};
 
 mod seed001_common;
 use seed001_common::{Options, announce, stop_signal};
@@ -38,7 +38,7 @@ async fn handle_client(reader: StreamReader, writer: StreamWriter) {
 fn main() -> Result<(), Box<dyn Error>> {
     let opts = Options::parse()?;
     evloop::run(async move {
-        let lp = evloop::get_running_loop()?;
+        let lp = evloop::event_loop::get_running_loop()?;
         let done = stop_signal(&lp, opts.seconds);
         let on_close = opts.once.then(|| done.clone());
         let client_connected = move |reader, writer| {
@@ -50,7 +50,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                 }
             }
         };
-        let server = evloop::start_server(client_connected, "127.0.0.1", opts.port).await?;
+        let server = evloop::streams::start_server(client_connected, "127.0.0.1", opts.port).await?;
         announce(server.local_addr())?;
         let _ = done.await; // each connection's task runs meanwhile
         server.close();

@@ -12,7 +12,7 @@
 
 use std::error::Error;
 
-use evloop::TaskBuilder;
+use evloop::task::TaskBuilder;
 
 async fn func() -> u32 {
     1

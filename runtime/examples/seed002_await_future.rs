@@ -13,7 +13,7 @@
 
 use std::error::Error;
 
-use evloop::{InvalidStateError, Promise, TaskBuilder};
+use evloop::task::{InvalidStateError, Promise, TaskBuilder};
 
 async fn set_after(fut: Promise<&'static str>, value: &'static str) -> Result<(), InvalidStateError> {
     println!("Task Running ...");
@@ -22,7 +22,7 @@ async fn set_after(fut: Promise<&'static str>, value: &'static str) -> Result<()
 }
 
 async fn main_task() -> Result<(), Box<dyn Error>> {
-    let lp = evloop::get_running_loop()?;
+    let lp = evloop::event_loop::get_running_loop()?;
     let fut: Promise<&'static str> = lp.create_future();
 
     // The Python program drops its task object; evloop's loop holds every task until it finishes,

@@ -13,7 +13,7 @@
 
 use std::error::Error;
 
-use evloop::TaskBuilder;
+use evloop::task::TaskBuilder;
 
 async fn func() -> u32 {
     1

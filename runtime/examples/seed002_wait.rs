@@ -16,12 +16,12 @@ use std::error::Error;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{Promise, Task, TaskBuilder};
+use evloop::task::{Promise, Task, TaskBuilder};
 
 async fn func(num: u64) -> u64 {
     println!("{num}");
     // The Python program sleeps `num` seconds; 100 ms per unit keeps the demo quick.
-    evloop::sleep(Duration::from_millis(100 * num)).await;
+    evloop::time::sleep(Duration::from_millis(100 * num)).await;
     num
 }
 
@@ -31,7 +31,7 @@ async fn wait_all<T: 'static>(tasks: &[Task<T>]) -> Result<(), Box<dyn Error>> {
         return Ok(()); // asyncio refuses an empty set; nothing to wait for here.
     }
     // The waiter: a promise nobody else knows about. Awaiting it parks this task.
-    let waiter: Promise<()> = evloop::get_running_loop()?.create_future();
+    let waiter: Promise<()> = evloop::event_loop::get_running_loop()?.create_future();
     let counter = Rc::new(Cell::new(tasks.len()));
     for task in tasks {
         let (counter, waiter) = (counter.clone(), waiter.clone());

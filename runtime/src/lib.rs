@@ -11,7 +11,7 @@
 //! use std::time::Duration;
 //!
 //! async fn f() -> u32 {
-//!     evloop::sleep(Duration::from_millis(5)).await;
+//!     evloop::time::sleep(Duration::from_millis(5)).await;
 //!     10
 //! }
 //!
@@ -19,7 +19,7 @@
 //! ```
 //!
 //! A program's `main` says the same with an attribute, and reads like tokio code, because
-//! evloop offers tokio's names where asyncio has none (`TcpListener`, `BufReader`, `select!`):
+//! evloop offers tokio's names and paths where asyncio has none (`TcpListener`, `BufReader`, `select!`):
 //!
 //! ```no_run
 //! use evloop::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -48,19 +48,19 @@
 //! in `tests/tests/workspace_rules.rs` checks every `crate::` path), and this file only declares
 //! the folders and re-exports the public names:
 //!
-//! | rank | folder | modules |
+//! | rank | folder | public modules it holds |
 //! |---|---|---|
-//! | 4 | [`fiber`] | `mod` ([`fiber::Fiber`]: greenlet's switch, parents, throw), `switch` (the register switch in assembly: with the raw task cell, the only unsafe code outside `evloop-syscalls`), `stack` (mmap'd guarded stacks), `value`, `hub` ([`fiber::spawn`], [`fiber::block_on`]: blocking-style code on the loop); a sibling of `os/` that does not import it |
+//! | 4 | `fiber/` | [`fiber`] (greenlet's switch on guarded stacks: blocking-style code on the loop; its register switch is, with the raw task cell, the only unsafe code outside `evloop-syscalls`); a sibling of `os/` that does not import it |
 //! | 4 | `os/` | [`signal`] (asyncio's `add_signal_handler`, awaitable signals), [`process`] (subprocesses through pidfds) |
-//! | 3 | [`io`] | `mod` ([`AsyncFd`], [`AsyncRead`]/[`AsyncWrite`]), `addr` ([`net::ToSocketAddrs`]), [`net`] (TCP/UDP/Unix sockets, `sock_*`, DNS), `split` (borrowed halves), `buf` ([`io::BufReader`], [`io::BufWriter`], [`io::AsyncBufReadExt`]), `copy` ([`io::copy`], [`io::copy_bidirectional`]), [`stream`] (open_connection, start_server), `protocol` ([`Protocol`], [`Transport`], [`Server`]), `datagram`, [`pipe`] |
-//! | 3 | `sync/` | [`sync`] itself (Event, Lock, Mutex, Semaphore, Condition, Barrier), [`queue`], [`channel`] (oneshot, mpsc, threadsafe), `combinator` ([`gather`], [`wait`], [`as_completed`], [`select`](fn@select), [`shield`]), `group` ([`TaskGroup`]), `macros` ([`select!`], [`join!`], [`try_join!`]) |
-//! | 2 | `task/` | `mod` ([`spawn`], [`run`], [`Task`]), `promise` ([`Promise`]), `time` ([`sleep`], [`timeout`], [`yield_now`]), `timeouts` ([`Timeout`]), `runner` ([`Runner`]) |
-//! | 1 | `event_loop/` | `mod` (the five phases, [`EventLoop`], [`LoopHandle`]), `handle`, `clock`, `reactor` (epoll), `slab`, `waker`, `trace`, `error`, `executor` (`run_in_executor`'s thread pool), `extension` (per-loop state of higher layers) |
-//! | 0 | crates | `evloop-syscalls` (every syscall, all the unsafe code), `evloop-timers` (the timer heap), `evloop-macros` ([`macro@main`], [`macro@test`]) |
+//! | 3 | `io/` | [`io`] (the I/O traits, [`io::AsyncFd`], buffered readers and writers, copies), [`net`] (TCP/UDP/Unix sockets), [`streams`] (`open_connection`, `start_server`), [`protocol`] (transports and protocols, datagram endpoints), [`pipe`] |
+//! | 3 | `sync/` | [`sync`] (Event, Lock, Mutex, Semaphore, Condition, Barrier, the queue and the channels), the macros [`select!`], [`join!`], [`try_join!`] |
+//! | 2 | `task/` | [`task`] (tasks, promises, the combinators, [`task::TaskGroup`], [`task::Runner`]), [`time`] (sleep, timeout), [`spawn`], [`run`] |
+//! | 1 | `event_loop/` | [`event_loop`] (the five phases, [`event_loop::EventLoop`], [`event_loop::LoopHandle`], its builder, handles, errors and executor) |
+//! | 0 | crates | `evloop-syscalls` (every syscall, nearly all the unsafe code; [`sys`] re-exports what tests need), `evloop-timers` (the timer heap), `evloop-macros` ([`macro@main`], [`macro@test`]) |
 //!
-//! The loop knows tasks only through a small trait (`Steppable`) that the task module
-//! implements, and the `os` layer's per-loop state only as an `Extension`, so it never depends
-//! on the code above it.
+//! The loop knows tasks only through a small table of hooks (`TaskHooks`) that the task layer
+//! registers, and the higher layers' per-loop state only as typed slots (`LoopKey`), so it
+//! never depends on the code above it.
 //!
 //! ## Behaviour
 //! asyncio's semantics (see `docs/` for the mechanisms with traces of real runs):
@@ -79,56 +79,189 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]
 
-mod event_loop;
+pub mod event_loop;
 pub mod fiber;
 pub mod io;
 mod os;
 pub mod sync;
-mod task;
+pub mod task;
 
-pub use event_loop::error::{LoopError, LoopErrorKind, Panic, WrongLoopError};
-pub use event_loop::executor::{ExecutorError, ExecutorJob};
-pub use event_loop::handle::{CallbackId, Handle, TimerHandle};
-pub use event_loop::trace::{AwaitKind, Awaiting};
-pub use event_loop::{
-    BoxedExceptionHandler, Builder, EventLoop, ExceptionContext, ExceptionKind, LoopHandle, LoopStats, MAX_TIMER_SLACK,
-    RemoteHandle, SharedExceptionHandler, default_exception_handler, get_running_loop,
-};
-pub use io::datagram::{
-    DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport,
-};
-pub use io::error::{OpError, os_error};
-pub use io::protocol::{DEFAULT_ACCEPT_RETRY_DELAY, DEFAULT_HIGH_WATER, Protocol, Server, Transport};
-pub use io::stream::{
-    StreamConfig, StreamError, StreamReader, StreamWriter, open_connection, open_connection_with, open_unix_connection,
-    open_unix_connection_with, start_server, start_server_with, start_unix_server, start_unix_server_with,
-};
-pub use io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
-pub use io::{net, pipe, stream};
 pub use os::{process, signal};
-pub use task::combinator::{
-    AsCompleted, Either, Gather, ReturnWhen, Shield, TryGather, as_completed, gather, race, select, shield,
-    shield_future, try_gather, wait,
-};
-pub use task::group::{ChildError, GroupError, TaskGroup};
-pub use sync::queue::{Queue, QueueShutDown, TaskDoneError, TryGetError, TryPutError};
-pub use sync::{
-    Barrier, BoundedSemaphore, Condition, Event, Lock, LockGuard, Mutex, MutexGuard, Semaphore, SemaphorePermit,
-    SyncError,
-};
-pub use sync::{channel, queue};
-pub use task::error::{InvalidStateError, PromiseError, RunError, TaskError};
-pub use task::promise::{Promise, PromiseFuture};
-pub use task::runner::Runner;
-pub use task::time::{Elapsed, Sleep, sleep, sleep_until, timeout, timeout_at};
-pub use task::timeouts::{Timeout, TimeoutHandle};
-pub use task::tree::{TaskNode, TaskTree, task_tree};
-pub use task::{Task, TaskBuilder, TaskRef, TaskState, YieldNow, all_tasks, current_task, run, run_with, spawn, yield_now};
+pub use task::spawn::{run, spawn};
 
 /// `#[evloop::main]` and `#[evloop::test]`: an `async fn` run on a new loop (`asyncio.run`);
 /// options `trace` and `virtual_clock`. See the crate documentation's first example.
 pub use evloop_macros::{main, test};
 
-/// The syscall layer, re-exported so users can read the per-thread call counters
-/// (`evloop::sys::counters::snapshot()`) without another dependency.
-pub use evloop_syscalls as sys;
+/// The I/O traits, safe to glob-import: `use evloop::prelude::*;` brings the six traits whose
+/// methods a program calls (`read`, `write_all`, `read_line`, ...) and nothing else (no `test`
+/// or `main` attribute that would make `#[test]` ambiguous).
+///
+/// ```
+/// use evloop::prelude::*;
+///
+/// evloop::run(async {
+///     let (mut a, mut b) = evloop::net::UnixStream::pair()?;
+///     a.write_all(b"hi").await?;
+///     let mut buf = [0; 2];
+///     b.read_exact(&mut buf).await?;
+///     assert_eq!(&buf, b"hi");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod prelude {
+    pub use crate::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+}
+
+/// Time: [`sleep`](time::sleep), [`timeout`](time::timeout) and their deadline forms, and
+/// asyncio's [`Timeout`](time::Timeout) object (tokio's `tokio::time`).
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::time::{sleep, timeout};
+///
+/// evloop::run(async {
+///     assert!(timeout(Duration::from_millis(1), sleep(Duration::from_secs(60))).await.is_err());
+/// })
+/// .unwrap();
+/// ```
+pub mod time {
+    pub use crate::task::time::{Elapsed, Sleep, sleep, sleep_until, timeout, timeout_at};
+    pub use crate::task::timeouts::{Timeout, TimeoutHandle};
+}
+
+/// Sockets for tasks: TCP, UDP and Unix-domain sockets (tokio's `tokio::net`), each registered
+/// with the loop's reactor once, edge-triggered; [`Socket`](net::Socket) is the generic socket
+/// they wrap. The halves of a split stream are in [`tcp`](net::tcp) and [`unix`](net::unix).
+///
+/// ```
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::net::{TcpListener, TcpStream};
+///
+/// evloop::run(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+///     let mut client = TcpStream::connect(listener.local_addr()?).await?;
+///     let (mut server, _) = listener.accept().await?;
+///     client.write_all(b"ping").await?;
+///     let mut buf = [0; 4];
+///     server.read_exact(&mut buf).await?;
+///     assert_eq!(&buf, b"ping");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod net {
+    pub use crate::io::net::{
+        Domain, Shutdown, SockAddr, SockType, Socket, TcpListener, TcpStream, ToSocketAddrs, UdpSocket, UnixAddr,
+        UnixDatagram, UnixListener, UnixStream,
+    };
+
+    /// The halves of a split [`TcpStream`] (tokio's `tokio::net::tcp`).
+    pub mod tcp {
+        pub use crate::io::split::tcp::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+    }
+
+    /// The halves of a split [`UnixStream`] (tokio's `tokio::net::unix`).
+    pub mod unix {
+        pub use crate::io::split::unix::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+    }
+}
+
+/// Pipes: [`pipe()`](pipe::pipe), the async pipe ends, and the pipe forms asyncio's pipe
+/// transports take.
+///
+/// ```
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
+///
+/// evloop::run(async {
+///     let (mut rd, mut wr) = evloop::pipe::pipe()?;
+///     wr.write_all(b"through").await?;
+///     drop(wr);
+///     let mut got = Vec::new();
+///     rd.read_to_end(&mut got).await?;
+///     assert_eq!(got, b"through");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod pipe {
+    pub use crate::io::pipe::*;
+}
+
+/// Streams: asyncio's high-level `StreamReader` / `StreamWriter` API (`asyncio.streams`),
+/// built on a transport and a protocol as asyncio builds it: [`open_connection`](streams::open_connection),
+/// [`start_server`](streams::start_server) and their Unix-socket twins give a reader and a
+/// writer per connection.
+///
+/// ```
+/// use evloop::streams::{open_unix_connection, start_unix_server};
+///
+/// evloop::run(async {
+///     let path = std::env::temp_dir().join(format!("evloop-streams-doc-{}", std::process::id()));
+///     let _ = std::fs::remove_file(&path);
+///     let addr = evloop::net::UnixAddr::pathname(&path)?;
+///     let server = start_unix_server(
+///         |mut reader, writer| async move {
+///             let line = reader.readline().await.unwrap();
+///             writer.write(&line);
+///             writer.drain().await.unwrap();
+///         },
+///         &addr,
+///     )?;
+///     let (mut reader, writer) = open_unix_connection(&addr).await?;
+///     writer.write(b"hello\n");
+///     assert_eq!(reader.readline().await.unwrap(), b"hello\n");
+///     server.close();
+///     let _ = std::fs::remove_file(&path);
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod streams {
+    pub use crate::io::stream::*;
+}
+
+/// Transports and protocols: asyncio's callback API (`asyncio.transports`, `asyncio.protocols`),
+/// the fastest path (no task per connection): a [`Protocol`](protocol::Protocol) is called by
+/// its [`Transport`](protocol::Transport); a [`Server`](protocol::Server) accepts connections
+/// for a protocol factory; the datagram forms are beside them.
+///
+/// ```
+/// use evloop::protocol::{Protocol, Transport};
+///
+/// // An echo server's protocol: what arrives goes back.
+/// struct Echo(Option<Transport>);
+/// impl Protocol for Echo {
+///     fn connection_made(&mut self, transport: Transport) {
+///         self.0 = Some(transport);
+///     }
+///     fn data_received(&mut self, data: &[u8]) {
+///         self.0.as_ref().unwrap().write(data);
+///     }
+/// }
+/// # let _ = Echo(None);
+/// ```
+pub mod protocol {
+    pub use crate::io::datagram::{
+        DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport,
+    };
+    pub use crate::io::protocol::{DEFAULT_ACCEPT_RETRY_DELAY, DEFAULT_HIGH_WATER, Protocol, Server, Transport};
+}
+
+/// What a program's tests may need from the syscall layer: the per-thread call
+/// [`counters`](sys::counters), fault injection (feature `fault-injection`), the simulated
+/// kernel (feature `simulation`) and the [`Syscall`](sys::Syscall) names they use.
+///
+/// ```
+/// let before = evloop::sys::counters::snapshot();
+/// evloop::run(async {}).unwrap();
+/// assert!(evloop::sys::counters::snapshot().since(&before).total_calls() > 0);
+/// ```
+pub mod sys {
+    #[cfg(feature = "fault-injection")]
+    pub use evloop_syscalls::fault;
+    #[cfg(feature = "simulation")]
+    pub use evloop_syscalls::sim;
+    pub use evloop_syscalls::{Syscall, counters};
+}

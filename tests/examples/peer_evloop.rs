@@ -40,7 +40,12 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, StreamReader, StreamWriter, Transport};
+use evloop::{
+    event_loop::{EventLoop, LoopHandle},
+    io::{AsyncReadExt, AsyncWriteExt},
+    protocol::{Protocol, Transport},
+    streams::{StreamReader, StreamWriter},
+};
 
 use common::{
     Cmd, Delays, TIMER_WAKE_DELAY, ThreadWake, announce, check_idle_started, cpu_seconds, exit_at_stdin_eof, idle_task,
@@ -153,15 +158,15 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
     let variant = if variant == "default" { "protocol" } else { variant };
     let variant = variant.to_string();
     evloop::run(async move {
-        let lp = evloop::get_running_loop()?;
+        let lp = evloop::event_loop::get_running_loop()?;
         match variant.as_str() {
             "streams" => {
-                let server = evloop::start_server(echo_stream, "127.0.0.1", port).await?;
+                let server = evloop::streams::start_server(echo_stream, "127.0.0.1", port).await?;
                 announce(server.local_addr())?;
                 std::future::pending::<()>().await;
             }
             "lines" => {
-                let server = evloop::start_server(echo_lines, "127.0.0.1", port).await?;
+                let server = evloop::streams::start_server(echo_lines, "127.0.0.1", port).await?;
                 announce(server.local_addr())?;
                 std::future::pending::<()>().await;
             }
@@ -173,7 +178,7 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
                         Ok((conn, _peer)) => conn,
                         Err(e) => {
                             eprintln!("accept: {e}; retrying in 100 ms");
-                            evloop::sleep(Duration::from_millis(100)).await;
+                            evloop::time::sleep(Duration::from_millis(100)).await;
                             continue;
                         }
                     };
@@ -198,7 +203,7 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
                         Ok((conn, _peer)) => conn,
                         Err(e) => {
                             eprintln!("accept: {e}; retrying in 100 ms");
-                            evloop::sleep(Duration::from_millis(100)).await;
+                            evloop::time::sleep(Duration::from_millis(100)).await;
                             continue;
                         }
                     };
@@ -225,10 +230,10 @@ fn timers(tasks: usize, spread_ms: u64, from_spawn: bool) -> Result<(), Box<dyn 
                 let (delay, lp) = (delays.next_delay(), h.clone());
                 let at_spawn = from_spawn.then(|| h.time() + delay);
                 evloop::spawn(async move {
-                    // What `evloop::sleep(delay)` does, with the deadline kept to measure against
+                    // What `evloop::time::sleep(delay)` does, with the deadline kept to measure against
                     // (the loop's clock, CLOCK_MONOTONIC): fixed now, or when it was spawned.
                     let deadline = at_spawn.unwrap_or_else(|| lp.time() + delay);
-                    evloop::sleep_until(deadline).await;
+                    evloop::time::sleep_until(deadline).await;
                     lateness_ms(Instant::now(), deadline)
                 })
             })
@@ -237,7 +242,7 @@ fn timers(tasks: usize, spread_ms: u64, from_spawn: bool) -> Result<(), Box<dyn 
         for s in sleepers {
             late.push(s.await?);
         }
-        Ok::<_, evloop::TaskError>(late)
+        Ok::<_, evloop::task::TaskError>(late)
     })??;
     let (cpu_s, wall_s) = (cpu_seconds() - cpu0, wall0.elapsed().as_secs_f64());
     print_timers(late, cpu_s, wall_s);
@@ -253,7 +258,7 @@ fn spawn(n: usize) -> Result<(), Box<dyn Error>> {
         for t in tasks {
             sum += t.await?;
         }
-        Ok::<_, evloop::TaskError>(sum)
+        Ok::<_, evloop::task::TaskError>(sum)
     })??;
     let ms = started.elapsed().as_secs_f64() * 1e3;
     print_spawn(n, sum, ms)
@@ -347,14 +352,14 @@ fn idle_tasks(n: usize) -> Result<(), Box<dyn Error>> {
     })
 }
 
-/// One spawned task: `evloop::sleep(TIMER_WAKE_DELAY)` N times.
+/// One spawned task: `evloop::time::sleep(TIMER_WAKE_DELAY)` N times.
 fn timer_wake(n: usize) -> Result<(), Box<dyn Error>> {
     let lp = EventLoop::new()?;
     let started = Instant::now();
     lp.run_until_complete(async move {
         evloop::spawn(async move {
             for _ in 0..n {
-                evloop::sleep(TIMER_WAKE_DELAY).await;
+                evloop::time::sleep(TIMER_WAKE_DELAY).await;
             }
         })
         .await

@@ -46,7 +46,10 @@ use std::time::Instant;
 
 use evloop::fiber::{self, Fiber};
 use evloop::net::{TcpListener, TcpStream};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop};
+use evloop::{
+    event_loop::EventLoop,
+    io::{AsyncReadExt, AsyncWriteExt},
+};
 
 use common::{announce, exit_at_stdin_eof, status_kib};
 
@@ -338,7 +341,7 @@ fn echo(variant: &str, port: u16) -> Result<(), Box<dyn Error>> {
                     Ok((conn, _peer)) => evloop::spawn(echo_task(conn)).detach(),
                     Err(e) => {
                         eprintln!("accept: {e}; retrying in 100 ms");
-                        evloop::sleep(std::time::Duration::from_millis(100)).await;
+                        evloop::time::sleep(std::time::Duration::from_millis(100)).await;
                     }
                 }
             }

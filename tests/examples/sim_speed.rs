@@ -16,9 +16,9 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use evloop::io::{AsyncReadExt, AsyncWriteExt};
 use evloop::net::{TcpListener, TcpStream};
-use evloop::sys::sim::{Config, Kernel, TraceMode};
-use evloop::{AsyncReadExt, AsyncWriteExt};
+use evloop_syscalls::sim::{Config, Kernel, TraceMode};
 
 fn config() -> Config {
     if std::env::args().any(|a| a == "--recording") {
@@ -46,7 +46,7 @@ fn timer_heavy(timers: u64, hours: u64) -> (Duration, Duration, u64, Kernel) {
                     let period = Duration::from_millis(1000 + (i * 7919) % 9000);
                     let mut slept = Duration::ZERO;
                     while slept + period <= end {
-                        evloop::sleep(period).await;
+                        evloop::time::sleep(period).await;
                         slept += period;
                         w.set(w.get() + 1);
                     }

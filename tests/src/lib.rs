@@ -21,7 +21,7 @@
 //!   polls in a syscall count), the workspace's files ([`workspace_root`],
 //!   [`read_workspace_file`]).
 //! - Networking: [`net`] (loopback addresses, abstract Unix names, a connected pair, an echo
-//!   [`Protocol`](evloop::Protocol) and an echo loop for streams) and [`server`] (an example
+//!   [`Protocol`](evloop::protocol::Protocol) and an echo loop for streams) and [`server`] (an example
 //!   server on a thread of its own).
 //! - Child processes: [`child`] (re-running one test of the current binary in a child, for
 //!   tests that change process-wide state), named with [`test_name!`].

@@ -6,7 +6,10 @@
 use std::future::Future;
 use std::time::Duration;
 
-use evloop::{Builder, EventLoop, LoopHandle, timeout};
+use evloop::{
+    event_loop::{Builder, EventLoop, LoopHandle},
+    time::timeout,
+};
 
 use crate::host::under_valgrind;
 

@@ -6,7 +6,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use evloop::net::{TcpListener, TcpStream, UnixAddr};
-use evloop::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Protocol, Transport};
+use evloop::{
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
+    protocol::{Protocol, Transport},
+};
 
 /// An echo protocol: writes back what it receives, closes on the peer's EOF.
 #[derive(Default)]

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
-use evloop::{ExceptionContext, ExceptionKind, LoopHandle};
+use evloop::event_loop::{ExceptionContext, ExceptionKind, LoopHandle};
 
 /// A shared, growable record of what happened, in order (by default, of strings).
 pub type Log<T = String> = Rc<RefCell<Vec<T>>>;

@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
+use evloop::event_loop::{EventLoop, RemoteHandle};
 use evloop::net::TcpListener;
-use evloop::{EventLoop, RemoteHandle};
 
 /// A server running on a thread of its own; dropping it stops the loop (closing every
 /// socket the server held) and joins the thread.

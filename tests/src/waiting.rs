@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use evloop::{sleep, yield_now};
+use evloop::{task::yield_now, time::sleep};
 
 use crate::loops::HANG;
 

@@ -5,7 +5,7 @@ use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use evloop::RemoteHandle;
+use evloop::event_loop::RemoteHandle;
 
 /// How often the watchdog stops the loop again once it has fired.
 const REPEAT: Duration = Duration::from_millis(500);

@@ -6,7 +6,7 @@
 use std::os::fd::AsFd;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener};
-use evloop::{AsyncWriteExt, EventLoop};
+use evloop::{event_loop::EventLoop, io::AsyncWriteExt};
 use evloop_syscalls as sys;
 use evloop_tests::net::abstract_name;
 use evloop_tests::run_bounded;

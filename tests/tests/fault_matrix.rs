@@ -46,8 +46,12 @@ use std::time::{Duration, Instant};
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
 use evloop::process::{Stdio, SubprocessOptions};
-use evloop::sys::{Syscall, errno, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, LoopHandle, os_error, sleep, timeout};
+use evloop::{
+    event_loop::{EventLoop, ExceptionKind, LoopHandle},
+    io::{AsyncReadExt, AsyncWriteExt, os_error},
+    time::{sleep, timeout},
+};
+use evloop_syscalls::{Syscall, errno, fault};
 use evloop_tests::fds::open_fds;
 use evloop_tests::net::Echo;
 use evloop_tests::workspace_root;
@@ -541,7 +545,7 @@ async fn connections(lp: LoopHandle) -> Phase {
 }
 
 async fn datagrams() -> Phase {
-    let lp = match evloop::get_running_loop() {
+    let lp = match evloop::event_loop::get_running_loop() {
         Ok(lp) => lp,
         Err(e) => return Phase::Failed(vec![e.to_string()]),
     };
@@ -652,7 +656,7 @@ async fn timers(lp: LoopHandle) -> Phase {
 async fn remote_wake(lp: LoopHandle, inject: Option<(Syscall, u64, i32)>) -> Phase {
     let (tx, rx) = mpsc::channel::<()>();
     let remote = lp.remote();
-    let (done_tx, mut done) = evloop::channel::threadsafe::channel::<()>();
+    let (done_tx, mut done) = evloop::sync::threadsafe::channel::<()>();
     let (back_tx, back_rx) = mpsc::channel::<(Result<(), String>, bool)>();
     let thread = std::thread::spawn(move || {
         if let Some((s, n, e)) = inject {
@@ -700,7 +704,7 @@ fn run_cell(row: &Row, errno: i32, nth: u64) -> Result<String, String> {
         r.borrow_mut().push((ctx.kind, ctx.message.clone()));
     })));
     let h = lp.handle();
-    evloop::sys::force_epoll_wait_fallback(row.fallback);
+    evloop_syscalls::force_epoll_wait_fallback(row.fallback);
     let (syscall, target) = (row.syscall, row.target);
     let workload = async move {
         if target == Target::Workload {
@@ -758,7 +762,7 @@ fn run_cell(row: &Row, errno: i32, nth: u64) -> Result<String, String> {
         }
     }
     fault::clear();
-    evloop::sys::force_epoll_wait_fallback(false);
+    evloop_syscalls::force_epoll_wait_fallback(false);
     observed.reports = std::mem::take(&mut *reports.borrow_mut());
 
     // Invariants, after the fault.

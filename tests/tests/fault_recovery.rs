@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream};
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, os_error};
+use evloop::{
+    event_loop::EventLoop,
+    io::{AsyncReadExt, AsyncWriteExt, os_error},
+};
 use evloop_syscalls as sys;
 use evloop_tests::run_bounded;
 use evloop_tests::watchdog::Watchdog;
@@ -26,7 +29,7 @@ fn a_connect_whose_first_call_left_no_attempt_behind_still_connects() {
         let addr = listener.local_addr().unwrap();
         let accept = evloop::spawn(async move { listener.accept().await.map(|_| ()) });
         fault::fail_nth(Syscall::Connect, 1, sys::errno::EINTR);
-        let connected = evloop::timeout(Duration::from_secs(5), TcpStream::connect(addr)).await;
+        let connected = evloop::time::timeout(Duration::from_secs(5), TcpStream::connect(addr)).await;
         fault::clear();
         let s = connected.expect("connect waited forever").unwrap();
         assert_eq!(s.peer_addr().unwrap(), addr);

@@ -16,7 +16,13 @@ use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use evloop::net::TcpStream;
-use evloop::{AsyncWriteExt, EventLoop, Protocol, StreamReader, StreamWriter, Transport, sleep};
+use evloop::{
+    event_loop::EventLoop,
+    io::AsyncWriteExt,
+    protocol::{Protocol, Transport},
+    streams::{StreamReader, StreamWriter},
+    time::sleep,
+};
 use evloop_tests::fds::open_fd_count;
 use evloop_tests::{run_bounded, serial, yield_until};
 

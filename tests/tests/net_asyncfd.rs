@@ -21,12 +21,15 @@ use std::time::Duration;
 
 use evloop::net::{Domain, SockType, TcpListener, TcpStream, UnixStream};
 use evloop::sys::Syscall;
-use evloop::sys::counters::{self, Counts};
 use evloop::{
-    AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, EventLoop, Interest, LoopHandle, Protocol, Transport,
-    sleep, yield_now,
+    event_loop::{EventLoop, LoopHandle},
+    io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest},
+    protocol::{Protocol, Transport},
+    task::yield_now,
+    time::sleep,
 };
 use evloop_syscalls as sys;
+use evloop_syscalls::counters::{self, Counts};
 use evloop_tests::{run_bounded, serial, settle, spin_once};
 
 /// One `poll_read` from the current task: `Ready(result)` or `Pending` (the waker is parked).

@@ -18,10 +18,11 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use evloop::net::{SockAddr, UnixAddr};
-use evloop::sys::{self as sys, Syscall, counters};
 use evloop::{
-    DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport, LoopHandle,
+    event_loop::LoopHandle,
+    protocol::{DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport},
 };
+use evloop_syscalls::{self as sys, Syscall, counters};
 use evloop_tests::fds::fd_table;
 use evloop_tests::net::{abstract_name, loopback_v4};
 use evloop_tests::{DropFlag, flag, new_loop, run_bounded, serial, settle_for, wait_until};
@@ -894,7 +895,7 @@ fn a_send_that_finds_a_pending_icmp_error_is_retried() {
 
 #[test]
 fn injected_faults_per_datagram_errors_vs_a_dead_socket() {
-    use evloop::sys::{errno, fault};
+    use evloop_syscalls::{errno, fault};
     let _g = serial();
     fault::clear();
     let lp = new_loop();

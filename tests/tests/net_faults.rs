@@ -23,7 +23,12 @@ use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream, Ud
 use evloop::net::{UnixListener, UnixStream};
 use evloop::sys::counters;
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, LoopHandle, Protocol, Transport, sleep};
+use evloop::{
+    event_loop::LoopHandle,
+    io::{AsyncReadExt, AsyncWriteExt},
+    protocol::{Protocol, Transport},
+    time::sleep,
+};
 use evloop_syscalls as sys;
 use evloop_tests::net::loopback_v4;
 use evloop_tests::{child, run_bounded, serial, warm_loop, yield_until};
@@ -55,7 +60,7 @@ fn is_closed_peer_error(e: &io::Error) -> bool {
 
 /// Writes to `w` until it fails (the peer is gone), at most 200 times with a short sleep in
 /// between (the peer's RST needs a moment to arrive). Returns the error.
-async fn write_until_error<W: evloop::AsyncWrite + Unpin>(w: &mut W) -> io::Error {
+async fn write_until_error<W: evloop::io::AsyncWrite + Unpin>(w: &mut W) -> io::Error {
     for _ in 0..200 {
         match w.write(b"are you there?").await {
             Ok(_) => sleep(Duration::from_millis(2)).await,
@@ -116,7 +121,7 @@ fn connecting_to_a_closed_port_on_other_loopback_addresses_and_port_zero_fails_p
         }
         for t in targets {
             let started = std::time::Instant::now();
-            let r = evloop::timeout(Duration::from_secs(10), TcpStream::connect(t)).await;
+            let r = evloop::time::timeout(Duration::from_secs(10), TcpStream::connect(t)).await;
             let e = match r {
                 Ok(Ok(_)) => panic!("connecting to {t} succeeded"),
                 Ok(Err(e)) => e,
@@ -729,7 +734,7 @@ fn an_injected_emfile_on_accept_is_returned_and_the_next_accept_works() {
         listener.socket().async_fd().readable().await.unwrap();
         fault::fail_nth(Syscall::Accept4, 1, sys::errno::EMFILE);
         let e = listener.accept().await.unwrap_err();
-        assert_eq!(evloop::os_error(&e), Some(sys::errno::EMFILE), "{e}");
+        assert_eq!(evloop::io::os_error(&e), Some(sys::errno::EMFILE), "{e}");
         assert!(
             e.to_string().starts_with("accept4(fd "),
             "the error names the call and the fd: {e}"
@@ -805,12 +810,12 @@ fn a_udp_receive_after_an_icmp_error_waits_instead_of_spinning() {
         udp.connect(closed_port).await.unwrap();
         udp.send(b"anyone?").await.unwrap();
         let mut buf = [0u8; 16];
-        let first = evloop::timeout(Duration::from_secs(5), udp.recv(&mut buf)).await;
+        let first = evloop::time::timeout(Duration::from_secs(5), udp.recv(&mut buf)).await;
         let err = first.expect("the ICMP error arrives").unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused, "{err}");
         // Nothing more is coming: the next receive must park (and time out), not spin.
         let before = counters::snapshot();
-        let second = evloop::timeout(Duration::from_millis(50), udp.recv(&mut buf)).await;
+        let second = evloop::time::timeout(Duration::from_millis(50), udp.recv(&mut buf)).await;
         assert!(second.is_err(), "nothing to receive: {second:?}");
         let recvs = counters::snapshot().since(&before)[Syscall::Recv];
         assert!(recvs <= 2, "the receive spun: {recvs} recv calls in 50 ms");

@@ -14,7 +14,12 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use evloop::net::{TcpListener, TcpStream};
-use evloop::{AsyncReadExt, AsyncWriteExt, LoopHandle, Promise, Protocol, Transport};
+use evloop::{
+    event_loop::LoopHandle,
+    io::{AsyncReadExt, AsyncWriteExt},
+    protocol::{Protocol, Transport},
+    task::Promise,
+};
 use evloop_tests::fds::{open_fd_count, open_fds};
 use evloop_tests::net::{Echo, echo_stream};
 use evloop_tests::{run_bounded, serial, warm_loop, yield_until};
@@ -25,7 +30,7 @@ const CONCURRENT: usize = 1_000;
 /// Makes sure `extra` more fds fit under the soft limit, raising it toward the hard limit if
 /// needed; `Err(reason)` when even the hard limit is too low.
 fn ensure_fd_room(extra: usize) -> Result<(), String> {
-    let (soft, hard) = evloop::sys::nofile_limit().map_err(|e| format!("getrlimit: {e}"))?;
+    let (soft, hard) = evloop_syscalls::nofile_limit().map_err(|e| format!("getrlimit: {e}"))?;
     let highest = open_fds().last().copied().unwrap_or(0) as u64;
     let needed = highest + extra as u64 + 64;
     if soft >= needed {
@@ -36,7 +41,7 @@ fn ensure_fd_room(extra: usize) -> Result<(), String> {
             "{extra} more fds are needed but RLIMIT_NOFILE is soft {soft}, hard {hard}"
         ));
     }
-    evloop::sys::set_nofile_limit(needed, hard).map_err(|e| format!("setrlimit({needed}, {hard}): {e}"))?;
+    evloop_syscalls::set_nofile_limit(needed, hard).map_err(|e| format!("setrlimit({needed}, {hard}): {e}"))?;
     println!("raised the soft fd limit from {soft} to {needed} (hard {hard})");
     Ok(())
 }
@@ -64,7 +69,7 @@ async fn exchange(addr: std::net::SocketAddr, i: usize) -> io::Result<TcpStream>
 
 /// A task-based echo server: accepts until the listener's task is dropped, one task per
 /// connection; counts the connections that are open.
-fn task_server(listener: TcpListener, open: Rc<Cell<usize>>) -> evloop::Task<()> {
+fn task_server(listener: TcpListener, open: Rc<Cell<usize>>) -> evloop::task::Task<()> {
     evloop::spawn(async move {
         loop {
             let (mut s, _) = listener.accept().await.unwrap();

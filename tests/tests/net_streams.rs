@@ -1,5 +1,5 @@
 // Standalone binary: one test counts the process's fds, which tests in parallel threads would disturb.
-//! Streams (`evloop::stream`): asyncio's `open_connection` / `start_server` with `StreamReader`
+//! Streams (`evloop::streams`): asyncio's `open_connection` / `start_server` with `StreamReader`
 //! and `StreamWriter` on top of transports. Loopback and Unix sockets only; every test runs its
 //! loop under [`run_bounded`] and closes its servers and connections.
 //!
@@ -12,7 +12,19 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use evloop::net::UnixAddr;
-use evloop::*;
+use evloop::prelude::*;
+use evloop::{
+    event_loop::{EventLoop, ExceptionKind, get_running_loop},
+    io::AsyncReadExt,
+    protocol::Server,
+    spawn,
+    streams::{
+        StreamConfig, StreamError, StreamReader, StreamWriter, open_connection, open_connection_with,
+        open_unix_connection, start_server, start_server_with, start_unix_server,
+    },
+    task::Promise,
+    time::{sleep, timeout},
+};
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
 use evloop_tests::fds::open_fd_count;
 use evloop_tests::net::abstract_name;

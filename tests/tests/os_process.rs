@@ -17,7 +17,11 @@ use std::time::{Duration, Instant};
 use evloop::process::{Stdio, SubprocessOptions};
 use evloop::sys::Syscall;
 use evloop::sys::counters;
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, sleep};
+use evloop::{
+    event_loop::{EventLoop, LoopHandle},
+    io::{AsyncReadExt, AsyncWriteExt},
+    time::sleep,
+};
 use evloop_tests::fds::open_fd_count;
 use evloop_tests::{run_bounded, serial};
 
@@ -205,7 +209,7 @@ fn a_thousand_short_lived_children_leave_no_zombie_and_no_fd() {
     let fds_before = open_fd_count();
     let lp = EventLoop::new().unwrap();
     let pids = run_bounded(&lp.handle(), async move {
-        let lp = evloop::get_running_loop().unwrap();
+        let lp = evloop::event_loop::get_running_loop().unwrap();
         let mut pids = Vec::with_capacity(1000);
         for i in 0..1000 {
             let mut p = lp.subprocess_exec("true", NO_ARGS).unwrap();
@@ -238,7 +242,7 @@ fn a_missing_program_is_an_error_naming_it_and_leaks_no_fd() {
         msg.starts_with("subprocess_exec(no-such-prog): No such file or directory"),
         "{msg}"
     );
-    assert_eq!(evloop::os_error(&e), Some(evloop::sys::errno::ENOENT));
+    assert_eq!(evloop::io::os_error(&e), Some(evloop_syscalls::errno::ENOENT));
     assert_eq!(open_fd_count(), fds_before, "fds leaked");
     assert_eq!(my_children(), children_before, "a child was left behind");
     assert_eq!(lp.stats().io_registrations, 0);
@@ -267,7 +271,7 @@ fn send_signal_after_the_child_was_reaped_is_an_error() {
         p.terminate().unwrap_err(),
         p.kill().unwrap_err(),
     ] {
-        assert_eq!(evloop::os_error(&e), Some(evloop::sys::errno::ESRCH), "{e}");
+        assert_eq!(evloop::io::os_error(&e), Some(evloop_syscalls::errno::ESRCH), "{e}");
         let msg = e.to_string();
         assert!(
             msg.contains(&format!("send_signal(pid {pid}")) && msg.contains("reaped"),
@@ -347,7 +351,7 @@ fn waiting_makes_one_pidfd_open_and_exactly_one_waitid_after_the_exit() {
     assert_eq!(at_spawn.get(Syscall::Waitid), 0, "{at_spawn}");
     let started = Instant::now();
     let (status, midway) = run_bounded(&h, async move {
-        let lp = evloop::get_running_loop().unwrap();
+        let lp = evloop::event_loop::get_running_loop().unwrap();
         let probe = lp
             .create_task(async {
                 sleep(Duration::from_millis(100)).await;
@@ -546,8 +550,8 @@ fn a_child_spawned_while_the_loop_blocks_sigpipe_starts_with_an_empty_mask() {
 /// A pipe whose write end this process holds without close-on-exec, as a descriptor inherited
 /// from a parent (or opened by a library without `O_CLOEXEC`) would be.
 fn leaky_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
-    let (r, w) = evloop::sys::pipe2().unwrap();
-    evloop::sys::set_cloexec(std::os::fd::AsRawFd::as_raw_fd(&w), false).unwrap();
+    let (r, w) = evloop_syscalls::pipe2().unwrap();
+    evloop_syscalls::set_cloexec(std::os::fd::AsRawFd::as_raw_fd(&w), false).unwrap();
     (r, w)
 }
 
@@ -579,7 +583,7 @@ fn a_child_gets_only_stdio_by_default_like_asyncios_close_fds() {
         SubprocessOptions::new().close_fds(false)
     ));
     // The parent's own descriptor is untouched: the hook runs in the child only.
-    assert!(evloop::sys::fd_is_open(w.as_raw_fd()));
+    assert!(evloop_syscalls::fd_is_open(w.as_raw_fd()));
     lp.close().unwrap();
 }
 
@@ -592,7 +596,7 @@ fn a_reader_sees_end_of_file_while_a_child_runs_on() {
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     let (r, w) = leaky_pipe();
-    evloop::sys::set_nonblocking(std::os::fd::AsFd::as_fd(&r), false).unwrap();
+    evloop_syscalls::set_nonblocking(std::os::fd::AsFd::as_fd(&r), false).unwrap();
     let mut child = run_bounded(&h, {
         let h = h.clone();
         async move { h.subprocess_exec("sleep", ["30"]).unwrap() }
@@ -617,7 +621,7 @@ fn pass_fds_hands_the_child_a_close_on_exec_descriptor_under_its_number() {
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     for close in [true, false] {
-        let (r, w) = evloop::sys::pipe2().unwrap(); // close-on-exec
+        let (r, w) = evloop_syscalls::pipe2().unwrap(); // close-on-exec
         let number = w.as_raw_fd();
         let (_r2, other) = leaky_pipe();
         let opts = SubprocessOptions::new().close_fds(close).pass_fds([w.as_raw_fd()]);
@@ -635,7 +639,7 @@ fn pass_fds_hands_the_child_a_close_on_exec_descriptor_under_its_number() {
         assert!(status.success());
         drop(w);
         let mut got = String::new();
-        evloop::sys::set_nonblocking(std::os::fd::AsFd::as_fd(&r), false).unwrap();
+        evloop_syscalls::set_nonblocking(std::os::fd::AsFd::as_fd(&r), false).unwrap();
         std::fs::File::from(r).read_to_string(&mut got).unwrap();
         assert_eq!(got, format!("fd {number}"), "written through the passed descriptor");
     }

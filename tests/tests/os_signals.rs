@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Duration;
 
+use evloop::event_loop::{EventLoop, LoopHandle};
 use evloop::signal::{self, Signal};
-use evloop::sys::{self, Disposition};
-use evloop::{EventLoop, LoopHandle};
+use evloop_syscalls::{self as sys, Disposition};
 use evloop_tests::{run_bounded, serial, watchdog::Watchdog};
 
 fn disposition(sig: Signal) -> Disposition {
@@ -133,13 +133,13 @@ fn a_burst_of_signals_while_the_loop_is_busy_runs_the_handler_at_least_once_with
     // Keep the loop busy with work of its own while the storm lasts.
     run_bounded(&lp, async {
         for _ in 0..200 {
-            evloop::yield_now().await;
+            evloop::task::yield_now().await;
         }
-        evloop::sleep(Duration::from_millis(20)).await;
+        evloop::time::sleep(Duration::from_millis(20)).await;
     });
     stop.store(true, Ordering::Relaxed);
     let sent = storm.join().unwrap();
-    run_bounded(&lp, evloop::sleep(Duration::from_millis(20)));
+    run_bounded(&lp, evloop::time::sleep(Duration::from_millis(20)));
     assert!(sent > 0);
     assert!(hits.get() >= 1, "{sent} signals sent, handler never ran");
     assert!(
@@ -161,7 +161,7 @@ fn one_delivery_costs_one_eventfd_read_on_the_loop_thread() {
     let c = hits.clone();
     lp.add_signal_handler(Signal::USR2, move || c.set(c.get() + 1)).unwrap();
     // Let the registration's first (writable) edge go by before counting.
-    run_bounded(&lp, evloop::sleep(Duration::from_millis(5)));
+    run_bounded(&lp, evloop::time::sleep(Duration::from_millis(5)));
     let before = sys::counters::snapshot();
     sys::raise_in_process(Signal::USR2).unwrap();
     let seen = hits.clone();
@@ -170,13 +170,13 @@ fn one_delivery_costs_one_eventfd_read_on_the_loop_thread() {
             if seen.get() == 1 {
                 break;
             }
-            evloop::sleep(Duration::from_millis(5)).await;
+            evloop::time::sleep(Duration::from_millis(5)).await;
         }
         // Several more iterations in which a second, spurious dispatch would show up.
         for _ in 0..5 {
-            evloop::yield_now().await;
+            evloop::task::yield_now().await;
         }
-        evloop::sleep(Duration::from_millis(5)).await;
+        evloop::time::sleep(Duration::from_millis(5)).await;
     });
     let reads = sys::counters::snapshot().since(&before).get(sys::Syscall::Read);
     assert_eq!(hits.get(), 1, "the handler runs once per delivery");
@@ -228,7 +228,7 @@ fn signal_recv_of_an_uncatchable_signal_or_with_no_loop_is_an_error() {
     // then waits for a delivery: bounded here, nothing is raised.
     let early = signal::recv(Signal::USR1);
     let waited = lp
-        .run_until_complete(async move { evloop::timeout(Duration::from_millis(30), early).await })
+        .run_until_complete(async move { evloop::time::timeout(Duration::from_millis(30), early).await })
         .unwrap();
     assert!(waited.is_err(), "no signal was raised: {waited:?}");
     assert_eq!(

@@ -27,7 +27,8 @@ use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 
-use evloop::{EventLoop, LoopHandle, sys};
+use evloop::event_loop::{EventLoop, LoopHandle};
+use evloop_syscalls as sys;
 use evloop_tests::{serial, spin_once};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

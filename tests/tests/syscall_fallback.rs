@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use evloop::EventLoop;
+use evloop::event_loop::EventLoop;
 use evloop_syscalls::Syscall;
 use evloop_syscalls::counters;
 use evloop_tests::watchdog::Watchdog;
@@ -67,7 +67,8 @@ fn epoll_wait_fallback_rounds_up_and_never_fires_early() {
         whens.push(t.when());
     }
     counters::reset();
-    lp.run_until_complete(evloop::sleep(Duration::from_millis(2))).unwrap();
+    lp.run_until_complete(evloop::time::sleep(Duration::from_millis(2)))
+        .unwrap();
     let c = counters::snapshot();
     assert!(!dog.finish(), "the watchdog had to stop the loop");
     println!("observed (fallback, 200 sub-ms timers + 2 ms sleep): {c}");

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::thread;
 use std::time::Duration;
 
-use evloop::{EventLoop, LoopErrorKind};
+use evloop::event_loop::{EventLoop, LoopErrorKind};
 use evloop_syscalls::{Syscall, fault};
 use evloop_tests::fds::fd_table;
 use evloop_tests::serial;
@@ -81,7 +81,7 @@ fn exercise(lp: &EventLoop) {
         .run_until_complete(async move {
             let task = h
                 .create_task(async {
-                    evloop::sleep(Duration::from_millis(2)).await;
+                    evloop::time::sleep(Duration::from_millis(2)).await;
                     2
                 })
                 .unwrap();
@@ -94,7 +94,7 @@ fn exercise(lp: &EventLoop) {
                 remote.call_soon_threadsafe(move || g.store(4, SeqCst)).unwrap();
             });
             while got.load(SeqCst) == 0 {
-                evloop::sleep(Duration::from_millis(1)).await;
+                evloop::time::sleep(Duration::from_millis(1)).await;
             }
             th.join().unwrap();
             task.await.unwrap() + job.await.unwrap() + got.load(SeqCst)
@@ -160,7 +160,7 @@ fn dropping_a_loop_without_close_leaves_proc_self_fd_as_it_was() {
         // executor job still running.
         lp.call_later(Duration::from_secs(10), || {}).unwrap();
         let _task = lp
-            .create_task(async { evloop::sleep(Duration::from_secs(10)).await })
+            .create_task(async { evloop::time::sleep(Duration::from_secs(10)).await })
             .unwrap();
         lp.add_reader(r.as_raw_fd(), || {}).unwrap();
         let _job = lp.run_in_executor(|| thread::sleep(Duration::from_millis(20))).unwrap();

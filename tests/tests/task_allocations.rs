@@ -8,7 +8,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::Duration;
 
-use evloop::EventLoop;
+use evloop::event_loop::EventLoop;
 use evloop_tests::virtual_loop;
 
 struct Counting;
@@ -63,7 +63,7 @@ fn sleeping_run(tasks: usize, rounds: usize) -> u64 {
         for i in 0..tasks {
             handles.push(evloop::spawn(async move {
                 for r in 0..rounds {
-                    evloop::sleep(Duration::from_micros(((i + r) % 13 + 1) as u64)).await;
+                    evloop::time::sleep(Duration::from_micros(((i + r) % 13 + 1) as u64)).await;
                 }
             }));
         }
@@ -97,7 +97,7 @@ fn a_spawn_is_one_allocation() {
         .run_until_complete(async move {
             // Every spawn comes from the same line (a task records its creation site, interned
             // the first time a site is seen).
-            fn spawn_into(handles: &mut Vec<evloop::Task<usize>>, n: usize) {
+            fn spawn_into(handles: &mut Vec<evloop::task::Task<usize>>, n: usize) {
                 for i in 0..n {
                     handles.push(evloop::spawn(async move { i }));
                 }

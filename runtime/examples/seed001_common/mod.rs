@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use evloop::{LoopHandle, Promise};
+use evloop::{event_loop::LoopHandle, task::Promise};
 
 const USAGE: &str = "[--port N] [--once] [--seconds N]";
 
@@ -63,12 +63,14 @@ pub fn stop_signal(lp: &LoopHandle, seconds: Option<Duration>) -> Promise<()> {
         let _ = lp.call_later(after, move || drop(d.set_result(())));
     }
     let (l, d) = (lp.clone(), done.clone());
-    let watched = lp.add_reader(0, move || match evloop::sys::read(io::stdin().as_fd(), &mut [0; 512]) {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-        Ok(n) if n > 0 => {} // typed input is ignored
-        _ => {
-            l.remove_reader(0); // end of file (or an error): stop watching, and stop
-            let _ = d.set_result(());
+    let watched = lp.add_reader(0, move || {
+        match evloop_syscalls::read(io::stdin().as_fd(), &mut [0; 512]) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Ok(n) if n > 0 => {} // typed input is ignored
+            _ => {
+                l.remove_reader(0); // end of file (or an error): stop watching, and stop
+                let _ = d.set_result(());
+            }
         }
     });
     if let Err(e) = watched {

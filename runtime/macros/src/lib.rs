@@ -9,14 +9,14 @@
 //! ```text
 //! #[evloop::main(trace)]                 fn main() -> R {
 //! async fn main() -> R { BODY }    =>        let body = async move { BODY };
-//!                                            match ::evloop::run_with(Builder::new().trace(true), body) {
+//!                                            match ::evloop::event_loop::Builder::new().trace(true).run(body) {
 //!                                                Ok(v) => v,
 //!                                                Err(e) => resume the task's panic, or panic with e,
 //!                                            }
 //!                                        }
 //! ```
 //!
-//! `evloop::run_with` is `asyncio.run`: a fresh loop, the body as its main task, leftover tasks
+//! `Builder::run` is `asyncio.run`: a fresh loop, the body as its main task, leftover tasks
 //! cancelled, the loop closed. A panic in the body resumes as the same panic (so
 //! `#[should_panic(expected = ...)]` works in tests); a loop that cannot start panics with the
 //! OS error. Misuse is a compile error pointing at the problem: a function that is not
@@ -61,7 +61,7 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```text
 /// #[evloop::test(virtual_clock)]
 /// async fn an_hour_of_timers_runs_at_once() {
-///     evloop::sleep(std::time::Duration::from_secs(3600)).await;
+///     evloop::time::sleep(std::time::Duration::from_secs(3600)).await;
 /// }
 /// ```
 ///
@@ -541,7 +541,7 @@ fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let krate = &opts.krate;
-    let mut builder = format!("{krate}::Builder::new()");
+    let mut builder = format!("{krate}::event_loop::Builder::new()");
     if opts.trace {
         builder.push_str(".trace(true)");
     }
@@ -555,11 +555,11 @@ fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
     let mut body = parse("let __evloop_body = async move");
     body.extend([TokenTree::Group(f.body.clone())]);
     body.extend(parse(&format!(
-        "; match {krate}::run_with({builder}, __evloop_body) {{
+        "; match {builder}.run(__evloop_body) {{
             ::core::result::Result::Ok(__evloop_value) => __evloop_value,
             ::core::result::Result::Err(__evloop_error) => {{
                 let __evloop_message = ::std::format!(\"{label}: {{}}\", __evloop_error);
-                if let {krate}::RunError::Task(__evloop_task) = __evloop_error {{
+                if let {krate}::task::RunError::Task(__evloop_task) = __evloop_error {{
                     if let ::core::option::Option::Some(mut __evloop_panic) = __evloop_task.into_panic() {{
                         if let ::core::option::Option::Some(__evloop_payload) = __evloop_panic.take_payload() {{
                             ::std::panic::resume_unwind(__evloop_payload);

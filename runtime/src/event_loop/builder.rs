@@ -35,13 +35,13 @@ pub const MAX_TIMER_SLACK: Duration = Duration::from_secs(1);
 /// ```
 /// use std::time::Duration;
 ///
-/// let lp = evloop::EventLoop::builder()
+/// let lp = evloop::event_loop::EventLoop::builder()
 ///     .virtual_clock(true) // an hour of timers in milliseconds
 ///     .debug(true) // warn about slow callbacks
 ///     .executor_threads(2)
 ///     .build()?;
 /// let out = lp.run_until_complete(async {
-///     evloop::sleep(Duration::from_secs(3600)).await;
+///     evloop::time::sleep(Duration::from_secs(3600)).await;
 ///     "an hour later"
 /// })?;
 /// assert_eq!(out, "an hour later");
@@ -80,7 +80,7 @@ impl Builder {
     /// task start, executor bound `min(32, cores + 4)`.
     ///
     /// ```
-    /// let lp = evloop::Builder::new().build()?; // the same as EventLoop::new()
+    /// let lp = evloop::event_loop::Builder::new().build()?; // the same as EventLoop::new()
     /// assert!(!lp.is_running() && !lp.is_closed());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -101,7 +101,7 @@ impl Builder {
     /// [`slow_callback_duration`](Builder::slow_callback_duration).
     ///
     /// ```
-    /// let lp = evloop::Builder::new().debug(true).build()?; // asyncio's debug=True
+    /// let lp = evloop::event_loop::Builder::new().debug(true).build()?; // asyncio's debug=True
     /// assert!(lp.get_debug());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -116,7 +116,7 @@ impl Builder {
     /// use std::time::Duration;
     ///
     /// // Debug mode warns on stderr about any callback or task step slower than 10 ms.
-    /// let lp = evloop::Builder::new()
+    /// let lp = evloop::event_loop::Builder::new()
     ///     .debug(true)
     ///     .slow_callback_duration(Duration::from_millis(10))
     ///     .build()?;
@@ -136,7 +136,7 @@ impl Builder {
     ///
     /// let lines = Rc::new(RefCell::new(Vec::new()));
     /// let sink = lines.clone();
-    /// let lp = evloop::Builder::new()
+    /// let lp = evloop::event_loop::Builder::new()
     ///     .trace(true) // or EVLOOP_TRACE=1
     ///     .trace_sink(move |line| sink.borrow_mut().push(line.to_string()))
     ///     .build()?;
@@ -157,10 +157,10 @@ impl Builder {
     ///
     /// let lines = Rc::new(RefCell::new(Vec::new()));
     /// let sink = lines.clone();
-    /// evloop::run_with(
-    ///     evloop::Builder::new().trace(true).trace_sink(move |line| sink.borrow_mut().push(line.to_string())),
-    ///     async {},
-    /// )?;
+    /// evloop::event_loop::Builder::new()
+    ///     .trace(true)
+    ///     .trace_sink(move |line| sink.borrow_mut().push(line.to_string()))
+    ///     .run(async {})?;
     /// assert!(lines.borrow().iter().any(|l| l.contains("Task-1")), "{:#?}", lines.borrow());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -175,9 +175,9 @@ impl Builder {
     /// ```
     /// use std::time::{Duration, Instant};
     ///
-    /// let lp = evloop::Builder::new().virtual_clock(true).build()?;
+    /// let lp = evloop::event_loop::Builder::new().virtual_clock(true).build()?;
     /// let (wall, start) = (Instant::now(), lp.time());
-    /// lp.run_until_complete(evloop::sleep(Duration::from_secs(24 * 3600)))?;
+    /// lp.run_until_complete(evloop::time::sleep(Duration::from_secs(24 * 3600)))?;
     /// assert!(lp.time() - start >= Duration::from_secs(24 * 3600)); // a day of loop time ...
     /// assert!(wall.elapsed() < Duration::from_secs(24 * 3600)); // ... without waiting for it
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -199,7 +199,7 @@ impl Builder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::{Builder, LoopErrorKind};
+    /// use evloop::event_loop::{Builder, LoopErrorKind};
     ///
     /// let lp = Builder::new().timer_slack(None).build()?; // leave the thread's slack alone
     /// drop(lp);
@@ -215,11 +215,11 @@ impl Builder {
     /// asyncio 3.12's eager task start for every task: the first step runs inside `create_task`.
     ///
     /// ```
-    /// evloop::run_with(evloop::Builder::new().eager_tasks(true), async {
+    /// evloop::event_loop::Builder::new().eager_tasks(true).run(async {
     ///     let t = evloop::spawn(async { 1 });
     ///     assert!(t.done()); // its first (and only) step ran inside spawn
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn eager_tasks(mut self, on: bool) -> Self {
         self.eager_tasks = on;
@@ -229,7 +229,7 @@ impl Builder {
     /// The executor pool's bound (at least 1).
     ///
     /// ```
-    /// let lp = evloop::Builder::new().executor_threads(1).build()?;
+    /// let lp = evloop::event_loop::Builder::new().executor_threads(1).build()?;
     /// let a = lp.run_in_executor(|| 1)?;
     /// let b = lp.run_in_executor(|| 2)?; // waits for the one thread
     /// let (a, b) = lp.run_until_complete(async { (a.await, b.await) })?;
@@ -248,7 +248,7 @@ impl Builder {
     /// option), or the OS refused the epoll instance or the eventfd.
     ///
     /// ```
-    /// let lp = evloop::Builder::new().build()?;
+    /// let lp = evloop::event_loop::Builder::new().build()?;
     /// assert!(lp.epoll_fd().is_some()); // an epoll instance (and a wake-up eventfd), O_CLOEXEC
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

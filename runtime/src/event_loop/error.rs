@@ -15,9 +15,9 @@ use std::os::fd::RawFd;
 /// What went wrong with a loop operation; see [`LoopError`].
 ///
 /// ```
-/// use evloop::LoopErrorKind;
+/// use evloop::event_loop::LoopErrorKind;
 ///
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// lp.close()?;
 /// let err = lp.run_until_complete(async {}).unwrap_err();
 /// assert_eq!(err.as_loop_error().map(|e| e.kind()), Some(LoopErrorKind::Closed));
@@ -40,22 +40,22 @@ pub enum LoopErrorKind {
     NoRunningLoop,
     /// An operating-system call failed (creating the loop, polling, registering an fd).
     Io,
-    /// A configuration value is out of its range (a [`Builder`](crate::Builder) option).
+    /// A configuration value is out of its range (a [`Builder`](crate::event_loop::Builder) option).
     InvalidConfig,
 }
 
-/// An error from an [`EventLoop`](crate::EventLoop) operation.
+/// An error from an [`EventLoop`](crate::event_loop::EventLoop) operation.
 ///
 /// The message names the operation (`"call_soon"`, `"run_forever"`, ...) and, for I/O errors, the
 /// fd and the underlying OS error.
 ///
 /// ```
-/// let err = evloop::get_running_loop().unwrap_err();
+/// let err = evloop::event_loop::get_running_loop().unwrap_err();
 /// assert_eq!(err.operation(), "get_running_loop");
 /// assert!(err.to_string().contains("get_running_loop"), "{err}"); // the message names the call
 ///
 /// fn needs_a_loop() -> std::io::Result<()> {
-///     let _lp = evloop::get_running_loop()?; // a LoopError converts into an io::Error
+///     let _lp = evloop::event_loop::get_running_loop()?; // a LoopError converts into an io::Error
 ///     Ok(())
 /// }
 /// assert!(needs_a_loop().is_err());
@@ -92,9 +92,9 @@ impl LoopError {
     /// What kind of failure this is.
     ///
     /// ```
-    /// use evloop::LoopErrorKind;
+    /// use evloop::event_loop::LoopErrorKind;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let h = lp.handle();
     /// let nested = lp.run_until_complete(async move { h.run_forever() })?; // a run inside the run
     /// assert_eq!(nested.unwrap_err().kind(), LoopErrorKind::AlreadyRunning); // an error, not a hang
@@ -107,7 +107,7 @@ impl LoopError {
     /// The loop operation that failed, e.g. `"call_soon"`.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// lp.close()?;
     /// assert_eq!(lp.call_soon(|| ()).unwrap_err().operation(), "call_soon");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -119,7 +119,7 @@ impl LoopError {
     /// The OS error behind a [`LoopErrorKind::Io`] failure.
     ///
     /// ```
-    /// let err = evloop::get_running_loop().unwrap_err();
+    /// let err = evloop::event_loop::get_running_loop().unwrap_err();
     /// assert!(err.io_error().is_none()); // only for LoopErrorKind::Io
     /// ```
     pub fn io_error(&self) -> Option<&io::Error> {
@@ -202,7 +202,7 @@ impl Panic {
     ///     t.await.unwrap_err().into_panic()
     /// })?;
     /// assert_eq!(r.map(|p| p.message().to_string()).as_deref(), Some("code 42"));
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn message(&self) -> &str {
         &self.message
@@ -218,7 +218,7 @@ impl Panic {
     /// let payload = panic.take_payload().expect("kept"); // resume_unwind(payload) would re-raise it
     /// assert_eq!(payload.downcast_ref::<u32>(), Some(&7));
     /// assert!(panic.take_payload().is_none()); // taken once
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn take_payload(&mut self) -> Option<Box<dyn Any + Send>> {
         self.payload.take()
@@ -245,11 +245,11 @@ impl fmt::Display for Panic {
 /// that waited for something only the other loop can complete (a promise whose result the
 /// other loop's callbacks set, a lock its tasks hold, a socket its reactor polls) would wait
 /// until that loop runs again, which while this one runs is never. So the wait fails at once,
-/// naming both loops. See [`LoopHandle::id`](crate::LoopHandle::id) and the book's "What
+/// naming both loops. See [`LoopHandle::id`](crate::event_loop::LoopHandle::id) and the book's "What
 /// belongs to a loop" (docs/01-the-event-loop.md) for what is bound and what is not.
 ///
 /// ```
-/// use evloop::{EventLoop, PromiseError};
+/// use evloop::{event_loop::EventLoop, task::PromiseError};
 ///
 /// let (a, b) = (EventLoop::new()?, EventLoop::new()?);
 /// let p = a.create_future::<u8>(); // bound to loop `a`

@@ -17,9 +17,9 @@ use crate::event_loop::{LoopHandle, LoopInner};
 /// ```
 /// use std::cell::RefCell;
 /// use std::rc::Rc;
-/// use evloop::ExceptionKind;
+/// use evloop::event_loop::ExceptionKind;
 ///
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// let kinds = Rc::new(RefCell::new(Vec::new()));
 /// let k = kinds.clone();
 /// lp.set_exception_handler(Some(Box::new(move |_lp, ctx| k.borrow_mut().push(ctx.kind))));
@@ -48,7 +48,7 @@ pub enum ExceptionKind {
 /// use std::cell::RefCell;
 /// use std::rc::Rc;
 ///
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// let seen = Rc::new(RefCell::new(None));
 /// let s = seen.clone();
 /// lp.set_exception_handler(Some(Box::new(move |_lp, ctx| {
@@ -57,7 +57,7 @@ pub enum ExceptionKind {
 /// })));
 /// let t = lp.create_task(async { panic!("lost") })?;
 /// drop(t); // nobody will await it: its failure goes to the handler
-/// lp.run_until_complete(evloop::yield_now())?;
+/// lp.run_until_complete(evloop::task::yield_now())?;
 /// let (task, message) = seen.take().expect("reported");
 /// assert!(task.is_some_and(|name| name.starts_with("Task-")));
 /// assert_eq!(message.as_deref(), Some("lost"));
@@ -88,13 +88,13 @@ pub type SharedExceptionHandler = Rc<ExceptionHandler>;
 /// The default exception handler: one line on stderr (asyncio logs at ERROR level).
 ///
 /// ```
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// // A handler that counts failures, then logs them the default way (one line on stderr).
 /// let count = std::rc::Rc::new(std::cell::Cell::new(0));
 /// let c = count.clone();
 /// lp.set_exception_handler(Some(Box::new(move |_lp, ctx| {
 ///     c.set(c.get() + 1);
-///     evloop::default_exception_handler(ctx);
+///     evloop::event_loop::default_exception_handler(ctx);
 /// })));
 /// lp.call_soon(|| panic!("logged"))?;
 /// lp.run_until_complete(async {})?;
@@ -136,7 +136,7 @@ impl LoopHandle {
     /// use std::cell::RefCell;
     /// use std::rc::Rc;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let messages = Rc::new(RefCell::new(Vec::new()));
     /// let m = messages.clone();
     /// lp.set_exception_handler(Some(Box::new(move |_lp, ctx| {
@@ -160,7 +160,7 @@ impl LoopHandle {
     /// a new handler, or to put it back later.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// assert!(lp.get_exception_handler().is_none());
     /// lp.set_exception_handler(Some(Box::new(|_lp, ctx| eprintln!("first: {}", ctx.message))));
     /// let first = lp.get_exception_handler().expect("installed");
@@ -169,7 +169,7 @@ impl LoopHandle {
     ///     eprintln!("second");
     ///     first(lp, ctx);
     /// })));
-    /// # Ok::<(), evloop::LoopError>(())
+    /// # Ok::<(), evloop::event_loop::LoopError>(())
     /// ```
     pub fn get_exception_handler(&self) -> Option<SharedExceptionHandler> {
         self.inner.exception_handler.borrow().clone()
@@ -180,9 +180,9 @@ impl LoopHandle {
     /// ```
     /// use std::cell::Cell;
     /// use std::rc::Rc;
-    /// use evloop::{ExceptionContext, ExceptionKind};
+    /// use evloop::event_loop::{ExceptionContext, ExceptionKind};
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let calls = Rc::new(Cell::new(0));
     /// let c = calls.clone();
     /// lp.set_exception_handler(Some(Box::new(move |_lp, _ctx| c.set(c.get() + 1))));

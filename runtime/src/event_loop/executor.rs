@@ -37,9 +37,9 @@ type Job = Box<dyn FnOnce() + Send>;
 /// Why an executor job gave no value.
 ///
 /// ```
-/// use evloop::ExecutorError;
+/// use evloop::event_loop::ExecutorError;
 ///
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// let job = lp.run_in_executor(|| -> u32 { panic!("in the pool") })?;
 /// let r = lp.run_until_complete(job)?; // the panic is caught on the worker thread
 /// assert!(matches!(r, Err(ExecutorError::Panicked(p)) if p.message() == "in the pool"));
@@ -247,7 +247,7 @@ impl LoopHandle {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     // Blocking work off the loop: await loop.run_in_executor(None, f)
     ///     let job = lp.run_in_executor(|| std::fs::read_to_string("/proc/self/stat").map(|s| s.len()))?;
     ///     let len = job.await??;
@@ -279,7 +279,7 @@ impl LoopHandle {
     /// starts a new pool.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let job = lp.run_in_executor(|| 1)?;
     /// assert_eq!(lp.run_until_complete(job)??, 1);
     /// lp.shutdown_default_executor(); // waits for running jobs; the threads exit
@@ -304,7 +304,7 @@ impl LoopHandle {
     /// loop is closed.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// lp.set_default_executor(1)?; // at most one thread from now on
     /// let (a, b) = (lp.run_in_executor(|| "a")?, lp.run_in_executor(|| "b")?);
     /// let (a, b) = lp.run_until_complete(async { (a.await, b.await) })?;
@@ -395,13 +395,13 @@ impl<T> Drop for ResultGuard<T> {
     }
 }
 
-/// The result of a [`run_in_executor`](crate::LoopHandle::run_in_executor) job: a future that
+/// The result of a [`run_in_executor`](crate::event_loop::LoopHandle::run_in_executor) job: a future that
 /// gives the job's return value, or an [`ExecutorError`] if it panicked or never ran.
 ///
 /// Dropping it does not stop the job (a thread cannot be interrupted); the result is discarded.
 ///
 /// ```
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// let job = lp.run_in_executor(|| (1..=10u64).product::<u64>())?;
 /// assert_eq!(lp.run_until_complete(job)??, 3_628_800);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -414,7 +414,7 @@ impl<T> ExecutorJob<T> {
     /// Whether the job has finished (or was dropped by a shutdown).
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let (tx, rx) = std::sync::mpsc::channel::<()>();
     /// let job = lp.run_in_executor(move || rx.recv().is_ok())?;
     /// assert!(!job.is_done()); // blocked on the channel

@@ -59,7 +59,7 @@ impl LoopHandle {
     /// use std::os::unix::net::UnixStream;
     /// use std::rc::Rc;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let (mut a, mut b) = UnixStream::pair()?;
     /// a.set_nonblocking(true)?;
     /// let fd = a.as_raw_fd();
@@ -95,7 +95,7 @@ impl LoopHandle {
     /// use std::os::unix::net::UnixStream;
     /// use std::rc::Rc;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let (a, _b) = UnixStream::pair()?;
     /// let calls = Rc::new(Cell::new(0));
     /// let (c, h) = (calls.clone(), lp.handle());
@@ -149,7 +149,7 @@ impl LoopHandle {
     /// use std::os::fd::AsRawFd;
     /// use std::os::unix::net::UnixStream;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let (a, _b) = UnixStream::pair()?;
     /// assert!(!lp.remove_reader(a.as_raw_fd())); // nothing registered
     /// lp.add_reader(a.as_raw_fd(), || ())?;
@@ -167,7 +167,7 @@ impl LoopHandle {
     /// use std::os::fd::AsRawFd;
     /// use std::os::unix::net::UnixStream;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let (a, _b) = UnixStream::pair()?;
     /// lp.add_writer(a.as_raw_fd(), || ())?;
     /// assert!(lp.remove_writer(a.as_raw_fd()));

@@ -227,7 +227,7 @@ impl<F: FnMut()> Callback for RepeatCallback<F> {
 /// use std::cell::Cell;
 /// use std::rc::Rc;
 ///
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// let ran = Rc::new(Cell::new(false));
 /// let r = ran.clone();
 /// let handle = lp.call_soon(move || r.set(true))?;
@@ -247,7 +247,7 @@ impl Handle {
     /// ```
     /// use std::rc::Rc;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let big = Rc::new(vec![0u8; 1 << 20]);
     /// let captured = big.clone();
     /// let handle = lp.call_soon(move || drop(captured))?;
@@ -263,7 +263,7 @@ impl Handle {
     /// Whether [`cancel`](Handle::cancel) was called.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let handle = lp.call_soon(|| ())?;
     /// assert!(!handle.cancelled());
     /// handle.cancel();
@@ -287,7 +287,7 @@ impl fmt::Debug for Handle {
 /// ```
 /// evloop::run(async {
 ///     let t = evloop::spawn(async {});
-///     let id: evloop::CallbackId = t.add_done_callback(|_| ());
+///     let id: evloop::event_loop::CallbackId = t.add_done_callback(|_| ());
 ///     assert_eq!(t.remove_done_callback(id), 1); // the id names the callback to remove
 ///     t.await
 /// })??;
@@ -308,11 +308,11 @@ pub(crate) struct TimerCancels {
 /// ```
 /// use std::time::Duration;
 ///
-/// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+/// let lp = evloop::event_loop::EventLoop::builder().virtual_clock(true).build()?;
 /// let timer = lp.call_later(Duration::from_secs(30), || unreachable!("cancelled"))?;
 /// assert_eq!(timer.when(), lp.time() + Duration::from_secs(30));
 /// timer.cancel();
-/// lp.run_until_complete(evloop::sleep(Duration::from_secs(60)))?; // past the deadline
+/// lp.run_until_complete(evloop::time::sleep(Duration::from_secs(60)))?; // past the deadline
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct TimerHandle {
@@ -330,7 +330,7 @@ impl TimerHandle {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let timer = lp.call_later(Duration::from_secs(3600), || ())?;
     /// timer.cancel();
     /// lp.stop();
@@ -355,7 +355,7 @@ impl TimerHandle {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let timer = lp.call_later(Duration::from_secs(1), || ())?;
     /// assert!(!timer.cancelled());
     /// timer.cancel();
@@ -371,7 +371,7 @@ impl TimerHandle {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let lp = evloop::event_loop::EventLoop::builder().virtual_clock(true).build()?;
     /// let at = lp.time() + Duration::from_secs(5);
     /// assert_eq!(lp.call_at(at, || ())?.when(), at); // TimerHandle.when()
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -22,7 +22,7 @@ impl LoopHandle {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let lp = evloop::event_loop::EventLoop::builder().virtual_clock(true).build()?;
     /// let h = lp.handle();
     /// lp.call_later(Duration::from_secs(1), move || h.stop())?;
     /// lp.run_forever()?; // loop.run_forever(): until stop()
@@ -53,7 +53,7 @@ impl LoopHandle {
     /// use std::cell::Cell;
     /// use std::rc::Rc;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let ran = Rc::new(Cell::new(0));
     /// let (r, h) = (ran.clone(), lp.handle());
     /// lp.call_soon(move || {
@@ -77,7 +77,7 @@ impl LoopHandle {
     /// On a closed loop it does nothing (asyncio's `stop()` only sets a flag).
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// lp.stop(); // before it runs: the next run_forever runs one iteration
     /// lp.run_forever()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -90,7 +90,7 @@ impl LoopHandle {
     /// Whether the loop is running.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// assert!(!lp.is_running());
     /// let h = lp.handle();
     /// assert!(lp.run_until_complete(async move { h.is_running() })?);
@@ -103,7 +103,7 @@ impl LoopHandle {
     /// Whether the loop was closed.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// assert!(!lp.is_closed());
     /// lp.close()?;
     /// assert!(lp.is_closed());
@@ -119,9 +119,9 @@ impl LoopHandle {
     /// job, and closes the loop's epoll fd and eventfd. Idempotent. An error if the loop is running.
     ///
     /// ```
-    /// use evloop::LoopErrorKind;
+    /// use evloop::event_loop::LoopErrorKind;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let h = lp.handle();
     /// let err = lp.run_until_complete(async move { h.close() })?.unwrap_err();
     /// assert_eq!(err.kind(), LoopErrorKind::Running); // not while it runs

@@ -20,9 +20,9 @@ use crate::event_loop::{Builder, LoopInner, executor, with_running};
 ///
 /// ```
 /// use std::time::Duration;
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// let out = lp.run_until_complete(async {
-///     evloop::sleep(Duration::from_millis(1)).await;
+///     evloop::time::sleep(Duration::from_millis(1)).await;
 ///     10
 /// })?;
 /// assert_eq!(out, 10);
@@ -36,7 +36,7 @@ impl EventLoop {
     /// A loop with the default options (see [`Builder::new`]).
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?; // asyncio.new_event_loop()
+    /// let lp = evloop::event_loop::EventLoop::new()?; // asyncio.new_event_loop()
     /// assert_eq!(lp.run_until_complete(async { 1 + 1 })?, 2);
     /// drop(lp); // closes it: every fd it opened is released
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -48,7 +48,7 @@ impl EventLoop {
     /// A builder for a loop with options.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let lp = evloop::event_loop::EventLoop::builder().virtual_clock(true).build()?;
     /// assert!(!lp.is_closed());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -59,7 +59,7 @@ impl EventLoop {
     /// A clone of the handle, to keep beyond the owner's scope.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let h = lp.handle(); // cheap to clone, e.g. into callbacks
     /// lp.call_soon(move || h.stop())?;
     /// lp.run_forever()?;
@@ -92,8 +92,8 @@ impl fmt::Debug for EventLoop {
 /// A handle to an event loop: every loop operation (asyncio's loop methods) lives here.
 ///
 /// ```
-/// let lp = evloop::EventLoop::new()?;
-/// let h: evloop::LoopHandle = lp.handle();
+/// let lp = evloop::event_loop::EventLoop::new()?;
+/// let h: evloop::event_loop::LoopHandle = lp.handle();
 /// assert!(h.same_loop(&lp));
 /// drop(lp); // the owner closes the loop ...
 /// assert!(h.is_closed()); // ... which every handle sees
@@ -122,7 +122,7 @@ impl fmt::Debug for LoopHandle {
 /// Counts of what the loop holds right now (for tests and the teaching docs).
 ///
 /// ```
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// lp.call_soon(|| ())?;
 /// lp.create_task(std::future::pending::<()>())?;
 /// let stats = lp.stats();
@@ -184,7 +184,7 @@ impl LoopHandle {
     /// Whether debug mode is on.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::builder().debug(false).build()?;
+    /// let lp = evloop::event_loop::EventLoop::builder().debug(false).build()?;
     /// assert!(!lp.get_debug());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -195,7 +195,7 @@ impl LoopHandle {
     /// Turns debug mode on or off.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::builder().debug(false).build()?;
+    /// let lp = evloop::event_loop::EventLoop::builder().debug(false).build()?;
     /// lp.set_debug(true); // loop.set_debug(True)
     /// assert!(lp.get_debug());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -209,7 +209,7 @@ impl LoopHandle {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let timer = lp.call_later(Duration::from_secs(60), || ())?;
     /// assert_eq!(lp.stats().timers, 1);
     /// timer.cancel();
@@ -236,7 +236,7 @@ impl LoopHandle {
     /// The loop's epoll fd (`None` once closed), for diagnostics and syscall-level tests.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let fd = lp.epoll_fd().expect("open");
     /// assert!(std::fs::read_link(format!("/proc/self/fd/{fd}"))?.to_string_lossy().contains("eventpoll"));
     /// lp.close()?;
@@ -250,7 +250,7 @@ impl LoopHandle {
     /// Whether both handles refer to the same loop.
     ///
     /// ```
-    /// let (a, b) = (evloop::EventLoop::new()?, evloop::EventLoop::new()?);
+    /// let (a, b) = (evloop::event_loop::EventLoop::new()?, evloop::event_loop::EventLoop::new()?);
     /// assert!(a.same_loop(&a.handle()));
     /// assert!(!a.same_loop(&b));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -260,11 +260,11 @@ impl LoopHandle {
     }
 
     /// The loop's number: unique in the process, counting from 1 in creation order. Debug
-    /// output (`<EventLoop #2 running ...>`) and [`WrongLoopError`](crate::WrongLoopError) name
+    /// output (`<EventLoop #2 running ...>`) and [`WrongLoopError`](crate::event_loop::WrongLoopError) name
     /// loops by it.
     ///
     /// ```
-    /// let (a, b) = (evloop::EventLoop::new()?, evloop::EventLoop::new()?);
+    /// let (a, b) = (evloop::event_loop::EventLoop::new()?, evloop::event_loop::EventLoop::new()?);
     /// assert!(b.id() > a.id()); // in creation order, unique in the process
     /// assert!(format!("{a:?}").contains(&format!("#{}", a.id())));
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -136,7 +136,7 @@ impl Shared {
 /// use std::sync::atomic::{AtomicU32, Ordering};
 /// use std::sync::Arc;
 ///
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// let remote = lp.remote(); // Send + Sync
 /// let hits = Arc::new(AtomicU32::new(0));
 /// let h = hits.clone();
@@ -169,7 +169,7 @@ impl RemoteHandle {
     /// ```
     /// use std::sync::mpsc;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let remote = lp.remote();
     /// let (tx, rx) = mpsc::channel();
     /// std::thread::spawn(move || {
@@ -213,7 +213,7 @@ impl RemoteHandle {
     /// `call_soon_threadsafe`).
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let remote = lp.remote();
     /// std::thread::spawn(move || remote.stop()).join().expect("no panic")?;
     /// lp.run_forever()?; // returns after one iteration: the stop was waiting for it
@@ -228,7 +228,7 @@ impl RemoteHandle {
     /// Whether the loop was closed.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let remote = lp.remote();
     /// assert!(!remote.is_closed());
     /// lp.close()?;
@@ -277,7 +277,7 @@ impl LoopHandle {
     /// A `Send + Sync` handle for other threads.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let remote = lp.remote();
     /// let worker = std::thread::spawn(move || remote.stop()); // from another thread
     /// lp.run_forever()?;

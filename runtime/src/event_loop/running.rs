@@ -84,14 +84,14 @@ pub(crate) fn running_loop_id() -> Option<u64> {
 /// The loop running on this thread (asyncio's `get_running_loop()`).
 ///
 /// ```
-/// use evloop::LoopErrorKind;
+/// use evloop::event_loop::LoopErrorKind;
 ///
-/// let err = evloop::get_running_loop().unwrap_err();
+/// let err = evloop::event_loop::get_running_loop().unwrap_err();
 /// assert_eq!(err.kind(), LoopErrorKind::NoRunningLoop);
 /// evloop::run(async {
-///     let lp = evloop::get_running_loop()?; // asyncio.get_running_loop()
+///     let lp = evloop::event_loop::get_running_loop()?; // asyncio.get_running_loop()
 ///     assert!(lp.is_running());
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

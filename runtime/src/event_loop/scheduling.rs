@@ -20,9 +20,9 @@ impl LoopHandle {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let lp = evloop::event_loop::EventLoop::builder().virtual_clock(true).build()?;
     /// let start = lp.time(); // loop.time()
-    /// lp.run_until_complete(evloop::sleep(Duration::from_secs(5)))?;
+    /// lp.run_until_complete(evloop::time::sleep(Duration::from_secs(5)))?;
     /// assert_eq!(lp.time() - start, Duration::from_secs(5)); // the virtual clock jumped exactly there
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -37,7 +37,7 @@ impl LoopHandle {
     /// use std::cell::RefCell;
     /// use std::rc::Rc;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let log = Rc::new(RefCell::new(Vec::new()));
     /// for i in 0..3 {
     ///     let log = log.clone();
@@ -65,7 +65,7 @@ impl LoopHandle {
     /// use std::sync::atomic::{AtomicBool, Ordering};
     /// use std::sync::Arc;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let done = Arc::new(AtomicBool::new(false));
     /// let d = done.clone();
     /// lp.call_soon_threadsafe(move || d.store(true, Ordering::SeqCst))?; // on the loop's own thread
@@ -89,7 +89,7 @@ impl LoopHandle {
     /// use std::rc::Rc;
     /// use std::time::Duration;
     ///
-    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let lp = evloop::event_loop::EventLoop::builder().virtual_clock(true).build()?;
     /// let log = Rc::new(RefCell::new(Vec::new()));
     /// for (secs, name) in [(2, "two"), (1, "one"), (3, "three")] {
     ///     let log = log.clone();
@@ -116,7 +116,7 @@ impl LoopHandle {
     /// use std::rc::Rc;
     /// use std::time::Duration;
     ///
-    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let lp = evloop::event_loop::EventLoop::builder().virtual_clock(true).build()?;
     /// let when = lp.time() + Duration::from_secs(10);
     /// let ran_at = Rc::new(Cell::new(None));
     /// let (r, h) = (ran_at.clone(), lp.handle());

@@ -2,7 +2,7 @@
 //!
 //! Trace mode is the runtime narrating itself, in the spirit of an asyncio run annotated step by
 //! step by hand (`[Task-1.__step()] start`, `_run_once`, ...). It is switched on by
-//! `EVLOOP_TRACE=1` or [`Builder::trace`](crate::Builder::trace), and costs one branch per event
+//! `EVLOOP_TRACE=1` or [`Builder::trace`](crate::event_loop::Builder::trace), and costs one branch per event
 //! when it is off: every call site passes a closure that formats the line only when a tracer
 //! exists.
 //!
@@ -58,17 +58,17 @@ impl Tracer {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Awaiting;
+/// use evloop::event_loop::Awaiting;
 ///
 /// evloop::run(async {
-///     let lp = evloop::get_running_loop()?;
-///     let sleeper = evloop::spawn(evloop::sleep(Duration::from_secs(60)));
+///     let lp = evloop::event_loop::get_running_loop()?;
+///     let sleeper = evloop::spawn(evloop::time::sleep(Duration::from_secs(60)));
 ///     let p = lp.create_future::<()>();
 ///     let waiter = evloop::spawn(p.wait());
-///     evloop::yield_now().await; // both run their first step
+///     evloop::task::yield_now().await; // both run their first step
 ///     assert!(matches!(sleeper.awaiting(), Awaiting::Sleep(_))); // the loop's own timer
 ///     assert_eq!(waiter.awaiting().to_string(), format!("Promise#{}", p.id())); // a task layer object
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -123,17 +123,17 @@ impl Awaiting {
 /// without knowing what a promise or a lock is.
 ///
 /// ```
-/// use evloop::Awaiting;
+/// use evloop::event_loop::Awaiting;
 ///
 /// evloop::run(async {
-///     let p = evloop::get_running_loop()?.create_future::<()>();
+///     let p = evloop::event_loop::get_running_loop()?.create_future::<()>();
 ///     let waiter = evloop::spawn(p.wait());
-///     evloop::yield_now().await;
+///     evloop::task::yield_now().await;
 ///     match waiter.awaiting() {
 ///         Awaiting::Object(kind, id) => assert_eq!((kind.name(), id), ("Promise", p.id())),
 ///         other => unreachable!("{other:?}"),
 ///     }
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -158,15 +158,15 @@ impl AwaitKind {
     /// The kind's name, e.g. `"Promise"` or `"Task"`.
     ///
     /// ```
-    /// use evloop::Awaiting;
+    /// use evloop::event_loop::Awaiting;
     ///
     /// evloop::run(async {
     ///     let child = evloop::spawn(std::future::pending::<()>());
     ///     let parent = evloop::spawn(child); // awaits the child's handle
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert!(matches!(parent.awaiting(), Awaiting::Object(kind, _) if kind.name() == "Task"));
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn name(&self) -> &'static str {
         self.name

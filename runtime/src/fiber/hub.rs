@@ -176,7 +176,7 @@ impl Builder {
     /// ```
     /// use std::time::Duration;
     /// use evloop::fiber::{self, Builder};
-    /// use evloop::EventLoop;
+    /// use evloop::event_loop::EventLoop;
     ///
     /// let lp = EventLoop::builder().virtual_clock(true).build()?;
     /// let task = Builder::new().spawn_on(&lp, || {
@@ -268,14 +268,14 @@ pub fn block_on<F: Future>(fut: F) -> Result<F::Output, FiberError> {
     }
 }
 
-/// Sleeps for `d` inside a fiber run by the loop (`block_on(evloop::sleep(d))`): never early.
+/// Sleeps for `d` inside a fiber run by the loop (`block_on(evloop::time::sleep(d))`): never early.
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::{fiber, Builder};
+/// use evloop::{event_loop::Builder, fiber};
 ///
-/// let elapsed = evloop::run_with(Builder::new().virtual_clock(true), async {
-///     let lp = evloop::get_running_loop()?;
+/// let elapsed = Builder::new().virtual_clock(true).run(async {
+///     let lp = evloop::event_loop::get_running_loop()?;
 ///     let start = lp.time();
 ///     let task = fiber::spawn(move || fiber::sleep(Duration::from_secs(5)).map(|()| lp.time() - start))?;
 ///     Ok::<_, Box<dyn std::error::Error>>(task.await??)
@@ -287,7 +287,7 @@ pub fn sleep(d: Duration) -> Result<(), FiberError> {
     block_on(crate::task::time::sleep(d))
 }
 
-/// Lets every other ready task and fiber run once (`block_on(evloop::yield_now())`).
+/// Lets every other ready task and fiber run once (`block_on(evloop::task::yield_now())`).
 ///
 /// ```
 /// use std::cell::RefCell;
@@ -362,7 +362,7 @@ pub fn accept(listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
 ///         fiber::read(&mut conn, &mut [0; 8])
 ///     })?;
 ///     let mut client = UnixStream::connect(&addr).await?;
-///     evloop::AsyncWriteExt::write_all(&mut client, b"hey").await?;
+///     evloop::io::AsyncWriteExt::write_all(&mut client, b"hey").await?;
 ///     assert_eq!(server.await??, 3);
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;
@@ -407,7 +407,7 @@ pub fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
 ///         let n = fiber::read(&mut a, &mut buf)?; // waits for the write below
 ///         Ok(buf[..n].to_vec())
 ///     })?;
-///     evloop::AsyncWriteExt::write_all(&mut b, b"data").await?;
+///     evloop::io::AsyncWriteExt::write_all(&mut b, b"data").await?;
 ///     assert_eq!(reader.await??, b"data");
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;
@@ -467,7 +467,7 @@ pub fn write<W: AsyncWrite + Unpin + ?Sized>(writer: &mut W, buf: &[u8]) -> io::
 /// ```
 /// use evloop::fiber;
 /// use evloop::net::UnixStream;
-/// use evloop::AsyncReadExt;
+/// use evloop::io::AsyncReadExt;
 ///
 /// evloop::run(async {
 ///     let (mut a, mut b) = UnixStream::pair()?;

@@ -1,14 +1,14 @@
 //! Addresses the way people write them: [`ToSocketAddrs`], the argument of
-//! [`TcpListener::bind`](crate::io::net::TcpListener::bind),
-//! [`TcpStream::connect`](crate::io::net::TcpStream::connect),
-//! [`UdpSocket::bind`](crate::io::net::UdpSocket::bind) and the other socket calls that take an
+//! [`TcpListener::bind`](crate::net::TcpListener::bind),
+//! [`TcpStream::connect`](crate::net::TcpStream::connect),
+//! [`UdpSocket::bind`](crate::net::UdpSocket::bind) and the other socket calls that take an
 //! internet address.
 //!
 //! Each accepted form turns into a [`Target`] without blocking: a `SocketAddr` (or an IP and a
 //! port) is used as it is; a string is first parsed as a numeric address (`"127.0.0.1:8080"`,
 //! `"[::1]:80"`), so numeric addresses never touch the resolver; anything else (a host name,
 //! `("localhost", 8080)`, `"example.org:443"`) is looked up with `getaddrinfo(3)` on the loop's
-//! executor threads ([`LoopHandle::getaddrinfo`](crate::LoopHandle::getaddrinfo)), because
+//! executor threads ([`LoopHandle::getaddrinfo`](crate::event_loop::LoopHandle::getaddrinfo)), because
 //! that call blocks and the loop must not. The trait is sealed, like std's and tokio's: the set
 //! of forms is evloop's to extend.
 

@@ -21,7 +21,7 @@ use crate::event_loop::{LoopHandle, LoopInner, with_running};
 ///
 /// ```
 /// use std::os::unix::net::UnixStream;
-/// use evloop::{AsyncFd, Interest};
+/// use evloop::io::{AsyncFd, Interest};
 ///
 /// evloop::run(async {
 ///     let (a, _b) = UnixStream::pair()?;
@@ -59,7 +59,7 @@ impl Interest {
 /// ```
 /// use std::io::{Read, Write};
 /// use std::os::unix::net::UnixStream;
-/// use evloop::{AsyncFd, Interest};
+/// use evloop::io::{AsyncFd, Interest};
 ///
 /// evloop::run(async {
 ///     let (a, mut b) = UnixStream::pair()?;
@@ -88,7 +88,7 @@ impl<T: AsFd> AsyncFd<T> {
     ///
     /// ```
     /// use std::os::unix::net::UnixStream;
-    /// use evloop::AsyncFd;
+    /// use evloop::io::AsyncFd;
     ///
     /// let (a, _b) = UnixStream::pair()?;
     /// assert!(AsyncFd::new(a.try_clone()?).is_err()); // no loop is running here
@@ -108,7 +108,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// ```
     /// use std::io::Write;
     /// use std::os::unix::net::UnixStream;
-    /// use evloop::{AsyncFd, EventLoop};
+    /// use evloop::{event_loop::EventLoop, io::AsyncFd};
     ///
     /// let lp = EventLoop::new()?;
     /// let (a, mut b) = UnixStream::pair()?;
@@ -153,7 +153,7 @@ impl<T: AsFd> AsyncFd<T> {
     ///
     /// evloop::run(async {
     ///     let (a, _b) = UnixStream::pair()?;
-    ///     let a = evloop::AsyncFd::new(a)?;
+    ///     let a = evloop::io::AsyncFd::new(a)?;
     ///     assert!(a.get_ref().peer_addr()?.is_unnamed()); // the std socket's own methods
     ///     Ok::<(), std::io::Error>(())
     /// })??;
@@ -174,7 +174,7 @@ impl<T: AsFd> AsyncFd<T> {
     ///
     /// evloop::run(async {
     ///     let (a, mut b) = UnixStream::pair()?;
-    ///     let mut a = evloop::AsyncFd::new(a)?;
+    ///     let mut a = evloop::io::AsyncFd::new(a)?;
     ///     a.get_mut().write_all(b"!")?; // `Write` needs `&mut UnixStream`
     ///     let mut buf = [0; 1];
     ///     b.read_exact(&mut buf)?;
@@ -198,7 +198,7 @@ impl<T: AsFd> AsyncFd<T> {
     ///
     /// evloop::run(async {
     ///     let (a, _b) = UnixStream::pair()?;
-    ///     let a = evloop::AsyncFd::new(a)?;
+    ///     let a = evloop::io::AsyncFd::new(a)?;
     ///     let mut a = a.into_inner(); // deregistered, still non-blocking
     ///     let err = a.read(&mut [0; 1]).unwrap_err();
     ///     assert_eq!(err.kind(), ErrorKind::WouldBlock);
@@ -232,7 +232,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// evloop::run(async {
     ///     let (a, _b) = UnixStream::pair()?;
     ///     let raw = a.as_raw_fd();
-    ///     let a = evloop::AsyncFd::new(a)?;
+    ///     let a = evloop::io::AsyncFd::new(a)?;
     ///     assert_eq!(a.as_raw_fd(), raw);
     ///     Ok::<(), std::io::Error>(())
     /// })??;
@@ -247,7 +247,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// ```
     /// use std::io::Write;
     /// use std::os::unix::net::UnixStream;
-    /// use evloop::{AsyncFd, Interest};
+    /// use evloop::io::{AsyncFd, Interest};
     ///
     /// evloop::run(async {
     ///     let (a, mut b) = UnixStream::pair()?;
@@ -271,7 +271,7 @@ impl<T: AsFd> AsyncFd<T> {
     ///
     /// evloop::run(async {
     ///     let (a, b) = UnixStream::pair()?;
-    ///     let a = evloop::AsyncFd::new(a)?;
+    ///     let a = evloop::io::AsyncFd::new(a)?;
     ///     drop(b); // the peer goes away
     ///     a.readable().await?; // a hang-up is readable: a read would return 0
     ///     assert!(a.is_read_closed());
@@ -296,7 +296,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// ```
     /// use std::io::Write;
     /// use std::os::unix::net::UnixStream;
-    /// use evloop::{AsyncFd, Interest};
+    /// use evloop::io::{AsyncFd, Interest};
     ///
     /// evloop::run(async {
     ///     let (a, mut b) = UnixStream::pair()?;
@@ -343,7 +343,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// use std::future::poll_fn;
     /// use std::io::Write;
     /// use std::os::unix::net::UnixStream;
-    /// use evloop::{AsyncFd, Interest};
+    /// use evloop::io::{AsyncFd, Interest};
     ///
     /// evloop::run(async {
     ///     let (a, mut b) = UnixStream::pair()?;
@@ -384,7 +384,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// ```
     /// use std::io::Write;
     /// use std::os::unix::net::UnixStream;
-    /// use evloop::{AsyncFd, Interest};
+    /// use evloop::io::{AsyncFd, Interest};
     ///
     /// evloop::run(async {
     ///     let (a, mut b) = UnixStream::pair()?;
@@ -408,7 +408,7 @@ impl<T: AsFd> AsyncFd<T> {
     ///
     /// evloop::run(async {
     ///     let (a, mut b) = UnixStream::pair()?;
-    ///     let mut a = evloop::AsyncFd::new(a)?;
+    ///     let mut a = evloop::io::AsyncFd::new(a)?;
     ///     b.write_all(b"hi")?;
     ///     a.readable().await?;
     ///     let mut buf = [0; 2];
@@ -430,7 +430,7 @@ impl<T: AsFd> AsyncFd<T> {
     ///
     /// evloop::run(async {
     ///     let (a, _b) = UnixStream::pair()?;
-    ///     let mut a = evloop::AsyncFd::new(a)?;
+    ///     let mut a = evloop::io::AsyncFd::new(a)?;
     ///     a.writable().await?;
     ///     assert_eq!(a.get_mut().write(b"room")?, 4);
     ///     Ok::<(), std::io::Error>(())
@@ -449,7 +449,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// use std::future::poll_fn;
     /// use std::io::{Read, Write};
     /// use std::os::unix::net::UnixStream;
-    /// use evloop::{AsyncFd, Interest};
+    /// use evloop::io::{AsyncFd, Interest};
     ///
     /// evloop::run(async {
     ///     let (a, mut b) = UnixStream::pair()?;
@@ -488,7 +488,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// ```
     /// use std::io::{Read, Write};
     /// use std::os::unix::net::UnixStream;
-    /// use evloop::{AsyncFd, Interest};
+    /// use evloop::io::{AsyncFd, Interest};
     ///
     /// evloop::run(async {
     ///     let (a, b) = UnixStream::pair()?;
@@ -511,7 +511,7 @@ impl<T: AsFd> AsyncFd<T> {
     /// ```
     /// use std::io::{ErrorKind, Read, Write};
     /// use std::os::unix::net::UnixStream;
-    /// use evloop::{AsyncFd, Interest};
+    /// use evloop::io::{AsyncFd, Interest};
     ///
     /// evloop::run(async {
     ///     let (a, mut b) = UnixStream::pair()?;

@@ -2,7 +2,7 @@
 //! datagram sockets (no task per endpoint).
 //!
 //! A [`DatagramTransport`] owns a datagram socket and a [`DatagramProtocol`] (the user's
-//! callbacks). As for the stream [`Transport`](crate::Transport), the socket is registered with
+//! callbacks). As for the stream [`Transport`](crate::protocol::Transport), the socket is registered with
 //! the reactor once, edge-triggered, with the transport's *event handler* installed in the
 //! registration: every epoll event for it schedules the handler on the ready queue, and phase 5
 //! runs it like any callback (asyncio's `_read_ready` / `_sendto_ready`).
@@ -107,7 +107,7 @@ pub trait DatagramProtocol: 'static {
 /// Socket options for [`LoopHandle::create_datagram_endpoint_with`] (a small builder).
 ///
 /// ```
-/// let opts = evloop::DatagramOptions::new().reuse_port(true).allow_broadcast(true);
+/// let opts = evloop::protocol::DatagramOptions::new().reuse_port(true).allow_broadcast(true);
 /// assert!(opts.get_reuse_port() && opts.get_allow_broadcast());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use crate::event_loop::error::FdError;
 /// ```
 /// use std::net::SocketAddr;
 /// use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
-/// use evloop::OpError;
+/// use evloop::io::OpError;
 ///
 /// evloop::run(async {
 ///     // A port that is bound but not listening refuses connections.
@@ -48,7 +48,7 @@ impl OpError {
     ///
     /// ```
     /// use evloop::net::UdpSocket;
-    /// use evloop::OpError;
+    /// use evloop::io::OpError;
     ///
     /// evloop::run(async {
     ///     let first = UdpSocket::bind("127.0.0.1:0").await?;
@@ -96,7 +96,7 @@ pub(crate) fn with_context(context: String, e: io::Error) -> io::Error {
 /// evloop::run(async {
 ///     let first = UdpSocket::bind("127.0.0.1:0").await?;
 ///     let err = UdpSocket::bind(first.local_addr()?).await.unwrap_err(); // the port is taken
-///     assert_eq!(evloop::os_error(&err), Some(98)); // EADDRINUSE, through the added context
+///     assert_eq!(evloop::io::os_error(&err), Some(98)); // EADDRINUSE, through the added context
 ///     Ok::<(), std::io::Error>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())

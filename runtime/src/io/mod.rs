@@ -48,11 +48,11 @@ pub(crate) mod copy;
 pub(crate) mod datagram;
 pub(crate) mod error;
 mod lifecycle;
-pub mod net;
-pub mod pipe;
+pub(crate) mod net;
+pub(crate) mod pipe;
 pub(crate) mod protocol;
 pub(crate) mod split;
-pub mod stream;
+pub(crate) mod stream;
 mod traits;
 
 pub(crate) use self::async_fd::fd_context;
@@ -61,4 +61,5 @@ pub use self::buf::{
     AsyncBufRead, AsyncBufReadExt, BufReader, BufStream, BufWriter, DEFAULT_BUF_SIZE, FillBuf, Lines, Split,
 };
 pub use self::copy::{copy, copy_bidirectional, copy_buf};
+pub use self::error::{OpError, os_error};
 pub use self::traits::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};

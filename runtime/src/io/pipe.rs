@@ -49,7 +49,7 @@ use crate::io::{AsyncFd, AsyncRead, AsyncWrite, Interest, fd_context};
 /// thread: `(read end, write end)`.
 ///
 /// ```
-/// use evloop::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// let got = evloop::run(async {
 ///     let (mut rd, mut wr) = evloop::pipe::pipe()?;
@@ -69,7 +69,7 @@ pub fn pipe() -> io::Result<(PipeReader, PipeWriter)> {
 /// Like [`pipe()`], on a given loop (which need not be running).
 ///
 /// ```
-/// use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop};
+/// use evloop::{event_loop::EventLoop, io::{AsyncReadExt, AsyncWriteExt}};
 ///
 /// let lp = EventLoop::new()?;
 /// let (mut rd, mut wr) = evloop::pipe::pipe_with_loop(&lp)?; // before the loop runs
@@ -124,7 +124,7 @@ fn register(lp: &LoopHandle, fd: OwnedFd, op: &str) -> io::Result<AsyncFd<OwnedF
 /// the loop: [`AsyncRead`]. Reading gives 0 (end of file) once every write end is closed.
 ///
 /// ```
-/// use evloop::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// evloop::run(async {
 ///     let (mut rd, mut wr) = evloop::pipe::pipe()?;
@@ -160,7 +160,7 @@ impl PipeReader {
     /// use std::io::Write;
     /// use std::os::unix::net::UnixStream;
     /// use evloop::pipe::PipeReader;
-    /// use evloop::AsyncReadExt;
+    /// use evloop::io::AsyncReadExt;
     ///
     /// evloop::run(async {
     ///     // Any pollable fd read with read(2): here one end of a socket pair.
@@ -185,7 +185,7 @@ impl PipeReader {
     /// use std::io::Write;
     /// use std::os::unix::net::UnixStream;
     /// use evloop::pipe::PipeReader;
-    /// use evloop::{AsyncReadExt, EventLoop};
+    /// use evloop::{event_loop::EventLoop, io::AsyncReadExt};
     ///
     /// let lp = EventLoop::new()?;
     /// let (a, mut b) = UnixStream::pair()?;
@@ -275,7 +275,7 @@ impl fmt::Debug for PipeReader {
 ///
 /// ```
 /// use std::io::ErrorKind;
-/// use evloop::AsyncWriteExt;
+/// use evloop::io::AsyncWriteExt;
 ///
 /// evloop::run(async {
 ///     let (rd, mut wr) = evloop::pipe::pipe()?;
@@ -300,7 +300,7 @@ impl PipeWriter {
     /// use std::io::Read;
     /// use std::os::unix::net::UnixStream;
     /// use evloop::pipe::PipeWriter;
-    /// use evloop::AsyncWriteExt;
+    /// use evloop::io::AsyncWriteExt;
     ///
     /// evloop::run(async {
     ///     let (a, mut b) = UnixStream::pair()?;
@@ -324,7 +324,7 @@ impl PipeWriter {
     /// use std::io::Read;
     /// use std::os::unix::net::UnixStream;
     /// use evloop::pipe::PipeWriter;
-    /// use evloop::{AsyncWriteExt, EventLoop};
+    /// use evloop::{event_loop::EventLoop, io::AsyncWriteExt};
     ///
     /// let lp = EventLoop::new()?;
     /// let (a, mut b) = UnixStream::pair()?;
@@ -347,7 +347,7 @@ impl PipeWriter {
     /// Deregisters the fd and gives it back (still non-blocking); `None` after `shutdown`.
     ///
     /// ```
-    /// use evloop::AsyncWriteExt;
+    /// use evloop::io::AsyncWriteExt;
     ///
     /// evloop::run(async {
     ///     let (_rd, wr) = evloop::pipe::pipe()?;
@@ -366,7 +366,7 @@ impl PipeWriter {
     /// The raw fd; `None` after `shutdown`.
     ///
     /// ```
-    /// use evloop::AsyncWriteExt;
+    /// use evloop::io::AsyncWriteExt;
     ///
     /// evloop::run(async {
     ///     let (_rd, mut wr) = evloop::pipe::pipe()?;
@@ -461,18 +461,18 @@ impl fmt::Debug for PipeWriter {
 /// ```
 /// use std::cell::RefCell;
 /// use std::rc::Rc;
-/// use evloop::AsyncWriteExt;
+/// use evloop::io::AsyncWriteExt;
 ///
 /// /// Collects what arrives.
 /// struct Collect(Rc<RefCell<Vec<u8>>>);
-/// impl evloop::Protocol for Collect {
+/// impl evloop::protocol::Protocol for Collect {
 ///     fn data_received(&mut self, data: &[u8]) {
 ///         self.0.borrow_mut().extend_from_slice(data);
 ///     }
 /// }
 ///
 /// evloop::run(async {
-///     let lp = evloop::get_running_loop()?;
+///     let lp = evloop::event_loop::get_running_loop()?;
 ///     let got = Rc::new(RefCell::new(Vec::new()));
 ///     let (rd, mut wr) = evloop::pipe::pipe()?;
 ///     // A `PipeReader` converts into `ReadPipe::Reader`, an `OwnedFd` into `ReadPipe::Fd`.
@@ -480,7 +480,7 @@ impl fmt::Debug for PipeWriter {
 ///     wr.write_all(b"fed").await?;
 ///     drop(wr);
 ///     while !transport.is_closing() {
-///         evloop::yield_now().await; // until end of file closed the transport
+///         evloop::task::yield_now().await; // until end of file closed the transport
 ///     }
 ///     assert_eq!(*got.borrow(), b"fed");
 ///     Ok::<(), Box<dyn std::error::Error>>(())
@@ -511,15 +511,15 @@ impl From<OwnedFd> for ReadPipe {
 /// or tty fd.
 ///
 /// ```
-/// use evloop::AsyncReadExt;
+/// use evloop::io::AsyncReadExt;
 ///
 /// struct Quiet;
-/// impl evloop::Protocol for Quiet {
+/// impl evloop::protocol::Protocol for Quiet {
 ///     fn data_received(&mut self, _: &[u8]) {}
 /// }
 ///
 /// evloop::run(async {
-///     let lp = evloop::get_running_loop()?;
+///     let lp = evloop::event_loop::get_running_loop()?;
 ///     let (mut rd, wr) = evloop::pipe::pipe()?;
 ///     // A `PipeWriter` converts into `WritePipe::Writer`, an `OwnedFd` into `WritePipe::Fd`.
 ///     let transport = lp.connect_write_pipe(Quiet, wr)?;
@@ -563,7 +563,7 @@ impl LoopHandle {
     /// use std::cell::RefCell;
     /// use std::io;
     /// use std::rc::Rc;
-    /// use evloop::{AsyncWriteExt, Protocol};
+    /// use evloop::{io::AsyncWriteExt, protocol::Protocol};
     ///
     /// /// Records the calls a read-pipe transport makes.
     /// struct Log(Rc<RefCell<Vec<String>>>);
@@ -581,14 +581,14 @@ impl LoopHandle {
     /// }
     ///
     /// let log = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let log = Rc::new(RefCell::new(Vec::new()));
     ///     let (rd, mut wr) = evloop::pipe::pipe()?;
     ///     lp.connect_read_pipe(Log(log.clone()), rd)?;
     ///     wr.write_all(b"hello").await?;
     ///     drop(wr);
     ///     while log.borrow().len() < 3 {
-    ///         evloop::yield_now().await;
+    ///         evloop::task::yield_now().await;
     ///     }
     ///     Ok::<_, Box<dyn std::error::Error>>(log.take())
     /// })??;
@@ -617,7 +617,7 @@ impl LoopHandle {
     /// use std::cell::Cell;
     /// use std::io;
     /// use std::rc::Rc;
-    /// use evloop::{AsyncReadExt, Protocol};
+    /// use evloop::{io::AsyncReadExt, protocol::Protocol};
     ///
     /// /// Notes when the transport is done.
     /// struct Done(Rc<Cell<bool>>);
@@ -630,7 +630,7 @@ impl LoopHandle {
     /// }
     ///
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let done = Rc::new(Cell::new(false));
     ///     let (mut rd, wr) = evloop::pipe::pipe()?;
     ///     let transport = lp.connect_write_pipe(Done(done.clone()), wr)?;
@@ -640,7 +640,7 @@ impl LoopHandle {
     ///     rd.read_to_end(&mut got).await?;
     ///     assert_eq!(got, b"one two");
     ///     while !done.get() {
-    ///         evloop::yield_now().await; // connection_lost is scheduled with call_soon
+    ///         evloop::task::yield_now().await; // connection_lost is scheduled with call_soon
     ///     }
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;

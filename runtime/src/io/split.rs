@@ -19,7 +19,7 @@ use crate::io::traits::forward_io;
 ///
 /// ```
 /// use evloop::net::UnixStream;
-/// use evloop::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// evloop::run(async {
 ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -46,7 +46,7 @@ pub struct ReadHalf<'a> {
 ///
 /// ```
 /// use evloop::net::UnixStream;
-/// use evloop::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// evloop::run(async {
 ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -93,7 +93,7 @@ impl WriteHalf<'_> {
     ///
     /// ```
     /// use evloop::net::{Shutdown, UnixStream};
-    /// use evloop::AsyncReadExt;
+    /// use evloop::io::AsyncReadExt;
     ///
     /// evloop::run(async {
     ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -150,7 +150,7 @@ impl UnixStream {
     ///
     /// ```
     /// use evloop::net::UnixStream;
-    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
     ///
     /// evloop::run(async {
     ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -183,7 +183,7 @@ forward_io!([] AsyncWrite for WriteHalf<'_> => socket |h| h.sock);
 ///
 /// ```
 /// use evloop::net::UnixStream;
-/// use evloop::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// evloop::run(async {
 ///     let (a, mut b) = UnixStream::pair()?;
@@ -205,11 +205,11 @@ pub struct OwnedReadHalf {
 }
 
 /// The writing half of a split stream. Dropping it does not shut the connection down; call
-/// `shutdown()` (from [`crate::AsyncWriteExt`]) to send FIN.
+/// `shutdown()` (from [`AsyncWriteExt`](crate::io::AsyncWriteExt)) to send FIN.
 ///
 /// ```
 /// use evloop::net::UnixStream;
-/// use evloop::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// evloop::run(async {
 ///     let (a, mut b) = UnixStream::pair()?;
@@ -275,3 +275,13 @@ pub(crate) fn owned_halves(sock: Socket) -> (OwnedReadHalf, OwnedWriteHalf) {
 
 forward_io!([] AsyncRead for OwnedReadHalf => socket |h| &h.sock);
 forward_io!([] AsyncWrite for OwnedWriteHalf => socket |h| &h.sock);
+
+/// The halves of a TCP stream (`evloop::net::tcp`).
+pub(crate) mod tcp {
+    pub use super::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+}
+
+/// The halves of a Unix stream (`evloop::net::unix`).
+pub(crate) mod unix {
+    pub use super::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+}

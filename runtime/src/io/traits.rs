@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 /// use std::io;
 /// use std::pin::Pin;
 /// use std::task::{Context, Poll};
-/// use evloop::{AsyncRead, AsyncReadExt};
+/// use evloop::io::{AsyncRead, AsyncReadExt};
 ///
 /// /// Reads as an endless run of zero bytes, like `/dev/zero`.
 /// struct Zeros;
@@ -45,7 +45,7 @@ pub trait AsyncRead {
     /// ```
     /// use std::future::poll_fn;
     /// use std::pin::Pin;
-    /// use evloop::AsyncRead;
+    /// use evloop::io::AsyncRead;
     ///
     /// evloop::run(async {
     ///     let mut src: &[u8] = b"abc"; // `&[u8]` is an in-memory reader
@@ -66,7 +66,7 @@ pub trait AsyncRead {
 /// use std::io;
 /// use std::pin::Pin;
 /// use std::task::{Context, Poll};
-/// use evloop::{AsyncWrite, AsyncWriteExt};
+/// use evloop::io::{AsyncWrite, AsyncWriteExt};
 ///
 /// /// Counts the bytes written to it and throws them away.
 /// #[derive(Default)]
@@ -96,7 +96,7 @@ pub trait AsyncWrite {
     /// ```
     /// use std::future::poll_fn;
     /// use std::pin::Pin;
-    /// use evloop::AsyncWrite;
+    /// use evloop::io::AsyncWrite;
     ///
     /// evloop::run(async {
     ///     let mut out = Vec::new(); // `Vec<u8>` is an in-memory writer
@@ -115,7 +115,7 @@ pub trait AsyncWrite {
     /// use std::io::IoSlice;
     /// use std::pin::Pin;
     /// use evloop::net::UnixStream;
-    /// use evloop::{AsyncReadExt, AsyncWrite};
+    /// use evloop::io::{AsyncReadExt, AsyncWrite};
     ///
     /// evloop::run(async {
     ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -145,7 +145,7 @@ pub trait AsyncWrite {
     /// use std::future::poll_fn;
     /// use std::pin::Pin;
     /// use evloop::io::BufWriter;
-    /// use evloop::{AsyncWrite, AsyncWriteExt};
+    /// use evloop::io::{AsyncWrite, AsyncWriteExt};
     ///
     /// evloop::run(async {
     ///     let mut w = BufWriter::new(Vec::new());
@@ -167,7 +167,7 @@ pub trait AsyncWrite {
     /// use std::future::poll_fn;
     /// use std::pin::Pin;
     /// use evloop::net::UnixStream;
-    /// use evloop::{AsyncReadExt, AsyncWrite};
+    /// use evloop::io::{AsyncReadExt, AsyncWrite};
     ///
     /// evloop::run(async {
     ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -186,7 +186,7 @@ forward_io!([W: AsyncWrite + Unpin + ?Sized] AsyncWrite for &mut W => inner |w| 
 /// The async helpers every reader gets: `read`, `read_exact`, `read_to_end`.
 ///
 /// ```
-/// use evloop::AsyncReadExt;
+/// use evloop::io::AsyncReadExt;
 ///
 /// evloop::run(async {
 ///     let mut src: &[u8] = b"header:body";
@@ -207,7 +207,7 @@ pub trait AsyncReadExt: AsyncRead + Unpin {
     ///
     /// ```
     /// use evloop::net::UnixStream;
-    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
     ///
     /// evloop::run(async {
     ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -229,7 +229,7 @@ pub trait AsyncReadExt: AsyncRead + Unpin {
     ///
     /// ```
     /// use std::io::ErrorKind;
-    /// use evloop::AsyncReadExt;
+    /// use evloop::io::AsyncReadExt;
     ///
     /// evloop::run(async {
     ///     let mut src: &[u8] = b"12345";
@@ -261,7 +261,7 @@ pub trait AsyncReadExt: AsyncRead + Unpin {
     ///
     /// ```
     /// use evloop::net::UnixStream;
-    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
     ///
     /// evloop::run(async {
     ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -295,7 +295,7 @@ impl<R: AsyncRead + Unpin + ?Sized> AsyncReadExt for R {}
 /// `shutdown`.
 ///
 /// ```
-/// use evloop::AsyncWriteExt;
+/// use evloop::io::AsyncWriteExt;
 ///
 /// evloop::run(async {
 ///     let mut out = Vec::new();
@@ -313,7 +313,7 @@ pub trait AsyncWriteExt: AsyncWrite + Unpin {
     ///
     /// ```
     /// use evloop::net::UnixStream;
-    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
     ///
     /// evloop::run(async {
     ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -333,7 +333,7 @@ pub trait AsyncWriteExt: AsyncWrite + Unpin {
     ///
     /// ```
     /// use evloop::net::UnixStream;
-    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
     ///
     /// evloop::run(async {
     ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -369,7 +369,7 @@ pub trait AsyncWriteExt: AsyncWrite + Unpin {
     ///
     /// ```
     /// use std::io::IoSlice;
-    /// use evloop::AsyncWriteExt;
+    /// use evloop::io::AsyncWriteExt;
     ///
     /// evloop::run(async {
     ///     let mut out = Vec::new();
@@ -387,7 +387,7 @@ pub trait AsyncWriteExt: AsyncWrite + Unpin {
     ///
     /// ```
     /// use evloop::io::BufWriter;
-    /// use evloop::AsyncWriteExt;
+    /// use evloop::io::AsyncWriteExt;
     ///
     /// evloop::run(async {
     ///     let mut w = BufWriter::new(Vec::new());
@@ -407,7 +407,7 @@ pub trait AsyncWriteExt: AsyncWrite + Unpin {
     ///
     /// ```
     /// use evloop::net::UnixStream;
-    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
     ///
     /// evloop::run(async {
     ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -443,7 +443,7 @@ impl<W: AsyncWrite + Unpin + ?Sized> AsyncWriteExt for W {}
 /// - `inner`: `target` (computed from `this: &mut Self`) is a `&mut` to a value implementing
 ///   the traits, and every method is passed on, defaults included (`&mut R`, `Box<R>`, the
 ///   buffered wrappers' other side);
-/// - `socket`: `target` (computed from `this: &Self`) is the [`Socket`](crate::io::net::Socket)
+/// - `socket`: `target` (computed from `this: &Self`) is the [`Socket`](crate::net::Socket)
 ///   of a byte stream: reads are `recv`, writes `send`/`sendmsg`, shutdown is
 ///   `shutdown(SHUT_WR)`, flush has nothing to do (TCP and Unix streams and their halves).
 macro_rules! forward_io {

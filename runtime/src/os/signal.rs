@@ -206,14 +206,14 @@ impl LoopHandle {
     /// use std::rc::Rc;
     /// use evloop::signal::Signal;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let got = Rc::new(Cell::new(0));
     /// let (g, h) = (got.clone(), lp.handle());
     /// lp.add_signal_handler(Signal::USR1, move || {
     ///     g.set(g.get() + 1); // on the loop's thread, not in the signal handler's context
     ///     h.stop();
     /// })?;
-    /// evloop::sys::raise_in_process(Signal::USR1)?; // kill(getpid(), SIGUSR1)
+    /// evloop_syscalls::raise_in_process(Signal::USR1)?; // kill(getpid(), SIGUSR1)
     /// lp.run_forever()?; // the delivery wakes the loop, which runs the handler
     /// assert_eq!(got.get(), 1);
     /// assert!(lp.remove_signal_handler(Signal::USR1)); // the old disposition is back
@@ -247,7 +247,7 @@ impl LoopHandle {
     /// ```
     /// use evloop::signal::Signal;
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop().unwrap();
+    ///     let lp = evloop::event_loop::get_running_loop().unwrap();
     ///     lp.print_task_tree_on(Signal::USR1).unwrap();
     ///     assert!(lp.remove_signal_handler(Signal::USR1));
     /// })
@@ -271,7 +271,7 @@ impl LoopHandle {
     /// ```
     /// use evloop::signal::Signal;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// assert!(!lp.remove_signal_handler(Signal::HUP)); // none installed
     /// lp.add_signal_handler(Signal::HUP, || ())?;
     /// assert!(lp.remove_signal_handler(Signal::HUP));
@@ -306,7 +306,7 @@ impl LoopHandle {
 ///
 /// evloop::run(async {
 ///     let next = signal::recv(Signal::TERM); // watched from here on
-///     evloop::sys::raise_in_process(Signal::TERM)?; // as `kill -TERM <pid>` would
+///     evloop_syscalls::raise_in_process(Signal::TERM)?; // as `kill -TERM <pid>` would
 ///     next.await?; // the delivery: shut down cleanly instead of dying
 ///     Ok::<(), std::io::Error>(())
 /// })??;
@@ -331,7 +331,7 @@ pub fn recv(signal: Signal) -> Recv {
 /// ```
 /// evloop::run(async {
 ///     let interrupted = evloop::signal::ctrl_c(); // SIGINT is caught from here on
-///     evloop::sys::raise_in_process(evloop::signal::Signal::INT)?; // what Ctrl-C sends
+///     evloop_syscalls::raise_in_process(evloop::signal::Signal::INT)?; // what Ctrl-C sends
 ///     interrupted.await?;
 ///     Ok::<(), std::io::Error>(())
 /// })??;
@@ -349,12 +349,12 @@ pub fn ctrl_c() -> Recv {
 ///
 /// evloop::run(async {
 ///     // Either the work finishes or SIGUSR2 arrives, whichever comes first.
-///     let work = evloop::sleep(Duration::from_secs(3600));
+///     let work = evloop::time::sleep(Duration::from_secs(3600));
 ///     let stop = signal::recv(Signal::USR2);
-///     evloop::sys::raise_in_process(Signal::USR2)?;
-///     match evloop::select(stop, work).await {
-///         evloop::Either::Left(delivered) => delivered?,
-///         evloop::Either::Right(()) => unreachable!("the signal comes first"),
+///     evloop_syscalls::raise_in_process(Signal::USR2)?;
+///     match evloop::task::select(stop, work).await {
+///         evloop::task::Either::Left(delivered) => delivered?,
+///         evloop::task::Either::Right(()) => unreachable!("the signal comes first"),
 ///     }
 ///     // An uncatchable signal is an error the future returns.
 ///     assert!(signal::recv(Signal::KILL).await.is_err());

@@ -90,7 +90,7 @@ impl Line for BarrierState {
 /// use std::rc::Rc;
 ///
 /// let mut indexes = evloop::run(async {
-///     let barrier = Rc::new(evloop::Barrier::new(3));
+///     let barrier = Rc::new(evloop::sync::Barrier::new(3));
 ///     let tasks: Vec<_> = (0..3)
 ///         .map(|_| {
 ///             let barrier = barrier.clone();
@@ -116,9 +116,9 @@ impl Barrier {
     /// barrier for nobody has no meaning, and this constructor does not fail).
     ///
     /// ```
-    /// let barrier = evloop::Barrier::new(2);
+    /// let barrier = evloop::sync::Barrier::new(2);
     /// assert_eq!(barrier.parties(), 2);
-    /// assert_eq!(evloop::Barrier::new(0).parties(), 1); // zero is taken as one
+    /// assert_eq!(evloop::sync::Barrier::new(0).parties(), 1); // zero is taken as one
     /// ```
     pub fn new(parties: usize) -> Barrier {
         Barrier {
@@ -137,12 +137,12 @@ impl Barrier {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let barrier = evloop::Barrier::new(1);
+    ///     let barrier = evloop::sync::Barrier::new(1);
     ///     // One party: the barrier trips at once, for every round.
     ///     assert_eq!(barrier.wait().await, Ok(0));
     ///     assert_eq!(barrier.wait().await, Ok(0));
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn wait(&self) -> BarrierWait<'_> {
         BarrierWait {
@@ -153,7 +153,7 @@ impl Barrier {
     /// The number of tasks needed to trip the barrier.
     ///
     /// ```
-    /// let barrier = evloop::Barrier::new(4);
+    /// let barrier = evloop::sync::Barrier::new(4);
     /// assert_eq!(barrier.parties(), 4);
     /// ```
     pub fn parties(&self) -> usize {
@@ -166,17 +166,17 @@ impl Barrier {
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let barrier = Rc::new(evloop::Barrier::new(2));
+    ///     let barrier = Rc::new(evloop::sync::Barrier::new(2));
     ///     let first = {
     ///         let barrier = barrier.clone();
     ///         evloop::spawn(async move { barrier.wait().await })
     ///     };
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert_eq!(barrier.n_waiting(), 1);
     ///     assert_eq!(barrier.wait().await, Ok(1)); // the second party trips it
     ///     assert_eq!(first.await?, Ok(0));
     ///     assert_eq!(barrier.n_waiting(), 0);
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -187,7 +187,7 @@ impl Barrier {
     /// Whether the barrier was aborted (and not reset since).
     ///
     /// ```
-    /// let barrier = evloop::Barrier::new(2);
+    /// let barrier = evloop::sync::Barrier::new(2);
     /// assert!(!barrier.broken());
     /// barrier.abort();
     /// assert!(barrier.broken());
@@ -203,19 +203,19 @@ impl Barrier {
     ///
     /// ```
     /// use std::rc::Rc;
-    /// use evloop::SyncError;
+    /// use evloop::sync::SyncError;
     ///
     /// evloop::run(async {
-    ///     let barrier = Rc::new(evloop::Barrier::new(3));
+    ///     let barrier = Rc::new(evloop::sync::Barrier::new(3));
     ///     let waiter = {
     ///         let barrier = barrier.clone();
     ///         evloop::spawn(async move { barrier.wait().await })
     ///     };
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     barrier.abort(); // the waiter fails, and so does every later wait
     ///     assert_eq!(waiter.await?, Err(SyncError::BrokenBarrier { parties: 3 }));
     ///     assert_eq!(barrier.wait().await, Err(SyncError::BrokenBarrier { parties: 3 }));
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -235,19 +235,19 @@ impl Barrier {
     ///
     /// ```
     /// use std::rc::Rc;
-    /// use evloop::SyncError;
+    /// use evloop::sync::SyncError;
     ///
     /// evloop::run(async {
-    ///     let barrier = Rc::new(evloop::Barrier::new(2));
+    ///     let barrier = Rc::new(evloop::sync::Barrier::new(2));
     ///     let waiter = {
     ///         let barrier = barrier.clone();
     ///         evloop::spawn(async move { barrier.wait().await })
     ///     };
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     barrier.reset(); // breaks the current round only
     ///     assert_eq!(waiter.await?, Err(SyncError::BrokenBarrier { parties: 2 }));
     ///     assert!(!barrier.broken()); // later waits start a new round
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -276,16 +276,16 @@ impl fmt::Debug for Barrier {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::{Barrier, Builder};
+/// use evloop::{event_loop::Builder, sync::Barrier};
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let barrier = Barrier::new(2);
 ///     // Nobody else arrives: the timeout drops the `BarrierWait`, which leaves the round.
-///     let r = evloop::timeout(Duration::from_secs(1), barrier.wait()).await;
+///     let r = evloop::time::timeout(Duration::from_secs(1), barrier.wait()).await;
 ///     assert!(r.is_err());
 ///     assert_eq!(barrier.n_waiting(), 0);
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct BarrierWait<'a> {

@@ -67,7 +67,7 @@ where
 /// ```
 /// use std::cell::Cell;
 /// use std::rc::Rc;
-/// use evloop::Condition;
+/// use evloop::sync::Condition;
 ///
 /// let got = evloop::run(async {
 ///     let cond = Rc::new(Condition::new());
@@ -77,10 +77,10 @@ where
 ///         evloop::spawn(async move {
 ///             let guard = cond.acquire().await; // `async with cond:`
 ///             let _guard = cond.wait_for(guard, || items.get() > 0).await?;
-///             Ok::<_, evloop::SyncError>(items.get())
+///             Ok::<_, evloop::sync::SyncError>(items.get())
 ///         })
 ///     };
-///     evloop::yield_now().await; // the consumer waits, with the lock released
+///     evloop::task::yield_now().await; // the consumer waits, with the lock released
 ///     let guard = cond.acquire().await;
 ///     items.set(3);
 ///     cond.notify_all();
@@ -99,7 +99,7 @@ impl Condition {
     /// A condition with its own lock.
     ///
     /// ```
-    /// let cond = evloop::Condition::new();
+    /// let cond = evloop::sync::Condition::new();
     /// assert!(!cond.locked());
     /// assert_eq!(cond.waiters(), 0);
     /// ```
@@ -111,7 +111,7 @@ impl Condition {
     ///
     /// ```
     /// use std::rc::Rc;
-    /// use evloop::{Condition, Lock};
+    /// use evloop::sync::{Condition, Lock};
     ///
     /// let lock = Rc::new(Lock::new());
     /// let not_empty = Condition::with_lock(lock.clone());
@@ -134,8 +134,8 @@ impl Condition {
     /// ```
     /// use std::rc::Rc;
     ///
-    /// let lock = Rc::new(evloop::Lock::new());
-    /// let cond = evloop::Condition::with_lock(lock.clone());
+    /// let lock = Rc::new(evloop::sync::Lock::new());
+    /// let cond = evloop::sync::Condition::with_lock(lock.clone());
     /// assert!(Rc::ptr_eq(cond.lock(), &lock));
     /// ```
     pub fn lock(&self) -> &Rc<Lock> {
@@ -146,13 +146,13 @@ impl Condition {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let cond = evloop::Condition::new();
+    ///     let cond = evloop::sync::Condition::new();
     ///     let guard = cond.acquire().await;
     ///     assert!(cond.locked());
     ///     drop(guard);
     ///     assert!(!cond.locked());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn acquire(&self) -> LockAcquire<'_> {
         self.lock.acquire()
@@ -161,7 +161,7 @@ impl Condition {
     /// Takes the lock if that needs no wait.
     ///
     /// ```
-    /// let cond = evloop::Condition::new();
+    /// let cond = evloop::sync::Condition::new();
     /// let guard = cond.try_acquire().expect("free");
     /// assert!(cond.try_acquire().is_none());
     /// drop(guard);
@@ -173,7 +173,7 @@ impl Condition {
     /// Whether the lock is taken.
     ///
     /// ```
-    /// let cond = evloop::Condition::new();
+    /// let cond = evloop::sync::Condition::new();
     /// let _guard = cond.try_acquire();
     /// assert!(cond.locked());
     /// assert!(cond.lock().locked()); // the same lock
@@ -195,7 +195,7 @@ impl Condition {
     ///
     /// ```
     /// use std::rc::Rc;
-    /// use evloop::{Condition, Lock, SyncError};
+    /// use evloop::sync::{Condition, Lock, SyncError};
     ///
     /// evloop::run(async {
     ///     let cond = Rc::new(Condition::new());
@@ -208,7 +208,7 @@ impl Condition {
     ///             Ok::<(), SyncError>(())
     ///         })
     ///     };
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert!(!cond.locked());
     ///     assert_eq!(cond.notify(1), 1);
     ///     waiter.await??;
@@ -247,7 +247,7 @@ impl Condition {
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let cond = Rc::new(evloop::Condition::new());
+    ///     let cond = Rc::new(evloop::sync::Condition::new());
     ///     let count = Rc::new(Cell::new(0));
     ///     let watcher = {
     ///         let (cond, count) = (cond.clone(), count.clone());
@@ -255,11 +255,11 @@ impl Condition {
     ///             let guard = cond.acquire().await;
     ///             // Woken by each notify, it waits again until the predicate holds.
     ///             let _guard = cond.wait_for(guard, || count.get() >= 2).await?;
-    ///             Ok::<_, evloop::SyncError>(count.get())
+    ///             Ok::<_, evloop::sync::SyncError>(count.get())
     ///         })
     ///     };
     ///     for _ in 0..2 {
-    ///         evloop::yield_now().await;
+    ///         evloop::task::yield_now().await;
     ///         count.set(count.get() + 1);
     ///         cond.notify_all();
     ///     }
@@ -289,7 +289,7 @@ impl Condition {
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let cond = Rc::new(evloop::Condition::new());
+    ///     let cond = Rc::new(evloop::sync::Condition::new());
     ///     let tasks: Vec<_> = (0..2)
     ///         .map(|_| {
     ///             let cond = cond.clone();
@@ -299,14 +299,14 @@ impl Condition {
     ///             })
     ///         })
     ///         .collect();
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert_eq!(cond.notify(1), 1); // the longest waiter
     ///     assert_eq!(cond.waiters(), 1);
     ///     assert_eq!(cond.notify(5), 1); // only one was left
     ///     for t in tasks {
     ///         t.await?;
     ///     }
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -333,7 +333,7 @@ impl Condition {
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let cond = Rc::new(evloop::Condition::new());
+    ///     let cond = Rc::new(evloop::sync::Condition::new());
     ///     let tasks: Vec<_> = (0..3)
     ///         .map(|_| {
     ///             let cond = cond.clone();
@@ -343,12 +343,12 @@ impl Condition {
     ///             })
     ///         })
     ///         .collect();
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert_eq!(cond.notify_all(), 3);
     ///     for t in tasks {
     ///         t.await?;
     ///     }
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -362,7 +362,7 @@ impl Condition {
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let cond = Rc::new(evloop::Condition::new());
+    ///     let cond = Rc::new(evloop::sync::Condition::new());
     ///     let waiter = {
     ///         let cond = cond.clone();
     ///         evloop::spawn(async move {
@@ -370,12 +370,12 @@ impl Condition {
     ///             drop(cond.wait(guard).await);
     ///         })
     ///     };
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert_eq!(cond.waiters(), 1);
     ///     cond.notify(1);
     ///     waiter.await?;
     ///     assert_eq!(cond.waiters(), 0);
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -11,7 +11,7 @@ use crate::event_loop::error::WrongLoopError;
 /// `RuntimeError`). The message names the primitive and the operation.
 ///
 /// ```
-/// use evloop::{BoundedSemaphore, SyncError};
+/// use evloop::sync::{BoundedSemaphore, SyncError};
 ///
 /// let sem = BoundedSemaphore::new(1);
 /// // No permit was forgotten, so releasing one would take the count past its bound.
@@ -22,20 +22,20 @@ use crate::event_loop::error::WrongLoopError;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SyncError {
-    /// [`BoundedSemaphore::release`](crate::BoundedSemaphore::release) with no forgotten permit to
+    /// [`BoundedSemaphore::release`](crate::sync::BoundedSemaphore::release) with no forgotten permit to
     /// give back: releasing it would take the count past its initial value (asyncio's
     /// `ValueError`).
     OverReleased {
         /// The semaphore's initial (and maximum) number of permits.
         bound: usize,
     },
-    /// [`Barrier::wait`](crate::Barrier::wait) on a barrier that was aborted, or that was aborted
+    /// [`Barrier::wait`](crate::sync::Barrier::wait) on a barrier that was aborted, or that was aborted
     /// or reset while the task waited (asyncio's `BrokenBarrierError`).
     BrokenBarrier {
         /// The barrier's number of parties.
         parties: usize,
     },
-    /// [`Condition::wait`](crate::Condition::wait) was given the guard of a lock that is not the
+    /// [`Condition::wait`](crate::sync::Condition::wait) was given the guard of a lock that is not the
     /// condition's.
     ForeignLockGuard,
     /// The primitive is bound to another event loop than the task that waited on it (asyncio's

@@ -49,7 +49,7 @@ impl Line for EventState {
 /// use std::rc::Rc;
 ///
 /// let got = evloop::run(async {
-///     let ready = Rc::new(evloop::Event::new());
+///     let ready = Rc::new(evloop::sync::Event::new());
 ///     let waiter = {
 ///         let ready = ready.clone();
 ///         evloop::spawn(async move {
@@ -57,7 +57,7 @@ impl Line for EventState {
 ///             "woken"
 ///         })
 ///     };
-///     evloop::yield_now().await;
+///     evloop::task::yield_now().await;
 ///     assert!(!waiter.done());
 ///     ready.set();
 ///     waiter.await
@@ -73,7 +73,7 @@ impl Event {
     /// A new event, not set.
     ///
     /// ```
-    /// let event = evloop::Event::new();
+    /// let event = evloop::sync::Event::new();
     /// assert!(!event.is_set());
     /// ```
     pub fn new() -> Event {
@@ -90,12 +90,12 @@ impl Event {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let event = evloop::Event::new();
+    ///     let event = evloop::sync::Event::new();
     ///     event.set();
     ///     assert!(event.is_set());
     ///     event.wait().await; // set: returns at once
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn set(&self) {
         let mut wakers = WakeList::default();
@@ -113,7 +113,7 @@ impl Event {
     /// Clears the flag: later waits wait for the next `set()`.
     ///
     /// ```
-    /// let event = evloop::Event::new();
+    /// let event = evloop::sync::Event::new();
     /// event.set();
     /// event.clear();
     /// assert!(!event.is_set()); // a wait would wait for the next `set()`
@@ -125,7 +125,7 @@ impl Event {
     /// Whether the flag is set.
     ///
     /// ```
-    /// let event = evloop::Event::new();
+    /// let event = evloop::sync::Event::new();
     /// assert!(!event.is_set());
     /// event.set();
     /// assert!(event.is_set());
@@ -137,20 +137,20 @@ impl Event {
     /// Waits until the flag is set (at once if it is).
     ///
     /// # Panics
-    /// Like [`Lock::acquire`](crate::Lock::acquire), when a task of another loop would have to
+    /// Like [`Lock::acquire`](crate::sync::Lock::acquire), when a task of another loop would have to
     /// wait.
     ///
     /// ```
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let event = Rc::new(evloop::Event::new());
+    ///     let event = Rc::new(evloop::sync::Event::new());
     ///     let setter = event.clone();
     ///     evloop::spawn(async move { setter.set() });
     ///     event.wait().await; // until the task sets it
     ///     assert!(event.is_set());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn wait(&self) -> EventWait<'_> {
         EventWait {
@@ -164,21 +164,21 @@ impl Event {
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let event = Rc::new(evloop::Event::new());
+    ///     let event = Rc::new(evloop::sync::Event::new());
     ///     let tasks: Vec<_> = (0..2)
     ///         .map(|_| {
     ///             let event = event.clone();
     ///             evloop::spawn(async move { event.wait().await })
     ///         })
     ///         .collect();
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert_eq!(event.waiters(), 2);
     ///     event.set(); // wakes both
     ///     for t in tasks {
     ///         t.await?;
     ///     }
     ///     assert_eq!(event.waiters(), 0);
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -206,16 +206,16 @@ impl fmt::Debug for Event {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::{Builder, Event};
+/// use evloop::{event_loop::Builder, sync::Event};
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let event = Event::new();
 ///     // Nobody sets it: the timeout drops the `EventWait`, which leaves the waiters.
-///     let r = evloop::timeout(Duration::from_secs(1), event.wait()).await;
+///     let r = evloop::time::timeout(Duration::from_secs(1), event.wait()).await;
 ///     assert!(r.is_err());
 ///     assert_eq!(event.waiters(), 0);
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct EventWait<'a> {

@@ -12,12 +12,12 @@ use crate::sync::pool::{PermitWaiter, Pool};
 /// A mutual-exclusion lock for tasks (asyncio's `Lock`), FIFO-fair and cancellation-safe.
 ///
 /// [`acquire`](Lock::acquire) gives a [`LockGuard`] that releases the lock when dropped. To
-/// protect a value, [`Mutex`](crate::Mutex) puts it behind the lock.
+/// protect a value, [`Mutex`](crate::sync::Mutex) puts it behind the lock.
 ///
 /// ```
 /// use std::cell::RefCell;
 /// use std::rc::Rc;
-/// use evloop::Lock;
+/// use evloop::sync::Lock;
 ///
 /// let log = evloop::run(async {
 ///     let lock = Rc::new(Lock::new());
@@ -29,7 +29,7 @@ use crate::sync::pool::{PermitWaiter, Pool};
 ///             evloop::spawn(async move {
 ///                 let _guard = lock.acquire().await; // `async with lock:`
 ///                 log.borrow_mut().push(format!("{name} in"));
-///                 evloop::yield_now().await; // the other task cannot enter meanwhile
+///                 evloop::task::yield_now().await; // the other task cannot enter meanwhile
 ///                 log.borrow_mut().push(format!("{name} out"));
 ///             })
 ///         })
@@ -37,7 +37,7 @@ use crate::sync::pool::{PermitWaiter, Pool};
 ///     for t in tasks {
 ///         t.await?;
 ///     }
-///     Ok::<_, evloop::TaskError>(log.take())
+///     Ok::<_, evloop::task::TaskError>(log.take())
 /// })??;
 /// assert_eq!(log, ["a in", "a out", "b in", "b out"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -50,7 +50,7 @@ impl Lock {
     /// An unlocked lock.
     ///
     /// ```
-    /// let lock = evloop::Lock::new();
+    /// let lock = evloop::sync::Lock::new();
     /// assert!(!lock.locked());
     /// assert_eq!(lock.waiters(), 0);
     /// ```
@@ -69,13 +69,13 @@ impl Lock {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let lock = evloop::Lock::new();
+    ///     let lock = evloop::sync::Lock::new();
     ///     let guard = lock.acquire().await;
     ///     assert!(lock.locked());
     ///     drop(guard); // the guard releases the lock
     ///     assert!(!lock.locked());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn acquire(&self) -> LockAcquire<'_> {
         self.acquire_as(WaitOp::LockAcquire)
@@ -92,7 +92,7 @@ impl Lock {
     /// Takes the lock if that needs no wait: it is free and nobody is queued for it.
     ///
     /// ```
-    /// let lock = evloop::Lock::new();
+    /// let lock = evloop::sync::Lock::new();
     /// let guard = lock.try_acquire().expect("the lock is free");
     /// assert!(lock.try_acquire().is_none()); // held: taking it would need a wait
     /// drop(guard);
@@ -106,7 +106,7 @@ impl Lock {
     /// not run yet.
     ///
     /// ```
-    /// let lock = evloop::Lock::new();
+    /// let lock = evloop::sync::Lock::new();
     /// assert!(!lock.locked());
     /// let _guard = lock.try_acquire();
     /// assert!(lock.locked());
@@ -121,18 +121,18 @@ impl Lock {
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let lock = Rc::new(evloop::Lock::new());
+    ///     let lock = Rc::new(evloop::sync::Lock::new());
     ///     let guard = lock.acquire().await;
     ///     let waiter = {
     ///         let lock = lock.clone();
     ///         evloop::spawn(async move { drop(lock.acquire().await) })
     ///     };
-    ///     evloop::yield_now().await; // the task runs and queues up for the lock
+    ///     evloop::task::yield_now().await; // the task runs and queues up for the lock
     ///     assert_eq!(lock.waiters(), 1);
     ///     drop(guard); // hands the lock to the waiter
     ///     waiter.await?;
     ///     assert_eq!(lock.waiters(), 0);
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -160,7 +160,7 @@ impl fmt::Debug for Lock {
 /// waiter, if any).
 ///
 /// ```
-/// let lock = evloop::Lock::new();
+/// let lock = evloop::sync::Lock::new();
 /// {
 ///     let _guard = lock.try_acquire().expect("free");
 ///     assert!(lock.locked());
@@ -176,7 +176,7 @@ impl<'a> LockGuard<'a> {
     /// The lock this guard holds.
     ///
     /// ```
-    /// let lock = evloop::Lock::new();
+    /// let lock = evloop::sync::Lock::new();
     /// let guard = lock.try_acquire().expect("free");
     /// assert!(std::ptr::eq(guard.lock(), &lock));
     /// ```
@@ -197,22 +197,22 @@ impl fmt::Debug for LockGuard<'_> {
     }
 }
 
-/// The future of [`Lock::acquire`](crate::Lock::acquire) (and
-/// [`Condition::acquire`](crate::Condition::acquire)).
+/// The future of [`Lock::acquire`](crate::sync::Lock::acquire) (and
+/// [`Condition::acquire`](crate::sync::Condition::acquire)).
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::{Builder, Lock};
+/// use evloop::{event_loop::Builder, sync::Lock};
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let lock = Lock::new();
 ///     let _held = lock.acquire().await;
 ///     // The timeout drops the waiting `LockAcquire`, which gives up its place in the queue.
-///     let r = evloop::timeout(Duration::from_secs(1), lock.acquire()).await;
+///     let r = evloop::time::timeout(Duration::from_secs(1), lock.acquire()).await;
 ///     assert!(r.is_err());
 ///     assert_eq!(lock.waiters(), 0);
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct LockAcquire<'a> {

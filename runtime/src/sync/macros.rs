@@ -42,7 +42,7 @@
 /// 1. Every `<precondition>` is evaluated, in order; a branch whose precondition is `false` is
 ///    disabled for this call. Then every `<future>` expression is evaluated, in order (disabled
 ///    ones too, but those are never polled). Anything that implements `IntoFuture` works (a
-///    [`Task`](crate::Task), a [`Promise`](crate::Promise)).
+///    [`Task`](crate::task::Task), a [`Promise`](crate::task::Promise)).
 /// 2. The enabled futures are polled in the calling task until one completes.
 /// 3. If its output matches `<pattern>`, every other future is dropped, then `<handler>` runs
 ///    with the pattern's bindings. If it does not match, that branch is disabled and the others
@@ -76,18 +76,18 @@
 /// use std::time::Duration;
 ///
 /// evloop::run(async {
-///     let (tx, mut rx) = evloop::channel::mpsc::unbounded::<u32>();
+///     let (tx, mut rx) = evloop::sync::mpsc::unbounded::<u32>();
 ///     evloop::spawn(async move {
 ///         for i in 0..3 {
 ///             tx.send(i).await.unwrap();
-///             evloop::sleep(Duration::from_millis(1)).await;
+///             evloop::time::sleep(Duration::from_millis(1)).await;
 ///         }
 ///     });
 ///     let mut got = Vec::new();
 ///     loop {
 ///         evloop::select! {
 ///             Some(n) = rx.recv() => got.push(n),
-///             _ = evloop::sleep(Duration::from_secs(5)) => panic!("too slow"),
+///             _ = evloop::time::sleep(Duration::from_secs(5)) => panic!("too slow"),
 ///             else => break, // the channel closed: every branch that can match is done
 ///         }
 ///         if got.len() == 3 {
@@ -96,7 +96,7 @@
 ///     }
 ///     assert_eq!(got, [0, 1, 2]);
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[macro_export]
 macro_rules! select {
@@ -288,19 +288,19 @@ macro_rules! select {
 /// use std::time::Duration;
 ///
 /// async fn after(ms: u64, v: &'static str) -> &'static str {
-///     evloop::sleep(Duration::from_millis(ms)).await;
+///     evloop::time::sleep(Duration::from_millis(ms)).await;
 ///     v
 /// }
 ///
 /// evloop::run(async {
-///     let lp = evloop::get_running_loop().unwrap();
+///     let lp = evloop::event_loop::get_running_loop().unwrap();
 ///     let start = lp.time();
 ///     let (a, b, c) = evloop::join!(after(20, "a"), after(10, "b"), async { 3 });
 ///     assert_eq!((a, b, c), ("a", "b", 3));
 ///     let took = lp.time() - start;
 ///     assert!(took >= Duration::from_millis(20), "concurrently, not one after the other");
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[macro_export]
 macro_rules! join {
@@ -357,7 +357,7 @@ macro_rules! join {
 /// use std::time::Duration;
 ///
 /// async fn fails_after(ms: u64) -> Result<(), String> {
-///     evloop::sleep(Duration::from_millis(ms)).await;
+///     evloop::time::sleep(Duration::from_millis(ms)).await;
 ///     Err(format!("failed after {ms} ms"))
 /// }
 ///
@@ -365,14 +365,14 @@ macro_rules! join {
 ///     let ok = evloop::try_join!(async { Ok::<_, String>(1) }, async { Ok(2) });
 ///     assert_eq!(ok, Ok((1, 2)));
 ///     let never = async {
-///         evloop::sleep(Duration::from_secs(3600)).await;
+///         evloop::time::sleep(Duration::from_secs(3600)).await;
 ///         Ok::<(), String>(())
 ///     };
 ///     // The first error wins at once; the hour-long sleep is cancelled.
 ///     let err = evloop::try_join!(never, fails_after(5));
 ///     assert_eq!(err, Err("failed after 5 ms".to_string()));
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[macro_export]
 macro_rules! try_join {

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use std::rc::Rc;
-//! use evloop::{spawn, Lock};
+//! use evloop::{spawn, sync::Lock};
 //!
 //! let order = evloop::run(async {
 //!     let lock = Rc::new(Lock::new());
@@ -23,7 +23,7 @@
 //!             })
 //!         })
 //!         .collect();
-//!     evloop::yield_now().await; // the three tasks queue up, in order
+//!     evloop::task::yield_now().await; // the three tasks queue up, in order
 //!     drop(guard);
 //!     let mut order = Vec::new();
 //!     for t in tasks {
@@ -54,8 +54,8 @@
 //! disturbing the order of the others; dropped after a release chose it but before its task ran,
 //! it passes what it was handed (the lock, a permit, a notification) on to the next waiter, or
 //! back to the primitive. Nothing is lost and nothing is given twice, whichever way a release
-//! and a cancellation interleave. The same holds for [`Queue`](crate::Queue) and the
-//! [`mpsc`](crate::channel::mpsc) channels: all of them wait in one fair wait queue, and
+//! and a cancellation interleave. The same holds for [`Queue`](crate::sync::queue::Queue) and the
+//! [`mpsc`] channels: all of them wait in one fair wait queue, and
 //! `sync/wait_queue.rs` gives the argument once, with the queue's invariants.
 //!
 //! # Where evloop differs from asyncio
@@ -83,10 +83,10 @@
 //! Two event loops can live on one thread, but only one runs at a time. A primitive whose
 //! waiters are tasks of loop A can only be handed on by A's tasks; a task of loop B that waited
 //! on it would wait while A cannot run: forever, silently. So each primitive (and each
-//! [`Queue`](crate::Queue) and [`mpsc`](crate::channel::mpsc) or
-//! [`oneshot`](mod@crate::channel::oneshot) channel) is **bound to the loop of the first task that
+//! [`Queue`](crate::sync::queue::Queue) and [`mpsc`] or
+//! [`oneshot`](mod@oneshot) channel) is **bound to the loop of the first task that
 //! waits on it**, as asyncio's are (`_LoopBoundMixin`), and a task of another loop that would
-//! wait on it fails at once with the loop layer's [`WrongLoopError`](crate::WrongLoopError),
+//! wait on it fails at once with the loop layer's [`WrongLoopError`](crate::event_loop::WrongLoopError),
 //! which names the operation and both loops:
 //! - as an error value where the future's output has room for one:
 //!   [`Condition::wait`] and [`Barrier::wait`] give [`SyncError::WrongLoop`], a oneshot
@@ -108,7 +108,7 @@
 //! # The `sync/` folder (layer 3)
 //! One file per primitive (`lock`, `mutex`, `semaphore`, `event`, `condition`, `barrier`), the
 //! permit pool behind the first three (`pool`), the wait queue all of them share with [`queue`]
-//! and the [`mpsc`](channel::mpsc) channel (`wait_queue`), the operations a task waits in (`ops`: the layer's
+//! and the [`mpsc`] channel (`wait_queue`), the operations a task waits in (`ops`: the layer's
 //! kinds of `Awaiting` and the names in its errors), the loop binding (`binding`) and
 //! [`SyncError`] (`error`); the channels live in `channel/`; this file re-exports their public
 //! names. Beside them: the `select!` / `join!` / `try_join!` macros (`macros`). The folder builds
@@ -116,7 +116,7 @@
 
 mod barrier;
 mod binding;
-pub mod channel;
+mod channel;
 mod condition;
 mod error;
 mod event;
@@ -131,6 +131,7 @@ mod wait_queue;
 
 pub use self::barrier::{Barrier, BarrierWait};
 pub(crate) use self::binding::LoopBinding;
+pub use self::channel::{mpsc, oneshot, threadsafe};
 pub use self::condition::Condition;
 pub use self::error::SyncError;
 pub use self::event::{Event, EventWait};

@@ -15,7 +15,7 @@ use crate::sync::ops::WaitOp;
 ///
 /// ```
 /// use std::rc::Rc;
-/// use evloop::Mutex;
+/// use evloop::sync::Mutex;
 ///
 /// let total = evloop::run(async {
 ///     let counter = Rc::new(Mutex::new(0));
@@ -25,7 +25,7 @@ use crate::sync::ops::WaitOp;
 ///             evloop::spawn(async move {
 ///                 let mut n = counter.lock().await;
 ///                 let seen = *n;
-///                 evloop::yield_now().await; // nobody else can change the value meanwhile
+///                 evloop::task::yield_now().await; // nobody else can change the value meanwhile
 ///                 *n = seen + 1;
 ///             })
 ///         })
@@ -34,7 +34,7 @@ use crate::sync::ops::WaitOp;
 ///         t.await?;
 ///     }
 ///     let total = *counter.lock().await;
-///     Ok::<_, evloop::TaskError>(total)
+///     Ok::<_, evloop::task::TaskError>(total)
 /// })??;
 /// assert_eq!(total, 3);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -50,7 +50,7 @@ impl<T> Mutex<T> {
     /// An unlocked mutex holding `value`.
     ///
     /// ```
-    /// let m = evloop::Mutex::new(5);
+    /// let m = evloop::sync::Mutex::new(5);
     /// assert!(!m.locked());
     /// assert_eq!(*m.try_lock().expect("unlocked"), 5);
     /// ```
@@ -64,7 +64,7 @@ impl<T> Mutex<T> {
     /// The value (no lock needed: the mutex is consumed).
     ///
     /// ```
-    /// let m = evloop::Mutex::new(String::from("a"));
+    /// let m = evloop::sync::Mutex::new(String::from("a"));
     /// m.try_lock().expect("unlocked").push('b');
     /// assert_eq!(m.into_inner(), "ab");
     /// ```
@@ -81,14 +81,14 @@ impl<T: ?Sized> Mutex<T> {
     ///
     /// ```
     /// let v = evloop::run(async {
-    ///     let m = evloop::Mutex::new(Vec::new());
+    ///     let m = evloop::sync::Mutex::new(Vec::new());
     ///     m.lock().await.push(1); // the guard is dropped at the end of the statement
     ///     m.lock().await.push(2);
     ///     let v = m.lock().await.clone();
     ///     v
     /// })?;
     /// assert_eq!(v, [1, 2]);
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn lock(&self) -> MutexLock<'_, T> {
         MutexLock {
@@ -100,7 +100,7 @@ impl<T: ?Sized> Mutex<T> {
     /// Takes the lock if that needs no wait.
     ///
     /// ```
-    /// let m = evloop::Mutex::new(0);
+    /// let m = evloop::sync::Mutex::new(0);
     /// let mut guard = m.try_lock().expect("unlocked");
     /// *guard += 1;
     /// assert!(m.try_lock().is_none()); // held by `guard`
@@ -114,7 +114,7 @@ impl<T: ?Sized> Mutex<T> {
     /// Whether a `lock()` would have to wait.
     ///
     /// ```
-    /// let m = evloop::Mutex::new(());
+    /// let m = evloop::sync::Mutex::new(());
     /// let guard = m.try_lock();
     /// assert!(m.locked());
     /// drop(guard);
@@ -127,7 +127,7 @@ impl<T: ?Sized> Mutex<T> {
     /// The value, through a unique reference (no lock needed: no guard can exist).
     ///
     /// ```
-    /// let mut m = evloop::Mutex::new(1);
+    /// let mut m = evloop::sync::Mutex::new(1);
     /// *m.get_mut() += 1; // `&mut Mutex`: no guard can exist, so no lock is needed
     /// assert_eq!(m.into_inner(), 2);
     /// ```
@@ -164,7 +164,7 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
 /// Access to a [`Mutex`]'s value while its lock is held; dropping it releases the lock.
 ///
 /// ```
-/// let m = evloop::Mutex::new(vec![1, 2]);
+/// let m = evloop::sync::Mutex::new(vec![1, 2]);
 /// {
 ///     let mut guard = m.try_lock().expect("unlocked");
 ///     guard.push(3); // `DerefMut` to the value
@@ -205,18 +205,18 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
 /// use std::rc::Rc;
 ///
 /// let n = evloop::run(async {
-///     let m = Rc::new(evloop::Mutex::new(0));
+///     let m = Rc::new(evloop::sync::Mutex::new(0));
 ///     let guard = m.lock().await;
 ///     let adder = {
 ///         let m = m.clone();
 ///         evloop::spawn(async move { *m.lock().await += 1 })
 ///     };
-///     evloop::yield_now().await;
+///     evloop::task::yield_now().await;
 ///     assert!(!adder.done()); // its `MutexLock` waits for `guard`
 ///     drop(guard);
 ///     adder.await?;
 ///     let n = *m.lock().await;
-///     Ok::<_, evloop::TaskError>(n)
+///     Ok::<_, evloop::task::TaskError>(n)
 /// })??;
 /// assert_eq!(n, 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -1,5 +1,5 @@
-//! The counted pool of permits behind [`Lock`](crate::Lock), [`Mutex`](crate::Mutex),
-//! [`Semaphore`](crate::Semaphore) and [`BoundedSemaphore`](crate::BoundedSemaphore): how many
+//! The counted pool of permits behind [`Lock`](crate::sync::Lock), [`Mutex`](crate::sync::Mutex),
+//! [`Semaphore`](crate::sync::Semaphore) and [`BoundedSemaphore`](crate::sync::BoundedSemaphore): how many
 //! permits are free, how many were forgotten, and the line of tasks waiting for one (a
 //! [`Line`] of the wait queue, whose rules are here: an acquire completes at once only when a
 //! permit is free and nobody is queued; a freed permit is granted to the first waiter).

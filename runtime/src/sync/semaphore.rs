@@ -22,7 +22,7 @@ use crate::sync::pool::{PermitWaiter, Pool};
 /// ```
 /// use std::cell::Cell;
 /// use std::rc::Rc;
-/// use evloop::Semaphore;
+/// use evloop::sync::Semaphore;
 ///
 /// let peak = evloop::run(async {
 ///     let sem = Rc::new(Semaphore::new(2)); // at most two tasks at a time
@@ -34,7 +34,7 @@ use crate::sync::pool::{PermitWaiter, Pool};
 ///                 let _permit = sem.acquire().await; // `async with sem:`
 ///                 running.set(running.get() + 1);
 ///                 peak.set(peak.get().max(running.get()));
-///                 evloop::yield_now().await;
+///                 evloop::task::yield_now().await;
 ///                 running.set(running.get() - 1);
 ///             })
 ///         })
@@ -42,7 +42,7 @@ use crate::sync::pool::{PermitWaiter, Pool};
 ///     for t in tasks {
 ///         t.await?;
 ///     }
-///     Ok::<_, evloop::TaskError>(peak.get())
+///     Ok::<_, evloop::task::TaskError>(peak.get())
 /// })??;
 /// assert_eq!(peak, 2);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -55,7 +55,7 @@ impl Semaphore {
     /// A semaphore with `permits` permits available.
     ///
     /// ```
-    /// let sem = evloop::Semaphore::new(3);
+    /// let sem = evloop::sync::Semaphore::new(3);
     /// assert_eq!(sem.available_permits(), 3);
     /// assert!(!sem.locked());
     /// ```
@@ -68,18 +68,18 @@ impl Semaphore {
     /// Waits for a permit; waiters are served in arrival order.
     ///
     /// # Panics
-    /// Like [`Lock::acquire`](crate::Lock::acquire), when a task of another loop would have to
+    /// Like [`Lock::acquire`](crate::sync::Lock::acquire), when a task of another loop would have to
     /// wait.
     ///
     /// ```
     /// evloop::run(async {
-    ///     let sem = evloop::Semaphore::new(1);
+    ///     let sem = evloop::sync::Semaphore::new(1);
     ///     let permit = sem.acquire().await;
     ///     assert_eq!(sem.available_permits(), 0);
     ///     drop(permit); // gives the permit back
     ///     assert_eq!(sem.available_permits(), 1);
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
@@ -92,7 +92,7 @@ impl Semaphore {
     /// Takes a permit if that needs no wait: one is available and nobody is queued.
     ///
     /// ```
-    /// let sem = evloop::Semaphore::new(1);
+    /// let sem = evloop::sync::Semaphore::new(1);
     /// let permit = sem.try_acquire().expect("one permit is free");
     /// assert!(sem.try_acquire().is_none());
     /// drop(permit);
@@ -105,7 +105,7 @@ impl Semaphore {
     /// Permits nobody holds or has been handed (asyncio's `_value`).
     ///
     /// ```
-    /// let sem = evloop::Semaphore::new(2);
+    /// let sem = evloop::sync::Semaphore::new(2);
     /// let _a = sem.try_acquire();
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
@@ -116,7 +116,7 @@ impl Semaphore {
     /// Whether an acquire would have to wait (asyncio's `locked()`).
     ///
     /// ```
-    /// let sem = evloop::Semaphore::new(1);
+    /// let sem = evloop::sync::Semaphore::new(1);
     /// assert!(!sem.locked());
     /// let _permit = sem.try_acquire();
     /// assert!(sem.locked()); // an acquire would wait
@@ -131,17 +131,17 @@ impl Semaphore {
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let sem = Rc::new(evloop::Semaphore::new(0));
+    ///     let sem = Rc::new(evloop::sync::Semaphore::new(0));
     ///     let waiter = {
     ///         let sem = sem.clone();
     ///         evloop::spawn(async move { sem.acquire().await.forget() })
     ///     };
-    ///     evloop::yield_now().await; // the task queues up for a permit
+    ///     evloop::task::yield_now().await; // the task queues up for a permit
     ///     assert_eq!(sem.waiters(), 1);
     ///     sem.release();
     ///     waiter.await?;
     ///     assert_eq!(sem.waiters(), 0);
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -153,7 +153,7 @@ impl Semaphore {
     /// `usize::MAX`).
     ///
     /// ```
-    /// let sem = evloop::Semaphore::new(0);
+    /// let sem = evloop::sync::Semaphore::new(0);
     /// assert!(sem.try_acquire().is_none());
     /// sem.add_permits(2);
     /// assert_eq!(sem.available_permits(), 2);
@@ -165,7 +165,7 @@ impl Semaphore {
     /// Adds one permit (asyncio's `release()`).
     ///
     /// ```
-    /// let sem = evloop::Semaphore::new(1);
+    /// let sem = evloop::sync::Semaphore::new(1);
     /// sem.try_acquire().expect("free").forget(); // asyncio's `acquire()` without `async with`
     /// assert_eq!(sem.available_permits(), 0);
     /// sem.release();
@@ -190,7 +190,7 @@ impl fmt::Debug for Semaphore {
 /// [`SemaphorePermit::forget`], and is a [`SyncError::OverReleased`] when there is none.
 ///
 /// ```
-/// use evloop::{BoundedSemaphore, SyncError};
+/// use evloop::sync::{BoundedSemaphore, SyncError};
 ///
 /// let sem = BoundedSemaphore::new(1);
 /// sem.try_acquire().expect("free").forget();
@@ -208,7 +208,7 @@ impl BoundedSemaphore {
     /// A semaphore with `permits` permits, which is also its maximum.
     ///
     /// ```
-    /// let sem = evloop::BoundedSemaphore::new(2);
+    /// let sem = evloop::sync::BoundedSemaphore::new(2);
     /// assert_eq!(sem.available_permits(), 2);
     /// assert_eq!(sem.bound(), 2);
     /// ```
@@ -222,18 +222,18 @@ impl BoundedSemaphore {
     /// Waits for a permit; waiters are served in arrival order.
     ///
     /// # Panics
-    /// Like [`Lock::acquire`](crate::Lock::acquire), when a task of another loop would have to
+    /// Like [`Lock::acquire`](crate::sync::Lock::acquire), when a task of another loop would have to
     /// wait.
     ///
     /// ```
     /// evloop::run(async {
-    ///     let sem = evloop::BoundedSemaphore::new(1);
+    ///     let sem = evloop::sync::BoundedSemaphore::new(1);
     ///     let permit = sem.acquire().await;
     ///     assert!(sem.locked());
     ///     drop(permit);
     ///     assert_eq!(sem.available_permits(), 1);
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
@@ -246,7 +246,7 @@ impl BoundedSemaphore {
     /// Takes a permit if that needs no wait.
     ///
     /// ```
-    /// let sem = evloop::BoundedSemaphore::new(1);
+    /// let sem = evloop::sync::BoundedSemaphore::new(1);
     /// let permit = sem.try_acquire().expect("one permit is free");
     /// assert!(sem.try_acquire().is_none());
     /// drop(permit);
@@ -259,7 +259,7 @@ impl BoundedSemaphore {
     /// Permits nobody holds or has been handed.
     ///
     /// ```
-    /// let sem = evloop::BoundedSemaphore::new(3);
+    /// let sem = evloop::sync::BoundedSemaphore::new(3);
     /// let _a = sem.try_acquire();
     /// let _b = sem.try_acquire();
     /// assert_eq!(sem.available_permits(), 1);
@@ -271,7 +271,7 @@ impl BoundedSemaphore {
     /// The initial number of permits, which the count never exceeds.
     ///
     /// ```
-    /// let sem = evloop::BoundedSemaphore::new(2);
+    /// let sem = evloop::sync::BoundedSemaphore::new(2);
     /// let _permit = sem.try_acquire();
     /// assert_eq!(sem.bound(), 2); // the bound does not move with the count
     /// assert_eq!(sem.available_permits(), 1);
@@ -283,7 +283,7 @@ impl BoundedSemaphore {
     /// Whether an acquire would have to wait.
     ///
     /// ```
-    /// let sem = evloop::BoundedSemaphore::new(1);
+    /// let sem = evloop::sync::BoundedSemaphore::new(1);
     /// let permit = sem.try_acquire();
     /// assert!(sem.locked());
     /// drop(permit);
@@ -299,18 +299,18 @@ impl BoundedSemaphore {
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let sem = Rc::new(evloop::BoundedSemaphore::new(1));
+    ///     let sem = Rc::new(evloop::sync::BoundedSemaphore::new(1));
     ///     let permit = sem.acquire().await;
     ///     let waiter = {
     ///         let sem = sem.clone();
     ///         evloop::spawn(async move { drop(sem.acquire().await) })
     ///     };
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert_eq!(sem.waiters(), 1);
     ///     drop(permit); // handed to the waiter
     ///     waiter.await?;
     ///     assert_eq!(sem.waiters(), 0);
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -323,7 +323,7 @@ impl BoundedSemaphore {
     /// changes.
     ///
     /// ```
-    /// use evloop::{BoundedSemaphore, SyncError};
+    /// use evloop::sync::{BoundedSemaphore, SyncError};
     ///
     /// let sem = BoundedSemaphore::new(2);
     /// let permit = sem.try_acquire().expect("free");
@@ -356,7 +356,7 @@ impl fmt::Debug for BoundedSemaphore {
 /// first waiter, if any).
 ///
 /// ```
-/// let sem = evloop::Semaphore::new(1);
+/// let sem = evloop::sync::Semaphore::new(1);
 /// {
 ///     let _permit = sem.try_acquire().expect("free");
 ///     assert_eq!(sem.available_permits(), 0);
@@ -374,7 +374,7 @@ impl SemaphorePermit<'_> {
     /// [`Semaphore::add_permits`], or [`BoundedSemaphore::release`].
     ///
     /// ```
-    /// let sem = evloop::Semaphore::new(2);
+    /// let sem = evloop::sync::Semaphore::new(2);
     /// sem.try_acquire().expect("free").forget();
     /// assert_eq!(sem.available_permits(), 1); // still taken, with no guard to give it back
     /// sem.release(); // asyncio's `sem.release()`
@@ -405,16 +405,16 @@ impl fmt::Debug for SemaphorePermit<'_> {
 /// use std::rc::Rc;
 ///
 /// evloop::run(async {
-///     let sem = Rc::new(evloop::Semaphore::new(0));
+///     let sem = Rc::new(evloop::sync::Semaphore::new(0));
 ///     let first = {
 ///         let sem = sem.clone();
 ///         evloop::spawn(async move { sem.acquire().await.forget() })
 ///     };
-///     evloop::yield_now().await; // `first` waits in line
+///     evloop::task::yield_now().await; // `first` waits in line
 ///     sem.release(); // the permit is handed to `first` ...
 ///     assert!(sem.try_acquire().is_none()); // ... so a newcomer cannot take it
 ///     first.await?;
-///     Ok::<(), evloop::TaskError>(())
+///     Ok::<(), evloop::task::TaskError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

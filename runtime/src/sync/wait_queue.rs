@@ -1,8 +1,8 @@
-//! The one waiter queue of the sync layer. Every task that waits on a [`Lock`](crate::Lock),
-//! [`Mutex`](crate::Mutex), [`Semaphore`](crate::Semaphore),
-//! [`BoundedSemaphore`](crate::BoundedSemaphore), [`Event`](crate::Event),
-//! [`Condition`](crate::Condition), [`Barrier`](crate::Barrier), a [`Queue`](crate::Queue)'s
-//! `get` / `put` / `join` or an [`mpsc`](crate::channel::mpsc) channel's `send` / `recv` waits in a
+//! The one waiter queue of the sync layer. Every task that waits on a [`Lock`](crate::sync::Lock),
+//! [`Mutex`](crate::sync::Mutex), [`Semaphore`](crate::sync::Semaphore),
+//! [`BoundedSemaphore`](crate::sync::BoundedSemaphore), [`Event`](crate::sync::Event),
+//! [`Condition`](crate::sync::Condition), [`Barrier`](crate::sync::Barrier), a [`Queue`](crate::sync::queue::Queue)'s
+//! `get` / `put` / `join` or an [`mpsc`](crate::sync::mpsc) channel's `send` / `recv` waits in a
 //! [`WaitQueue`], through a [`Waiter`]. The `oneshot` and `threadsafe` channels have a single
 //! receiver, so they have no line to keep: they store that receiver's waker with [`park`], the
 //! same rule the queue's entries follow.
@@ -60,7 +60,7 @@
 //! - **Whatever the interleaving**: a grant and a drop each run entirely under the state's
 //!   borrow, on one thread, so a drop sees either the `Waiting` entry (and the grant goes to
 //!   somebody else) or the `Granted` one (and passes it on); there is no window in between.
-//! - Broadcasts (an [`Event`](crate::Event) set, a barrier's trip, `Queue::join` released, a
+//! - Broadcasts (an [`Event`](crate::sync::Event) set, a barrier's trip, `Queue::join` released, a
 //!   shutdown) grant every waiter at once; there is nobody to pass such a grant to, and `pass_on`
 //!   drops it.
 //!

@@ -63,12 +63,12 @@ impl<F: Future> Slot<F> {
 ///
 /// ```
 /// // A tuple of futures of different types, up to six ...
-/// let (n, s) = evloop::run(evloop::gather((async { 1 }, async { "one" })))?;
+/// let (n, s) = evloop::run(evloop::task::gather((async { 1 }, async { "one" })))?;
 /// assert_eq!((n, s), (1, "one"));
 /// // ... or a `Vec` of futures of one type, any number of them.
-/// let squares = evloop::run(evloop::gather((1..=4).map(|i| async move { i * i }).collect::<Vec<_>>()))?;
+/// let squares = evloop::run(evloop::task::gather((1..=4).map(|i| async move { i * i }).collect::<Vec<_>>()))?;
 /// assert_eq!(squares, [1, 4, 9, 16]);
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub trait Gather {
     /// What the gathered future gives: a `Vec` or a tuple of the outputs, in input order.
@@ -85,9 +85,9 @@ pub trait Gather {
 ///
 /// ```
 /// # evloop::run(async {
-/// let (a, b) = evloop::gather((async { 1 }, async { "two" })).await;
+/// let (a, b) = evloop::task::gather((async { 1 }, async { "two" })).await;
 /// async fn double(x: u32) -> u32 { x * 2 }
-/// let all = evloop::gather(vec![double(1), double(2)]).await; // one future type per Vec
+/// let all = evloop::task::gather(vec![double(1), double(2)]).await; // one future type per Vec
 /// # let all: Vec<u32> = all.into_iter().map(|x| x / 2).collect();
 /// assert_eq!((a, b, all), (1, "two", vec![1, 2]));
 /// # }).unwrap();
@@ -218,11 +218,11 @@ gather_tuple!(Gather6, TryGather6; A TA 0, B TB 1, C TC 2, D TD 3, E2 TE 4, F TF
 ///     s.parse()
 /// }
 ///
-/// let pair = evloop::run(evloop::try_gather((parse("1"), parse("2"))))?;
+/// let pair = evloop::run(evloop::task::try_gather((parse("1"), parse("2"))))?;
 /// assert_eq!(pair, Ok((1, 2)));
-/// let all = evloop::run(evloop::try_gather(vec![parse("3"), parse("four")]))?;
+/// let all = evloop::run(evloop::task::try_gather(vec![parse("3"), parse("four")]))?;
 /// assert!(all.is_err()); // the first error
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub trait TryGather {
     /// `Ok` of every value in input order, or the first error.
@@ -239,18 +239,18 @@ pub trait TryGather {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let fails = async { Err::<u32, &str>("refused") };
 ///     let slow = async {
-///         evloop::sleep(Duration::from_secs(60)).await;
+///         evloop::time::sleep(Duration::from_secs(60)).await;
 ///         Ok(1)
 ///     };
 ///     // The error comes back at once; `slow` is dropped (cancelled), not waited for.
-///     assert_eq!(evloop::try_gather((fails, slow)).await, Err("refused"));
-///     assert_eq!(evloop::get_running_loop()?.stats().timers, 0);
-///     Ok::<(), evloop::LoopError>(())
+///     assert_eq!(evloop::task::try_gather((fails, slow)).await, Err("refused"));
+///     assert_eq!(evloop::event_loop::get_running_loop()?.stats().timers, 0);
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -311,21 +311,21 @@ impl<T, E, F: Future<Output = Result<T, E>>> TryGather for Vec<F> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::{Builder, ReturnWhen};
+/// use evloop::{event_loop::Builder, task::ReturnWhen};
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let tasks = vec![
 ///         evloop::spawn(async { 1 }),
 ///         evloop::spawn(async {
-///             evloop::sleep(Duration::from_secs(60)).await;
+///             evloop::time::sleep(Duration::from_secs(60)).await;
 ///             2
 ///         }),
 ///     ];
 ///     // ALL_COMPLETED, bounded by a timeout: no error, the slow task is simply still pending.
-///     let (done, pending) = evloop::wait(tasks, ReturnWhen::AllCompleted, Some(Duration::from_secs(1))).await;
+///     let (done, pending) = evloop::task::wait(tasks, ReturnWhen::AllCompleted, Some(Duration::from_secs(1))).await;
 ///     assert_eq!((done.len(), pending.len()), (1, 1));
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ReturnWhen {
@@ -344,15 +344,15 @@ pub enum ReturnWhen {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::{Builder, ReturnWhen};
+/// use evloop::{event_loop::Builder, task::ReturnWhen};
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let quick = evloop::spawn(async { "quick" });
 ///     let slow = evloop::spawn(async {
-///         evloop::sleep(Duration::from_secs(60)).await;
+///         evloop::time::sleep(Duration::from_secs(60)).await;
 ///         "slow"
 ///     });
-///     let (done, pending) = evloop::wait(vec![quick, slow], ReturnWhen::FirstCompleted, None).await;
+///     let (done, pending) = evloop::task::wait(vec![quick, slow], ReturnWhen::FirstCompleted, None).await;
 ///     assert_eq!((done.len(), pending.len()), (1, 1));
 ///     // Nothing was cancelled: the results stay in the handles.
 ///     for t in done {
@@ -361,7 +361,7 @@ pub enum ReturnWhen {
 ///     for t in pending {
 ///         assert_eq!(t.await?, "slow");
 ///     }
-///     Ok::<(), evloop::TaskError>(())
+///     Ok::<(), evloop::task::TaskError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -403,11 +403,11 @@ pub async fn wait<T: 'static>(
 /// Yields task results in the order the tasks finish (asyncio's `as_completed`).
 ///
 /// ```
-/// # evloop::run_with(evloop::Builder::new().virtual_clock(true), async {
+/// # evloop::event_loop::Builder::new().virtual_clock(true).run(async {
 /// use std::time::Duration;
-/// let slow = evloop::spawn(async { evloop::sleep(Duration::from_secs(20)).await; "slow" });
+/// let slow = evloop::spawn(async { evloop::time::sleep(Duration::from_secs(20)).await; "slow" });
 /// let fast = evloop::spawn(async { "fast" });
-/// let mut results = evloop::as_completed(vec![slow, fast]);
+/// let mut results = evloop::task::as_completed(vec![slow, fast]);
 /// assert_eq!(results.next().await.unwrap().unwrap(), "fast");
 /// assert_eq!(results.next().await.unwrap().unwrap(), "slow");
 /// assert!(results.next().await.is_none());
@@ -421,24 +421,24 @@ pub fn as_completed<T: 'static>(tasks: Vec<Task<T>>) -> AsCompleted<T> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// let order = evloop::run_with(Builder::new().virtual_clock(true), async {
+/// let order = Builder::new().virtual_clock(true).run(async {
 ///     let tasks = [3u64, 1, 2]
 ///         .into_iter()
 ///         .map(|s| {
 ///             evloop::spawn(async move {
-///                 evloop::sleep(Duration::from_secs(s)).await;
+///                 evloop::time::sleep(Duration::from_secs(s)).await;
 ///                 s
 ///             })
 ///         })
 ///         .collect();
-///     let mut finished = evloop::as_completed(tasks);
+///     let mut finished = evloop::task::as_completed(tasks);
 ///     let mut order = Vec::new();
 ///     while let Some(r) = finished.next().await {
 ///         order.push(r?);
 ///     }
-///     Ok::<_, evloop::TaskError>(order)
+///     Ok::<_, evloop::task::TaskError>(order)
 /// })??;
 /// assert_eq!(order, [1, 2, 3]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -452,11 +452,11 @@ impl<T: 'static> AsCompleted<T> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let mut finished = evloop::as_completed(vec![evloop::spawn(async { 'a' })]);
+    ///     let mut finished = evloop::task::as_completed(vec![evloop::spawn(async { 'a' })]);
     ///     assert_eq!(finished.next().await.map(Result::ok), Some(Some('a')));
     ///     assert!(finished.next().await.is_none()); // every task was returned
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub async fn next(&mut self) -> Option<Result<T, TaskError>> {
         if self.tasks.is_empty() {
@@ -480,12 +480,12 @@ impl<T: 'static> AsCompleted<T> {
     /// ```
     /// evloop::run(async {
     ///     let tasks = vec![evloop::spawn(async { 1 }), evloop::spawn(async { 2 })];
-    ///     let mut finished = evloop::as_completed(tasks);
+    ///     let mut finished = evloop::task::as_completed(tasks);
     ///     assert_eq!(finished.remaining(), 2);
     ///     let _first = finished.next().await;
     ///     assert_eq!(finished.remaining(), 1);
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn remaining(&self) -> usize {
         self.tasks.len()
@@ -504,14 +504,14 @@ impl<T: 'static> fmt::Debug for AsCompleted<T> {
 /// The output of [`select`]: which future finished first, with its output.
 ///
 /// ```
-/// use evloop::Either;
+/// use evloop::task::Either;
 ///
-/// let first = evloop::run(evloop::select(std::future::pending::<()>(), async { 5 }))?;
+/// let first = evloop::run(evloop::task::select(std::future::pending::<()>(), async { 5 }))?;
 /// match first {
 ///     Either::Left(()) => unreachable!("pending never finishes"),
 ///     Either::Right(n) => assert_eq!(n, 5),
 /// }
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Either<A, B> {
@@ -526,21 +526,21 @@ pub enum Either<A, B> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::{Builder, Either};
+/// use evloop::{event_loop::Builder, task::Either};
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
-///     let (tx, rx) = evloop::channel::oneshot::<&str>();
+/// Builder::new().virtual_clock(true).run(async {
+///     let (tx, rx) = evloop::sync::oneshot::<&str>();
 ///     evloop::spawn(async move {
-///         evloop::sleep(Duration::from_secs(1)).await;
+///         evloop::time::sleep(Duration::from_secs(1)).await;
 ///         let _ = tx.send("reply");
 ///     });
 ///     // Whichever finishes first; the other future is dropped.
-///     match evloop::select(rx, evloop::sleep(Duration::from_secs(5))).await {
+///     match evloop::task::select(rx, evloop::time::sleep(Duration::from_secs(5))).await {
 ///         Either::Left(reply) => assert_eq!(reply, Ok("reply")),
 ///         Either::Right(()) => unreachable!("the reply comes after 1 s"),
 ///     }
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub async fn select<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
     let mut a = pin!(a);
@@ -561,21 +561,21 @@ pub async fn select<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Ou
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// let first = evloop::run_with(Builder::new().virtual_clock(true), async {
+/// let first = Builder::new().virtual_clock(true).run(async {
 ///     let slow = async {
-///         evloop::sleep(Duration::from_secs(2)).await;
+///         evloop::time::sleep(Duration::from_secs(2)).await;
 ///         "slow"
 ///     };
 ///     let fast = async {
-///         evloop::sleep(Duration::from_secs(1)).await;
+///         evloop::time::sleep(Duration::from_secs(1)).await;
 ///         "fast"
 ///     };
-///     evloop::race(slow, fast).await
+///     evloop::task::race(slow, fast).await
 /// })?;
 /// assert_eq!(first, "fast");
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub async fn race<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> T {
     match select(a, b).await {
@@ -593,20 +593,20 @@ pub async fn race<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> 
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let work = evloop::spawn(async {
-///         evloop::sleep(Duration::from_secs(2)).await;
+///         evloop::time::sleep(Duration::from_secs(2)).await;
 ///         "saved"
 ///     });
 ///     let watch = work.task_ref();
 ///     // The wait gives up after 1 s; the shield is dropped, the task is not cancelled.
-///     assert!(evloop::timeout(Duration::from_secs(1), evloop::shield(work)).await.is_err());
-///     evloop::sleep(Duration::from_secs(2)).await;
+///     assert!(evloop::time::timeout(Duration::from_secs(1), evloop::task::shield(work)).await.is_err());
+///     evloop::time::sleep(Duration::from_secs(2)).await;
 ///     assert!(watch.done() && !watch.cancelled());
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub fn shield<T: 'static>(task: Task<T>) -> Shield<T> {
     Shield { task }
@@ -622,21 +622,21 @@ pub fn shield<T: 'static>(task: Task<T>) -> Shield<T> {
 /// use std::cell::Cell;
 /// use std::rc::Rc;
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let saved = Rc::new(Cell::new(false));
 ///     let flag = saved.clone();
 ///     let work = async move {
-///         evloop::sleep(Duration::from_secs(2)).await;
+///         evloop::time::sleep(Duration::from_secs(2)).await;
 ///         flag.set(true);
 ///     };
 ///     // The future runs as its own task: giving up the wait does not cancel it.
-///     assert!(evloop::timeout(Duration::from_secs(1), evloop::shield_future(work)).await.is_err());
-///     evloop::sleep(Duration::from_secs(2)).await;
+///     assert!(evloop::time::timeout(Duration::from_secs(1), evloop::task::shield_future(work)).await.is_err());
+///     evloop::time::sleep(Duration::from_secs(2)).await;
 ///     assert!(saved.get());
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[track_caller]
 pub fn shield_future<F>(fut: F) -> Shield<F::Output>
@@ -644,7 +644,7 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    shield(crate::task::spawn(fut))
+    shield(crate::task::spawn::spawn(fut))
 }
 
 /// The future of [`shield`]: the task's result; dropping it leaves the task running.
@@ -652,7 +652,7 @@ where
 /// ```
 /// let v = evloop::run(async {
 ///     let task = evloop::spawn(async { 40 + 2 });
-///     evloop::shield(task).await // the task's result, like awaiting it directly
+///     evloop::task::shield(task).await // the task's result, like awaiting it directly
 /// })??;
 /// assert_eq!(v, 42);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -666,8 +666,8 @@ impl<T: 'static> Shield<T> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let task = evloop::TaskBuilder::new().name("worker").spawn(async {})?;
-    ///     let shielded = evloop::shield(task);
+    ///     let task = evloop::task::TaskBuilder::new().name("worker").spawn(async {})?;
+    ///     let shielded = evloop::task::shield(task);
     ///     assert_eq!(shielded.task().name(), "worker");
     ///     shielded.await?;
     ///     Ok::<(), Box<dyn std::error::Error>>(())

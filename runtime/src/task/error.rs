@@ -16,7 +16,7 @@ use crate::event_loop::error::{LoopError, Panic, WrongLoopError};
 /// Why a task gave no value: it was cancelled, or it panicked.
 ///
 /// ```
-/// use evloop::TaskError;
+/// use evloop::task::TaskError;
 ///
 /// evloop::run(async {
 ///     let t = evloop::spawn(std::future::pending::<()>());
@@ -26,7 +26,7 @@ use crate::event_loop::error::{LoopError, Panic, WrongLoopError};
 ///         other => unreachable!("{other:?}"),
 ///     }
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
@@ -66,7 +66,7 @@ impl TaskError {
     ///     t.abort();
     ///     assert!(t.await.unwrap_err().is_cancelled()); // asyncio's CancelledError
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self, TaskError::Cancelled { .. })
@@ -79,7 +79,7 @@ impl TaskError {
     ///     let err = evloop::spawn(async { panic!("boom") }).await.unwrap_err();
     ///     assert!(err.is_panic() && !err.is_cancelled());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self, TaskError::Panicked { .. })
@@ -92,7 +92,7 @@ impl TaskError {
     ///     let err = evloop::spawn(async { panic!("boom") }).await.unwrap_err();
     ///     assert_eq!(err.panic().map(|p| p.message()), Some("boom"));
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn panic(&self) -> Option<&Panic> {
         match self {
@@ -109,7 +109,7 @@ impl TaskError {
     ///     let panic = err.into_panic().expect("it panicked");
     ///     assert_eq!(panic.message(), "owned"); // e.g. to re-raise: resume_unwind(panic.take_payload()...)
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn into_panic(self) -> Option<Panic> {
         match self {
@@ -147,11 +147,11 @@ impl From<TaskError> for io::Error {
     }
 }
 
-/// The error of [`EventLoop::run_until_complete`](crate::LoopHandle::run_until_complete) and
+/// The error of [`EventLoop::run_until_complete`](crate::event_loop::LoopHandle::run_until_complete) and
 /// [`run`](crate::run): the loop could not run the future, or the future's task failed.
 ///
 /// ```
-/// use evloop::RunError;
+/// use evloop::task::RunError;
 ///
 /// match evloop::run(async { panic!("main failed") }) {
 ///     Err(RunError::Task(e)) => assert!(e.is_panic()), // the future's task failed
@@ -172,9 +172,9 @@ impl RunError {
     /// The loop error, if that is what this is.
     ///
     /// ```
-    /// use evloop::LoopErrorKind;
+    /// use evloop::event_loop::LoopErrorKind;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// lp.close()?;
     /// let err = lp.run_until_complete(async {}).unwrap_err();
     /// assert_eq!(err.as_loop_error().map(|e| e.kind()), Some(LoopErrorKind::Closed));
@@ -245,7 +245,7 @@ impl From<RunError> for io::Error {
 /// (asyncio's `InvalidStateError`).
 ///
 /// ```
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// let p = lp.create_future::<()>();
 /// p.cancel();
 /// let err = p.set_result(()).unwrap_err(); // asyncio's InvalidStateError
@@ -289,9 +289,9 @@ impl From<InvalidStateError> for io::Error {
 /// one that is not done yet.
 ///
 /// ```
-/// use evloop::PromiseError;
+/// use evloop::task::PromiseError;
 ///
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// let p = lp.create_future::<u8>();
 /// assert!(matches!(p.result(), Err(PromiseError::Pending { .. })));
 /// p.cancel();

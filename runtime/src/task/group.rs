@@ -30,7 +30,7 @@ use crate::task::{Task, TaskBuilder, TaskRef};
 /// Why one child of a group did not give a value.
 ///
 /// ```
-/// use evloop::{ChildError, TaskGroup};
+/// use evloop::task::{ChildError, TaskGroup};
 ///
 /// evloop::run(async {
 ///     let mut group = TaskGroup::<u32, String>::new()?;
@@ -40,7 +40,7 @@ use crate::task::{Task, TaskBuilder, TaskRef};
 ///         ChildError::Failed { task, error } => assert_eq!((task.as_str(), error.as_str()), ("parser", "bad input")),
 ///         other => unreachable!("{other}"),
 ///     }
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -90,7 +90,7 @@ impl<E: fmt::Display> fmt::Display for ChildError<E> {
 /// the group cancelled because of them.
 ///
 /// ```
-/// use evloop::TaskGroup;
+/// use evloop::task::TaskGroup;
 ///
 /// evloop::run(async {
 ///     let mut group = TaskGroup::<u32, &str>::new()?;
@@ -103,7 +103,7 @@ impl<E: fmt::Display> fmt::Display for ChildError<E> {
 ///     assert_eq!(err.errors.len(), 1); // asyncio's ExceptionGroup with one exception
 ///     assert_eq!(err.cancelled, 1); // the sibling the failure tore down
 ///     assert!(err.to_string().contains("failed: boom"));
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -135,11 +135,11 @@ impl<E: fmt::Debug + fmt::Display> std::error::Error for GroupError<E> {}
 ///
 /// ```
 /// # evloop::run(async {
-/// let mut group = evloop::TaskGroup::<u32, String>::new()?;
+/// let mut group = evloop::task::TaskGroup::<u32, String>::new()?;
 /// group.spawn(async { Ok(1) })?;
 /// group.spawn(async { Ok(2) })?;
 /// assert_eq!(group.join().await.unwrap(), vec![1, 2]);
-/// # Ok::<(), evloop::LoopError>(())
+/// # Ok::<(), evloop::event_loop::LoopError>(())
 /// # }).unwrap().unwrap();
 /// ```
 pub struct TaskGroup<T: 'static, E: 'static = Infallible> {
@@ -197,7 +197,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     /// An empty group on the loop running on this thread.
     ///
     /// ```
-    /// use evloop::TaskGroup;
+    /// use evloop::task::TaskGroup;
     ///
     /// assert!(TaskGroup::<()>::new().is_err()); // no loop is running here
     /// let values = evloop::run(async {
@@ -220,8 +220,8 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     /// An empty group on `lp`.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
-    /// let mut group = evloop::TaskGroup::<u32>::with_loop(&lp); // the loop need not run yet
+    /// let lp = evloop::event_loop::EventLoop::new()?;
+    /// let mut group = evloop::task::TaskGroup::<u32>::with_loop(&lp); // the loop need not run yet
     /// group.spawn(async { Ok(7) })?;
     /// let values = lp.run_until_complete(group.join())??;
     /// assert_eq!(values, [7]);
@@ -240,7 +240,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let mut group = evloop::TaskGroup::<&str>::new()?;
+    ///     let mut group = evloop::task::TaskGroup::<&str>::new()?;
     ///     let child = group.spawn(async { Ok("done") })?;
     ///     assert!(!child.done()); // scheduled; it runs once this task waits
     ///     assert_eq!(group.join().await?, ["done"]);
@@ -295,7 +295,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let mut group = evloop::TaskGroup::<()>::new()?;
+    ///     let mut group = evloop::task::TaskGroup::<()>::new()?;
     ///     let child = group.spawn_named("fetch", async { Ok(()) })?;
     ///     assert_eq!(child.name(), "fetch");
     ///     group.join().await?;
@@ -315,7 +315,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let mut group = evloop::TaskGroup::<u8>::new()?;
+    ///     let mut group = evloop::task::TaskGroup::<u8>::new()?;
     ///     group.spawn(async { Ok(1) })?;
     ///     group.spawn(async { Ok(2) })?;
     ///     assert_eq!(group.len(), 2);
@@ -332,7 +332,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let group = evloop::TaskGroup::<u8>::new()?;
+    ///     let group = evloop::task::TaskGroup::<u8>::new()?;
     ///     assert!(group.is_empty());
     ///     assert_eq!(group.join().await?, []); // an empty group joins at once
     ///     Ok::<(), Box<dyn std::error::Error>>(())
@@ -347,15 +347,15 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     /// returns). Returns how many were cancelled.
     ///
     /// ```
-    /// use evloop::ChildError;
+    /// use evloop::task::ChildError;
     ///
     /// evloop::run(async {
-    ///     let mut group = evloop::TaskGroup::<()>::new()?;
+    ///     let mut group = evloop::task::TaskGroup::<()>::new()?;
     ///     group.spawn(std::future::pending())?;
     ///     assert_eq!(group.cancel(), 1);
     ///     let err = group.join().await.unwrap_err();
     ///     assert!(matches!(err.errors[..], [ChildError::Cancelled { .. }]));
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -367,13 +367,13 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::Builder;
+    /// use evloop::event_loop::Builder;
     ///
-    /// let values = evloop::run_with(Builder::new().virtual_clock(true), async {
-    ///     let mut group = evloop::TaskGroup::<u64>::new()?;
+    /// let values = Builder::new().virtual_clock(true).run(async {
+    ///     let mut group = evloop::task::TaskGroup::<u64>::new()?;
     ///     for s in [3, 1, 2] {
     ///         group.spawn(async move {
-    ///             evloop::sleep(Duration::from_secs(s)).await;
+    ///             evloop::time::sleep(Duration::from_secs(s)).await;
     ///             Ok(s)
     ///         })?;
     ///     }

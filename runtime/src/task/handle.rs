@@ -27,12 +27,12 @@ use crate::task::step::abort_now;
 ///
 /// ```
 /// evloop::run(async {
-///     let me = evloop::current_task().expect("run's future runs as a task");
+///     let me = evloop::task::current_task().expect("run's future runs as a task");
 ///     let other = evloop::spawn(async {});
-///     let names: Vec<String> = evloop::all_tasks().iter().map(|t| t.name()).collect();
+///     let names: Vec<String> = evloop::task::all_tasks().iter().map(|t| t.name()).collect();
 ///     assert!(names.contains(&me.name()) && names.contains(&other.name()));
 ///     other.await?;
-///     Ok::<(), evloop::TaskError>(())
+///     Ok::<(), evloop::task::TaskError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -56,9 +56,9 @@ impl TaskRef {
     /// evloop::run(async {
     ///     let t = evloop::spawn(async {});
     ///     assert!(t.name().starts_with("Task-"));
-    ///     let named = evloop::TaskBuilder::new().name("fetch").spawn(async {})?;
+    ///     let named = evloop::task::TaskBuilder::new().name("fetch").spawn(async {})?;
     ///     assert_eq!(named.name(), "fetch");
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -74,7 +74,7 @@ impl TaskRef {
     ///     t.set_name("renamed"); // asyncio's Task.set_name
     ///     assert_eq!(t.name(), "renamed");
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn set_name(&self, name: impl Into<String>) {
         let name = name.into().into_boxed_str();
@@ -88,7 +88,7 @@ impl TaskRef {
     ///     let t = evloop::spawn(async {});
     ///     assert_eq!(t.name(), format!("Task-{}", t.number()));
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn number(&self) -> u64 {
         self.core().number()
@@ -97,7 +97,7 @@ impl TaskRef {
     /// Where it is in its life.
     ///
     /// ```
-    /// use evloop::TaskState;
+    /// use evloop::task::TaskState;
     ///
     /// evloop::run(async {
     ///     let t = evloop::spawn(async {});
@@ -105,7 +105,7 @@ impl TaskRef {
     ///     assert_eq!(r.state(), TaskState::Pending);
     ///     t.await?;
     ///     assert_eq!(r.state(), TaskState::Done);
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -119,10 +119,10 @@ impl TaskRef {
     /// evloop::run(async {
     ///     let t = evloop::spawn(async {});
     ///     assert!(!t.done());
-    ///     evloop::yield_now().await; // the task takes its one step
+    ///     evloop::task::yield_now().await; // the task takes its one step
     ///     assert!(t.done());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn done(&self) -> bool {
         self.state().is_finished()
@@ -135,10 +135,10 @@ impl TaskRef {
     ///     let t = evloop::spawn(std::future::pending::<()>());
     ///     t.cancel();
     ///     assert!(!t.cancelled()); // requested: it takes effect at the task's next step
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert!(t.cancelled());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn cancelled(&self) -> bool {
         self.state() == TaskState::Cancelled
@@ -148,15 +148,15 @@ impl TaskRef {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::{Awaiting, Builder};
+    /// use evloop::event_loop::{Awaiting, Builder};
     ///
-    /// evloop::run_with(Builder::new().virtual_clock(true), async {
-    ///     let t = evloop::spawn(evloop::sleep(Duration::from_secs(10)));
-    ///     evloop::yield_now().await; // its first step starts the timer
+    /// Builder::new().virtual_clock(true).run(async {
+    ///     let t = evloop::spawn(evloop::time::sleep(Duration::from_secs(10)));
+    ///     evloop::task::yield_now().await; // its first step starts the timer
     ///     assert!(matches!(t.awaiting(), Awaiting::Sleep(_)));
     ///     t.abort();
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn awaiting(&self) -> Awaiting {
         self.core().awaiting()
@@ -170,7 +170,7 @@ impl TaskRef {
     ///     let t = evloop::spawn(async {}); // the caller's location, kept for traces and task dumps
     ///     assert_eq!(t.created_at().line(), line + 1);
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn created_at(&self) -> &'static Location<'static> {
         self.core().site()
@@ -198,12 +198,12 @@ impl TaskRef {
     ///         let _guard = guard;
     ///         std::future::pending::<()>().await;
     ///     });
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert!(t.cancel());
     ///     assert!(t.await.unwrap_err().is_cancelled()); // asyncio's CancelledError
     ///     assert!(cleaned.get());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn cancel(&self) -> bool {
         let core = self.core();
@@ -240,14 +240,14 @@ impl TaskRef {
     ///         let _c = Clear(flag);
     ///         std::future::pending::<()>().await;
     ///     });
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     let r = t.task_ref();
     ///     assert!(r.abort());
     ///     assert!(!alive.get()); // dropped before `abort` returned, not at the next step
     ///     assert!(r.cancelled());
     ///     assert!(!r.abort()); // already finished
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn abort(&self) -> bool {
         if self.done() {
@@ -267,10 +267,10 @@ impl TaskRef {
     ///     assert!(!t.cancelling());
     ///     t.cancel();
     ///     assert!(t.cancelling()); // requested, not yet done
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert!(!t.cancelling() && t.cancelled());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn cancelling(&self) -> bool {
         let core = self.core();
@@ -291,9 +291,9 @@ impl TaskRef {
     ///     t.add_done_callback(move |task| l.borrow_mut().push(format!("{:?}", task.state())));
     ///     t.await?;
     ///     assert!(log.borrow().is_empty()); // scheduled with call_soon, never run inline
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert_eq!(*log.borrow(), ["Done"]);
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -352,7 +352,7 @@ impl TaskRef {
     /// ```
     /// evloop::run(async {
     ///     let t = evloop::spawn(async {});
-    ///     let lp = evloop::get_running_loop().unwrap();
+    ///     let lp = evloop::event_loop::get_running_loop().unwrap();
     ///     assert!(t.get_loop().is_some_and(|l| l.same_loop(&lp)));
     /// })
     /// .unwrap();
@@ -365,11 +365,11 @@ impl TaskRef {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let t = evloop::spawn(async { evloop::current_task() });
+    ///     let t = evloop::spawn(async { evloop::task::current_task() });
     ///     let r = t.task_ref();
     ///     let seen = t.await?.expect("a task was running");
     ///     assert!(seen.ptr_eq(&r)); // the task saw itself
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -408,12 +408,12 @@ impl fmt::Debug for TaskRef {
 ///     let flag = Rc::new(Cell::new(false));
 ///     let f = flag.clone();
 ///     drop(evloop::spawn(async move {
-///         evloop::yield_now().await;
+///         evloop::task::yield_now().await;
 ///         f.set(true);
 ///     }));
-///     evloop::yield_now().await;
-///     evloop::yield_now().await;
-///     Ok::<_, evloop::TaskError>(flag.get())
+///     evloop::task::yield_now().await;
+///     evloop::task::yield_now().await;
+///     Ok::<_, evloop::task::TaskError>(flag.get())
 /// })??;
 /// assert!(finished);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -466,10 +466,10 @@ impl<T: 'static> Task<T> {
     /// evloop::run(async {
     ///     let mut t = evloop::spawn(async { "result" });
     ///     assert!(t.try_result().is_none()); // still running
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert_eq!(t.try_result().map(Result::ok), Some(Some("result")));
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn try_result(&mut self) -> Option<Result<T, TaskError>> {
         self.take_outcome()
@@ -483,7 +483,7 @@ impl<T: 'static> Task<T> {
     ///     let r = t.task_ref(); // outlives the handle
     ///     t.await?;
     ///     assert!(r.done());
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -501,7 +501,7 @@ impl<T: 'static> Task<T> {
     ///     let mut t = evloop::spawn(async { 1 });
     ///     poll_fn(|cx| t.poll_done(cx)).await; // finished, result not taken
     ///     assert_eq!(t.await?, 1);
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -523,7 +523,7 @@ impl<T: 'static> Task<T> {
     ///     assert!(t.abort()); // the future is dropped now
     ///     assert!(t.await.unwrap_err().is_cancelled());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn abort(&self) -> bool {
         self.r.abort()
@@ -539,10 +539,10 @@ impl<T: 'static> Task<T> {
     ///     let ran = Rc::new(Cell::new(false));
     ///     let r = ran.clone();
     ///     evloop::spawn(async move { r.set(true) }).detach(); // fire and forget
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert!(ran.get());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn detach(self) {}
 

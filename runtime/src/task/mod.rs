@@ -35,7 +35,7 @@
 //! # The `task/` folder (layer 2)
 //! Tasks: their state and its transitions (`state`: [`TaskState`]), the step and what follows a
 //! task's end (`step`), the handles (`handle`: [`Task`], [`TaskRef`]) and creating and running
-//! them (`spawn`: [`TaskBuilder`], [`spawn`], [`run`]); their errors (`error`: `TaskError`,
+//! them (`spawn`: [`TaskBuilder`], [`spawn`](crate::spawn), [`run`](crate::run)); their errors (`error`: `TaskError`,
 //! `RunError`, and the promise's `PromiseError` and `InvalidStateError`); [`yield_now`]
 //! (`yield_now`); promises (`promise`), time (`time`: `sleep`, `timeout`, `timeout_at`), asyncio's
 //! timeout object (`timeouts`: `Timeout`, `TimeoutHandle`), `Runner` (`runner`), the task tree
@@ -51,7 +51,7 @@ pub(crate) mod group;
 mod handle;
 pub(crate) mod promise;
 pub(crate) mod runner;
-mod spawn;
+pub(crate) mod spawn;
 mod state;
 mod step;
 pub(crate) mod time;
@@ -61,6 +61,16 @@ mod yield_now;
 
 pub use handle::{Task, TaskRef};
 pub(crate) use spawn::cancel_leftover_tasks;
-pub use spawn::{TaskBuilder, all_tasks, current_task, run, run_with, spawn};
+pub use spawn::{TaskBuilder, all_tasks, current_task};
 pub use state::TaskState;
 pub use yield_now::{YieldNow, yield_now};
+
+pub use self::combinator::{
+    AsCompleted, Either, Gather, GatherVec, ReturnWhen, Shield, TryGather, TryGatherVec, as_completed, gather, race,
+    select, shield, shield_future, try_gather, wait,
+};
+pub use self::error::{InvalidStateError, PromiseError, RunError, TaskError};
+pub use self::group::{ChildError, GroupError, TaskGroup};
+pub use self::promise::{Promise, PromiseFuture};
+pub use self::runner::Runner;
+pub use self::tree::{TaskNode, TaskTree, task_tree};

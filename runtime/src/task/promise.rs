@@ -52,7 +52,7 @@ struct Inner<T> {
 /// A value that will be provided later (asyncio's `Future`). See the module documentation.
 ///
 /// ```
-/// let lp = evloop::EventLoop::new()?;
+/// let lp = evloop::event_loop::EventLoop::new()?;
 /// let p = lp.create_future::<&str>(); // loop.create_future()
 /// let setter = p.clone();
 /// lp.call_soon(move || setter.set_result("later").expect("pending"))?;
@@ -79,7 +79,7 @@ impl LoopHandle {
     /// A new pending promise bound to this loop (asyncio's `loop.create_future()`).
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let p = lp.create_future::<u32>();
     /// assert!(!p.done());
     /// p.set_result(1).expect("pending");
@@ -107,7 +107,7 @@ impl<T: 'static> Promise<T> {
     /// Its number in the loop (`Promise#N` in trace lines).
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let (a, b) = (lp.create_future::<()>(), lp.create_future::<()>());
     /// assert_ne!(a.id(), b.id());
     /// assert!(format!("{a:?}").contains(&format!("Promise#{}", a.id())));
@@ -122,12 +122,12 @@ impl<T: 'static> Promise<T> {
     /// alive.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let p = lp.create_future::<u32>();
     /// assert!(p.get_loop().is_some_and(|l| l.same_loop(&lp)));
     /// drop(lp);
     /// assert!(p.get_loop().is_none());
-    /// # Ok::<(), evloop::LoopError>(())
+    /// # Ok::<(), evloop::event_loop::LoopError>(())
     /// ```
     pub fn get_loop(&self) -> Option<LoopHandle> {
         self.inner.lp.upgrade().map(|inner| LoopHandle { inner })
@@ -148,7 +148,7 @@ impl<T: 'static> Promise<T> {
     /// Finished or cancelled.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let p = lp.create_future::<()>();
     /// assert!(!p.done());
     /// p.cancel();
@@ -162,7 +162,7 @@ impl<T: 'static> Promise<T> {
     /// Cancelled.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let p = lp.create_future::<()>();
     /// p.set_result(()).expect("pending");
     /// assert!(!p.cancelled());
@@ -177,7 +177,7 @@ impl<T: 'static> Promise<T> {
     /// [`InvalidStateError`] if the promise is already finished or cancelled.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let p = lp.create_future::<u8>();
     /// assert!(p.set_result(1).is_ok());
     /// let err = p.set_result(2).unwrap_err(); // asyncio's InvalidStateError, not a panic
@@ -206,9 +206,9 @@ impl<T: 'static> Promise<T> {
     /// scheduled. Returns false if it was already done.
     ///
     /// ```
-    /// use evloop::PromiseError;
+    /// use evloop::task::PromiseError;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let p = lp.create_future::<u8>();
     /// let waiter = lp.create_task(p.wait())?;
     /// assert!(p.cancel());
@@ -273,7 +273,7 @@ impl<T: 'static> Promise<T> {
     /// use std::cell::RefCell;
     /// use std::rc::Rc;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let p = lp.create_future::<u32>();
     /// let log = Rc::new(RefCell::new(Vec::new()));
     /// for name in ["first", "second"] {
@@ -311,7 +311,7 @@ impl<T: 'static> Promise<T> {
     /// Removes a callback that has not been scheduled yet; returns how many were removed (0 or 1).
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let p = lp.create_future::<()>();
     /// let id = p.add_done_callback(|_| unreachable!("removed"));
     /// assert_eq!(p.remove_done_callback(id), 1);
@@ -335,12 +335,12 @@ impl<T: 'static> Promise<T> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let p = lp.create_future::<String>();
     ///     // Two tasks wait for one promise; each gets a clone of the value.
     ///     let a = evloop::spawn(p.wait());
     ///     let b = evloop::spawn(p.wait());
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     p.set_result("shared".into()).expect("pending");
     ///     assert_eq!(a.await?, Ok("shared".to_string()));
     ///     assert_eq!(b.await?, Ok("shared".to_string()));
@@ -364,9 +364,9 @@ impl<T: Clone + 'static> Promise<T> {
     /// yet, [`PromiseError::Cancelled`] if cancelled.
     ///
     /// ```
-    /// use evloop::PromiseError;
+    /// use evloop::task::PromiseError;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let p = lp.create_future::<u8>();
     /// assert!(matches!(p.result(), Err(PromiseError::Pending { .. })));
     /// p.set_result(9).expect("pending");
@@ -392,7 +392,7 @@ impl<T: 'static> fmt::Debug for Promise<T> {
 ///
 /// ```
 /// evloop::run(async {
-///     let lp = evloop::get_running_loop()?;
+///     let lp = evloop::event_loop::get_running_loop()?;
 ///     let p = lp.create_future::<u8>();
 ///     let setter = p.clone();
 ///     lp.call_soon(move || drop(setter.set_result(3)))?;

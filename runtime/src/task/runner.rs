@@ -25,20 +25,20 @@ use crate::task::error::RunError;
 /// use std::time::Duration;
 ///
 /// // A virtual clock: the seconds below pass at once, and the count is exact.
-/// let mut runner = evloop::Runner::with_builder(evloop::Builder::new().virtual_clock(true))?;
+/// let mut runner = evloop::event_loop::Builder::new().virtual_clock(true).runner()?;
 /// // A task started by the first run keeps running during the second.
 /// let ticks = std::rc::Rc::new(std::cell::Cell::new(0));
 /// let t = ticks.clone();
 /// runner.run(async move {
 ///     evloop::spawn(async move {
 ///         loop {
-///             evloop::sleep(Duration::from_secs(1)).await;
+///             evloop::time::sleep(Duration::from_secs(1)).await;
 ///             t.set(t.get() + 1);
 ///         }
 ///     });
 /// })?;
 /// assert_eq!(ticks.get(), 0);
-/// runner.run(evloop::sleep(Duration::from_millis(3500)))?;
+/// runner.run(evloop::time::sleep(Duration::from_millis(3500)))?;
 /// assert_eq!(ticks.get(), 3, "the background task ran during the second run");
 /// runner.close()?; // cancels the background task and closes the loop
 /// assert!(runner.run(async {}).is_err(), "a closed runner runs nothing");
@@ -49,33 +49,36 @@ pub struct Runner {
     lp: Option<EventLoop>,
 }
 
-impl Runner {
-    /// A runner with a default loop.
-    ///
-    /// ```
-    /// let runner = evloop::Runner::new()?; // with asyncio.Runner() as runner:
-    /// assert_eq!(runner.run(async { 1 })?, 1);
-    /// assert_eq!(runner.run(async { 2 })?, 2); // the same loop both times
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn new() -> Result<Runner, LoopError> {
-        Runner::with_builder(Builder::new())
-    }
-
-    /// A runner whose loop is made by `builder` (trace mode, a virtual clock, debug mode: the
+// The loop layer's `Builder` makes runners here, where they exist.
+impl Builder {
+    /// A [`Runner`] whose loop this builder makes (trace mode, a virtual clock, debug mode: the
     /// options asyncio's `Runner(debug=..., loop_factory=...)` takes).
     ///
     /// ```
     /// use std::time::Duration;
     ///
-    /// let runner = evloop::Runner::with_builder(evloop::Builder::new().virtual_clock(true))?;
-    /// runner.run(evloop::sleep(Duration::from_secs(60)))?; // a virtual minute
+    /// let runner = evloop::event_loop::Builder::new().virtual_clock(true).runner()?;
+    /// runner.run(evloop::time::sleep(Duration::from_secs(60)))?; // a virtual minute
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_builder(builder: Builder) -> Result<Runner, LoopError> {
+    pub fn runner(self) -> Result<Runner, LoopError> {
         Ok(Runner {
-            lp: Some(builder.build()?),
+            lp: Some(self.build()?),
         })
+    }
+}
+
+impl Runner {
+    /// A runner with a default loop.
+    ///
+    /// ```
+    /// let runner = evloop::task::Runner::new()?; // with asyncio.Runner() as runner:
+    /// assert_eq!(runner.run(async { 1 })?, 1);
+    /// assert_eq!(runner.run(async { 2 })?, 2); // the same loop both times
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new() -> Result<Runner, LoopError> {
+        Builder::new().runner()
     }
 
     /// Runs `fut` on the runner's loop until it completes and returns its output, as
@@ -85,7 +88,7 @@ impl Runner {
     /// panicked or was cancelled.
     ///
     /// ```
-    /// let runner = evloop::Runner::new()?;
+    /// let runner = evloop::task::Runner::new()?;
     /// let lp = runner.get_loop()?;
     /// let p = lp.create_future::<u8>();
     /// let waiter = runner.run({
@@ -111,7 +114,7 @@ impl Runner {
     /// The runner's loop (asyncio's `Runner.get_loop()`); an error once the runner is closed.
     ///
     /// ```
-    /// let mut runner = evloop::Runner::new()?;
+    /// let mut runner = evloop::task::Runner::new()?;
     /// let lp = runner.get_loop()?;
     /// assert!(!lp.is_closed());
     /// runner.close()?;
@@ -129,7 +132,7 @@ impl Runner {
     /// Whether [`Runner::close`] ran.
     ///
     /// ```
-    /// let mut runner = evloop::Runner::new()?;
+    /// let mut runner = evloop::task::Runner::new()?;
     /// assert!(!runner.is_closed());
     /// runner.close()?;
     /// assert!(runner.is_closed());
@@ -146,7 +149,7 @@ impl Runner {
     /// first case.
     ///
     /// ```
-    /// let mut runner = evloop::Runner::new()?;
+    /// let mut runner = evloop::task::Runner::new()?;
     /// let left = runner.run(async { evloop::spawn(std::future::pending::<()>()).task_ref() })?;
     /// runner.close()?; // cancels what is left, then closes the loop
     /// assert!(left.cancelled());

@@ -1,6 +1,6 @@
 //! Creating and running tasks: [`TaskBuilder`], the loop's `create_task`, `all_tasks`,
 //! `current_task`, `dump_tasks` and `run_until_complete`, and the free functions [`spawn`],
-//! [`current_task`], [`all_tasks`], [`run`] and [`run_with`]. Every way of creating a task ends in
+//! [`current_task`], [`all_tasks`], [`run`] and `Builder::run`. Every way of creating a task ends in
 //! `spawn_on`, which allocates the cell (`waker::new_task`), puts it in the loop's table and either
 //! queues its first step or, for an eager task, runs it at once (`step.rs`).
 
@@ -22,10 +22,10 @@ use crate::task::step::{HOOKS, step};
 ///
 /// ```
 /// evloop::run(async {
-///     let t = evloop::TaskBuilder::new().name("worker").eager(true).spawn(async { 1 })?;
+///     let t = evloop::task::TaskBuilder::new().name("worker").eager(true).spawn(async { 1 })?;
 ///     assert_eq!(t.name(), "worker");
 ///     assert!(t.done()); // eager: it ran to completion inside spawn
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -40,9 +40,9 @@ impl TaskBuilder {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let t = evloop::TaskBuilder::new().spawn(async {})?; // like evloop::spawn, with an error
+    ///     let t = evloop::task::TaskBuilder::new().spawn(async {})?; // like evloop::spawn, with an error
     ///     assert!(t.name().starts_with("Task-") && !t.done());
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -54,9 +54,9 @@ impl TaskBuilder {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let t = evloop::TaskBuilder::new().name("poller").spawn(async {})?; // create_task(coro, name="poller")
+    ///     let t = evloop::task::TaskBuilder::new().name("poller").spawn(async {})?; // create_task(coro, name="poller")
     ///     assert_eq!(t.name(), "poller");
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -70,12 +70,12 @@ impl TaskBuilder {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let lazy = evloop::TaskBuilder::new().spawn(async { evloop::yield_now().await })?;
-    ///     let eager = evloop::TaskBuilder::new().eager(true).spawn(async { evloop::yield_now().await })?;
-    ///     use evloop::Awaiting;
+    ///     let lazy = evloop::task::TaskBuilder::new().spawn(async { evloop::task::yield_now().await })?;
+    ///     let eager = evloop::task::TaskBuilder::new().eager(true).spawn(async { evloop::task::yield_now().await })?;
+    ///     use evloop::event_loop::Awaiting;
     ///     assert_eq!(lazy.awaiting(), Awaiting::Unknown); // not run yet
     ///     assert_eq!(eager.awaiting(), Awaiting::Yield); // its first step already ran
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -87,8 +87,8 @@ impl TaskBuilder {
     /// Creates the task on `lp`.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
-    /// let t = evloop::TaskBuilder::new().name("early").spawn_on(&lp, async { 5 })?; // before it runs
+    /// let lp = evloop::event_loop::EventLoop::new()?;
+    /// let t = evloop::task::TaskBuilder::new().name("early").spawn_on(&lp, async { 5 })?; // before it runs
     /// assert_eq!(lp.run_until_complete(t)??, 5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -118,14 +118,14 @@ impl TaskBuilder {
     /// Creates the task on the loop running on this thread.
     ///
     /// ```
-    /// use evloop::{LoopErrorKind, TaskBuilder};
+    /// use evloop::{event_loop::LoopErrorKind, task::TaskBuilder};
     ///
     /// let err = TaskBuilder::new().spawn(async {}).unwrap_err(); // an error, where spawn() panics
     /// assert_eq!(err.kind(), LoopErrorKind::NoRunningLoop);
     /// evloop::run(async {
     ///     let t = TaskBuilder::new().spawn(async { 2 })?;
     ///     assert_eq!(t.await.ok(), Some(2));
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -145,7 +145,7 @@ impl LoopHandle {
     /// Wraps `fut` in a task and schedules its first step (asyncio's `create_task`).
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let t = lp.create_task(async { "made before the loop ran" })?; // loop.create_task(coro)
     /// assert_eq!(lp.run_until_complete(t)??, "made before the loop ran");
     /// lp.close()?;
@@ -164,7 +164,7 @@ impl LoopHandle {
     /// Every task of this loop that has not finished (asyncio's `all_tasks()`).
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let t = lp.create_task(async {})?;
     /// assert_eq!(lp.all_tasks().len(), 1);
     /// lp.run_until_complete(t)??;
@@ -183,7 +183,7 @@ impl LoopHandle {
     /// The task being stepped right now, if any (asyncio's `current_task()`).
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// assert!(lp.current_task().is_none()); // nothing is being stepped
     /// let h = lp.handle();
     /// let name = lp.run_until_complete(async move { h.current_task().map(|t| t.name()) })?;
@@ -197,8 +197,8 @@ impl LoopHandle {
     /// A multi-line dump of every live task: name, state, what it awaits, where it was created.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
-    /// evloop::TaskBuilder::new().name("idle").spawn_on(&lp, std::future::pending::<()>())?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
+    /// evloop::task::TaskBuilder::new().name("idle").spawn_on(&lp, std::future::pending::<()>())?;
     /// let dump = lp.dump_tasks();
     /// assert!(dump.starts_with("idle [pending]"), "{dump}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -233,9 +233,9 @@ impl LoopHandle {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let lp = evloop::EventLoop::builder().virtual_clock(true).build()?;
+    /// let lp = evloop::event_loop::EventLoop::builder().virtual_clock(true).build()?;
     /// let out = lp.run_until_complete(async {
-    ///     evloop::sleep(Duration::from_secs(1)).await;
+    ///     evloop::time::sleep(Duration::from_secs(1)).await;
     ///     "done"
     /// })?;
     /// assert_eq!(out, "done");
@@ -326,14 +326,14 @@ where
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// let total = evloop::run_with(Builder::new().virtual_clock(true), async {
+/// let total = Builder::new().virtual_clock(true).run(async {
 ///     // Three tasks run concurrently: the whole takes 3 s of loop time, not 6.
 ///     let tasks: Vec<_> = (1..=3u64)
 ///         .map(|s| {
 ///             evloop::spawn(async move {
-///                 evloop::sleep(Duration::from_secs(s)).await;
+///                 evloop::time::sleep(Duration::from_secs(s)).await;
 ///                 s
 ///             })
 ///         })
@@ -342,7 +342,7 @@ where
 ///     for t in tasks {
 ///         total += t.await?;
 ///     }
-///     Ok::<_, evloop::TaskError>(total)
+///     Ok::<_, evloop::task::TaskError>(total)
 /// })??;
 /// assert_eq!(total, 6);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -364,12 +364,12 @@ where
 /// The task running right now on this thread's loop (`asyncio.current_task()`).
 ///
 /// ```
-/// assert!(evloop::current_task().is_none()); // no loop runs here
+/// assert!(evloop::task::current_task().is_none()); // no loop runs here
 /// evloop::run(async {
-///     let me = evloop::current_task().expect("inside a task");
+///     let me = evloop::task::current_task().expect("inside a task");
 ///     assert!(me.name().starts_with("Task-"));
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub fn current_task() -> Option<TaskRef> {
     with_running(|lp| LoopHandle { inner: lp.clone() }.current_task()).flatten()
@@ -381,10 +381,10 @@ pub fn current_task() -> Option<TaskRef> {
 /// ```
 /// evloop::run(async {
 ///     let _t = evloop::spawn(std::future::pending::<()>());
-///     assert_eq!(evloop::all_tasks().len(), 2); // this one and the pending one
+///     assert_eq!(evloop::task::all_tasks().len(), 2); // this one and the pending one
 ///     // `run` cancels the tasks left over when its future returns.
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub fn all_tasks() -> Vec<TaskRef> {
     with_running(|lp| LoopHandle { inner: lp.clone() }.all_tasks()).unwrap_or_default()
@@ -401,7 +401,7 @@ pub fn all_tasks() -> Vec<TaskRef> {
 /// let v = evloop::run(answer())?; // asyncio.run(main())
 /// assert_eq!(v, 42);
 /// // A fresh loop each time, closed at the end.
-/// assert!(evloop::run(async { evloop::get_running_loop().map(|lp| lp.is_running()) })??);
+/// assert!(evloop::run(async { evloop::event_loop::get_running_loop().map(|lp| lp.is_running()) })??);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[track_caller]
@@ -410,34 +410,39 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    run_with(Builder::new(), fut)
+    Builder::new().run(fut)
 }
 
-/// [`run`] with a configured loop (trace mode, a virtual clock, ...).
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// use evloop::Builder;
-///
-/// let started = Instant::now();
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
-///     evloop::sleep(Duration::from_secs(3600)).await; // an hour of loop time ...
-/// })?;
-/// assert!(started.elapsed() < Duration::from_secs(3600)); // ... passes at once
-/// # Ok::<(), evloop::RunError>(())
-/// ```
-#[track_caller]
-pub fn run_with<F>(builder: Builder, fut: F) -> Result<F::Output, RunError>
-where
-    F: Future + 'static,
-    F::Output: 'static,
-{
-    let lp: EventLoop = builder.build()?;
-    let result = lp.run_until_complete(fut);
-    cancel_leftover_tasks(&lp);
-    lp.shutdown_default_executor();
-    lp.close()?;
-    result
+// The loop layer's `Builder` gets its `run` here, where tasks exist (as `LoopHandle` gets the
+// methods of the layers above it).
+impl Builder {
+    /// [`run`](crate::run) with a configured loop (trace mode, a virtual clock, ...):
+    /// `asyncio.run(main, debug=...)`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use evloop::event_loop::Builder;
+    ///
+    /// let started = Instant::now();
+    /// Builder::new().virtual_clock(true).run(async {
+    ///     evloop::time::sleep(Duration::from_secs(3600)).await; // an hour of loop time ...
+    /// })?;
+    /// assert!(started.elapsed() < Duration::from_secs(3600)); // ... passes at once
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    #[track_caller]
+    pub fn run<F>(self, fut: F) -> Result<F::Output, RunError>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        let lp: EventLoop = self.build()?;
+        let result = lp.run_until_complete(fut);
+        cancel_leftover_tasks(&lp);
+        lp.shutdown_default_executor();
+        lp.close()?;
+        result
+    }
 }
 
 /// Cancels every unfinished task and runs the loop until their futures are dropped (a few

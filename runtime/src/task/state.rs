@@ -21,10 +21,10 @@ use crate::event_loop::{LoopInner, local_loop, sites};
 /// Where a task is in its life.
 ///
 /// ```
-/// use evloop::TaskState;
+/// use evloop::task::TaskState;
 ///
 /// evloop::run(async {
-///     let t = evloop::spawn(async { evloop::current_task().map(|me| me.state()) });
+///     let t = evloop::spawn(async { evloop::task::current_task().map(|me| me.state()) });
 ///     assert_eq!(t.state(), TaskState::Pending); // scheduled with call_soon, not run yet
 ///     let watch = t.task_ref();
 ///     assert_eq!(t.await?, Some(TaskState::Running)); // what it saw while it ran
@@ -32,9 +32,9 @@ use crate::event_loop::{LoopInner, local_loop, sites};
 ///
 ///     let stuck = evloop::spawn(std::future::pending::<()>());
 ///     stuck.cancel();
-///     evloop::yield_now().await; // its next step drops the future
+///     evloop::task::yield_now().await; // its next step drops the future
 ///     assert_eq!(stuck.state(), TaskState::Cancelled);
-///     Ok::<(), evloop::TaskError>(())
+///     Ok::<(), evloop::task::TaskError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -56,7 +56,7 @@ impl TaskState {
     /// Finished in any way.
     ///
     /// ```
-    /// use evloop::TaskState;
+    /// use evloop::task::TaskState;
     ///
     /// assert!(TaskState::Done.is_finished());
     /// assert!(TaskState::Cancelled.is_finished() && TaskState::Failed.is_finished());

@@ -43,15 +43,15 @@ enum Deadline {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
-///     let lp = evloop::get_running_loop()?;
-///     let nap = evloop::sleep(Duration::from_secs(2));
+/// Builder::new().virtual_clock(true).run(async {
+///     let lp = evloop::event_loop::get_running_loop()?;
+///     let nap = evloop::time::sleep(Duration::from_secs(2));
 ///     let deadline = nap.deadline().expect("made inside a running loop");
 ///     nap.await;
 ///     assert!(lp.time() >= deadline); // never early
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -65,16 +65,16 @@ pub struct Sleep {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// let order = evloop::run_with(Builder::new().virtual_clock(true), async {
+/// let order = Builder::new().virtual_clock(true).run(async {
 ///     let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
 ///     let tasks: Vec<_> = [(3, "c"), (1, "a"), (2, "b")]
 ///         .into_iter()
 ///         .map(|(s, name)| {
 ///             let log = log.clone();
 ///             evloop::spawn(async move {
-///                 evloop::sleep(Duration::from_secs(s)).await; // await asyncio.sleep(s)
+///                 evloop::time::sleep(Duration::from_secs(s)).await; // await asyncio.sleep(s)
 ///                 log.borrow_mut().push(name);
 ///             })
 ///         })
@@ -82,7 +82,7 @@ pub struct Sleep {
 ///     for t in tasks {
 ///         t.await?;
 ///     }
-///     Ok::<_, evloop::TaskError>(log.take())
+///     Ok::<_, evloop::task::TaskError>(log.take())
 /// })??;
 /// assert_eq!(order, ["a", "b", "c"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -96,18 +96,18 @@ pub fn sleep(delay: Duration) -> Sleep {
     }
 }
 
-/// Sleeps until `when` (loop time, see [`LoopHandle::time`](crate::LoopHandle::time)).
+/// Sleeps until `when` (loop time, see [`LoopHandle::time`](crate::event_loop::LoopHandle::time)).
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
-///     let lp = evloop::get_running_loop()?;
+/// Builder::new().virtual_clock(true).run(async {
+///     let lp = evloop::event_loop::get_running_loop()?;
 ///     let when = lp.time() + Duration::from_secs(5); // loop time
-///     evloop::sleep_until(when).await;
+///     evloop::time::sleep_until(when).await;
 ///     assert!(lp.time() >= when);
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -136,13 +136,13 @@ impl Sleep {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let outside = evloop::sleep(Duration::from_secs(1));
+    /// let outside = evloop::time::sleep(Duration::from_secs(1));
     /// assert!(outside.deadline().is_none()); // no loop yet: known at the first poll
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
-    ///     let inside = evloop::sleep(Duration::from_millis(1));
+    ///     let lp = evloop::event_loop::get_running_loop()?;
+    ///     let inside = evloop::time::sleep(Duration::from_millis(1));
     ///     assert!(inside.deadline().is_some_and(|d| d >= lp.time()));
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -173,7 +173,7 @@ impl Future for Sleep {
             }
             (Some((lp, _)), _) => lp.clone(),
             (None, Some(lp)) => lp,
-            (None, None) => panic!("evloop::sleep polled outside a running evloop event loop"),
+            (None, None) => panic!("evloop::time::sleep polled outside a running evloop event loop"),
         };
         let deadline = this.resolve(&lp);
         if lp.now() >= deadline {
@@ -233,15 +233,15 @@ impl fmt::Debug for Sleep {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
-///     let err = evloop::timeout(Duration::from_secs(1), std::future::pending::<()>()).await.unwrap_err();
+/// Builder::new().virtual_clock(true).run(async {
+///     let err = evloop::time::timeout(Duration::from_secs(1), std::future::pending::<()>()).await.unwrap_err();
 ///     assert_eq!(err.to_string(), "timed out after 1s");
 ///     let io: std::io::Error = err.into(); // `?` in an io::Result function
 ///     assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Elapsed {
@@ -257,13 +257,13 @@ impl Elapsed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::Builder;
+    /// use evloop::event_loop::Builder;
     ///
-    /// evloop::run_with(Builder::new().virtual_clock(true), async {
-    ///     let err = evloop::timeout(Duration::from_millis(250), std::future::pending::<()>()).await.unwrap_err();
+    /// Builder::new().virtual_clock(true).run(async {
+    ///     let err = evloop::time::timeout(Duration::from_millis(250), std::future::pending::<()>()).await.unwrap_err();
     ///     assert_eq!(err.after(), Duration::from_millis(250));
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn after(&self) -> Duration {
         self.after
@@ -291,15 +291,15 @@ impl From<Elapsed> for std::io::Error {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
-///     let slow = evloop::sleep(Duration::from_secs(10));
-///     assert!(evloop::timeout(Duration::from_secs(1), slow).await.is_err()); // asyncio.wait_for
+/// Builder::new().virtual_clock(true).run(async {
+///     let slow = evloop::time::sleep(Duration::from_secs(10));
+///     assert!(evloop::time::timeout(Duration::from_secs(1), slow).await.is_err()); // asyncio.wait_for
 ///     let quick = async { 5 };
-///     assert_eq!(evloop::timeout(Duration::ZERO, quick).await, Ok(5)); // polled once: ready wins
+///     assert_eq!(evloop::time::timeout(Duration::ZERO, quick).await, Ok(5)); // polled once: ready wins
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub async fn timeout<F: Future>(limit: Duration, fut: F) -> Result<F::Output, Elapsed> {
     race_timer(fut, sleep(limit), limit).await
@@ -310,15 +310,15 @@ pub async fn timeout<F: Future>(limit: Duration, fut: F) -> Result<F::Output, El
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Builder;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
-///     let lp = evloop::get_running_loop()?;
+/// Builder::new().virtual_clock(true).run(async {
+///     let lp = evloop::event_loop::get_running_loop()?;
 ///     let deadline = lp.time() + Duration::from_secs(1); // loop time, asyncio's loop.time() + 1
-///     let r = evloop::timeout_at(deadline, evloop::sleep(Duration::from_secs(5))).await;
+///     let r = evloop::time::timeout_at(deadline, evloop::time::sleep(Duration::from_secs(5))).await;
 ///     assert!(r.is_err());
 ///     assert!(lp.time() >= deadline);
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

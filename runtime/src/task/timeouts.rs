@@ -117,24 +117,24 @@ fn an_enclosing_one_expired(now: Instant) -> bool {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::Timeout;
+/// use evloop::time::Timeout;
 ///
-/// evloop::run_with(evloop::Builder::new().virtual_clock(true), async {
-///     let lp = evloop::get_running_loop().unwrap();
+/// evloop::event_loop::Builder::new().virtual_clock(true).run(async {
+///     let lp = evloop::event_loop::get_running_loop().unwrap();
 ///     let t = Timeout::after(Duration::from_secs(1));
 ///     let cm = t.handle();
 ///     let result = t
 ///         .run(async {
 ///             // More time is needed after all: move the deadline.
 ///             cm.reschedule(Some(lp.time() + Duration::from_secs(5))).unwrap();
-///             evloop::sleep(Duration::from_secs(2)).await;
+///             evloop::time::sleep(Duration::from_secs(2)).await;
 ///             "done"
 ///         })
 ///         .await;
 ///     assert_eq!(result, Ok("done"));
 ///     assert!(!cm.expired());
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub struct Timeout {
     state: Rc<State>,
@@ -145,16 +145,16 @@ pub struct Timeout {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::{Builder, Timeout};
+/// use evloop::{event_loop::Builder, time::Timeout};
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let t = Timeout::after(Duration::from_secs(1));
 ///     let handle = t.handle(); // kept outside, valid after the run
-///     let r = t.run(evloop::sleep(Duration::from_secs(5))).await;
+///     let r = t.run(evloop::time::sleep(Duration::from_secs(5))).await;
 ///     assert!(r.is_err());
 ///     assert!(handle.expired());
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[derive(Clone)]
 pub struct TimeoutHandle {
@@ -181,14 +181,14 @@ impl Timeout {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::{Builder, Timeout};
+    /// use evloop::{event_loop::Builder, time::Timeout};
     ///
-    /// evloop::run_with(Builder::new().virtual_clock(true), async {
-    ///     let lp = evloop::get_running_loop()?;
+    /// Builder::new().virtual_clock(true).run(async {
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let t = Timeout::after(Duration::from_secs(2)); // async with asyncio.timeout(2):
     ///     assert_eq!(t.when(), Some(lp.time() + Duration::from_secs(2)));
     ///     assert_eq!(t.run(async { "in time" }).await, Ok("in time"));
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -204,15 +204,15 @@ impl Timeout {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::{Builder, Timeout};
+    /// use evloop::{event_loop::Builder, time::Timeout};
     ///
-    /// evloop::run_with(Builder::new().virtual_clock(true), async {
-    ///     let lp = evloop::get_running_loop()?;
+    /// Builder::new().virtual_clock(true).run(async {
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let deadline = lp.time() + Duration::from_secs(1);
-    ///     let r = Timeout::at(Some(deadline)).run(evloop::sleep(Duration::from_secs(3))).await;
+    ///     let r = Timeout::at(Some(deadline)).run(evloop::time::sleep(Duration::from_secs(3))).await;
     ///     assert!(r.is_err());
     ///     assert!(lp.time() >= deadline);
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -224,18 +224,18 @@ impl Timeout {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::{Builder, Timeout};
+    /// use evloop::{event_loop::Builder, time::Timeout};
     ///
-    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    /// Builder::new().virtual_clock(true).run(async {
     ///     let t = Timeout::never(); // asyncio.timeout(None)
     ///     assert!(t.when().is_none());
     ///     let r = t.run(async {
-    ///         evloop::sleep(Duration::from_secs(100)).await;
+    ///         evloop::time::sleep(Duration::from_secs(100)).await;
     ///         "no deadline"
     ///     });
     ///     assert_eq!(r.await, Ok("no deadline"));
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn never() -> Timeout {
         Timeout::with(None, None)
@@ -245,21 +245,21 @@ impl Timeout {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::{Builder, Timeout};
+    /// use evloop::{event_loop::Builder, time::Timeout};
     ///
-    /// evloop::run_with(Builder::new().virtual_clock(true), async {
-    ///     let lp = evloop::get_running_loop()?;
+    /// Builder::new().virtual_clock(true).run(async {
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let t = Timeout::never();
     ///     let cm = t.handle();
     ///     let r = t
     ///         .run(async move {
     ///             // Decide the deadline from inside: `async with asyncio.timeout(None) as cm:`
     ///             cm.reschedule(Some(lp.time() + Duration::from_secs(1))).expect("running");
-    ///             evloop::sleep(Duration::from_secs(5)).await;
+    ///             evloop::time::sleep(Duration::from_secs(5)).await;
     ///         })
     ///         .await;
     ///     assert!(r.is_err());
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -274,7 +274,7 @@ impl Timeout {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let t = evloop::Timeout::after(Duration::from_secs(1));
+    /// let t = evloop::time::Timeout::after(Duration::from_secs(1));
     /// assert!(t.when().is_none()); // made outside a loop: counted from the first poll of run
     /// ```
     pub fn when(&self) -> Option<Instant> {
@@ -288,19 +288,19 @@ impl Timeout {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::{Builder, Timeout};
+    /// use evloop::{event_loop::Builder, time::Timeout};
     ///
-    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    /// Builder::new().virtual_clock(true).run(async {
     ///     let outer = Timeout::after(Duration::from_secs(1));
     ///     let inner = Timeout::after(Duration::from_secs(1));
     ///     let (outer_h, inner_h) = (outer.handle(), inner.handle());
     ///     // Nested on the same deadline: the outer one reports the timeout (an `Err` of the
     ///     // outer run, not an `Ok(Err(..))` from the inner one), and both say they expired.
-    ///     let r = outer.run(async move { inner.run(evloop::sleep(Duration::from_secs(5))).await }).await;
+    ///     let r = outer.run(async move { inner.run(evloop::time::sleep(Duration::from_secs(5))).await }).await;
     ///     assert!(r.is_err());
     ///     assert!(outer_h.expired() && inner_h.expired());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub async fn run<F: Future>(self, fut: F) -> Result<F::Output, Elapsed> {
         let state = self.state;
@@ -382,14 +382,14 @@ impl TimeoutHandle {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::{Builder, Timeout};
+    /// use evloop::{event_loop::Builder, time::Timeout};
     ///
-    /// evloop::run_with(Builder::new().virtual_clock(true), async {
-    ///     let lp = evloop::get_running_loop()?;
+    /// Builder::new().virtual_clock(true).run(async {
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let cm = Timeout::after(Duration::from_secs(3)).handle();
     ///     assert_eq!(cm.when(), Some(lp.time() + Duration::from_secs(3)));
     ///     assert!(Timeout::never().handle().when().is_none());
-    ///     Ok::<(), evloop::LoopError>(())
+    ///     Ok::<(), evloop::event_loop::LoopError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -403,16 +403,16 @@ impl TimeoutHandle {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::{Builder, Timeout};
+    /// use evloop::{event_loop::Builder, time::Timeout};
     ///
-    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    /// Builder::new().virtual_clock(true).run(async {
     ///     let t = Timeout::after(Duration::from_secs(1));
     ///     let cm = t.handle();
     ///     cm.reschedule(None).expect("not started"); // no deadline after all
-    ///     assert_eq!(t.run(evloop::sleep(Duration::from_secs(2))).await, Ok(()));
+    ///     assert_eq!(t.run(evloop::time::sleep(Duration::from_secs(2))).await, Ok(()));
     ///     assert!(cm.reschedule(None).is_err()); // finished: InvalidStateError
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn reschedule(&self, when: Option<Instant>) -> Result<(), InvalidStateError> {
         let phase = self.state.phase.get();
@@ -439,16 +439,16 @@ impl TimeoutHandle {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use evloop::{Builder, Timeout};
+    /// use evloop::{event_loop::Builder, time::Timeout};
     ///
-    /// evloop::run_with(Builder::new().virtual_clock(true), async {
+    /// Builder::new().virtual_clock(true).run(async {
     ///     let t = Timeout::after(Duration::from_secs(1));
     ///     let cm = t.handle();
     ///     assert!(!cm.expired());
     ///     let _ = t.run(std::future::pending::<()>()).await;
     ///     assert!(cm.expired());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn expired(&self) -> bool {
         self.state.phase.get() == Phase::Expired

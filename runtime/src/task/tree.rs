@@ -11,10 +11,10 @@
 //!
 //! ```
 //! let tree = evloop::run(async {
-//!     let child = evloop::spawn(evloop::sleep(std::time::Duration::from_millis(5)));
+//!     let child = evloop::spawn(evloop::time::sleep(std::time::Duration::from_millis(5)));
 //!     let parent = evloop::spawn(async move { child.await.unwrap() });
-//!     evloop::yield_now().await;
-//!     let tree = evloop::task_tree().expect("a running loop");
+//!     evloop::task::yield_now().await;
+//!     let tree = evloop::task::task_tree().expect("a running loop");
 //!     parent.await.unwrap();
 //!     tree
 //! })
@@ -37,13 +37,13 @@ use crate::task::state::{Core, TaskState};
 ///
 /// ```
 /// evloop::run(async {
-///     let worker = evloop::TaskBuilder::new().name("worker").spawn(std::future::pending::<()>())?;
-///     evloop::yield_now().await;
-///     let tree = evloop::task_tree().expect("a loop runs");
+///     let worker = evloop::task::TaskBuilder::new().name("worker").spawn(std::future::pending::<()>())?;
+///     evloop::task::yield_now().await;
+///     let tree = evloop::task::task_tree().expect("a loop runs");
 ///     let node = tree.get(worker.number()).expect("live");
-///     assert_eq!((node.name.as_str(), node.state), ("worker", evloop::TaskState::Pending));
+///     assert_eq!((node.name.as_str(), node.state), ("worker", evloop::task::TaskState::Pending));
 ///     assert!(node.awaited_by.is_empty()); // nobody awaits it
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -68,14 +68,14 @@ pub struct TaskNode {
 ///
 /// ```
 /// evloop::run(async {
-///     let child = evloop::TaskBuilder::new().name("child").spawn(std::future::pending::<()>())?;
-///     let parent = evloop::TaskBuilder::new().name("parent").spawn(async move { child.await })?;
-///     evloop::yield_now().await;
-///     let text = evloop::task_tree().expect("a loop runs").to_string(); // python -m asyncio pstree
+///     let child = evloop::task::TaskBuilder::new().name("child").spawn(std::future::pending::<()>())?;
+///     let parent = evloop::task::TaskBuilder::new().name("parent").spawn(async move { child.await })?;
+///     evloop::task::yield_now().await;
+///     let text = evloop::task::task_tree().expect("a loop runs").to_string(); // python -m asyncio pstree
 ///     let (p, c) = (text.find("parent").expect("listed"), text.find("child").expect("listed"));
 ///     assert!(p < c, "{text}"); // the awaited task is printed below its awaiter
 ///     parent.abort();
-///     Ok::<(), evloop::LoopError>(())
+///     Ok::<(), evloop::event_loop::LoopError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -89,7 +89,7 @@ impl LoopHandle {
     /// `pstree`). Cheap enough for a diagnostic: one pass over the tasks.
     ///
     /// ```
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// lp.create_task(std::future::pending::<()>())?;
     /// let tree = lp.task_tree(); // also from outside the loop
     /// assert_eq!(tree.tasks().len(), 1);
@@ -132,10 +132,10 @@ impl LoopHandle {
 /// The task tree of the loop running on this thread (`None` when no loop runs).
 ///
 /// ```
-/// assert!(evloop::task_tree().is_none()); // no loop runs here
-/// let n = evloop::run(async { evloop::task_tree().map(|t| t.tasks().len()) })?;
+/// assert!(evloop::task::task_tree().is_none()); // no loop runs here
+/// let n = evloop::run(async { evloop::task::task_tree().map(|t| t.tasks().len()) })?;
 /// assert_eq!(n, Some(1)); // the task running run's future
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub fn task_tree() -> Option<TaskTree> {
     with_running(|lp| LoopHandle { inner: lp.clone() }.task_tree())
@@ -148,12 +148,12 @@ impl TaskTree {
     /// evloop::run(async {
     ///     let _a = evloop::spawn(std::future::pending::<()>());
     ///     let _b = evloop::spawn(std::future::pending::<()>());
-    ///     let tree = evloop::task_tree().expect("a loop runs");
+    ///     let tree = evloop::task::task_tree().expect("a loop runs");
     ///     let numbers: Vec<u64> = tree.tasks().iter().map(|t| t.number).collect();
     ///     assert_eq!(numbers.len(), 3);
     ///     assert!(numbers.windows(2).all(|w| w[0] < w[1])); // by number
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn tasks(&self) -> &[TaskNode] {
         &self.nodes
@@ -163,12 +163,12 @@ impl TaskTree {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let me = evloop::current_task().expect("in a task");
-    ///     let tree = evloop::task_tree().expect("a loop runs");
+    ///     let me = evloop::task::current_task().expect("in a task");
+    ///     let tree = evloop::task::task_tree().expect("a loop runs");
     ///     assert_eq!(tree.get(me.number()).map(|n| n.name.clone()), Some(me.name()));
     ///     assert!(tree.get(u64::MAX).is_none());
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn get(&self, number: u64) -> Option<&TaskNode> {
         self.nodes.iter().find(|n| n.number == number)
@@ -181,12 +181,12 @@ impl TaskTree {
     ///     let child = evloop::spawn(std::future::pending::<()>());
     ///     let c = child.number();
     ///     let parent = evloop::spawn(async move { child.await });
-    ///     evloop::yield_now().await;
-    ///     let tree = evloop::task_tree().expect("a loop runs");
+    ///     evloop::task::yield_now().await;
+    ///     let tree = evloop::task::task_tree().expect("a loop runs");
     ///     assert_eq!(tree.awaits(parent.number()), [c]);
     ///     parent.abort();
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn awaits(&self, number: u64) -> Vec<u64> {
         self.nodes
@@ -206,10 +206,10 @@ impl TaskTree {
     ///
     /// evloop::run(async {
     ///     // Two tasks that each await the other: a deadlock the tree can name.
-    ///     let slot: Rc<RefCell<Option<evloop::Task<()>>>> = Rc::default();
+    ///     let slot: Rc<RefCell<Option<evloop::task::Task<()>>>> = Rc::default();
     ///     let s = slot.clone();
     ///     let a = evloop::spawn(async move {
-    ///         evloop::yield_now().await;
+    ///         evloop::task::yield_now().await;
     ///         let b = s.borrow_mut().take().expect("set");
     ///         let _ = b.await;
     ///     });
@@ -219,13 +219,13 @@ impl TaskTree {
     ///     });
     ///     let (an, bn) = (a_ref.number(), b.number());
     ///     *slot.borrow_mut() = Some(b);
-    ///     evloop::yield_now().await;
-    ///     evloop::yield_now().await;
-    ///     let tree = evloop::task_tree().expect("a loop runs");
+    ///     evloop::task::yield_now().await;
+    ///     evloop::task::yield_now().await;
+    ///     let tree = evloop::task::task_tree().expect("a loop runs");
     ///     assert_eq!(tree.cycles(), [vec![an.min(bn), an.max(bn)]]);
     ///     a_ref.abort();
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn cycles(&self) -> Vec<Vec<u64>> {
         // Each task awaits at most a few others; follow the edges from every task, and report a

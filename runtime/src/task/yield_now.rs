@@ -20,12 +20,12 @@ use crate::event_loop::trace::{Awaiting, note_awaiting};
 ///     let l = log.clone();
 ///     evloop::spawn(async move { l.borrow_mut().push("other task") });
 ///     log.borrow_mut().push("before");
-///     evloop::yield_now().await; // await asyncio.sleep(0): the other task runs
+///     evloop::task::yield_now().await; // await asyncio.sleep(0): the other task runs
 ///     log.borrow_mut().push("after");
 ///     log.take()
 /// })?;
 /// assert_eq!(log, ["before", "other task", "after"]);
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub fn yield_now() -> YieldNow {
     YieldNow { yielded: false }
@@ -34,11 +34,11 @@ pub fn yield_now() -> YieldNow {
 /// The future of [`yield_now`].
 ///
 /// ```
-/// use evloop::Awaiting;
+/// use evloop::event_loop::Awaiting;
 ///
 /// evloop::run(async {
-///     let t = evloop::spawn(evloop::yield_now());
-///     evloop::yield_now().await; // `t` ran once and asked to run again
+///     let t = evloop::spawn(evloop::task::yield_now());
+///     evloop::task::yield_now().await; // `t` ran once and asked to run again
 ///     assert_eq!(t.awaiting(), Awaiting::Yield);
 ///     t.await
 /// })??;

@@ -321,7 +321,7 @@ pub fn conn_memory(env: &Env, runtimes: &[Runtime], n: usize, runs: usize) -> Ta
         row.cell_mut("bytes_per_conn", runs);
     }
     let need = n as u64 + 256;
-    let limit = evloop::sys::nofile_limit().map(|(soft, _)| soft).unwrap_or(0);
+    let limit = evloop_syscalls::nofile_limit().map(|(soft, _)| soft).unwrap_or(0);
     let mut notes = vec![format!(
         "{} connections per run from the harness (std::net::TcpStream, one byte echoed on each), \
          VmRSS of the server from /proc/PID/status before and after; {runs} runs per runtime, alternating, \

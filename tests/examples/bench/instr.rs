@@ -962,7 +962,7 @@ fn section(env: &Env, cells: &Cells, took: Duration) -> String {
             w,
             "- spawn: N tasks spawned, then each awaited and its output summed (the loop's task table, the \
              ready queue and the join, per task). call_soon: N callbacks scheduled, then one iteration runs them \
-             (tokio and smol have no call_soon). timer wake: one task sleeps 1 ms N times (`evloop::sleep`, \
+             (tokio and smol have no call_soon). timer wake: one task sleeps 1 ms N times (`evloop::time::sleep`, \
              `tokio::time::sleep`, which rounds it up to its next millisecond tick, `smol::Timer::after`): a trip \
              through the timer queue and the poll per sleep. cross-thread wake: one task parked N times; each time \
              another thread waits until the loop's thread sleeps in its poll (not counted: `--toggle-collect`), then \

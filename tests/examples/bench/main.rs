@@ -184,10 +184,10 @@ fn args() -> Result<Args, String> {
 /// Raises the soft descriptor limit to the hard one: the harness holds 10,000 connections, and the
 /// servers it starts inherit the limit (1,000 client connections need more than the usual 1,024).
 fn raise_nofile_limit() -> String {
-    match evloop::sys::nofile_limit() {
+    match evloop_syscalls::nofile_limit() {
         Ok((soft, hard)) => {
             if soft < hard {
-                if let Err(e) = evloop::sys::set_nofile_limit(hard, hard) {
+                if let Err(e) = evloop_syscalls::set_nofile_limit(hard, hard) {
                     return format!("RLIMIT_NOFILE {soft} (raising it to {hard} failed: {e})");
                 }
             }

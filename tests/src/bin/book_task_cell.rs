@@ -52,7 +52,7 @@ async fn sleepers(n: usize, rounds: usize) -> u64 {
     for i in 0..n {
         handles.push(evloop::spawn(async move {
             for r in 0..rounds {
-                evloop::sleep(Duration::from_micros((i + r) as u64 % 7 + 1)).await;
+                evloop::time::sleep(Duration::from_micros((i + r) as u64 % 7 + 1)).await;
             }
         }));
     }
@@ -86,7 +86,7 @@ async fn wakes_case() -> Result<(), Box<dyn Error>> {
         .await;
         polls
     });
-    evloop::yield_now().await; // the parked task's first step runs
+    evloop::task::yield_now().await; // the parked task's first step runs
     let waker = rx.recv()?;
     eprintln!("main: waking it 100 times");
     for _ in 0..100 {
@@ -115,17 +115,17 @@ async fn wakes_case() -> Result<(), Box<dyn Error>> {
     second.await?;
     eprintln!("main: a wake from another thread resumed it");
     waker.wake();
-    evloop::yield_now().await;
+    evloop::task::yield_now().await;
     eprintln!("main: a wake of a finished task did nothing");
     Ok(())
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
     let case = std::env::args().nth(1).unwrap_or_else(|| "allocations".into());
-    let builder = evloop::EventLoop::builder().virtual_clock(case == "allocations");
+    let builder = evloop::event_loop::EventLoop::builder().virtual_clock(case == "allocations");
     match case.as_str() {
-        "allocations" => evloop::run_with(builder, allocations_case())??,
-        "wakes" => evloop::run_with(builder, wakes_case())??,
+        "allocations" => builder.run(allocations_case())??,
+        "wakes" => builder.run(wakes_case())??,
         other => return Err(format!("unknown case {other:?} (allocations, wakes)").into()),
     }
     Ok(())

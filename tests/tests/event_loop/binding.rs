@@ -10,11 +10,13 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use evloop::channel::{mpsc, oneshot};
 use evloop::net::{Domain, SockType, Socket};
+use evloop::sync::{mpsc, oneshot};
 use evloop::{
-    Barrier, BoundedSemaphore, Condition, Event, EventLoop, Lock, LoopHandle, Mutex, Promise, PromiseError, Queue,
-    RunError, Semaphore, SyncError, TaskError, sleep, timeout, yield_now,
+    event_loop::{EventLoop, LoopHandle},
+    sync::{Barrier, BoundedSemaphore, Condition, Event, Lock, Mutex, Semaphore, SyncError, queue::Queue},
+    task::{Promise, PromiseError, RunError, TaskError, yield_now},
+    time::{sleep, timeout},
 };
 
 /// Runs `fut` on `lp` for at most 5 s: `None` if it timed out (the hang this file is about).
@@ -378,7 +380,7 @@ fn a_stream_of_one_loop_read_from_another_is_a_wrong_loop_error() {
         .run_until_complete(async move {
             let server = h
                 .start_server(
-                    |_r, w: evloop::StreamWriter| async move {
+                    |_r, w: evloop::streams::StreamWriter| async move {
                         sleep(Duration::from_secs(3600)).await;
                         drop(w);
                     },
@@ -431,7 +433,7 @@ fn a_sleep_registered_on_one_loop_completes_on_another() {
 #[test]
 fn a_threadsafe_channel_and_an_executor_job_work_across_loops() {
     let (a, b) = two_loops();
-    let (tx, mut rx) = evloop::channel::threadsafe::channel::<u32>();
+    let (tx, mut rx) = evloop::sync::threadsafe::channel::<u32>();
     let job = a.run_in_executor(|| 41 + 1).unwrap();
     tx.send(1).unwrap();
     let out = within_5s(&b, async move { (rx.recv().await, job.await.unwrap()) }).unwrap();

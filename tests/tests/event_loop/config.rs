@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use evloop::{Builder, LoopErrorKind, MAX_TIMER_SLACK};
+use evloop::event_loop::{Builder, LoopErrorKind, MAX_TIMER_SLACK};
 use evloop_syscalls as sys;
 use evloop_tests::run_bounded;
 
@@ -38,6 +38,6 @@ fn the_largest_accepted_timer_slack_still_lets_a_short_sleep_finish() {
         None,
     ] {
         let lp = Builder::new().timer_slack(slack).build().unwrap();
-        run_bounded(&lp, evloop::sleep(Duration::from_millis(10)));
+        run_bounded(&lp, evloop::time::sleep(Duration::from_millis(10)));
     }
 }

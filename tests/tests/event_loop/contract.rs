@@ -13,7 +13,14 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use evloop::sys::{Syscall, counters};
-use evloop::*;
+use evloop::{
+    event_loop::{
+        EventLoop, ExceptionContext, ExceptionKind, Handle, LoopError, LoopErrorKind, LoopHandle, TimerHandle,
+        get_running_loop,
+    },
+    task::{Promise, RunError, TaskState},
+    time::sleep,
+};
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
 use std::prelude::v1::test;
 // The shared log helpers under this file's names: `new_log()` for a log of any element type,
@@ -864,7 +871,7 @@ fn close_is_idempotent() {
 #[test]
 fn a_closed_loop_refuses_new_work_with_an_error_naming_the_operation() {
     let lp = EventLoop::new().unwrap();
-    let (r, w) = evloop::sys::pipe2().unwrap();
+    let (r, w) = evloop_syscalls::pipe2().unwrap();
     lp.close().unwrap();
     let drops = Rc::new(Cell::new(0));
 
@@ -914,7 +921,7 @@ fn a_closed_loop_refuses_new_work_with_an_error_naming_the_operation() {
 #[test]
 fn closing_drops_pending_tasks_futures_and_callbacks() {
     let lp = EventLoop::new().unwrap();
-    let (r, _w) = evloop::sys::pipe2().unwrap();
+    let (r, _w) = evloop_syscalls::pipe2().unwrap();
     let drops = Rc::new(Cell::new(0));
 
     // A task that has started and is suspended on a promise (the guard lives in its state).
@@ -1024,10 +1031,10 @@ fn closing_releases_every_fd_the_loop_opened() {
         + 2 * (built.get(Syscall::Pipe2) + built.get(Syscall::Socketpair));
     assert!(opened >= 1, "the loop opened no fd? {built}");
     let epfd = lp.epoll_fd().expect("an open loop has an epoll fd");
-    assert!(evloop::sys::fd_is_open(epfd));
+    assert!(evloop_syscalls::fd_is_open(epfd));
 
     // Use the loop a little: fds of the user's and a timer.
-    let (r, w) = evloop::sys::pipe2().unwrap();
+    let (r, w) = evloop_syscalls::pipe2().unwrap();
     lp.add_reader(r.as_raw_fd(), || {}).unwrap();
     lp.add_writer(w.as_raw_fd(), || {}).unwrap();
     lp.call_later(Duration::from_secs(60), || {}).unwrap();
@@ -1045,9 +1052,9 @@ fn closing_releases_every_fd_the_loop_opened() {
     assert_eq!(lp.epoll_fd(), None);
     assert_eq!(lp.stats().fds, 0);
     // The user's fds are the user's: still open and usable.
-    assert_eq!(evloop::sys::write(w.as_fd(), b"x").unwrap(), 1);
+    assert_eq!(evloop_syscalls::write(w.as_fd(), b"x").unwrap(), 1);
     let mut buf = [0u8; 4];
-    assert_eq!(evloop::sys::read(r.as_fd(), &mut buf).unwrap(), 1);
+    assert_eq!(evloop_syscalls::read(r.as_fd(), &mut buf).unwrap(), 1);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 
-use evloop::*;
+use evloop::event_loop::{EventLoop, ExceptionKind, LoopHandle};
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
 use evloop_tests::{record_exceptions_with, spin_once};
 use std::prelude::v1::test;
@@ -28,8 +28,8 @@ fn counting(c: &Rc<Cell<u32>>) -> impl FnMut() + 'static + use<> {
 
 /// A pipe with one byte in it: its read end stays readable until someone reads.
 fn readable_pipe() -> (OwnedFd, OwnedFd) {
-    let (r, w) = evloop::sys::pipe2().unwrap();
-    assert_eq!(evloop::sys::write(w.as_fd(), b"x").unwrap(), 1);
+    let (r, w) = evloop_syscalls::pipe2().unwrap();
+    assert_eq!(evloop_syscalls::write(w.as_fd(), b"x").unwrap(), 1);
     (r, w)
 }
 
@@ -70,7 +70,7 @@ fn a_drained_fd_stops_calling_its_reader() {
     lp.add_reader(raw(&r), move || {
         c.set(c.get() + 1);
         let mut buf = [0u8; 16];
-        assert_eq!(evloop::sys::read(rfd.as_fd(), &mut buf).unwrap(), 1);
+        assert_eq!(evloop_syscalls::read(rfd.as_fd(), &mut buf).unwrap(), 1);
     })
     .unwrap();
     lp.run_once().unwrap();
@@ -80,7 +80,7 @@ fn a_drained_fd_stops_calling_its_reader() {
     }
     assert_eq!(calls.get(), 1, "the reader ran although the fd had been drained");
     // Readable again: called again.
-    evloop::sys::write(w.as_fd(), b"y").unwrap();
+    evloop_syscalls::write(w.as_fd(), b"y").unwrap();
     lp.run_once().unwrap();
     assert_eq!(calls.get(), 2);
     assert!(lp.remove_reader(raw(&r)));
@@ -89,7 +89,7 @@ fn a_drained_fd_stops_calling_its_reader() {
 #[test]
 fn add_writer_is_level_triggered() {
     let lp = EventLoop::new().unwrap();
-    let (a, _b) = evloop::sys::socketpair_stream().unwrap();
+    let (a, _b) = evloop_syscalls::socketpair_stream().unwrap();
     let calls = counter();
     lp.add_writer(raw(&a), counting(&calls)).unwrap();
     for i in 1..=3 {
@@ -102,8 +102,8 @@ fn add_writer_is_level_triggered() {
 #[test]
 fn reader_and_writer_of_one_fd_both_run() {
     let lp = EventLoop::new().unwrap();
-    let (a, b) = evloop::sys::socketpair_stream().unwrap();
-    evloop::sys::write(b.as_fd(), b"x").unwrap();
+    let (a, b) = evloop_syscalls::socketpair_stream().unwrap();
+    evloop_syscalls::write(b.as_fd(), b"x").unwrap();
     let (reads, writes) = (counter(), counter());
     lp.add_reader(raw(&a), counting(&reads)).unwrap();
     lp.add_writer(raw(&a), counting(&writes)).unwrap();
@@ -136,7 +136,7 @@ fn adding_a_reader_again_replaces_the_callback() {
 #[test]
 fn adding_a_writer_again_replaces_the_callback() {
     let lp = EventLoop::new().unwrap();
-    let (a, _b) = evloop::sys::socketpair_stream().unwrap();
+    let (a, _b) = evloop_syscalls::socketpair_stream().unwrap();
     let (old, new) = (counter(), counter());
     lp.add_writer(raw(&a), counting(&old)).unwrap();
     lp.add_writer(raw(&a), counting(&new)).unwrap();
@@ -205,7 +205,7 @@ fn remove_reader_returns_whether_one_was_registered() {
     spin_once(&lp);
     assert_eq!(calls.get(), 0, "a removed reader ran");
     // A writer on the fd does not count as a reader.
-    let (a, _b) = evloop::sys::socketpair_stream().unwrap();
+    let (a, _b) = evloop_syscalls::socketpair_stream().unwrap();
     lp.add_writer(raw(&a), || {}).unwrap();
     assert!(!lp.remove_reader(raw(&a)));
     assert!(lp.remove_writer(raw(&a)));
@@ -214,7 +214,7 @@ fn remove_reader_returns_whether_one_was_registered() {
 #[test]
 fn remove_writer_returns_whether_one_was_registered() {
     let lp = EventLoop::new().unwrap();
-    let (a, _b) = evloop::sys::socketpair_stream().unwrap();
+    let (a, _b) = evloop_syscalls::socketpair_stream().unwrap();
     assert!(!lp.remove_writer(raw(&a)));
     let calls = counter();
     lp.add_writer(raw(&a), counting(&calls)).unwrap();
@@ -231,8 +231,8 @@ fn remove_writer_returns_whether_one_was_registered() {
 #[test]
 fn removing_the_reader_keeps_the_writer_of_the_same_fd() {
     let lp = EventLoop::new().unwrap();
-    let (a, b) = evloop::sys::socketpair_stream().unwrap();
-    evloop::sys::write(b.as_fd(), b"x").unwrap();
+    let (a, b) = evloop_syscalls::socketpair_stream().unwrap();
+    evloop_syscalls::write(b.as_fd(), b"x").unwrap();
     let (reads, writes) = (counter(), counter());
     lp.add_reader(raw(&a), counting(&reads)).unwrap();
     lp.add_writer(raw(&a), counting(&writes)).unwrap();
@@ -310,13 +310,13 @@ fn a_reader_can_remove_itself() {
 #[test]
 fn epollhup_reaches_the_reader() {
     let lp = EventLoop::new().unwrap();
-    let (r, w) = evloop::sys::pipe2().unwrap();
+    let (r, w) = evloop_syscalls::pipe2().unwrap();
     let eof = Rc::new(RefCell::new(Vec::new()));
     let (e, rfd) = (eof.clone(), r.try_clone().unwrap());
     lp.add_reader(raw(&r), move || {
         let mut buf = [0u8; 8];
         e.borrow_mut()
-            .push(evloop::sys::read(rfd.as_fd(), &mut buf).map_err(|e| e.kind()));
+            .push(evloop_syscalls::read(rfd.as_fd(), &mut buf).map_err(|e| e.kind()));
     })
     .unwrap();
     spin_once(&lp);
@@ -332,10 +332,10 @@ fn a_closed_peer_reaches_the_writer() {
     // The write end of a pipe whose read end closed reports EPOLLERR: the writer must run (and
     // its write fails with EPIPE, without killing the process).
     let lp = EventLoop::new().unwrap();
-    let (r, w) = evloop::sys::pipe2().unwrap();
+    let (r, w) = evloop_syscalls::pipe2().unwrap();
     // Fill the pipe so the write end is not writable any more.
     let chunk = [0u8; 4096];
-    while evloop::sys::write(w.as_fd(), &chunk).is_ok() {}
+    while evloop_syscalls::write(w.as_fd(), &chunk).is_ok() {}
     let calls = counter();
     lp.add_writer(raw(&w), counting(&calls)).unwrap();
     spin_once(&lp);

@@ -7,7 +7,7 @@ use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::EventLoop;
+use evloop::event_loop::EventLoop;
 use evloop_syscalls as sys;
 use evloop_tests::{DropFlag, flag};
 

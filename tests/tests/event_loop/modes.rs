@@ -5,7 +5,11 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use evloop::*;
+use evloop::{
+    event_loop::{Builder, EventLoop, LoopHandle},
+    task::Promise,
+    time::sleep,
+};
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
 use evloop_tests::virtual_loop;
 use std::prelude::v1::test;

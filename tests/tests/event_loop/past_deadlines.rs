@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use evloop::{EventLoop, sleep_until};
+use evloop::{event_loop::EventLoop, time::sleep_until};
 use evloop_tests::{entries, log, push, run_bounded};
 
 #[test]
@@ -26,7 +26,7 @@ fn call_at_deadlines_before_the_loop_existed_run_earliest_first() {
         let h = lp.call_at(when, move || push(&o, name)).unwrap();
         assert_eq!(h.when(), when, "when() gives back the instant asked for");
     }
-    run_bounded(&lp, evloop::sleep(Duration::from_millis(1)));
+    run_bounded(&lp, evloop::time::sleep(Duration::from_millis(1)));
     assert_eq!(
         entries(&order),
         ["now-3s", "now-2s", "now-2s again", "now-1s", "before the loop", "now"],
@@ -69,7 +69,7 @@ fn a_deadline_far_in_the_past_or_future_is_accepted() {
     let o = order.clone();
     lp.call_at(now - Duration::from_millis(1), move || push(&o, "just past"))
         .unwrap();
-    run_bounded(&lp, evloop::sleep(Duration::from_millis(1)));
+    run_bounded(&lp, evloop::time::sleep(Duration::from_millis(1)));
     assert_eq!(entries(&order), ["far past", "just past"]);
     never.cancel();
 }

@@ -23,7 +23,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use evloop::{Builder, LoopHandle, TimerHandle};
+use evloop::event_loop::{Builder, LoopHandle, TimerHandle};
 use evloop_tests::spin_once;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -263,7 +263,7 @@ impl Harness {
             Op::Advance(d) => {
                 let target = self.now() + ns(d);
                 self.lp
-                    .run_until_complete(evloop::sleep(d))
+                    .run_until_complete(evloop::time::sleep(d))
                     .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 prop_assert_eq!(self.now(), target, "the virtual clock stops at the end of the advance");
                 self.check_runs(target)?;

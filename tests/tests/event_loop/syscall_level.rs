@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use evloop::{EventLoop, LoopErrorKind, LoopHandle};
+use evloop::event_loop::{EventLoop, LoopErrorKind, LoopHandle};
 use evloop_syscalls::counters::{self};
 use evloop_syscalls::{Syscall, fault};
 use evloop_tests::watchdog::Watchdog;
@@ -192,7 +192,7 @@ fn call_soon_threadsafe_wakes_a_loop_blocked_with_no_timeout() {
         counters::reset();
         let sent = remote.call_soon_threadsafe(move || {
             *ran_on2.lock().unwrap() = Some(gettid());
-            evloop::get_running_loop().unwrap().stop();
+            evloop::event_loop::get_running_loop().unwrap().stop();
         });
         (blocked, sent.is_ok(), counters::snapshot())
     });
@@ -241,7 +241,7 @@ const CALLBACKS: u32 = 10_000;
 const YIELDS: u32 = 10_000;
 const ROUND_TRIPS: u32 = 1_000;
 
-fn chain(h: LoopHandle, count: Rc<Cell<u32>>, done: evloop::Promise<()>) {
+fn chain(h: LoopHandle, count: Rc<Cell<u32>>, done: evloop::task::Promise<()>) {
     count.set(count.get() + 1);
     if count.get() == CALLBACKS {
         done.set_result(()).unwrap();
@@ -266,14 +266,14 @@ fn same_thread_work_makes_no_syscalls() {
     counters::reset();
     lp.run_until_complete(async move {
         // 10,000 call_soon callbacks, each scheduled by the one before.
-        let chain_done: evloop::Promise<()> = h.create_future();
+        let chain_done: evloop::task::Promise<()> = h.create_future();
         let (h2, d2) = (h.clone(), chain_done.clone());
         h.call_soon(move || chain(h2, c1, d2)).unwrap();
         // 10,000 same-thread task wakes.
         let yielder = h
             .create_task(async move {
                 for _ in 0..YIELDS {
-                    evloop::yield_now().await;
+                    evloop::task::yield_now().await;
                     y1.set(y1.get() + 1);
                 }
             })
@@ -283,7 +283,7 @@ fn same_thread_work_makes_no_syscalls() {
         let tripper = h
             .create_task(async move {
                 for i in 0..ROUND_TRIPS {
-                    let p: evloop::Promise<u32> = h3.create_future();
+                    let p: evloop::task::Promise<u32> = h3.create_future();
                     let p2 = p.clone();
                     h3.call_soon(move || p2.set_result(i).unwrap()).unwrap();
                     assert_eq!(p.await.unwrap(), i);
@@ -409,7 +409,8 @@ fn timers_never_fire_early_1000_random() {
 fn the_poll_uses_epoll_pwait2_where_the_kernel_has_it() {
     let lp = EventLoop::new().unwrap();
     counters::reset();
-    lp.run_until_complete(evloop::sleep(Duration::from_millis(1))).unwrap();
+    lp.run_until_complete(evloop::time::sleep(Duration::from_millis(1)))
+        .unwrap();
     let c = counters::snapshot();
     match evloop_syscalls::epoll_pwait2_available() {
         Some(false) => {
@@ -451,7 +452,7 @@ fn injected_eintr_on_the_poll_breaks_nothing_and_timers_never_fire_early() {
     counters::reset();
     let out = lp
         .run_until_complete(async {
-            evloop::sleep(Duration::from_millis(25)).await;
+            evloop::time::sleep(Duration::from_millis(25)).await;
             7
         })
         .unwrap();
@@ -500,7 +501,7 @@ fn injected_ebadf_or_enomem_on_the_poll_makes_run_forever_fail_naming_the_poll()
         // The loop runs again afterwards.
         let out = lp
             .run_until_complete(async {
-                evloop::sleep(Duration::from_millis(1)).await;
+                evloop::time::sleep(Duration::from_millis(1)).await;
                 5
             })
             .unwrap();
@@ -517,7 +518,7 @@ fn injected_ebadf_on_the_poll_makes_run_until_complete_fail_with_the_loop_error(
     spin_once(&lp);
     fault::fail_nth(poll_syscall(), 2, libc::EBADF);
     let dog = Watchdog::start(lp.remote(), Duration::from_secs(10));
-    let r = lp.run_until_complete(evloop::sleep(Duration::from_millis(50)));
+    let r = lp.run_until_complete(evloop::time::sleep(Duration::from_millis(50)));
     assert!(!dog.finish());
     let err = r.expect_err("the poll failed");
     let le = err.as_loop_error().expect("a loop error, not a task error");
@@ -585,7 +586,8 @@ fn injected_ebadf_on_epoll_ctl_makes_add_reader_fail_and_the_loop_keeps_working(
     assert_eq!(*got.borrow(), b"x");
     assert!(lp.remove_reader(rfd));
     let t = lp.call_later(Duration::from_millis(1), || {}).unwrap();
-    lp.run_until_complete(evloop::sleep(Duration::from_millis(2))).unwrap();
+    lp.run_until_complete(evloop::time::sleep(Duration::from_millis(2)))
+        .unwrap();
     assert!(t.when() <= lp.time());
     lp.close().unwrap();
     drop((r, w));

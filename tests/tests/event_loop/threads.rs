@@ -15,8 +15,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use evloop::event_loop::{Builder, EventLoop, ExecutorError, LoopErrorKind, LoopHandle, get_running_loop};
 use evloop::sys::{Syscall, counters};
-use evloop::*;
 // `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
 use evloop_tests::{procfs, spin_once};
 use std::prelude::v1::test;
@@ -37,7 +37,7 @@ struct PipeWatchdog {
 
 impl PipeWatchdog {
     fn arm(lp: &LoopHandle) -> PipeWatchdog {
-        let (r, w) = evloop::sys::pipe2().unwrap();
+        let (r, w) = evloop_syscalls::pipe2().unwrap();
         let fired = Rc::new(std::cell::Cell::new(false));
         let (h, f) = (lp.clone(), fired.clone());
         lp.add_reader(r.as_raw_fd(), move || {
@@ -48,7 +48,7 @@ impl PipeWatchdog {
         let (cancel, rx) = mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
             if rx.recv_timeout(WATCHDOG).is_err() {
-                let _ = evloop::sys::write(w.as_fd(), b"!");
+                let _ = evloop_syscalls::write(w.as_fd(), b"!");
             }
             drop(w);
         });

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use evloop::EventLoop;
+use evloop::event_loop::EventLoop;
 use evloop_tests::{run_one, spin_once};
 
 type Order = Arc<Mutex<Vec<u32>>>;

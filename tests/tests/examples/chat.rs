@@ -83,7 +83,7 @@ fn one_client_leaving_does_not_disturb_the_others() {
     b.say("still here");
     assert_eq!(a.line(), "guest-2: still here");
     // b goes away abruptly (a reset, not a FIN).
-    evloop::sys::set_linger_zero(std::os::fd::AsFd::as_fd(&b.w)).unwrap();
+    evloop_syscalls::set_linger_zero(std::os::fd::AsFd::as_fd(&b.w)).unwrap();
     drop(b);
     assert_eq!(a.line(), "* guest-2 left");
     let mut d = Client::join(server.addr(), "guest-4");

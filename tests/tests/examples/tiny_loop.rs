@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use evloop::sys::Syscall;
-use evloop::sys::counters::{self, Counts};
+use evloop_syscalls::counters::{self, Counts};
 
 const TRIPS: usize = 200;
 /// Longer than two of the tiny loop's one-second poll timeouts.
@@ -74,7 +74,7 @@ fn evloop_registers_each_socket_once_and_sleeps_while_idle() {
     let (tx, rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || {
         evloop::run(async move {
-            let lp = evloop::get_running_loop()?;
+            let lp = evloop::event_loop::get_running_loop()?;
             let listener = evloop::net::TcpListener::bind("127.0.0.1:0").await?;
             tx.send(listener.local_addr()?).expect("send the address");
             let before = counters::snapshot();

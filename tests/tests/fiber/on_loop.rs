@@ -24,7 +24,11 @@ use evloop::net::{TcpListener, TcpStream};
 use evloop::sync::Event;
 use evloop::sys::Syscall;
 use evloop::sys::counters;
-use evloop::{Builder, EventLoop, Queue, TaskError};
+use evloop::{
+    event_loop::{Builder, EventLoop},
+    sync::queue::Queue,
+    task::TaskError,
+};
 use evloop_tests::{DropFlag, entries, flag, log, push, run_bounded};
 
 #[test]
@@ -90,7 +94,7 @@ fn fiber_sleep_is_never_early_and_sleeping_fibers_interleave() {
             let o = o.clone();
             tasks.push(
                 fiber::spawn(move || {
-                    let lp = evloop::get_running_loop().unwrap();
+                    let lp = evloop::event_loop::get_running_loop().unwrap();
                     let start = lp.time();
                     fiber::sleep(Duration::from_millis(ms)).unwrap();
                     assert!(lp.time() - start >= Duration::from_millis(ms), "woke early");
@@ -121,7 +125,7 @@ fn fibers_and_tasks_share_sync_primitives() {
             }
         })
         .unwrap();
-        evloop::sleep(Duration::from_millis(2)).await;
+        evloop::time::sleep(Duration::from_millis(2)).await;
         ready.set();
         let mut got = Vec::new();
         for _ in 0..5 {
@@ -139,7 +143,7 @@ fn a_fiber_awaits_a_task_and_a_task_awaits_a_fiber() {
     let out = run_bounded(&lp, async {
         let inner = fiber::spawn(|| {
             let t = evloop::spawn(async {
-                evloop::sleep(Duration::from_millis(1)).await;
+                evloop::time::sleep(Duration::from_millis(1)).await;
                 20
             });
             fiber::block_on(t).unwrap().unwrap() + 1
@@ -158,9 +162,9 @@ fn the_task_dump_shows_what_a_fiber_waits_for() {
             .name("sleeper")
             .spawn(|| fiber::sleep(Duration::from_secs(3600)).unwrap())
             .unwrap();
-        evloop::yield_now().await;
-        evloop::yield_now().await;
-        let dump = evloop::get_running_loop().unwrap().dump_tasks();
+        evloop::task::yield_now().await;
+        evloop::task::yield_now().await;
+        let dump = evloop::event_loop::get_running_loop().unwrap().dump_tasks();
         t.cancel();
         dump
     });
@@ -189,7 +193,7 @@ fn cancelling_the_task_unwinds_the_fiber() {
             unreachable!("cancelled while sleeping");
         })
         .unwrap();
-        evloop::sleep(Duration::from_millis(2)).await;
+        evloop::time::sleep(Duration::from_millis(2)).await;
         task.cancel();
         task.await
     });
@@ -212,7 +216,7 @@ fn closing_the_loop_unwinds_suspended_fibers() {
         })
         .unwrap()
         .detach();
-        evloop::sleep(Duration::from_millis(1)).await;
+        evloop::time::sleep(Duration::from_millis(1)).await;
         "main done"
     });
     assert_eq!(r.unwrap(), "main done");
@@ -282,7 +286,7 @@ fn a_fiber_stack_that_cannot_be_mapped_is_an_error_at_spawn() {
     let lp = EventLoop::new().unwrap();
     let e = run_bounded(&lp, async {
         // A size of its own, so the pool has no free stack of it and must map a chunk.
-        evloop::sys::fault::fail_nth(Syscall::Mmap, 1, evloop::sys::errno::ENOMEM);
+        evloop::sys::fault::fail_nth(Syscall::Mmap, 1, evloop_syscalls::errno::ENOMEM);
         let e = fiber::Builder::new()
             .name("big")
             .stack_size(3 << 20)

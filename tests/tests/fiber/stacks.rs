@@ -11,7 +11,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Output;
 
 use evloop::fiber::{self, Builder, Fiber, GuardKind};
-use evloop::sys::{self, Syscall, counters};
+use evloop_syscalls::{self as sys, Syscall, counters};
 use evloop_tests::child;
 
 fn stderr(out: &Output) -> String {

@@ -18,7 +18,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, ExceptionKind, Server};
+use evloop::{
+    event_loop::{EventLoop, ExceptionKind},
+    io::{AsyncReadExt, AsyncWriteExt},
+    protocol::Server,
+};
 use evloop_syscalls as sys;
 use evloop_tests::net::Echo;
 use evloop_tests::{new_loop, record_exception_messages, run_bounded};
@@ -60,7 +64,7 @@ async fn outcomes(clients: Vec<std::net::TcpStream>, limit: Duration) -> Vec<Opt
             continue;
         }
         let mut buf = [0u8; 4];
-        out.push(match evloop::timeout(limit, s.read_exact(&mut buf)).await {
+        out.push(match evloop::time::timeout(limit, s.read_exact(&mut buf)).await {
             Ok(Ok(())) => Some(&buf == b"ping"),
             Ok(Err(_)) => Some(false),
             Err(_) => None,
@@ -195,7 +199,7 @@ fn an_out_of_fds_condition_that_outlasts_the_retry_delay_sheds_the_queue() {
     let s = server.clone();
     let (early, got) = run_bounded(&lp, async move {
         // Half the delay in: backed off, nothing shed yet.
-        evloop::sleep(delay / 2).await;
+        evloop::time::sleep(delay / 2).await;
         let early = s.shed_connections();
         let _ = &h;
         (early, outcomes(clients, Duration::from_secs(5)).await)
@@ -233,7 +237,7 @@ fn a_server_out_of_fds_for_good_idles_with_bounded_cpu_and_no_spin() {
     let iterations = lp.stats().iterations;
     let cpu = evloop_tests::thread_cpu_time();
     let wall = std::time::Instant::now();
-    run_bounded(&lp, evloop::sleep(Duration::from_secs(1)));
+    run_bounded(&lp, evloop::time::sleep(Duration::from_secs(1)));
     let cpu = evloop_tests::thread_cpu_time() - cpu;
     let wall = wall.elapsed();
     let iterations = lp.stats().iterations - iterations;
@@ -283,6 +287,9 @@ fn a_new_server_starts_with_the_default_accept_retry_delay() {
         &lp,
         async move { h.create_server(Echo::new, "127.0.0.1", 0).await.unwrap() },
     );
-    assert_eq!(server.accept_retry_delay(), evloop::DEFAULT_ACCEPT_RETRY_DELAY);
+    assert_eq!(
+        server.accept_retry_delay(),
+        evloop::protocol::DEFAULT_ACCEPT_RETRY_DELAY
+    );
     server.close();
 }

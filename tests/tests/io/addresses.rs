@@ -8,7 +8,10 @@ use std::io::ErrorKind;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use evloop::net::{TcpListener, TcpStream, UdpSocket};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop};
+use evloop::{
+    event_loop::EventLoop,
+    io::{AsyncReadExt, AsyncWriteExt},
+};
 use evloop_tests::run_bounded;
 
 #[test]
@@ -147,7 +150,9 @@ fn connect_errors_keep_their_kind_and_name_the_address() {
 fn server_local_addr_is_an_address_and_survives_close() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await.unwrap();
+        let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0)
+            .await
+            .unwrap();
         let addr: SocketAddr = server.local_addr();
         assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
         let c = TcpStream::connect(addr).await.unwrap();

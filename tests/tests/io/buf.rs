@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use evloop::EventLoop;
+use evloop::event_loop::EventLoop;
 use evloop::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufStream, BufWriter,
 };
@@ -112,7 +112,7 @@ fn a_cancelled_read_line_keeps_what_it_read() {
         peer.write_all("half a line é".as_bytes()).unwrap();
         let mut line = String::new();
         // The line never ends within the bound: the read is cancelled with data in hand.
-        let cut = evloop::timeout(Duration::from_millis(50), r.read_line(&mut line)).await;
+        let cut = evloop::time::timeout(Duration::from_millis(50), r.read_line(&mut line)).await;
         assert!(cut.is_err());
         assert_eq!(line, "half a line é", "bytes read before the cancel are kept");
         peer.write_all(b", and the rest\n").unwrap();
@@ -129,7 +129,7 @@ fn lines_strip_endings_and_survive_cancellation() {
         let mut lines = BufReader::new(s).lines();
         peer.write_all(b"one\r\ntw").unwrap();
         assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("one"));
-        let cut = evloop::timeout(Duration::from_millis(30), lines.next_line()).await;
+        let cut = evloop::time::timeout(Duration::from_millis(30), lines.next_line()).await;
         assert!(cut.is_err(), "no complete line yet");
         peer.write_all(b"o\nthree").unwrap();
         peer.shutdown(std::net::Shutdown::Write).unwrap();
@@ -292,7 +292,7 @@ fn buf_stream_reads_lines_and_writes_buffered_on_one_connection() {
             stream.write_all(b"+PONG\r\n").await.unwrap();
         }
         stream.flush().await.unwrap();
-        let got = evloop::get_running_loop()
+        let got = evloop::event_loop::get_running_loop()
             .unwrap()
             .run_in_executor(move || peer_thread.join().unwrap())
             .unwrap()

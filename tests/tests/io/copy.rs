@@ -5,7 +5,7 @@
 
 use std::io::{ErrorKind, Read as _, Write as _};
 
-use evloop::EventLoop;
+use evloop::event_loop::EventLoop;
 use evloop::io::{AsyncWriteExt, BufReader, BufWriter, copy, copy_bidirectional, copy_buf};
 use evloop_tests::net::tcp_with_std_peer;
 use evloop_tests::{pattern, run_bounded};
@@ -31,7 +31,7 @@ fn copy_moves_every_byte_in_order_and_counts_them() {
         let n = copy(&mut src, &mut dst).await.unwrap();
         assert_eq!(n, 1 << 20);
         dst.shutdown().await.unwrap();
-        let lp = evloop::get_running_loop().unwrap();
+        let lp = evloop::event_loop::get_running_loop().unwrap();
         let got = lp
             .run_in_executor(move || reader.join().unwrap())
             .unwrap()
@@ -60,7 +60,7 @@ fn copy_flushes_a_buffered_writer_whenever_the_reader_waits() {
         });
         let mut w = BufWriter::new(dst);
         let copying = evloop::spawn(async move { copy(&mut src, &mut w).await });
-        let lp = evloop::get_running_loop().unwrap();
+        let lp = evloop::event_loop::get_running_loop().unwrap();
         lp.run_in_executor(move || client.join().unwrap())
             .unwrap()
             .await
@@ -102,7 +102,7 @@ fn copy_bidirectional_passes_each_end_on_and_returns_both_counts() {
         });
         let counts = copy_bidirectional(&mut a, &mut b).await.unwrap();
         assert_eq!(counts, (300_000, 6));
-        let lp = evloop::get_running_loop().unwrap();
+        let lp = evloop::event_loop::get_running_loop().unwrap();
         let (at_b, at_a) = lp
             .run_in_executor(move || client.join().unwrap())
             .unwrap()
@@ -119,7 +119,7 @@ fn copy_bidirectional_fails_with_the_first_error() {
         let (mut a, peer_a) = tcp_with_std_peer().await;
         let (mut b, _peer_b) = tcp_with_std_peer().await;
         // An abortive close (RST) of a's peer: reading a fails with ECONNRESET.
-        evloop::sys::set_linger_zero(std::os::fd::AsFd::as_fd(&peer_a)).unwrap();
+        evloop_syscalls::set_linger_zero(std::os::fd::AsFd::as_fd(&peer_a)).unwrap();
         let mut p = peer_a;
         p.write_all(b"x").unwrap();
         drop(p);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket};
 use evloop::sys::{Syscall, counters};
-use evloop::{EventLoop, sleep};
+use evloop::{event_loop::EventLoop, time::sleep};
 use evloop_tests::run_bounded;
 
 /// A datagram pair: the evloop side and a std side to send from.

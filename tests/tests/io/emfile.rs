@@ -18,7 +18,11 @@ use std::time::{Duration, Instant};
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, ExceptionKind, sleep};
+use evloop::{
+    event_loop::ExceptionKind,
+    io::{AsyncReadExt, AsyncWriteExt},
+    time::sleep,
+};
 use evloop_syscalls as sys;
 use evloop_tests::fds::{open_fd_count, open_fds};
 use evloop_tests::net::Echo;
@@ -55,7 +59,7 @@ async fn served(c: &mut TcpStream) -> Option<bool> {
         return Some(false);
     }
     let mut buf = [0u8; 4];
-    match evloop::timeout(Duration::from_secs(1), c.read_exact(&mut buf)).await {
+    match evloop::time::timeout(Duration::from_secs(1), c.read_exact(&mut buf)).await {
         Ok(Ok(())) => Some(&buf == b"ping"),
         Ok(Err(_)) => Some(false),
         Err(_) => None,
@@ -313,7 +317,7 @@ async fn served_within(c: &mut TcpStream, limit: Duration) -> Option<bool> {
         return Some(false);
     }
     let mut buf = [0u8; 4];
-    match evloop::timeout(limit, c.read_exact(&mut buf)).await {
+    match evloop::time::timeout(limit, c.read_exact(&mut buf)).await {
         Ok(Ok(())) => Some(&buf == b"ping"),
         Ok(Err(_)) => Some(false),
         Err(_) => None,

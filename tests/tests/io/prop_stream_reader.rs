@@ -22,7 +22,11 @@
 use std::time::Duration;
 
 use evloop::net::TcpListener;
-use evloop::{AsyncWriteExt, EventLoop, StreamConfig, StreamError, StreamReader};
+use evloop::{
+    event_loop::EventLoop,
+    io::AsyncWriteExt,
+    streams::{StreamConfig, StreamError, StreamReader},
+};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -116,7 +120,7 @@ async fn check(case: Case) -> Result<(), TestCaseError> {
     let fail = |e: &dyn std::fmt::Display| TestCaseError::fail(e.to_string());
     let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|e| fail(&e))?;
     let port = listener.local_addr().map_err(|e| fail(&e))?.port();
-    let lp = evloop::get_running_loop().map_err(|e| fail(&e))?;
+    let lp = evloop::event_loop::get_running_loop().map_err(|e| fail(&e))?;
     let config = StreamConfig::new().limit(case.limit);
     let connect = lp.open_connection_with("127.0.0.1", port, config);
     let (accepted, connected) = evloop::join!(listener.accept(), connect);
@@ -135,7 +139,7 @@ async fn check(case: Case) -> Result<(), TestCaseError> {
             peer.write_all(&data[at..end]).await?;
             at = end;
             for _ in 0..pause {
-                evloop::yield_now().await;
+                evloop::task::yield_now().await;
             }
         }
         peer.shutdown().await?;
@@ -209,7 +213,7 @@ async fn check(case: Case) -> Result<(), TestCaseError> {
 fn run(case: Case) -> Result<(), TestCaseError> {
     let lp = EventLoop::new().map_err(|e| TestCaseError::fail(e.to_string()))?;
     let r = lp
-        .run_until_complete(evloop::timeout(Duration::from_secs(20), check(case)))
+        .run_until_complete(evloop::time::timeout(Duration::from_secs(20), check(case)))
         .map_err(|e| TestCaseError::fail(e.to_string()))?
         .map_err(|_| TestCaseError::fail("the case hung (20 s)"))?;
     lp.close().map_err(|e| TestCaseError::fail(e.to_string()))?;

@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use evloop::net::{Domain, SockAddr, SockType, Socket};
-use evloop::{EventLoop, Interest, timeout, yield_now};
+use evloop::{event_loop::EventLoop, io::Interest, task::yield_now, time::timeout};
 use evloop_syscalls as sys;
 use evloop_tests::net::abstract_name;
 use evloop_tests::run_bounded;

@@ -4,7 +4,7 @@
 
 use std::io::{Read as _, Write as _};
 
-use evloop::EventLoop;
+use evloop::event_loop::EventLoop;
 use evloop::io::{AsyncReadExt, AsyncWriteExt};
 use evloop::net::{TcpListener, TcpStream, UnixStream};
 use evloop_tests::run_bounded;
@@ -35,7 +35,7 @@ fn tcp_halves_read_and_write_at_the_same_time_in_one_task() {
         sent.unwrap();
         assert!(received.unwrap().iter().all(|&b| b == 9));
         wr.shutdown().await.unwrap();
-        let lp = evloop::get_running_loop().unwrap();
+        let lp = evloop::event_loop::get_running_loop().unwrap();
         let ok = lp
             .run_in_executor(move || peer_thread.join().unwrap())
             .unwrap()

@@ -6,7 +6,11 @@ use std::io;
 use std::os::fd::AsFd;
 
 use evloop::net::TcpListener;
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, StreamReader, StreamWriter};
+use evloop::{
+    event_loop::EventLoop,
+    io::{AsyncReadExt, AsyncWriteExt},
+    streams::{StreamReader, StreamWriter},
+};
 use evloop_syscalls as sys;
 use evloop_tests::run_bounded;
 

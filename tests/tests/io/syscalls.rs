@@ -28,8 +28,13 @@ use std::time::Duration;
 
 use evloop::net::{TcpListener, TcpStream};
 use evloop::sys::Syscall;
-use evloop::sys::counters::{self, Counts};
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Promise, Protocol, Transport};
+use evloop::{
+    event_loop::{EventLoop, LoopHandle},
+    io::{AsyncReadExt, AsyncWriteExt},
+    protocol::{Protocol, Transport},
+    task::Promise,
+};
+use evloop_syscalls::counters::{self, Counts};
 use evloop_tests::{child, polls, run_bounded, spin_once};
 
 const WARMUP: usize = 20;
@@ -397,7 +402,7 @@ fn a_client_side_transport_makes_exactly_two_epoll_ctl_calls_in_its_lifetime() {
         // Close once the echo is back (closing before, with the echo on its way, would make the
         // kernel answer it with a reset, which the echo server reports as an error).
         while received.get() < b"one message".len() {
-            evloop::sleep(Duration::from_millis(1)).await;
+            evloop::time::sleep(Duration::from_millis(1)).await;
         }
         t.close();
         done.await.unwrap();

@@ -18,7 +18,13 @@ use evloop::net::{Domain, SockAddr, SockType, Socket, TcpListener, TcpStream, Ud
 use evloop::net::{UnixDatagram, UnixListener, UnixStream};
 use evloop::sys::counters;
 use evloop::sys::{Syscall, fault};
-use evloop::{AsyncReadExt, AsyncWriteExt, LoopHandle, Protocol, Transport, sleep, yield_now};
+use evloop::{
+    event_loop::LoopHandle,
+    io::{AsyncReadExt, AsyncWriteExt},
+    protocol::{Protocol, Transport},
+    task::yield_now,
+    time::sleep,
+};
 use evloop_syscalls as sys;
 use evloop_tests::net::{Echo, abstract_name, echo_stream, loopback_v4};
 use evloop_tests::{Log, entries, log, pattern, push, run_bounded, warm_loop, yield_until};
@@ -51,7 +57,7 @@ impl Drop for TempDir {
 }
 
 /// A TCP echo server task on `listener` for exactly `n` connections.
-fn serve_echo(listener: TcpListener, n: usize) -> evloop::Task<()> {
+fn serve_echo(listener: TcpListener, n: usize) -> evloop::task::Task<()> {
     evloop::spawn(async move {
         for _ in 0..n {
             let (mut s, _) = listener.accept().await.unwrap();
@@ -65,7 +71,7 @@ fn serve_echo(listener: TcpListener, n: usize) -> evloop::Task<()> {
 }
 
 /// One echo round over a connected stream: writes `msg`, half-closes, reads everything back.
-async fn echo_round<S: evloop::AsyncRead + evloop::AsyncWrite + Unpin>(s: &mut S, msg: &[u8]) -> Vec<u8> {
+async fn echo_round<S: evloop::io::AsyncRead + evloop::io::AsyncWrite + Unpin>(s: &mut S, msg: &[u8]) -> Vec<u8> {
     s.write_all(msg).await.unwrap();
     s.shutdown().await.unwrap();
     let mut back = Vec::new();

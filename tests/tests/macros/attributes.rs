@@ -10,7 +10,7 @@ use std::time::Duration;
 
 #[evloop::test]
 async fn a_test_body_runs_inside_a_running_loop() {
-    let lp = evloop::get_running_loop().expect("a loop runs the test");
+    let lp = evloop::event_loop::get_running_loop().expect("a loop runs the test");
     assert!(lp.is_running());
     let t = evloop::spawn(async { 7 });
     assert_eq!(t.await.unwrap(), 7);
@@ -18,44 +18,44 @@ async fn a_test_body_runs_inside_a_running_loop() {
 
 #[evloop::test(virtual_clock)]
 async fn virtual_clock_runs_an_hour_of_sleeps_at_once() {
-    let lp = evloop::get_running_loop().unwrap();
+    let lp = evloop::event_loop::get_running_loop().unwrap();
     let wall = std::time::Instant::now();
     let start = lp.time();
-    evloop::sleep(Duration::from_secs(3600)).await;
+    evloop::time::sleep(Duration::from_secs(3600)).await;
     assert_eq!(lp.time() - start, Duration::from_secs(3600), "loop time jumped exactly");
     assert!(wall.elapsed() < Duration::from_secs(60), "no real hour passed");
 }
 
 #[evloop::test(trace, virtual_clock, flavor = "current_thread")]
 async fn options_combine() {
-    evloop::sleep(Duration::from_millis(1)).await;
+    evloop::time::sleep(Duration::from_millis(1)).await;
 }
 
 #[evloop::test]
 async fn a_test_may_return_a_result() -> Result<(), String> {
-    evloop::yield_now().await;
+    evloop::task::yield_now().await;
     Ok(())
 }
 
 #[evloop::test]
 #[should_panic(expected = "the body's own message")]
 async fn a_panic_keeps_its_payload_for_should_panic() {
-    evloop::yield_now().await;
+    evloop::task::yield_now().await;
     panic!("the body's own message");
 }
 
 /// A `main`-style function under another name, so a test can call it.
 #[evloop::main]
 async fn main_like() -> Result<u32, String> {
-    evloop::sleep(Duration::from_millis(1)).await;
+    evloop::time::sleep(Duration::from_millis(1)).await;
     Ok(21 * 2)
 }
 
 #[evloop::main(virtual_clock)]
 async fn main_with_options() -> Duration {
-    let lp = evloop::get_running_loop().unwrap();
+    let lp = evloop::event_loop::get_running_loop().unwrap();
     let start = lp.time();
-    evloop::sleep(Duration::from_secs(60)).await;
+    evloop::time::sleep(Duration::from_secs(60)).await;
     lp.time() - start
 }
 
@@ -65,7 +65,7 @@ fn main_returns_the_bodys_value_and_each_call_gets_a_new_loop() {
     assert_eq!(main_like(), Ok(42));
     assert_eq!(main_with_options(), Duration::from_secs(60));
     assert!(
-        evloop::get_running_loop().is_err(),
+        evloop::event_loop::get_running_loop().is_err(),
         "the loop is gone after main returns"
     );
 }
@@ -221,6 +221,9 @@ mod plain_tests_through_the_attribute {
     /// `#[evloop::test]` on a function that is not `async` is the built-in `#[test]`.
     #[test]
     fn a_plain_test_function_runs_as_an_ordinary_test() {
-        assert!(evloop::get_running_loop().is_err(), "no loop: it is not run on one");
+        assert!(
+            evloop::event_loop::get_running_loop().is_err(),
+            "no loop: it is not run on one"
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::future::{Future, pending, ready};
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{LoopHandle, sleep};
+use evloop::{event_loop::LoopHandle, time::sleep};
 use evloop_tests::{CountPolls, DropFlag, flag, virtual_loop};
 
 /// `run_until_complete` without the hang bound of `run_bounded`: on a virtual clock its timeout
@@ -203,7 +203,7 @@ fn select_takes_into_future_values_tasks_and_promises() {
     let lp = virtual_loop();
     let h = lp.handle();
     let out = run_unbounded(&h, async move {
-        let lp = evloop::get_running_loop().unwrap();
+        let lp = evloop::event_loop::get_running_loop().unwrap();
         let p = lp.create_future::<u32>();
         let setter = p.clone();
         lp.call_later(Duration::from_millis(5), move || {

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use evloop::{Builder, EventLoop, ExecutorError, LoopErrorKind};
+use evloop::event_loop::{Builder, EventLoop, ExecutorError, LoopErrorKind};
 use evloop_tests::run_bounded;
 
 /// A latch the jobs wait on until the test opens it (at most 30 s, so nothing hangs).

@@ -18,9 +18,15 @@ use evloop::pipe::{PipeReader, PipeWriter, pipe, pipe_with_loop};
 use evloop::process::{Stdio, SubprocessOptions};
 use evloop::sys::Syscall;
 use evloop::sys::counters;
-use evloop::sys::errno::EPIPE;
-use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, Protocol, Transport, sleep, spawn};
+use evloop::{
+    event_loop::{EventLoop, LoopHandle},
+    io::{AsyncReadExt, AsyncWriteExt},
+    protocol::{Protocol, Transport},
+    spawn,
+    time::sleep,
+};
 use evloop_syscalls as sys;
+use evloop_syscalls::errno::EPIPE;
 use evloop_tests::{Log, child, entries, log, pattern, push, run_bounded};
 
 const SIGPIPE_BIT: u64 = 1 << (13 - 1);
@@ -128,7 +134,7 @@ fn writing_to_a_pipe_whose_reader_is_gone_is_epipe_and_no_sigpipe() {
         drop(r);
         let e = w.write(b"into the void").await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::BrokenPipe, "{e}");
-        assert_eq!(evloop::os_error(&e), Some(EPIPE), "{e}");
+        assert_eq!(evloop::io::os_error(&e), Some(EPIPE), "{e}");
         assert!(!sigpipe_pending(), "a SIGPIPE is pending");
         // With the loop's block held a write costs one write (and one sigtimedwait after EPIPE
         // to take the signal back), no signal-mask calls.
@@ -252,7 +258,7 @@ fn sigpipe_scenario() {
         let e = w.write_all(b"x").await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
         // A write-pipe transport with data buffered when the reader goes.
-        let lp = evloop::get_running_loop().unwrap();
+        let lp = evloop::event_loop::get_running_loop().unwrap();
         let (r, w) = pipe().unwrap();
         let log = log();
         let (proto, t) = Rec::new(&log);
@@ -274,7 +280,7 @@ fn sigpipe_scenario() {
         let (r, w) = sys::pipe2().unwrap();
         drop(r);
         let e = sys::write_nosigpipe(w.as_fd(), b"x").unwrap_err();
-        assert_eq!(evloop::os_error(&e), Some(EPIPE), "{e}");
+        assert_eq!(evloop::io::os_error(&e), Some(EPIPE), "{e}");
     })
     .join()
     .unwrap();
@@ -479,7 +485,8 @@ fn sock_sendfile_falls_back_to_read_and_send_when_sendfile_cannot_serve_the_pair
 
         // The kernel path, with offset and count.
         counters::reset();
-        let (sent, got) = evloop::gather((h.sock_sendfile(&a, &f, 1000, Some(200_000)), receive(&b, 200_000))).await;
+        let (sent, got) =
+            evloop::task::gather((h.sock_sendfile(&a, &f, 1000, Some(200_000)), receive(&b, 200_000))).await;
         assert_eq!(sent.unwrap(), 200_000);
         assert!(got == expected);
         assert!(counters::snapshot().get(Syscall::Sendfile) >= 1);
@@ -488,7 +495,8 @@ fn sock_sendfile_falls_back_to_read_and_send_when_sendfile_cannot_serve_the_pair
         // arrive through the read/send fallback, offset and count kept.
         sys::fault::fail_nth(Syscall::Sendfile, 1, libc::EINVAL);
         counters::reset();
-        let (sent, got) = evloop::gather((h.sock_sendfile(&a, &f, 1000, Some(200_000)), receive(&b, 200_000))).await;
+        let (sent, got) =
+            evloop::task::gather((h.sock_sendfile(&a, &f, 1000, Some(200_000)), receive(&b, 200_000))).await;
         assert_eq!(sent.unwrap(), 200_000);
         assert!(got == expected, "the fallback sent other bytes");
         let c = counters::snapshot();
@@ -497,7 +505,7 @@ fn sock_sendfile_falls_back_to_read_and_send_when_sendfile_cannot_serve_the_pair
 
         // Count None: to the end of the file.
         sys::fault::fail_nth(Syscall::Sendfile, 1, libc::ENOSYS);
-        let (sent, got) = evloop::gather((h.sock_sendfile(&a, &f, LEN as u64 - 10, None), receive(&b, 10))).await;
+        let (sent, got) = evloop::task::gather((h.sock_sendfile(&a, &f, LEN as u64 - 10, None), receive(&b, 10))).await;
         assert_eq!(sent.unwrap(), 10);
         assert_eq!(got, &pattern(LEN)[LEN - 10..]);
     });

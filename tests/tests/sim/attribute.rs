@@ -8,8 +8,8 @@ use crate::support as sim_support;
 use std::io;
 use std::time::Duration;
 
+use evloop::io::{AsyncReadExt, AsyncWriteExt};
 use evloop::net::{TcpListener, TcpStream};
-use evloop::{AsyncReadExt, AsyncWriteExt};
 
 #[evloop::test(simulate)]
 async fn an_echo_works_on_every_seed() {
@@ -31,9 +31,9 @@ async fn an_echo_works_on_every_seed() {
 
 #[evloop::test(simulate(seeds = 20))]
 async fn a_result_test_passes_on_every_seed() -> io::Result<()> {
-    let before = evloop::get_running_loop().map_err(io::Error::other)?.time();
-    evloop::sleep(Duration::from_secs(3600)).await;
-    let lp = evloop::get_running_loop().map_err(io::Error::other)?;
+    let before = evloop::event_loop::get_running_loop().map_err(io::Error::other)?.time();
+    evloop::time::sleep(Duration::from_secs(3600)).await;
+    let lp = evloop::event_loop::get_running_loop().map_err(io::Error::other)?;
     assert!(lp.time() - before >= Duration::from_secs(3600));
     Ok(())
 }
@@ -41,7 +41,7 @@ async fn a_result_test_passes_on_every_seed() -> io::Result<()> {
 #[evloop::test(simulate(seeds = 30, faults))]
 async fn a_careful_client_survives_every_fault_profile() {
     // Under faults any step may fail; a careful program reports it and never hangs.
-    let outcome = evloop::timeout(Duration::from_secs(300), async {
+    let outcome = evloop::time::timeout(Duration::from_secs(300), async {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let server = evloop::spawn(async move {

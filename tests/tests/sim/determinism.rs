@@ -11,7 +11,7 @@ use crate::support as sim_support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use evloop::sys::sim::{Config, Faults, Tape};
+use evloop_syscalls::sim::{Config, Faults, Tape};
 use sim_support::{Run, run_mixed};
 
 fn cfg() -> Config {

@@ -16,8 +16,11 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use evloop::net::TcpStream;
-use evloop::sys::sim::{Config, FaultClass, Faults, Kernel};
-use evloop::{AsyncReadExt, AsyncWriteExt, timeout};
+use evloop::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    time::timeout,
+};
+use evloop_syscalls::sim::{Config, FaultClass, Faults, Kernel};
 use evloop_tests::net::Echo;
 use sim_support::{on_kernel, one_echo_server, run_mixed};
 
@@ -30,7 +33,7 @@ fn io_err(e: impl std::fmt::Display) -> io::Error {
 
 /// One line through an asyncio-stream client of the protocol echo server at `port`.
 async fn one_line(port: u16, text: &str) -> io::Result<String> {
-    let (r, w) = evloop::open_connection("127.0.0.1", port).await?;
+    let (r, w) = evloop::streams::open_connection("127.0.0.1", port).await?;
     w.write(format!("{text}\n").as_bytes());
     w.drain().await?;
     let line = r.readline().await.map_err(io_err)?;
@@ -43,12 +46,12 @@ fn a_reset_is_survived_by_every_transport() {
     let (outcome, kernel) = on_kernel(3, Config::default(), |k| {
         let k = k.clone();
         evloop::run(timeout(MINUTE, async move {
-            let lp = evloop::get_running_loop().map_err(io_err)?;
+            let lp = evloop::event_loop::get_running_loop().map_err(io_err)?;
             let server = lp.create_server(Echo::new, "127.0.0.1", 0).await?;
             let port = server.local_addr().port();
 
             // Asyncio streams over the protocol transport: the reset reaches the reader.
-            let (r, w) = evloop::open_connection("127.0.0.1", port).await?;
+            let (r, w) = evloop::streams::open_connection("127.0.0.1", port).await?;
             w.write(b"first\n");
             w.drain().await?;
             assert_eq!(r.readline().await.map_err(io_err)?, b"first\n");
@@ -114,9 +117,9 @@ fn short_writes_and_split_segments_lose_nothing() {
             assert_eq!(echo.await.map_err(io_err)??, data.len() as u64);
 
             // The protocol transport's write buffer and the stream writer's drain.
-            let lp = evloop::get_running_loop().map_err(io_err)?;
+            let lp = evloop::event_loop::get_running_loop().map_err(io_err)?;
             let server = lp.create_server(Echo::new, "127.0.0.1", 0).await?;
-            let (r, w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+            let (r, w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
             w.write(&data);
             w.drain().await?;
             let got = r.readexactly(data.len()).await.map_err(io_err)?;
@@ -136,7 +139,7 @@ fn interrupted_polls_change_nothing_the_contract_orders() {
             let log = Rc::new(RefCell::new(Vec::new()));
             let l = log.clone();
             evloop::run(async move {
-                let lp = evloop::get_running_loop().unwrap();
+                let lp = evloop::event_loop::get_running_loop().unwrap();
                 let start = lp.time();
                 for (i, ms) in [7u64, 3, 3, 10, 1, 3].into_iter().enumerate() {
                     let l = l.clone();
@@ -148,7 +151,7 @@ fn interrupted_polls_change_nothing_the_contract_orders() {
                     })
                     .unwrap();
                 }
-                evloop::sleep(Duration::from_millis(20)).await;
+                evloop::time::sleep(Duration::from_millis(20)).await;
             })
             .unwrap();
             log.borrow().clone()
@@ -179,7 +182,7 @@ fn failed_accepts_do_not_stall_the_backlog() {
     let cfg = Config::default().faults(Faults::none().with(FaultClass::Accept, 400_000));
     let (outcome, kernel) = on_kernel(6, cfg, |_| {
         evloop::run(timeout(MINUTE * 10, async {
-            let lp = evloop::get_running_loop().map_err(io_err)?;
+            let lp = evloop::event_loop::get_running_loop().map_err(io_err)?;
             let server = lp.create_server(Echo::new, "127.0.0.1", 0).await?;
             let port = server.local_addr().port();
             let mut clients = Vec::new();

@@ -11,9 +11,9 @@ use std::io;
 use std::rc::Rc;
 use std::time::Duration;
 
+use evloop::io::{AsyncReadExt, AsyncWriteExt};
 use evloop::net::{TcpListener, TcpStream, UdpSocket};
-use evloop::sys::sim::{Config, Kernel, Tape};
-use evloop::{AsyncReadExt, AsyncWriteExt};
+use evloop_syscalls::sim::{Config, Kernel, Tape};
 use evloop_tests::net::{Echo, echo_stream};
 
 /// What one run produced.
@@ -55,7 +55,7 @@ pub fn mixed(kernel: &Kernel) -> Vec<String> {
     let k = kernel.clone();
     // Bounded in simulated time: under faults a connection may fail, and a task waiting for
     // it would otherwise wait forever (a stall).
-    let result = evloop::run(evloop::timeout(Duration::from_secs(600), async move {
+    let result = evloop::run(evloop::time::timeout(Duration::from_secs(600), async move {
         mixed_body(&k, l).await
     }));
     match result {
@@ -68,7 +68,7 @@ pub fn mixed(kernel: &Kernel) -> Vec<String> {
 }
 
 async fn mixed_body(kernel: &Kernel, log: Log) -> io::Result<()> {
-    let lp = evloop::get_running_loop().map_err(io::Error::other)?;
+    let lp = evloop::event_loop::get_running_loop().map_err(io::Error::other)?;
 
     // A cross-thread wake-up: a simulated thread schedules a callback on the loop.
     let remote = lp.remote();
@@ -86,7 +86,11 @@ async fn mixed_body(kernel: &Kernel, log: Log) -> io::Result<()> {
     result
 }
 
-async fn transports(lp: &evloop::LoopHandle, log: Log, rx: std::sync::mpsc::Receiver<()>) -> io::Result<()> {
+async fn transports(
+    lp: &evloop::event_loop::LoopHandle,
+    log: Log,
+    rx: std::sync::mpsc::Receiver<()>,
+) -> io::Result<()> {
     let start = lp.time();
 
     // Timers.
@@ -96,7 +100,7 @@ async fn transports(lp: &evloop::LoopHandle, log: Log, rx: std::sync::mpsc::Rece
     let timers = evloop::spawn({
         let log = log.clone();
         async move {
-            evloop::sleep(Duration::from_millis(5)).await;
+            evloop::time::sleep(Duration::from_millis(5)).await;
             push(&log, "slept 5ms");
         }
     });
@@ -108,7 +112,7 @@ async fn transports(lp: &evloop::LoopHandle, log: Log, rx: std::sync::mpsc::Rece
     for i in 0..3 {
         let log = log.clone();
         clients.push(evloop::spawn(async move {
-            let (r, w) = evloop::open_connection("127.0.0.1", port).await?;
+            let (r, w) = evloop::streams::open_connection("127.0.0.1", port).await?;
             for j in 0..3 {
                 w.write(format!("client {i} line {j}\n").as_bytes());
                 w.drain().await?;
@@ -172,7 +176,7 @@ async fn transports(lp: &evloop::LoopHandle, log: Log, rx: std::sync::mpsc::Rece
     // A datagram may be lost (a fault): wait for each one a simulated second at most.
     for _ in 0..4 {
         for sock in [&b, &a] {
-            match evloop::timeout(Duration::from_secs(1), sock.recv_from(&mut buf)).await {
+            match evloop::time::timeout(Duration::from_secs(1), sock.recv_from(&mut buf)).await {
                 Ok(r) => {
                     let (n, _) = r?;
                     got.push(format!("{}{}", buf[0] as char, buf[n - 1]));
@@ -201,7 +205,7 @@ async fn transports(lp: &evloop::LoopHandle, log: Log, rx: std::sync::mpsc::Rece
     // The remote callback has run by now, or runs during this wait (the loop polls).
     let mut waited = 0;
     while rx.try_recv().is_err() && waited < 1000 {
-        evloop::sleep(Duration::from_millis(1)).await;
+        evloop::time::sleep(Duration::from_millis(1)).await;
         waited += 1;
     }
     push(
@@ -219,8 +223,8 @@ async fn transports(lp: &evloop::LoopHandle, log: Log, rx: std::sync::mpsc::Rece
 
 /// A task's result within a minute of simulated time (a fault may leave it waiting forever
 /// for a connection that will never come).
-async fn bounded<T: 'static>(task: evloop::Task<io::Result<T>>) -> io::Result<T> {
-    match evloop::timeout(Duration::from_secs(60), task).await {
+async fn bounded<T: 'static>(task: evloop::task::Task<io::Result<T>>) -> io::Result<T> {
+    match evloop::time::timeout(Duration::from_secs(60), task).await {
         Ok(r) => r.map_err(task_err)?,
         Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "no answer within a minute")),
     }
@@ -228,7 +232,7 @@ async fn bounded<T: 'static>(task: evloop::Task<io::Result<T>>) -> io::Result<T>
 
 /// A `TcpStream` echo server for one connection on a free loopback port: its address, and the
 /// task that ends with the number of bytes it echoed.
-pub async fn one_echo_server() -> io::Result<(std::net::SocketAddr, evloop::Task<io::Result<u64>>)> {
+pub async fn one_echo_server() -> io::Result<(std::net::SocketAddr, evloop::task::Task<io::Result<u64>>)> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let task = evloop::spawn(async move {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use evloop::sys::sim::{self, Config};
+use evloop_syscalls::sim::{self, Config};
 use sim_support::on_kernel;
 
 /// Three threads each schedule a callback after the same simulated millisecond.
@@ -22,7 +22,7 @@ fn arrival_order(seed: u64) -> (Vec<usize>, String) {
         let o = order.clone();
         let k = k.clone();
         evloop::run(async move {
-            let lp = evloop::get_running_loop().unwrap();
+            let lp = evloop::event_loop::get_running_loop().unwrap();
             let threads: Vec<_> = (0..3)
                 .map(|i| {
                     let remote = lp.remote();
@@ -34,7 +34,7 @@ fn arrival_order(seed: u64) -> (Vec<usize>, String) {
                 })
                 .collect();
             while o.lock().unwrap().len() < 3 {
-                evloop::sleep(Duration::from_micros(100)).await;
+                evloop::time::sleep(Duration::from_micros(100)).await;
             }
             for t in threads {
                 t.join().unwrap();
@@ -59,7 +59,7 @@ fn wake_ups_arrive_in_the_seeds_order() {
 #[test]
 fn a_simulated_thread_stops_the_loop() {
     let (stopped_at, _) = on_kernel(2, Config::default(), |k| {
-        let lp = evloop::EventLoop::new().unwrap();
+        let lp = evloop::event_loop::EventLoop::new().unwrap();
         let remote = lp.remote();
         let t = k.spawn(move || {
             sim::sleep(Duration::from_secs(30));

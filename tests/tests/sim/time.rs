@@ -18,7 +18,7 @@ fn an_hour_of_timers_takes_no_wall_time() {
         let fired = Rc::new(RefCell::new(Vec::new()));
         let f = fired.clone();
         evloop::run(async move {
-            let lp = evloop::get_running_loop().unwrap();
+            let lp = evloop::event_loop::get_running_loop().unwrap();
             let start = lp.time();
             // One timer per simulated second for an hour, scheduled out of order.
             for i in (0..3600u64).rev() {
@@ -29,7 +29,7 @@ fn an_hour_of_timers_takes_no_wall_time() {
                 })
                 .unwrap();
             }
-            evloop::sleep(Duration::from_secs(3601)).await;
+            evloop::time::sleep(Duration::from_secs(3601)).await;
         })
         .unwrap();
         fired.borrow().clone()
@@ -48,14 +48,14 @@ fn no_sleep_ends_early_however_late_polls_wake() {
     for seed in 0..10 {
         let (lateness, _) = on_kernel(seed, cfg.clone(), |_| {
             evloop::run(async {
-                let lp = evloop::get_running_loop().unwrap();
+                let lp = evloop::event_loop::get_running_loop().unwrap();
                 let mut lateness = Vec::new();
                 for ms in [1u64, 7, 30, 250, 1000] {
                     let before = lp.time();
-                    evloop::sleep(Duration::from_millis(ms)).await;
+                    evloop::time::sleep(Duration::from_millis(ms)).await;
                     lateness.push((lp.time() - before).checked_sub(Duration::from_millis(ms)));
                 }
-                let t = evloop::timeout(Duration::from_millis(20), std::future::pending::<()>()).await;
+                let t = evloop::time::timeout(Duration::from_millis(20), std::future::pending::<()>()).await;
                 assert!(t.is_err());
                 lateness
             })

@@ -1,4 +1,4 @@
-//! `evloop::channel`: `oneshot`, `mpsc` (bounded with back-pressure, and unbounded) and the
+//! `evloop::sync`: `oneshot`, `mpsc` (bounded with back-pressure, and unbounded) and the
 //! `threadsafe` channel whose senders live on other OS threads.
 //!
 //! Every test that waits for another thread is bounded by `evloop_tests::watchdog`, so a lost
@@ -13,9 +13,14 @@ use std::task::Poll;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use evloop::channel::{mpsc, oneshot, threadsafe};
+use evloop::sync::{mpsc, oneshot, threadsafe};
 use evloop::sys::{Syscall, counters};
-use evloop::{EventLoop, LoopErrorKind, RunError, sleep, spawn, timeout, yield_now};
+use evloop::{
+    event_loop::{EventLoop, LoopErrorKind},
+    spawn,
+    task::{RunError, yield_now},
+    time::{sleep, timeout},
+};
 use evloop_tests::watchdog::Watchdog;
 use evloop_tests::{entries, log, procfs, run_on_new_loop, settle};
 

@@ -25,8 +25,13 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use evloop::{
-    Either, EventLoop, ReturnWhen, Task, TaskError, TaskRef, TaskState, as_completed, current_task, gather, race,
-    select, shield, sleep, spawn, timeout, try_gather, wait, yield_now,
+    event_loop::EventLoop,
+    spawn,
+    task::{
+        Either, ReturnWhen, Task, TaskError, TaskRef, TaskState, as_completed, current_task, gather, race, select,
+        shield, try_gather, wait, yield_now,
+    },
+    time::{sleep, timeout},
 };
 use evloop_tests::{DropFlag, DropLog, Log, entries, log, push, record_exceptions_with, run_bounded, virtual_loop};
 
@@ -60,7 +65,7 @@ impl Future for ReadyCounting {
 
 /// Loop time of the running loop (virtual time on a virtual loop).
 fn now() -> Instant {
-    evloop::get_running_loop().unwrap().time()
+    evloop::event_loop::get_running_loop().unwrap().time()
 }
 
 /// Waits (sleeping 1 ms at a time) until every task in `refs` has finished.
@@ -466,7 +471,7 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    evloop::TaskBuilder::new().name(name).spawn(fut).unwrap()
+    evloop::task::TaskBuilder::new().name(name).spawn(fut).unwrap()
 }
 
 #[test]
@@ -749,7 +754,7 @@ fn as_completed_gives_panics_and_cancellations_as_errors() {
     let lp = virtual_loop();
     let _reports = record_exceptions_with(&lp, |_, _| ());
     let out = run_bounded(&lp, async {
-        let gate = evloop::get_running_loop().unwrap().create_future::<()>();
+        let gate = evloop::event_loop::get_running_loop().unwrap().create_future::<()>();
         let g = gate.clone();
         let ok = named("ok", async move {
             g.wait().await.unwrap();
@@ -846,9 +851,9 @@ fn select_first_argument_wins_a_tie() {
     let (ready_tie, timed_tie) = run_bounded(&lp, async move {
         let ready_tie = select(async { "a" }, ReadyCounting(pb, 2)).await;
         // Both woken by the same timer expiry: the first is polled first.
-        let p = evloop::get_running_loop().unwrap().create_future::<u8>();
+        let p = evloop::event_loop::get_running_loop().unwrap().create_future::<u8>();
         let (p1, p2) = (p.clone(), p.clone());
-        evloop::get_running_loop()
+        evloop::event_loop::get_running_loop()
             .unwrap()
             .call_later(Duration::from_millis(1), move || p.set_result(1).unwrap())
             .unwrap();

@@ -17,8 +17,11 @@ use std::time::Duration;
 
 use evloop::sync::{BarrierWait, EventWait, LockAcquire, SemaphoreAcquire};
 use evloop::{
-    Barrier, BoundedSemaphore, Condition, Event, Lock, Mutex, Promise, Semaphore, SyncError, Task,
-    TaskError, get_running_loop, sleep, spawn, timeout, yield_now,
+    event_loop::get_running_loop,
+    spawn,
+    sync::{Barrier, BoundedSemaphore, Condition, Event, Lock, Mutex, Semaphore, SyncError},
+    task::{Promise, Task, TaskError, yield_now},
+    time::{sleep, timeout},
 };
 use evloop_tests::{Log, entries, log, push, run_bounded, settle, virtual_loop};
 

@@ -16,7 +16,11 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use evloop::{EventLoop, Lock, Promise, Semaphore, Task};
+use evloop::{
+    event_loop::EventLoop,
+    sync::{Lock, Semaphore},
+    task::{Promise, Task},
+};
 use evloop_tests::spin_once;
 use proptest::prelude::*;
 

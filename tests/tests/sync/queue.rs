@@ -1,4 +1,4 @@
-//! `evloop::Queue`: asyncio's `Queue`, `LifoQueue` and `PriorityQueue` (with Python 3.13's
+//! `evloop::sync::queue::Queue`: asyncio's `Queue`, `LifoQueue` and `PriorityQueue` (with Python 3.13's
 //! `shutdown`), plus what evloop adds: FIFO-fair waiters served by hand-over, and cancellation
 //! safety at every await point (a dropped getter never loses an item, a dropped putter never
 //! keeps a slot).
@@ -11,10 +11,13 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::queue::{Get, Put};
+use evloop::sync::queue::{Get, Put};
 use evloop::{
-    EventLoop, Queue, QueueShutDown, Task, TaskDoneError, TryGetError, TryPutError, get_running_loop, spawn, timeout,
-    yield_now,
+    event_loop::{EventLoop, get_running_loop},
+    spawn,
+    sync::queue::{Queue, QueueShutDown, TaskDoneError, TryGetError, TryPutError},
+    task::{Task, yield_now},
+    time::timeout,
 };
 use evloop_tests::{Log, Rng, entries, log, run_bounded, run_on_new_loop, settle, spin_once};
 

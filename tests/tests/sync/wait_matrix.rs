@@ -34,10 +34,13 @@ use std::rc::Rc;
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use evloop::channel::{mpsc, oneshot, threadsafe};
+use evloop::sync::{mpsc, oneshot, threadsafe};
 use evloop::{
-    Barrier, BoundedSemaphore, Condition, Event, EventLoop, Lock, LockGuard, LoopHandle, Mutex, MutexGuard, Queue,
-    RunError, Semaphore, Task, TaskError, spawn, timeout, yield_now,
+    event_loop::{EventLoop, LoopHandle},
+    spawn,
+    sync::{Barrier, BoundedSemaphore, Condition, Event, Lock, LockGuard, Mutex, MutexGuard, Semaphore, queue::Queue},
+    task::{RunError, Task, TaskError, yield_now},
+    time::timeout,
 };
 use evloop_tests::{Log, entries, log, run_bounded};
 

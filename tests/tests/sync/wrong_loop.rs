@@ -9,8 +9,12 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::channel::oneshot;
-use evloop::{Condition, EventLoop, Lock, LoopHandle, PromiseError, RunError, SyncError, TaskError, yield_now};
+use evloop::sync::oneshot;
+use evloop::{
+    event_loop::{EventLoop, LoopHandle},
+    sync::{Condition, Lock, SyncError},
+    task::{PromiseError, RunError, TaskError, yield_now},
+};
 
 /// The one message, for `op` on `object` bound to loop `a` and awaited from a task of loop `b`.
 fn message(op: &str, object: &str, a: &LoopHandle, b: &LoopHandle) -> String {
@@ -108,7 +112,7 @@ fn a_oneshot_receiver_bound_to_another_loop_gives_the_one_message_in_recv_error(
         move |a| {
             a.create_task(async move {
                 let mut rx = mine.take().unwrap();
-                let _ = evloop::timeout(Duration::from_millis(1), &mut rx).await;
+                let _ = evloop::time::timeout(Duration::from_millis(1), &mut rx).await;
                 mine.set(Some(rx));
                 g.set(true);
             })

@@ -22,8 +22,9 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use evloop::{
-    Elapsed, EventLoop, LoopHandle, Task, TaskError, TaskGroup, TaskRef, TaskState, current_task, shield,
-    shield_future, sleep, timeout, timeout_at, yield_now,
+    event_loop::{EventLoop, LoopHandle},
+    task::{Task, TaskError, TaskGroup, TaskRef, TaskState, current_task, shield, shield_future, yield_now},
+    time::{Elapsed, sleep, timeout, timeout_at},
 };
 use evloop_tests::{
     CountPolls, DropFlag, DropLog, Log, entries, flag, log, push, run_bounded, run_one, spin_once, virtual_loop,
@@ -177,7 +178,7 @@ fn cancel_destructors_run_as_the_current_task() {
     let lp = EventLoop::new().unwrap();
     let seen = Rc::new(RefCell::new(None));
     let s = seen.clone();
-    let t = evloop::TaskBuilder::new()
+    let t = evloop::task::TaskBuilder::new()
         .name("cleaner")
         .spawn_on(&lp, async move {
             let _n = NoteCurrent(s);
@@ -968,7 +969,7 @@ fn shield_a_shielded_task_failing_after_its_awaiter_gave_up_is_reported() {
     let lp = virtual_loop();
     let reports = evloop_tests::record_exceptions_with(&lp, |_, ctx| (ctx.kind, ctx.task.clone()));
     let r = run_bounded(&lp, async {
-        let task = evloop::TaskBuilder::new()
+        let task = evloop::task::TaskBuilder::new()
             .name("shielded")
             .spawn(async {
                 sleep(Duration::from_millis(5)).await;
@@ -983,7 +984,7 @@ fn shield_a_shielded_task_failing_after_its_awaiter_gave_up_is_reported() {
     assert_eq!(
         *reports.borrow(),
         [(
-            evloop::ExceptionKind::TaskFailureUnobserved,
+            evloop::event_loop::ExceptionKind::TaskFailureUnobserved,
             Some("shielded".to_string())
         )]
     );

@@ -26,8 +26,10 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use evloop::{
-    Builder, EventLoop, ExceptionKind, LoopErrorKind, LoopHandle, Promise, RunError, Task, TaskBuilder, TaskError,
-    TaskRef, TaskState, all_tasks, current_task, get_running_loop, sleep, spawn, yield_now,
+    event_loop::{Builder, EventLoop, ExceptionKind, LoopErrorKind, LoopHandle, get_running_loop},
+    spawn,
+    task::{Promise, RunError, Task, TaskBuilder, TaskError, TaskRef, TaskState, all_tasks, current_task, yield_now},
+    time::sleep,
 };
 use evloop_tests::watchdog::Watchdog;
 use evloop_tests::{DropFlag, Log, entries, flag, log, push, record_exceptions_with, run_bounded, run_one};

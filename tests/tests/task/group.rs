@@ -20,8 +20,9 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use evloop::{
-    ChildError, EventLoop, ExceptionKind, GroupError, LoopErrorKind, LoopHandle, Promise, TaskGroup, TaskRef,
-    TaskState, current_task, sleep, yield_now,
+    event_loop::{EventLoop, ExceptionKind, LoopErrorKind, LoopHandle},
+    task::{ChildError, GroupError, Promise, TaskGroup, TaskRef, TaskState, current_task, yield_now},
+    time::sleep,
 };
 use evloop_tests::{
     DropLog, Log, entries, log, push, record_exceptions_with, run_bounded, run_one, spin_once, virtual_loop,

@@ -12,7 +12,11 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{EventLoop, Promise, PromiseError, Task, sleep, timeout, yield_now};
+use evloop::{
+    event_loop::EventLoop,
+    task::{Promise, PromiseError, Task, yield_now},
+    time::{sleep, timeout},
+};
 use evloop_tests::{entries, log, push, run_bounded, run_one};
 
 // ---------------------------------------------------------------------------------------------

@@ -7,12 +7,16 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{Builder, LoopErrorKind, Runner, sleep};
+use evloop::{
+    event_loop::{Builder, LoopErrorKind},
+    task::Runner,
+    time::sleep,
+};
 use evloop_tests::{DropFlag, flag};
 
 #[test]
 fn several_runs_share_one_loop_and_its_tasks() {
-    let runner = Runner::with_builder(Builder::new().virtual_clock(true)).unwrap();
+    let runner = Builder::new().virtual_clock(true).runner().unwrap();
     let lp = runner.get_loop().unwrap();
     let start = lp.time();
     let ticks = Rc::new(Cell::new(0u32));
@@ -25,7 +29,7 @@ fn several_runs_share_one_loop_and_its_tasks() {
                     t.set(t.get() + 1);
                 }
             });
-            evloop::get_running_loop().unwrap()
+            evloop::event_loop::get_running_loop().unwrap()
         })
         .unwrap();
     assert!(first.same_loop(&lp));
@@ -33,7 +37,7 @@ fn several_runs_share_one_loop_and_its_tasks() {
     let second = runner
         .run(async {
             sleep(Duration::from_millis(55)).await;
-            evloop::get_running_loop().unwrap()
+            evloop::event_loop::get_running_loop().unwrap()
         })
         .unwrap();
     assert!(second.same_loop(&lp), "the same loop ran both");
@@ -125,7 +129,7 @@ fn get_exception_handler_returns_the_installed_handler_for_chaining() {
         first(lp, ctx);
     })));
     lp.call_soon(|| panic!("a failing callback")).unwrap();
-    runner.run(evloop::yield_now()).unwrap();
+    runner.run(evloop::task::yield_now()).unwrap();
     assert_eq!(
         (first_calls.get(), second_calls.get()),
         (1, 1),

@@ -16,7 +16,11 @@ use std::rc::Rc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use evloop::{Elapsed, EventLoop, get_running_loop, sleep, sleep_until, timeout, yield_now};
+use evloop::{
+    event_loop::{EventLoop, get_running_loop},
+    task::yield_now,
+    time::{Elapsed, sleep, sleep_until, timeout},
+};
 use evloop_tests::{CountPolls, DropFlag, HANG, Rng, flag, run_bounded, virtual_loop};
 
 /// How long `sleep(d)` took, checked against "never early" in both clocks.
@@ -80,7 +84,7 @@ fn time_sub_millisecond_sleeps_are_not_rounded_to_a_millisecond() {
     });
     let best = *took.iter().min().unwrap();
     assert!(best >= d);
-    match evloop::sys::epoll_pwait2_available() {
+    match evloop_syscalls::epoll_pwait2_available() {
         Some(false) => eprintln!("epoll_pwait2 unavailable here: only 'not early' was checked (best {best:?})"),
         _ => assert!(
             best < Duration::from_micros(900),

@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{Timeout, sleep};
+use evloop::time::{Timeout, sleep};
 use evloop_tests::{DropFlag, flag, virtual_loop};
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -52,7 +52,7 @@ fn a_future_that_finishes_in_time_wins_and_the_timeout_is_finished() {
             let cm = t.handle();
             let r = t.run(async { 5 }).await;
             // A deadline in the past still lets a ready future through.
-            let past = Timeout::at(Some(evloop::get_running_loop().unwrap().time() - ms(1)));
+            let past = Timeout::at(Some(evloop::event_loop::get_running_loop().unwrap().time() - ms(1)));
             let r2 = past.run(async { 6 }).await;
             let e = cm.reschedule(None).unwrap_err();
             (r, r2, cm.expired(), e.to_string())
@@ -69,7 +69,7 @@ fn reschedule_from_inside_moves_the_deadline_later() {
     let start = h.time();
     let r = lp
         .run_until_complete(async move {
-            let lp = evloop::get_running_loop().unwrap();
+            let lp = evloop::event_loop::get_running_loop().unwrap();
             let t = Timeout::after(ms(10));
             let cm = t.handle();
             t.run(async move {
@@ -92,7 +92,7 @@ fn reschedule_from_another_task_wakes_the_run_and_can_make_it_expire_sooner() {
     let start = h.time();
     let (r, cm_expired) = lp
         .run_until_complete(async move {
-            let lp = evloop::get_running_loop().unwrap();
+            let lp = evloop::event_loop::get_running_loop().unwrap();
             let t = Timeout::never();
             let cm = t.handle();
             let other = cm.clone();
@@ -134,7 +134,7 @@ fn nested_timeouts_on_the_same_deadline_report_it_at_the_outer_one() {
     let ir = inner_returned.clone();
     let (outer_result, outer_expired, inner_expired) = lp
         .run_until_complete(async move {
-            let lp = evloop::get_running_loop().unwrap();
+            let lp = evloop::event_loop::get_running_loop().unwrap();
             let deadline = lp.time() + ms(10);
             let outer = Timeout::at(Some(deadline));
             let inner = Timeout::at(Some(deadline));
@@ -215,8 +215,8 @@ fn the_plain_timeout_function_still_works_beside_it() {
     let r = lp
         .run_until_complete(async {
             (
-                evloop::timeout(ms(5), sleep(HOUR)).await.is_err(),
-                evloop::timeout(ms(5), async { 1 }).await,
+                evloop::time::timeout(ms(5), sleep(HOUR)).await.is_err(),
+                evloop::time::timeout(ms(5), async { 1 }).await,
             )
         })
         .unwrap();

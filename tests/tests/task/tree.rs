@@ -1,4 +1,4 @@
-//! The task tree (`LoopHandle::task_tree`, `evloop::task_tree`): asyncio 3.14's `pstree` for
+//! The task tree (`LoopHandle::task_tree`, `evloop::task::task_tree`): asyncio 3.14's `pstree` for
 //! evloop. Who awaits whom comes from the wakers stored in each task, so it holds for a direct
 //! `await`, for `gather` and for a `TaskGroup`; a cycle is reported as a deadlock.
 
@@ -6,7 +6,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{Awaiting, Task, TaskGroup, TaskState, TaskTree, gather, sleep, spawn, task_tree, yield_now};
+use evloop::{
+    event_loop::Awaiting,
+    spawn,
+    task::{Task, TaskGroup, TaskState, TaskTree, gather, task_tree, yield_now},
+    time::sleep,
+};
 
 fn names(tree: &TaskTree, numbers: &[u64]) -> Vec<String> {
     numbers
@@ -15,7 +20,7 @@ fn names(tree: &TaskTree, numbers: &[u64]) -> Vec<String> {
         .collect()
 }
 
-fn find<'a>(tree: &'a TaskTree, name: &str) -> &'a evloop::TaskNode {
+fn find<'a>(tree: &'a TaskTree, name: &str) -> &'a evloop::task::TaskNode {
     tree.tasks()
         .iter()
         .find(|n| n.name == name)
@@ -25,11 +30,11 @@ fn find<'a>(tree: &'a TaskTree, name: &str) -> &'a evloop::TaskNode {
 #[test]
 fn a_task_awaiting_another_is_its_parent_in_the_tree() {
     let tree = evloop::run(async {
-        let child = evloop::TaskBuilder::new()
+        let child = evloop::task::TaskBuilder::new()
             .name("child")
             .spawn(sleep(Duration::from_secs(60)))
             .unwrap();
-        let parent = evloop::TaskBuilder::new()
+        let parent = evloop::task::TaskBuilder::new()
             .name("parent")
             .spawn(async move { child.await.unwrap() })
             .unwrap();
@@ -74,13 +79,13 @@ fn gather_and_task_groups_show_every_awaited_task() {
     let tree = evloop::run(async {
         let a = spawn(sleep(Duration::from_secs(60)));
         let b = spawn(sleep(Duration::from_secs(60)));
-        let gatherer = evloop::TaskBuilder::new()
+        let gatherer = evloop::task::TaskBuilder::new()
             .name("gatherer")
             .spawn(async move {
                 let _ = gather(vec![a, b]).await;
             })
             .unwrap();
-        let grouper = evloop::TaskBuilder::new()
+        let grouper = evloop::task::TaskBuilder::new()
             .name("grouper")
             .spawn(async move {
                 let mut g: TaskGroup<(), ()> = TaskGroup::new().unwrap();
@@ -115,7 +120,7 @@ fn two_tasks_awaiting_each_other_are_reported_as_a_deadlock() {
         type Slot = Rc<RefCell<Option<Task<()>>>>;
         let (slot_a, slot_b): (Slot, Slot) = Default::default();
         let (sa, sb) = (slot_a.clone(), slot_b.clone());
-        let a = evloop::TaskBuilder::new()
+        let a = evloop::task::TaskBuilder::new()
             .name("A")
             .spawn(async move {
                 yield_now().await;
@@ -123,7 +128,7 @@ fn two_tasks_awaiting_each_other_are_reported_as_a_deadlock() {
                 let _ = b.await;
             })
             .unwrap();
-        let b = evloop::TaskBuilder::new()
+        let b = evloop::task::TaskBuilder::new()
             .name("B")
             .spawn(async move {
                 yield_now().await;
@@ -156,7 +161,7 @@ fn a_ring_of_three_is_one_deadlock_and_finished_tasks_are_not_in_the_tree() {
         for i in 0..3 {
             let next = slots[(i + 1) % 3].clone();
             handles.push(
-                evloop::TaskBuilder::new()
+                evloop::task::TaskBuilder::new()
                     .name(format!("ring{i}"))
                     .spawn(async move {
                         yield_now().await;
@@ -185,7 +190,7 @@ fn a_ring_of_three_is_one_deadlock_and_finished_tasks_are_not_in_the_tree() {
 #[test]
 fn without_a_running_loop_there_is_no_tree() {
     assert!(task_tree().is_none());
-    let lp = evloop::EventLoop::new().unwrap();
+    let lp = evloop::event_loop::EventLoop::new().unwrap();
     assert!(lp.task_tree().tasks().is_empty());
 }
 
@@ -199,9 +204,9 @@ fn a_signal_prints_the_task_tree_to_stderr() {
     use evloop_tests::child;
     if child::is_child(TREE_ON_SIGNAL_CHILD) {
         evloop::run(async {
-            let lp = evloop::get_running_loop().unwrap();
+            let lp = evloop::event_loop::get_running_loop().unwrap();
             lp.print_task_tree_on(Signal::USR1).unwrap();
-            let _sleeper = evloop::TaskBuilder::new()
+            let _sleeper = evloop::task::TaskBuilder::new()
                 .name("sleeper")
                 .spawn(sleep(Duration::from_secs(60)))
                 .unwrap();

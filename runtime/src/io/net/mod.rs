@@ -38,4 +38,3 @@ pub use self::tcp::{TcpListener, TcpStream};
 pub use self::udp::UdpSocket;
 pub use self::unix::{UnixDatagram, UnixListener, UnixStream};
 pub use crate::io::addr::ToSocketAddrs;
-pub use crate::io::split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};

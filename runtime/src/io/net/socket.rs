@@ -24,8 +24,8 @@ use crate::io::error::with_context;
 use crate::io::{AsyncFd, Interest, fd_context};
 
 /// A non-blocking socket of any family and type, registered with the loop: what asyncio's
-/// `sock_*` functions take. The typed sockets ([`TcpStream`](crate::io::net::TcpStream),
-/// [`UdpSocket`](crate::io::net::UdpSocket), ...) wrap one.
+/// `sock_*` functions take. The typed sockets ([`TcpStream`](crate::net::TcpStream),
+/// [`UdpSocket`](crate::net::UdpSocket), ...) wrap one.
 ///
 /// ```
 /// use std::net::SocketAddr;
@@ -116,7 +116,7 @@ impl Socket {
     /// use std::os::unix::net::UnixStream;
     /// use evloop::net::Socket;
     ///
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let (a, b) = UnixStream::pair()?;
     /// // Registered before the loop runs; used once it does.
     /// let (a, b) = (Socket::with_loop(&lp, a.into())?, Socket::with_loop(&lp, b.into())?);
@@ -361,7 +361,7 @@ impl Socket {
     ///
     /// ```
     /// use evloop::net::Socket;
-    /// use evloop::Interest;
+    /// use evloop::io::Interest;
     ///
     /// evloop::run(async {
     ///     let (a, b) = std::os::unix::net::UnixStream::pair()?;

@@ -14,16 +14,17 @@ use evloop_syscalls::{SockAddr, SockType};
 
 use crate::io::addr::{Resolving, ToSocketAddrs, each_addr};
 use crate::io::error::with_context;
+use crate::io::net::Socket;
 use crate::io::net::socket::{Kind, domain_of, inet};
-use crate::io::net::{OwnedReadHalf, OwnedWriteHalf, Socket};
 use crate::io::split::owned_halves;
+use crate::io::split::{OwnedReadHalf, OwnedWriteHalf};
 use crate::io::traits::forward_io;
 
 /// A TCP listening socket.
 ///
 /// ```
 /// use evloop::net::{TcpListener, TcpStream};
-/// use evloop::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// evloop::run(async {
 ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -137,7 +138,7 @@ impl TcpListener {
 ///
 /// ```
 /// use evloop::net::{TcpListener, TcpStream};
-/// use evloop::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// evloop::run(async {
 ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -192,7 +193,7 @@ impl TcpStream {
     ///
     /// ```
     /// use evloop::net::{TcpListener, TcpStream};
-    /// use evloop::AsyncReadExt;
+    /// use evloop::io::AsyncReadExt;
     ///
     /// evloop::run(async {
     ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -289,7 +290,7 @@ impl TcpStream {
     ///
     /// ```
     /// use evloop::net::{Shutdown, TcpListener, TcpStream};
-    /// use evloop::AsyncReadExt;
+    /// use evloop::io::AsyncReadExt;
     ///
     /// evloop::run(async {
     ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -308,7 +309,7 @@ impl TcpStream {
     ///
     /// ```
     /// use evloop::net::{TcpListener, TcpStream};
-    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
     ///
     /// evloop::run(async {
     ///     let listener = TcpListener::bind("127.0.0.1:0").await?;

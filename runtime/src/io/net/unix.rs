@@ -7,16 +7,17 @@ use std::io;
 use evloop_syscalls as sys;
 use evloop_syscalls::{Domain, SockAddr, SockType, UnixAddr};
 
+use crate::io::net::Socket;
 use crate::io::net::socket::{Kind, unix};
-use crate::io::net::{OwnedReadHalf, OwnedWriteHalf, Socket};
 use crate::io::split::owned_halves;
+use crate::io::split::{OwnedReadHalf, OwnedWriteHalf};
 use crate::io::traits::forward_io;
 
 /// A Unix-domain listening socket (pathname or abstract address).
 ///
 /// ```
 /// use evloop::net::{UnixAddr, UnixListener, UnixStream};
-/// use evloop::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// evloop::run(async {
 ///     // An abstract name: no socket file to clean up (the pid keeps it unique).
@@ -125,7 +126,7 @@ impl UnixListener {
 ///
 /// ```
 /// use evloop::net::UnixStream;
-/// use evloop::{AsyncReadExt, AsyncWriteExt};
+/// use evloop::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// evloop::run(async {
 ///     let (mut a, mut b) = UnixStream::pair()?;
@@ -172,7 +173,7 @@ impl UnixStream {
     ///
     /// ```
     /// use evloop::net::UnixStream;
-    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
     ///
     /// evloop::run(async {
     ///     let (mut a, mut b) = UnixStream::pair()?; // socketpair: connected, no name
@@ -237,7 +238,7 @@ impl UnixStream {
     ///
     /// ```
     /// use evloop::net::{Shutdown, UnixStream};
-    /// use evloop::AsyncReadExt;
+    /// use evloop::io::AsyncReadExt;
     ///
     /// evloop::run(async {
     ///     let (a, mut b) = UnixStream::pair()?;
@@ -255,7 +256,7 @@ impl UnixStream {
     ///
     /// ```
     /// use evloop::net::UnixStream;
-    /// use evloop::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
     ///
     /// evloop::run(async {
     ///     let (a, b) = UnixStream::pair()?;

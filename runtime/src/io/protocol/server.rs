@@ -55,7 +55,7 @@ pub(crate) fn check_accept_retry_delay(delay: Duration) -> Result<(), String> {
 /// Listening sockets serving a protocol factory (asyncio's `Server`).
 ///
 /// `A` is the kind of address it listens on: a [`SocketAddr`] for a TCP server
-/// ([`LoopHandle::create_server`], [`start_server`](crate::io::stream::start_server)), a
+/// ([`LoopHandle::create_server`], [`start_server`](crate::streams::start_server)), a
 /// [`UnixAddr`] for a Unix one; [`Server::local_addr`] returns it, no `Option` to unwrap.
 #[derive(Clone)]
 pub struct Server<A = SocketAddr> {
@@ -412,7 +412,7 @@ impl<A> Server<A> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_reader, _writer| async {}, "127.0.0.1", 0).await?;
+    ///     let server = evloop::streams::start_server(|_reader, _writer| async {}, "127.0.0.1", 0).await?;
     ///     let addr: std::net::SocketAddr = server.local_addr();
     ///     assert!(addr.ip().is_loopback() && addr.port() != 0);
     ///     Ok::<(), std::io::Error>(())
@@ -458,7 +458,7 @@ impl<A> Server<A> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let lp = evloop::EventLoop::new()?;
+    /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let h = lp.handle();
     /// lp.run_until_complete(async move {
     ///     let server = h.create_unix_server(
@@ -472,7 +472,7 @@ impl<A> Server<A> {
     ///     Ok::<(), std::io::Error>(())
     /// })??;
     /// # struct P;
-    /// # impl evloop::Protocol for P { fn data_received(&mut self, _: &[u8]) {} }
+    /// # impl evloop::protocol::Protocol for P { fn data_received(&mut self, _: &[u8]) {} }
     /// # fn evloop_doc_protocol() -> P { P }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

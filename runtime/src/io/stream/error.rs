@@ -10,11 +10,11 @@ use crate::io::net::SockAddr;
 /// A failed stream operation; its `Display` names the operation. Converts into `io::Error`.
 ///
 /// ```
-/// use evloop::StreamError;
+/// use evloop::streams::StreamError;
 ///
 /// evloop::run(async {
-///     let server = evloop::start_server(|_r, w| async move { w.write(b"abc") }, "127.0.0.1", 0).await?;
-///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"abc") }, "127.0.0.1", 0).await?;
+///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
 ///     // Five bytes wanted, three sent before the end: asyncio's IncompleteReadError.
 ///     match reader.readexactly(5).await {
 ///         Err(StreamError::Incomplete { partial, expected, .. }) => {
@@ -40,7 +40,7 @@ pub enum StreamError {
         expected: Option<usize>,
     },
     /// The separator was not found within the limit (asyncio's `LimitOverrunError`). The data
-    /// stays in the buffer: read it with [`StreamReader::read`](crate::io::stream::StreamReader::read) or skip it.
+    /// stays in the buffer: read it with [`StreamReader::read`](crate::streams::StreamReader::read) or skip it.
     LimitOverrun {
         /// The operation (`readuntil`, `readline`).
         op: &'static str,
@@ -69,8 +69,8 @@ impl StreamError {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"no separator") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"no separator") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let err = reader.readuntil(b";").await.unwrap_err();
     ///     assert_eq!(err.operation(), "readuntil");
     ///     Ok::<(), Box<dyn std::error::Error>>(())
@@ -90,8 +90,8 @@ impl StreamError {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"half") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"half") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let err = reader.readexactly(8).await.unwrap_err();
     ///     assert_eq!(err.partial(), b"half"); // the bytes are not lost
     ///     Ok::<(), Box<dyn std::error::Error>>(())
@@ -111,8 +111,8 @@ impl StreamError {
     /// use std::io::ErrorKind;
     ///
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"x") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"x") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let err = reader.readexactly(2).await.unwrap_err();
     ///     assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
     ///     assert_eq!(std::io::Error::from(err).kind(), ErrorKind::UnexpectedEof); // `?` into io::Error

@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! let (reader, writer) = evloop::open_connection("127.0.0.1", 8888).await?;
+//! let (reader, writer) = evloop::streams::open_connection("127.0.0.1", 8888).await?;
 //! writer.write(b"hello\n");
 //! writer.drain().await?;
 //! let line = reader.readline().await?;

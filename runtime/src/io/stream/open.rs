@@ -162,9 +162,9 @@ fn running(op: &'static str) -> io::Result<LoopHandle> {
 ///
 /// ```
 /// evloop::run(async {
-///     let server = evloop::start_server(|_r, w| async move { w.write(b"welcome\n") }, "127.0.0.1", 0).await?;
+///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"welcome\n") }, "127.0.0.1", 0).await?;
 ///     // reader, writer = await asyncio.open_connection('127.0.0.1', port)
-///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     let (reader, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
 ///     assert_eq!(reader.readline().await?, b"welcome\n");
 ///     writer.close();
 ///     writer.wait_closed().await?;
@@ -179,12 +179,12 @@ pub async fn open_connection(host: &str, port: u16) -> io::Result<(StreamReader,
 /// [`open_connection`] with options (asyncio's `limit=`).
 ///
 /// ```
-/// use evloop::StreamConfig;
+/// use evloop::streams::StreamConfig;
 ///
 /// evloop::run(async {
-///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
 ///     let config = StreamConfig::new().limit(1 << 20); // asyncio's limit=
-///     let (reader, _w) = evloop::open_connection_with("127.0.0.1", server.local_addr().port(), config).await?;
+///     let (reader, _w) = evloop::streams::open_connection_with("127.0.0.1", server.local_addr().port(), config).await?;
 ///     assert_eq!(reader.limit(), 1 << 20);
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;
@@ -207,8 +207,8 @@ pub async fn open_connection_with(
 ///
 /// evloop::run(async {
 ///     let addr = UnixAddr::abstract_name(format!("evloop-doc-{}", std::process::id()).as_bytes())?;
-///     let _server = evloop::start_unix_server(|_r, w| async move { w.write(b"local hello") }, &addr)?;
-///     let (reader, _w) = evloop::open_unix_connection(&addr).await?;
+///     let _server = evloop::streams::start_unix_server(|_r, w| async move { w.write(b"local hello") }, &addr)?;
+///     let (reader, _w) = evloop::streams::open_unix_connection(&addr).await?;
 ///     assert_eq!(reader.read_to_end().await?, b"local hello");
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;
@@ -222,12 +222,12 @@ pub async fn open_unix_connection(addr: &UnixAddr) -> io::Result<(StreamReader, 
 ///
 /// ```
 /// use evloop::net::UnixAddr;
-/// use evloop::StreamConfig;
+/// use evloop::streams::StreamConfig;
 ///
 /// evloop::run(async {
 ///     let addr = UnixAddr::abstract_name(format!("evloop-doc-{}", std::process::id()).as_bytes())?;
-///     let _server = evloop::start_unix_server(|_r, _w| async {}, &addr)?;
-///     let (reader, _w) = evloop::open_unix_connection_with(&addr, StreamConfig::new().limit(512)).await?;
+///     let _server = evloop::streams::start_unix_server(|_r, _w| async {}, &addr)?;
+///     let (reader, _w) = evloop::streams::open_unix_connection_with(&addr, StreamConfig::new().limit(512)).await?;
 ///     assert_eq!(reader.limit(), 512);
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;
@@ -247,7 +247,7 @@ pub async fn open_unix_connection_with(
 ///
 /// ```
 /// // An echo server, as in asyncio's documentation: one task per connection.
-/// async fn handle_echo(reader: evloop::StreamReader, writer: evloop::StreamWriter) {
+/// async fn handle_echo(reader: evloop::streams::StreamReader, writer: evloop::streams::StreamWriter) {
 ///     if let Ok(data) = reader.read(100).await {
 ///         writer.write(&data);
 ///         let _ = writer.drain().await;
@@ -256,8 +256,8 @@ pub async fn open_unix_connection_with(
 /// }
 ///
 /// evloop::run(async {
-///     let server = evloop::start_server(handle_echo, "127.0.0.1", 0).await?;
-///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     let server = evloop::streams::start_server(handle_echo, "127.0.0.1", 0).await?;
+///     let (reader, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
 ///     writer.write(b"Hello World!");
 ///     assert_eq!(reader.read_to_end().await?, b"Hello World!");
 ///     server.close();
@@ -277,17 +277,17 @@ where
 /// [`start_server`] with options.
 ///
 /// ```
-/// use evloop::StreamConfig;
+/// use evloop::streams::StreamConfig;
 ///
 /// evloop::run(async {
-///     let server = evloop::start_server_with(
+///     let server = evloop::streams::start_server_with(
 ///         |reader, writer| async move { writer.write(reader.limit().to_string().as_bytes()) },
 ///         "127.0.0.1",
 ///         0,
 ///         StreamConfig::new().limit(4096), // each connection's reader limit
 ///     )
 ///     .await?;
-///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
 ///     assert_eq!(reader.read_to_end().await?, b"4096");
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;
@@ -311,9 +311,9 @@ where
 /// evloop::run(async {
 ///     let path = std::env::temp_dir().join(format!("evloop-doc-{}.sock", std::process::id()));
 ///     let addr = UnixAddr::pathname(&path)?;
-///     let server = evloop::start_unix_server(|_r, w| async move { w.write(b"hi") }, &addr)?;
+///     let server = evloop::streams::start_unix_server(|_r, w| async move { w.write(b"hi") }, &addr)?;
 ///     assert_eq!(server.local_addr(), addr);
-///     let (reader, _w) = evloop::open_unix_connection(&addr).await?;
+///     let (reader, _w) = evloop::streams::open_unix_connection(&addr).await?;
 ///     assert_eq!(reader.read_to_end().await?, b"hi");
 ///     server.close(); // also removes the socket file
 ///     assert!(!path.exists());
@@ -333,17 +333,17 @@ where
 ///
 /// ```
 /// use evloop::net::UnixAddr;
-/// use evloop::StreamConfig;
+/// use evloop::streams::StreamConfig;
 ///
 /// evloop::run(async {
 ///     let addr = UnixAddr::abstract_name(format!("evloop-doc-{}", std::process::id()).as_bytes())?;
 ///     let config = StreamConfig::new().limit(64);
-///     let _server = evloop::start_unix_server_with(
+///     let _server = evloop::streams::start_unix_server_with(
 ///         |reader, writer| async move { writer.write(reader.limit().to_string().as_bytes()) },
 ///         &addr,
 ///         config,
 ///     )?;
-///     let (reader, _w) = evloop::open_unix_connection(&addr).await?;
+///     let (reader, _w) = evloop::streams::open_unix_connection(&addr).await?;
 ///     assert_eq!(reader.read_to_end().await?, b"64");
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;

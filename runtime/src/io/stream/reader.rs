@@ -20,20 +20,20 @@ use crate::io::stream::conn::Conn;
 /// dropping both the reader and the writer closes the connection.
 ///
 /// It also implements [`AsyncRead`]. Its asyncio-named `read` and `read_to_end` take
-/// precedence over [`AsyncReadExt`](crate::AsyncReadExt)'s methods of the same names: call
-/// those as `AsyncReadExt::read(&mut reader, &mut buf)`. Likewise [`StreamWriter::write`](crate::io::stream::StreamWriter::write)
+/// precedence over [`AsyncReadExt`](crate::io::AsyncReadExt)'s methods of the same names: call
+/// those as `AsyncReadExt::read(&mut reader, &mut buf)`. Likewise [`StreamWriter::write`](crate::streams::StreamWriter::write)
 /// (asyncio's, synchronous) over `AsyncWriteExt::write`; `write_all`, `flush` and `shutdown`
 /// need no qualification.
 ///
 /// ```
 /// evloop::run(async {
-///     let server = evloop::start_server(
+///     let server = evloop::streams::start_server(
 ///         |_r, w| async move { w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi") },
 ///         "127.0.0.1",
 ///         0,
 ///     )
 ///     .await?;
-///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
 ///     let status = reader.readline().await?;
 ///     let headers = reader.readuntil(b"\r\n\r\n").await?;
 ///     let body = reader.readexactly(2).await?;
@@ -118,8 +118,8 @@ impl StreamReader {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"0123456789") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"0123456789") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let first = reader.read(4).await?; // at most 4, at least 1
     ///     assert!(!first.is_empty() && first.len() <= 4);
     ///     let mut all = first;
@@ -169,8 +169,8 @@ impl StreamReader {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"everything") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"everything") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     assert_eq!(reader.read_to_end().await?, b"everything"); // asyncio's read(-1)
     ///     assert!(reader.at_eof());
     ///     Ok::<(), Box<dyn std::error::Error>>(())
@@ -211,8 +211,8 @@ impl StreamReader {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"one\ntwo") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"one\ntwo") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     assert_eq!(reader.readline().await?, b"one\n");
     ///     assert_eq!(reader.readline().await?, b"two"); // the partial last line
     ///     assert_eq!(reader.readline().await?, b""); // everything was read
@@ -230,8 +230,8 @@ impl StreamReader {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"key=value;rest") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"key=value;rest") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     assert_eq!(reader.readuntil(b"=").await?, b"key=");
     ///     assert_eq!(reader.readuntil(b";").await?, b"value;");
     ///     let err = reader.readuntil(b";").await.unwrap_err(); // the stream ends first
@@ -312,8 +312,8 @@ impl StreamReader {
     /// ```
     /// evloop::run(async {
     ///     // A length-prefixed frame: one byte of length, then the payload.
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"\x05hello") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"\x05hello") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let len = reader.readexactly(1).await?[0] as usize;
     ///     assert_eq!(reader.readexactly(len).await?, b"hello");
     ///     Ok::<(), Box<dyn std::error::Error>>(())
@@ -353,8 +353,8 @@ impl StreamReader {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"ab") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"ab") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     assert!(!reader.at_eof());
     ///     reader.readexactly(2).await?;
     ///     assert_eq!(reader.read(1).await?, b""); // the end of the stream arrives
@@ -372,8 +372,8 @@ impl StreamReader {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"a\nbcd") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"a\nbcd") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let _ = reader.read_to_end().await?; // wait for all of it ...
     ///     assert_eq!(reader.buffered(), 0); // ... which leaves nothing behind
     ///     Ok::<(), Box<dyn std::error::Error>>(())
@@ -387,12 +387,12 @@ impl StreamReader {
     /// The buffer limit.
     ///
     /// ```
-    /// use evloop::StreamConfig;
+    /// use evloop::streams::StreamConfig;
     ///
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
     ///     let port = server.local_addr().port();
-    ///     let (reader, _w) = evloop::open_connection_with("127.0.0.1", port, StreamConfig::new().limit(100)).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection_with("127.0.0.1", port, StreamConfig::new().limit(100)).await?;
     ///     assert_eq!(reader.limit(), 100);
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
@@ -406,8 +406,8 @@ impl StreamReader {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, w| async move { w.write(b"bye") }, "127.0.0.1", 0).await?;
-    ///     let (reader, _w) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"bye") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     reader.read_to_end().await?;
     ///     assert!(reader.exception().is_none()); // a clean end is not an error
     ///     Ok::<(), Box<dyn std::error::Error>>(())
@@ -427,8 +427,8 @@ impl StreamReader {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-    ///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (reader, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let transport = reader.transport().expect("the connection is open");
     ///     assert_eq!(transport.peername(), writer.peername()); // one transport for both
     ///     Ok::<(), Box<dyn std::error::Error>>(())

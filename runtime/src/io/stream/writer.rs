@@ -21,7 +21,7 @@ use crate::io::stream::conn::Conn;
 ///
 /// ```
 /// evloop::run(async {
-///     let server = evloop::start_server(
+///     let server = evloop::streams::start_server(
 ///         |reader, writer| async move {
 ///             while let Ok(line) = reader.readline().await {
 ///                 if line.is_empty() {
@@ -34,7 +34,7 @@ use crate::io::stream::conn::Conn;
 ///         0,
 ///     )
 ///     .await?;
-///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+///     let (reader, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
 ///     writer.write(b"hello\n");
 ///     writer.drain().await?; // asyncio's `await writer.drain()`
 ///     assert_eq!(reader.readline().await?, b"HELLO\n");
@@ -59,7 +59,7 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(
+    ///     let server = evloop::streams::start_server(
     ///         |reader, _w| async move {
     ///             assert_eq!(reader.read_to_end().await.as_deref().ok(), Some(&b"in one send"[..]));
     ///         },
@@ -67,7 +67,7 @@ impl StreamWriter {
     ///         0,
     ///     )
     ///     .await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     writer.write(b"in "); // synchronous: buffered ...
     ///     writer.write(b"one send"); // ... and sent together at the end of the iteration
     ///     writer.close();
@@ -84,8 +84,8 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|r, w| async move { w.write(&r.read_to_end().await.unwrap_or_default()) }, "127.0.0.1", 0).await?;
-    ///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|r, w| async move { w.write(&r.read_to_end().await.unwrap_or_default()) }, "127.0.0.1", 0).await?;
+    ///     let (reader, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     writer.writelines([&b"a\n"[..], b"b\n"]);
     ///     writer.write_eof();
     ///     assert_eq!(reader.read_to_end().await?, b"a\nb\n");
@@ -109,7 +109,7 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(
+    ///     let server = evloop::streams::start_server(
     ///         |reader, _w| async move {
     ///             let _ = reader.read_to_end().await; // a consumer that keeps up
     ///         },
@@ -117,7 +117,7 @@ impl StreamWriter {
     ///         0,
     ///     )
     ///     .await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let chunk = vec![0u8; 64 * 1024];
     ///     for _ in 0..32 {
     ///         writer.write(&chunk);
@@ -158,7 +158,7 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(
+    ///     let server = evloop::streams::start_server(
     ///         |reader, writer| async move {
     ///             let request = reader.read_to_end().await.unwrap_or_default(); // until the client's FIN
     ///             writer.write(format!("got {} bytes", request.len()).as_bytes());
@@ -167,7 +167,7 @@ impl StreamWriter {
     ///         0,
     ///     )
     ///     .await?;
-    ///     let (reader, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let (reader, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     writer.write(b"whole request");
     ///     writer.write_eof(); // half-close: the reply can still come back
     ///     assert_eq!(reader.read_to_end().await?, b"got 13 bytes");
@@ -183,8 +183,8 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     assert!(writer.can_write_eof()); // TCP has a half-close
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
@@ -199,8 +199,8 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     writer.write(b"last words"); // flushed before the close
     ///     writer.close();
     ///     assert!(writer.is_closing());
@@ -217,8 +217,8 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     assert!(!writer.is_closing());
     ///     writer.close();
     ///     assert!(writer.is_closing());
@@ -235,8 +235,8 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     writer.close();
     ///     writer.wait_closed().await?; // connection_lost ran: the socket is closed
     ///     assert!(writer.transport().fd().is_none());
@@ -267,8 +267,8 @@ impl StreamWriter {
     /// use evloop::net::SockAddr;
     ///
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     assert_eq!(writer.peername(), Some(&SockAddr::Inet(server.local_addr())));
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
@@ -282,8 +282,8 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let local = writer.sockname().and_then(|a| a.as_inet()).expect("a TCP address");
     ///     assert!(local.ip().is_loopback() && local.port() != 0); // the port the kernel picked
     ///     Ok::<(), Box<dyn std::error::Error>>(())
@@ -298,8 +298,8 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let transport = writer.transport();
     ///     transport.pause_reading(); // the protocol-level controls are all there
     ///     assert!(!transport.is_reading());
@@ -315,8 +315,8 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     writer.set_write_buffer_limits(Some(1024), None); // drain() waits above 1 KiB
     ///     assert_eq!(writer.transport().get_write_buffer_limits(), (1024, 256));
     ///     Ok::<(), Box<dyn std::error::Error>>(())
@@ -331,12 +331,12 @@ impl StreamWriter {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let server = evloop::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-    ///     let (_r, writer) = evloop::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
+    ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     writer.write(b"queued");
     ///     assert_eq!(writer.get_write_buffer_size(), 6); // held until the end of the iteration
     ///     writer.drain().await?;
-    ///     evloop::yield_now().await; // the flush ran: the kernel took it all
+    ///     evloop::task::yield_now().await; // the flush ran: the kernel took it all
     ///     assert_eq!(writer.get_write_buffer_size(), 0);
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;

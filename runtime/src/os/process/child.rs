@@ -29,7 +29,7 @@ use crate::task::combinator::gather;
 /// use evloop::process::SubprocessOptions;
 ///
 /// let (stdout, code) = evloop::run(async {
-///     let lp = evloop::get_running_loop()?;
+///     let lp = evloop::event_loop::get_running_loop()?;
 ///     // proc = await asyncio.create_subprocess_exec('sh', '-c', ..., stdout=PIPE)
 ///     let mut proc = lp.subprocess_exec_with("sh", ["-c", "echo hi; exit 2"], &SubprocessOptions::piped())?;
 ///     let out = proc.communicate(None).await?;
@@ -59,7 +59,7 @@ impl Process {
     /// use evloop::process::{Stdio, SubprocessOptions};
     ///
     /// let (pid, said) = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
     ///     let mut child = lp.subprocess_shell_with("echo $$", &opts)?;
     ///     let pid = child.pid();
@@ -78,7 +78,7 @@ impl Process {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
     ///     assert!(child.returncode().is_none()); // still running: no system call made
     ///     child.kill()?;
@@ -108,7 +108,7 @@ impl Process {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let mut child = lp.subprocess_exec("sh", ["-c", "exit 4"])?;
     ///     let status = child.wait().await?; // sleeps in epoll until the pidfd is readable
     ///     assert_eq!(status.code(), Some(4));
@@ -179,7 +179,7 @@ impl Process {
     /// use evloop::signal::Signal;
     ///
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let mut child = lp.subprocess_exec("sleep", ["10"])?;
     ///     child.send_signal(Signal::TERM)?;
     ///     let status = child.wait().await?;
@@ -210,7 +210,7 @@ impl Process {
     /// use evloop::signal::Signal;
     ///
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
     ///     child.terminate()?; // SIGTERM
     ///     assert_eq!(child.wait().await?.signal(), Some(Signal::TERM.raw()));
@@ -229,7 +229,7 @@ impl Process {
     /// use evloop::signal::Signal;
     ///
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let mut child = lp.subprocess_shell("trap '' TERM; sleep 60")?; // ignores SIGTERM ...
     ///     child.kill()?; // ... but not SIGKILL
     ///     assert_eq!(child.wait().await?.signal(), Some(Signal::KILL.raw()));
@@ -253,7 +253,7 @@ impl Process {
     /// use evloop::process::SubprocessOptions;
     ///
     /// let out = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let mut child = lp.subprocess_exec_with("cat", [""; 0], &SubprocessOptions::piped())?;
     ///     // More than a pipe holds, both ways at once: no deadlock.
     ///     child.communicate(Some(vec![b'z'; 256 * 1024])).await

@@ -2,7 +2,7 @@
 //! through pidfds.
 //!
 //! # Spawning
-//! [`LoopHandle::subprocess_exec`](crate::LoopHandle::subprocess_exec) builds a
+//! [`LoopHandle::subprocess_exec`](crate::event_loop::LoopHandle::subprocess_exec) builds a
 //! [`std::process::Command`] and spawns it: the child gets only the fds asked for (every fd
 //! evloop opens is close-on-exec), and its signal mask and `SIGPIPE` disposition are reset to
 //! the defaults before `exec` (`reset_signals_on_exec`: std's `Command` alone would keep the

@@ -12,7 +12,7 @@ use std::process::Command;
 /// use evloop::process::{Stdio, SubprocessOptions};
 ///
 /// let out = evloop::run(async {
-///     let lp = evloop::get_running_loop()?;
+///     let lp = evloop::event_loop::get_running_loop()?;
 ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe).stderr(Stdio::Null); // PIPE, DEVNULL
 ///     let mut child = lp.subprocess_shell_with("echo out; echo err >&2", &opts)?;
 ///     child.communicate(None).await
@@ -74,7 +74,7 @@ impl SubprocessOptions {
     ///
     /// ```
     /// let status = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = evloop::process::SubprocessOptions::new(); // inherit stdio, env and directory
     ///     lp.subprocess_exec_with("true", [""; 0], &opts)?.wait().await
     /// })??;
@@ -89,7 +89,7 @@ impl SubprocessOptions {
     ///
     /// ```
     /// let out = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = evloop::process::SubprocessOptions::piped(); // all three are pipes
     ///     let mut child = lp.subprocess_exec_with("tr", ["a-z", "A-Z"], &opts)?;
     ///     child.communicate(Some(b"shout".to_vec())).await
@@ -108,10 +108,10 @@ impl SubprocessOptions {
     ///
     /// ```
     /// use evloop::process::{Stdio, SubprocessOptions};
-    /// use evloop::AsyncWriteExt;
+    /// use evloop::io::AsyncWriteExt;
     ///
     /// let out = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = SubprocessOptions::new().stdin(Stdio::Pipe).stdout(Stdio::Pipe);
     ///     let mut child = lp.subprocess_exec_with("wc", ["-c"], &opts)?;
     ///     let mut stdin = child.stdin.take().expect("a pipe");
@@ -131,10 +131,10 @@ impl SubprocessOptions {
     ///
     /// ```
     /// use evloop::process::{Stdio, SubprocessOptions};
-    /// use evloop::AsyncReadExt;
+    /// use evloop::io::AsyncReadExt;
     ///
     /// let text = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
     ///     let mut child = lp.subprocess_exec_with("echo", ["hello"], &opts)?;
     ///     let mut stdout = child.stdout.take().expect("a pipe");
@@ -157,7 +157,7 @@ impl SubprocessOptions {
     /// use evloop::process::{Stdio, SubprocessOptions};
     ///
     /// let out = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = SubprocessOptions::new().stderr(Stdio::Pipe);
     ///     lp.subprocess_shell_with("echo oops >&2; exit 3", &opts)?.communicate(None).await
     /// })??;
@@ -175,7 +175,7 @@ impl SubprocessOptions {
     /// use evloop::process::{Stdio, SubprocessOptions};
     ///
     /// let out = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe).env("GREETING", "hi");
     ///     lp.subprocess_shell_with("printf %s \"$GREETING\"", &opts)?.communicate(None).await
     /// })??;
@@ -194,7 +194,7 @@ impl SubprocessOptions {
     /// use evloop::process::{Stdio, SubprocessOptions};
     ///
     /// let out = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe).env("A", "1").env_remove("A");
     ///     lp.subprocess_shell_with("printf %s \"${A-unset}\"", &opts)?.communicate(None).await
     /// })??;
@@ -212,7 +212,7 @@ impl SubprocessOptions {
     /// use evloop::process::{Stdio, SubprocessOptions};
     ///
     /// let out = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe).env_clear().env("ONLY", "this");
     ///     lp.subprocess_exec_with("/usr/bin/env", [""; 0], &opts)?.communicate(None).await
     /// })??;
@@ -231,7 +231,7 @@ impl SubprocessOptions {
     /// use evloop::process::{Stdio, SubprocessOptions};
     ///
     /// let out = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe).current_dir("/");
     ///     lp.subprocess_exec_with("pwd", [""; 0], &opts)?.communicate(None).await
     /// })??;
@@ -254,13 +254,13 @@ impl SubprocessOptions {
     /// use std::os::fd::AsRawFd;
     /// use evloop::process::{Stdio, SubprocessOptions};
     ///
-    /// let (_r, w) = evloop::sys::pipe2()?;
-    /// evloop::sys::set_cloexec(w.as_raw_fd(), false)?; // as an inherited descriptor would be
+    /// let (_r, w) = evloop_syscalls::pipe2()?; // the syscall layer, for a descriptor without close-on-exec
+    /// evloop_syscalls::set_cloexec(w.as_raw_fd(), false)?; // as an inherited descriptor would be
     /// let probe = format!("[ -e /proc/self/fd/{} ] && echo kept || echo closed", w.as_raw_fd());
     /// let seen = |opts: SubprocessOptions| {
     ///     let probe = probe.clone();
     ///     evloop::run(async move {
-    ///         let lp = evloop::get_running_loop()?;
+    ///         let lp = evloop::event_loop::get_running_loop()?;
     ///         let out = lp.subprocess_shell_with(&probe, &opts.stdout(Stdio::Pipe))?.communicate(None).await?;
     ///         Ok::<_, std::io::Error>(String::from_utf8_lossy(&out.stdout).into_owned())
     ///     })
@@ -284,18 +284,18 @@ impl SubprocessOptions {
     /// use std::os::fd::AsRawFd;
     /// use evloop::process::SubprocessOptions;
     ///
-    /// let (r, w) = evloop::sys::pipe2()?; // close-on-exec, like every evloop descriptor
+    /// let (mut r, w) = std::io::pipe()?; // close-on-exec, like every evloop descriptor
     /// let script = format!("echo through >&{}", w.as_raw_fd());
     /// let opts = SubprocessOptions::new().pass_fds([w.as_raw_fd()]);
     /// let status = evloop::run(async move {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let mut child = lp.subprocess_shell_with(&script, &opts)?;
     ///     drop(w); // the child has its own copy now
     ///     child.wait().await
     /// })??;
     /// assert!(status.success());
     /// let mut got = String::new();
-    /// std::fs::File::from(r).read_to_string(&mut got)?;
+    /// r.read_to_string(&mut got)?;
     /// assert_eq!(got, "through\n");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -27,7 +27,7 @@ impl LoopHandle {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let status = lp.subprocess_exec("sh", ["-c", "exit 0"])?.wait().await?; // stdio inherited
     ///     assert!(status.success());
     ///     let err = lp.subprocess_exec("no-such-program-here", [""; 0]).unwrap_err();
@@ -50,7 +50,7 @@ impl LoopHandle {
     /// use evloop::process::{Stdio, SubprocessOptions};
     ///
     /// let out = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
     ///     lp.subprocess_exec_with("printf", ["%s-%s", "a", "b"], &opts)?.communicate(None).await
     /// })??;
@@ -84,7 +84,7 @@ impl LoopHandle {
     ///
     /// ```
     /// let status = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     lp.subprocess_shell("test 2 -gt 1 && exit 5")?.wait().await // /bin/sh -c
     /// })??;
     /// assert_eq!(status.code(), Some(5));
@@ -100,7 +100,7 @@ impl LoopHandle {
     /// use evloop::process::{Stdio, SubprocessOptions};
     ///
     /// let out = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
     ///     lp.subprocess_shell_with("echo one two | wc -w", &opts)?.communicate(None).await
     /// })??;

@@ -9,7 +9,7 @@ use evloop_syscalls as sys;
 ///
 /// ```
 /// let status = evloop::run(async {
-///     let lp = evloop::get_running_loop()?;
+///     let lp = evloop::event_loop::get_running_loop()?;
 ///     lp.subprocess_exec("sh", ["-c", "exit 7"])?.wait().await
 /// })??;
 /// assert_eq!((status.code(), status.success(), status.returncode()), (Some(7), false, 7));
@@ -24,7 +24,7 @@ impl ExitStatus {
     ///
     /// ```
     /// let status = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     lp.subprocess_exec("false", [""; 0])?.wait().await
     /// })??;
     /// assert_eq!(status.code(), Some(1));
@@ -43,7 +43,7 @@ impl ExitStatus {
     /// use evloop::signal::Signal;
     ///
     /// let status = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
     ///     child.kill()?;
     ///     child.wait().await
@@ -62,7 +62,7 @@ impl ExitStatus {
     ///
     /// ```
     /// let status = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
     ///     child.terminate()?; // SIGTERM does not dump core
     ///     child.wait().await
@@ -78,7 +78,7 @@ impl ExitStatus {
     ///
     /// ```
     /// let (ok, failed) = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let ok = lp.subprocess_exec("true", [""; 0])?.wait().await?;
     ///     let failed = lp.subprocess_exec("false", [""; 0])?.wait().await?;
     ///     Ok::<_, std::io::Error>((ok, failed))
@@ -96,7 +96,7 @@ impl ExitStatus {
     /// use evloop::signal::Signal;
     ///
     /// let status = evloop::run(async {
-    ///     let lp = evloop::get_running_loop()?;
+    ///     let lp = evloop::event_loop::get_running_loop()?;
     ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
     ///     child.send_signal(Signal::TERM)?;
     ///     child.wait().await
@@ -172,7 +172,7 @@ impl fmt::Display for ExitStatus {
 /// use evloop::process::SubprocessOptions;
 ///
 /// let out = evloop::run(async {
-///     let lp = evloop::get_running_loop()?;
+///     let lp = evloop::event_loop::get_running_loop()?;
 ///     let mut child = lp.subprocess_exec_with("sh", ["-c", "cat; echo done >&2"], &SubprocessOptions::piped())?;
 ///     child.communicate(Some(b"input".to_vec())).await
 /// })??;

@@ -15,7 +15,7 @@
 //! returns `Pending`; the send that supplies a value takes the waker and wakes it, which queues
 //! the task on its loop. A wake from another thread (the [`threadsafe`] channel) goes through
 //! the loop's remote queue and wakes a loop blocked in `epoll_pwait2` with one eventfd write
-//! (see `event_loop/waker.rs`). The local [`mpsc`] channel is a [`Queue`](crate::Queue) with a
+//! (see `event_loop/waker.rs`). The local [`mpsc`] channel is a [`Queue`](crate::sync::queue::Queue) with a
 //! count of senders on top, so its senders and its receiver wait in the wait queue of every
 //! primitive of [`sync`](crate::sync): FIFO lines of waiters that are served by hand-over.
 //!
@@ -36,14 +36,14 @@ pub mod threadsafe;
 ///
 /// ```
 /// let got = evloop::run(async {
-///     let (tx, rx) = evloop::channel::oneshot();
+///     let (tx, rx) = evloop::sync::oneshot();
 ///     evloop::spawn(async move {
 ///         let _ = tx.send("answer");
 ///     });
 ///     rx.await
 /// })?;
 /// assert_eq!(got, Ok("answer"));
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub fn oneshot<T>() -> (oneshot::Sender<T>, oneshot::Receiver<T>) {
     oneshot::channel()

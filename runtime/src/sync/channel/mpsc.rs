@@ -1,7 +1,7 @@
 //! Many senders, one receiver, on one loop's thread (`!Send`), bounded or unbounded.
 //!
 //! ```
-//! use evloop::channel::mpsc;
+//! use evloop::sync::mpsc;
 //!
 //! let got = evloop::run(async {
 //!     let (tx, mut rx) = mpsc::channel::<u32>(1);
@@ -26,7 +26,7 @@
 //! senders form a FIFO line, and each value the receiver takes grants the freed slot to the
 //! first of them (nobody can overtake it with `try_send`). [`Receiver::recv`] waits while the
 //! channel is empty; a send hands its value straight to a waiting receiver. This is the
-//! machinery of [`Queue`](crate::Queue) (`sync/queue/`), with a count of senders on top.
+//! machinery of [`Queue`](crate::sync::queue::Queue) (`sync/queue/`), with a count of senders on top.
 //!
 //! **Closing**: when the last [`Sender`] is dropped, `recv` returns the values left, then
 //! `None`. [`Receiver::close`] refuses new values (senders, including waiting ones, get
@@ -65,7 +65,7 @@ impl<T> Chan<T> {
 /// (there is no rendezvous mode).
 ///
 /// ```
-/// use evloop::channel::mpsc::{self, TrySendError};
+/// use evloop::sync::mpsc::{self, TrySendError};
 ///
 /// let (tx, mut rx) = mpsc::channel(2);
 /// tx.try_send(1).expect("room");
@@ -80,7 +80,7 @@ pub fn channel<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
 /// An unbounded channel: `send` never waits and `try_send` fails only once it is closed.
 ///
 /// ```
-/// use evloop::channel::mpsc;
+/// use evloop::sync::mpsc;
 ///
 /// let (tx, mut rx) = mpsc::unbounded();
 /// for i in 0..1000 {
@@ -104,14 +104,14 @@ fn with_maxsize<T>(maxsize: usize) -> (Sender<T>, Receiver<T>) {
 /// The channel is closed: the value that was not sent.
 ///
 /// ```
-/// use evloop::channel::mpsc::{self, SendError};
+/// use evloop::sync::mpsc::{self, SendError};
 ///
 /// evloop::run(async {
 ///     let (tx, rx) = mpsc::channel(1);
 ///     drop(rx);
 ///     assert_eq!(tx.send("hello").await, Err(SendError("hello")));
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SendError<T>(pub T);
@@ -120,7 +120,7 @@ impl<T> SendError<T> {
     /// The value that was not sent.
     ///
     /// ```
-    /// use evloop::channel::mpsc;
+    /// use evloop::sync::mpsc;
     ///
     /// evloop::run(async {
     ///     let (tx, mut rx) = mpsc::channel(1);
@@ -128,7 +128,7 @@ impl<T> SendError<T> {
     ///     let err = tx.send(String::from("job")).await.unwrap_err();
     ///     assert_eq!(err.into_inner(), "job");
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn into_inner(self) -> T {
         self.0
@@ -152,7 +152,7 @@ impl<T> Error for SendError<T> {}
 /// Why [`Sender::try_send`] failed; both variants give the value back.
 ///
 /// ```
-/// use evloop::channel::mpsc::{self, TrySendError};
+/// use evloop::sync::mpsc::{self, TrySendError};
 ///
 /// let (tx, rx) = mpsc::channel(1);
 /// tx.try_send(1).expect("room");
@@ -172,7 +172,7 @@ impl<T> TrySendError<T> {
     /// The value that was not sent.
     ///
     /// ```
-    /// use evloop::channel::mpsc;
+    /// use evloop::sync::mpsc;
     ///
     /// let (tx, _rx) = mpsc::channel(1);
     /// tx.try_send('a').expect("room");
@@ -208,7 +208,7 @@ impl<T> Error for TrySendError<T> {}
 /// Why [`Receiver::try_recv`] got nothing.
 ///
 /// ```
-/// use evloop::channel::mpsc::{self, TryRecvError};
+/// use evloop::sync::mpsc::{self, TryRecvError};
 ///
 /// let (tx, mut rx) = mpsc::channel::<u8>(1);
 /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
@@ -237,7 +237,7 @@ impl Error for TryRecvError {}
 /// A sending end; clone it for more senders. The channel closes when the last one is dropped.
 ///
 /// ```
-/// use evloop::channel::mpsc;
+/// use evloop::sync::mpsc;
 ///
 /// let got = evloop::run(async {
 ///     let (tx, mut rx) = mpsc::unbounded();
@@ -252,7 +252,7 @@ impl Error for TryRecvError {}
 ///     got
 /// })?;
 /// assert_eq!(got, ["a", "b"]);
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub struct Sender<T> {
     chan: Rc<Chan<T>>,
@@ -288,7 +288,7 @@ impl<T> Sender<T> {
     /// [`sync`](crate::sync) module.
     ///
     /// ```
-    /// use evloop::channel::mpsc;
+    /// use evloop::sync::mpsc;
     ///
     /// evloop::run(async {
     ///     let (tx, mut rx) = mpsc::channel(1);
@@ -299,7 +299,7 @@ impl<T> Sender<T> {
     ///     assert_eq!(rx.recv().await, Some(1));
     ///     assert_eq!(rx.recv().await, Some(2));
     ///     producer.await?;
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -313,7 +313,7 @@ impl<T> Sender<T> {
     /// Sends without waiting; gives the value back if the channel is full or closed.
     ///
     /// ```
-    /// use evloop::channel::mpsc::{self, TrySendError};
+    /// use evloop::sync::mpsc::{self, TrySendError};
     ///
     /// let (tx, mut rx) = mpsc::channel(1);
     /// assert_eq!(tx.try_send(1), Ok(()));
@@ -331,7 +331,7 @@ impl<T> Sender<T> {
     /// Whether the receiver was dropped or closed (every send would fail).
     ///
     /// ```
-    /// use evloop::channel::mpsc;
+    /// use evloop::sync::mpsc;
     ///
     /// let (tx, rx) = mpsc::channel::<u8>(1);
     /// assert!(!tx.is_closed());
@@ -345,7 +345,7 @@ impl<T> Sender<T> {
     /// Whether two senders feed the same channel.
     ///
     /// ```
-    /// use evloop::channel::mpsc;
+    /// use evloop::sync::mpsc;
     ///
     /// let (tx, _rx) = mpsc::channel::<u8>(1);
     /// let (other, _other_rx) = mpsc::channel::<u8>(1);
@@ -372,18 +372,18 @@ impl<T> fmt::Debug for Sender<T> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::channel::mpsc;
-/// use evloop::Builder;
+/// use evloop::sync::mpsc;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let (tx, mut rx) = mpsc::channel(1);
 ///     tx.send(1).await.expect("room");
 ///     // Full: the timeout drops the waiting `Send`, and 2 is not sent.
-///     assert!(evloop::timeout(Duration::from_secs(1), tx.send(2)).await.is_err());
+///     assert!(evloop::time::timeout(Duration::from_secs(1), tx.send(2)).await.is_err());
 ///     assert_eq!(rx.len(), 1);
 ///     assert_eq!(rx.recv().await, Some(1));
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Send<'a, T> {
@@ -411,7 +411,7 @@ impl<T> fmt::Debug for Send<'_, T> {
 /// The receiving end. Dropping it closes the channel and drops the values left in it.
 ///
 /// ```
-/// use evloop::channel::mpsc;
+/// use evloop::sync::mpsc;
 ///
 /// let sum = evloop::run(async {
 ///     let (tx, mut rx) = mpsc::channel(4);
@@ -427,7 +427,7 @@ impl<T> fmt::Debug for Send<'_, T> {
 ///     sum
 /// })?;
 /// assert_eq!(sum, 55);
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub struct Receiver<T> {
     chan: Rc<Chan<T>>,
@@ -441,7 +441,7 @@ impl<T> Receiver<T> {
     /// Like [`Sender::send`], when a task of another loop would have to wait.
     ///
     /// ```
-    /// use evloop::channel::mpsc;
+    /// use evloop::sync::mpsc;
     ///
     /// evloop::run(async {
     ///     let (tx, mut rx) = mpsc::channel(1);
@@ -449,7 +449,7 @@ impl<T> Receiver<T> {
     ///     assert_eq!(rx.recv().await, Some("ping")); // waits for the task's send
     ///     assert_eq!(rx.recv().await, None); // the sender is gone
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn recv(&mut self) -> Recv<'_, T> {
         Recv {
@@ -461,7 +461,7 @@ impl<T> Receiver<T> {
     /// The next value without waiting.
     ///
     /// ```
-    /// use evloop::channel::mpsc::{self, TryRecvError};
+    /// use evloop::sync::mpsc::{self, TryRecvError};
     ///
     /// let (tx, mut rx) = mpsc::channel(1);
     /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
@@ -480,7 +480,7 @@ impl<T> Receiver<T> {
     /// get their values back); the values already in it can still be received.
     ///
     /// ```
-    /// use evloop::channel::mpsc::{self, TrySendError};
+    /// use evloop::sync::mpsc::{self, TrySendError};
     ///
     /// let (tx, mut rx) = mpsc::channel(2);
     /// tx.try_send(1).expect("room");
@@ -495,7 +495,7 @@ impl<T> Receiver<T> {
     /// Whether the channel is closed (all senders gone, or [`close`](Receiver::close)).
     ///
     /// ```
-    /// use evloop::channel::mpsc;
+    /// use evloop::sync::mpsc;
     ///
     /// let (tx, rx) = mpsc::channel::<u8>(1);
     /// assert!(!rx.is_closed());
@@ -509,7 +509,7 @@ impl<T> Receiver<T> {
     /// How many values wait in the channel.
     ///
     /// ```
-    /// use evloop::channel::mpsc;
+    /// use evloop::sync::mpsc;
     ///
     /// let (tx, rx) = mpsc::unbounded();
     /// tx.try_send(1).expect("unbounded");
@@ -523,7 +523,7 @@ impl<T> Receiver<T> {
     /// Whether no value waits in the channel.
     ///
     /// ```
-    /// use evloop::channel::mpsc;
+    /// use evloop::sync::mpsc;
     ///
     /// let (tx, mut rx) = mpsc::channel(1);
     /// assert!(rx.is_empty());
@@ -558,17 +558,17 @@ impl<T> fmt::Debug for Receiver<T> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::channel::mpsc;
-/// use evloop::Builder;
+/// use evloop::sync::mpsc;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let (tx, mut rx) = mpsc::channel::<u8>(1);
 ///     // Nothing comes: the timeout drops the `Recv`, which loses nothing.
-///     assert!(evloop::timeout(Duration::from_secs(1), rx.recv()).await.is_err());
+///     assert!(evloop::time::timeout(Duration::from_secs(1), rx.recv()).await.is_err());
 ///     tx.try_send(3).expect("room");
 ///     assert_eq!(rx.recv().await, Some(3));
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Recv<'a, T> {

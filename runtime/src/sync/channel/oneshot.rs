@@ -3,7 +3,7 @@
 //!
 //! ```
 //! let got = evloop::run(async {
-//!     let (tx, rx) = evloop::channel::oneshot::<u32>();
+//!     let (tx, rx) = evloop::sync::oneshot::<u32>();
 //!     evloop::spawn(async move {
 //!         let _ = tx.send(7);
 //!     });
@@ -49,7 +49,7 @@ type Shared<T> = Rc<RefCell<State<T>>>;
 /// A new one-shot channel.
 ///
 /// ```
-/// use evloop::channel::oneshot;
+/// use evloop::sync::oneshot;
 ///
 /// let (tx, mut rx) = oneshot::channel();
 /// tx.send(1).expect("the receiver is alive");
@@ -69,7 +69,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 /// The sending end: [`send`](Sender::send) once, or drop it to close the channel.
 ///
 /// ```
-/// use evloop::channel::oneshot::{self, RecvError};
+/// use evloop::sync::oneshot::{RecvError, self};
 ///
 /// let got = evloop::run(async {
 ///     let (tx, rx) = oneshot::channel::<u32>();
@@ -77,7 +77,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 ///     rx.await
 /// })?;
 /// assert_eq!(got, Err(RecvError::Closed));
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub struct Sender<T> {
     shared: Shared<T>,
@@ -88,7 +88,7 @@ impl<T> Sender<T> {
     /// closed: the value comes back instead of being lost.
     ///
     /// ```
-    /// use evloop::channel::oneshot;
+    /// use evloop::sync::oneshot;
     ///
     /// let (tx, rx) = oneshot::channel();
     /// drop(rx);
@@ -112,7 +112,7 @@ impl<T> Sender<T> {
     /// Whether the receiver was dropped or closed (a send would fail).
     ///
     /// ```
-    /// use evloop::channel::oneshot;
+    /// use evloop::sync::oneshot;
     ///
     /// let (tx, mut rx) = oneshot::channel::<u8>();
     /// assert!(!tx.is_closed());
@@ -146,7 +146,7 @@ impl<T> fmt::Debug for Sender<T> {
 /// The receiving end; await it for the value.
 ///
 /// ```
-/// use evloop::channel::oneshot;
+/// use evloop::sync::oneshot;
 ///
 /// let got = evloop::run(async {
 ///     let (tx, rx) = oneshot::channel();
@@ -164,7 +164,7 @@ pub struct Receiver<T> {
 /// Why a [`Receiver`] got no value.
 ///
 /// ```
-/// use evloop::channel::oneshot::{self, RecvError};
+/// use evloop::sync::oneshot::{RecvError, self};
 ///
 /// evloop::run(async {
 ///     let (tx, rx) = oneshot::channel::<()>();
@@ -173,7 +173,7 @@ pub struct Receiver<T> {
 ///     assert_eq!(err, RecvError::Closed);
 ///     assert!(err.to_string().contains("dropped without sending"));
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -200,7 +200,7 @@ impl Error for RecvError {}
 /// Why [`Receiver::try_recv`] got no value.
 ///
 /// ```
-/// use evloop::channel::oneshot::{self, TryRecvError};
+/// use evloop::sync::oneshot::{self, TryRecvError};
 ///
 /// let (tx, mut rx) = oneshot::channel::<u8>();
 /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
@@ -232,7 +232,7 @@ impl<T> Receiver<T> {
     /// The value if it was sent, without waiting.
     ///
     /// ```
-    /// use evloop::channel::oneshot::{self, TryRecvError};
+    /// use evloop::sync::oneshot::{self, TryRecvError};
     ///
     /// let (tx, mut rx) = oneshot::channel();
     /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
@@ -252,7 +252,7 @@ impl<T> Receiver<T> {
     /// before can still be received.
     ///
     /// ```
-    /// use evloop::channel::oneshot;
+    /// use evloop::sync::oneshot;
     ///
     /// let (tx, mut rx) = oneshot::channel();
     /// rx.close();

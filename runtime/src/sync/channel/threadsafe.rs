@@ -2,7 +2,7 @@
 //! blocks a sender (a short mutex section, no waiting for room).
 //!
 //! ```
-//! use evloop::channel::threadsafe;
+//! use evloop::sync::threadsafe;
 //!
 //! let sum = evloop::run(async {
 //!     let (tx, mut rx) = threadsafe::channel::<u64>();
@@ -74,7 +74,7 @@ impl<T> Chan<T> {
 /// A new channel: clone the sender into as many threads as you like.
 ///
 /// ```
-/// use evloop::channel::threadsafe;
+/// use evloop::sync::threadsafe;
 ///
 /// let got = evloop::run(async {
 ///     let (tx, mut rx) = threadsafe::channel();
@@ -84,7 +84,7 @@ impl<T> Chan<T> {
 ///     got
 /// })?;
 /// assert_eq!(got, Some("from a thread"));
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub fn channel<T: std::marker::Send>() -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(Chan {
@@ -108,7 +108,7 @@ pub fn channel<T: std::marker::Send>() -> (Sender<T>, Receiver<T>) {
 /// A sending end, `Send + Sync + Clone` for `T: Send`: usable from any thread.
 ///
 /// ```
-/// use evloop::channel::threadsafe;
+/// use evloop::sync::threadsafe;
 ///
 /// let (tx, mut rx) = threadsafe::channel();
 /// let threads: Vec<_> = (0..3)
@@ -130,7 +130,7 @@ pub fn channel<T: std::marker::Send>() -> (Sender<T>, Receiver<T>) {
 /// })?;
 /// got.sort();
 /// assert_eq!(got, [0, 1, 2]);
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub struct Sender<T> {
     chan: Arc<Chan<T>>,
@@ -141,7 +141,7 @@ impl<T> Sender<T> {
     /// `Err(value)` if the receiver was dropped or closed.
     ///
     /// ```
-    /// use evloop::channel::threadsafe;
+    /// use evloop::sync::threadsafe;
     ///
     /// let (tx, rx) = threadsafe::channel();
     /// assert_eq!(tx.send(1), Ok(())); // never waits, from any thread
@@ -166,7 +166,7 @@ impl<T> Sender<T> {
     /// Whether the receiver was dropped or closed (every send would fail).
     ///
     /// ```
-    /// use evloop::channel::threadsafe;
+    /// use evloop::sync::threadsafe;
     ///
     /// let (tx, mut rx) = threadsafe::channel::<u8>();
     /// assert!(!tx.is_closed());
@@ -180,7 +180,7 @@ impl<T> Sender<T> {
     /// Whether two senders feed the same channel.
     ///
     /// ```
-    /// use evloop::channel::threadsafe;
+    /// use evloop::sync::threadsafe;
     ///
     /// let (tx, _rx) = threadsafe::channel::<u8>();
     /// let (other, _other_rx) = threadsafe::channel::<u8>();
@@ -223,7 +223,7 @@ impl<T> fmt::Debug for Sender<T> {
 /// Why [`Receiver::try_recv`] got nothing.
 ///
 /// ```
-/// use evloop::channel::threadsafe::{self, TryRecvError};
+/// use evloop::sync::threadsafe::{self, TryRecvError};
 ///
 /// let (tx, mut rx) = threadsafe::channel::<u8>();
 /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
@@ -255,7 +255,7 @@ impl Error for TryRecvError {}
 /// give their values back, and the values left in it are dropped.
 ///
 /// ```
-/// use evloop::channel::threadsafe;
+/// use evloop::sync::threadsafe;
 ///
 /// let total = evloop::run(async {
 ///     let (tx, mut rx) = threadsafe::channel::<u64>();
@@ -271,7 +271,7 @@ impl Error for TryRecvError {}
 ///     total // the loop ends when the thread's sender is dropped
 /// })?;
 /// assert_eq!(total, 10);
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub struct Receiver<T> {
     chan: Arc<Chan<T>>,
@@ -286,7 +286,7 @@ impl<T> Receiver<T> {
     /// every sender is gone (or [`close`](Receiver::close) was called).
     ///
     /// ```
-    /// use evloop::channel::threadsafe;
+    /// use evloop::sync::threadsafe;
     ///
     /// evloop::run(async {
     ///     let (tx, mut rx) = threadsafe::channel();
@@ -294,7 +294,7 @@ impl<T> Receiver<T> {
     ///     assert_eq!(rx.recv().await, Some(42));
     ///     assert_eq!(rx.recv().await, None); // the thread's sender was dropped
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn recv(&mut self) -> Recv<'_, T> {
         Recv { rx: self }
@@ -303,7 +303,7 @@ impl<T> Receiver<T> {
     /// The next value without waiting.
     ///
     /// ```
-    /// use evloop::channel::threadsafe::{self, TryRecvError};
+    /// use evloop::sync::threadsafe::{self, TryRecvError};
     ///
     /// let (tx, mut rx) = threadsafe::channel();
     /// std::thread::spawn(move || tx.send(1)).join().expect("no panic").expect("alive");
@@ -329,7 +329,7 @@ impl<T> Receiver<T> {
     /// already sent can still be received.
     ///
     /// ```
-    /// use evloop::channel::threadsafe;
+    /// use evloop::sync::threadsafe;
     ///
     /// let (tx, mut rx) = threadsafe::channel();
     /// tx.send(1).expect("open");
@@ -344,7 +344,7 @@ impl<T> Receiver<T> {
     /// Whether no sender is left or the receiver was closed.
     ///
     /// ```
-    /// use evloop::channel::threadsafe;
+    /// use evloop::sync::threadsafe;
     ///
     /// let (tx, rx) = threadsafe::channel::<u8>();
     /// assert!(!rx.is_closed());
@@ -408,17 +408,17 @@ impl<T> fmt::Debug for Receiver<T> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::channel::threadsafe;
-/// use evloop::Builder;
+/// use evloop::sync::threadsafe;
+/// use evloop::event_loop::Builder;
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let (tx, mut rx) = threadsafe::channel::<u8>();
 ///     // Nothing comes: the timeout drops the `Recv`, which holds no value.
-///     assert!(evloop::timeout(Duration::from_secs(1), rx.recv()).await.is_err());
+///     assert!(evloop::time::timeout(Duration::from_secs(1), rx.recv()).await.is_err());
 ///     tx.send(3).expect("open");
 ///     assert_eq!(rx.recv().await, Some(3));
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Recv<'a, T> {

@@ -6,12 +6,12 @@ use std::fmt;
 
 /// The queue was shut down (asyncio's `QueueShutDown`).
 ///
-/// From [`Queue::put`](crate::Queue::put) it carries the item that was not put
-/// (`QueueShutDown<T>`); from [`Queue::get`](crate::Queue::get) it carries nothing
+/// From [`Queue::put`](crate::sync::queue::Queue::put) it carries the item that was not put
+/// (`QueueShutDown<T>`); from [`Queue::get`](crate::sync::queue::Queue::get) it carries nothing
 /// (`QueueShutDown<()>`, the default).
 ///
 /// ```
-/// use evloop::{Queue, QueueShutDown};
+/// use evloop::sync::queue::{Queue, QueueShutDown};
 ///
 /// evloop::run(async {
 ///     let q = Queue::new(0);
@@ -22,7 +22,7 @@ use std::fmt;
 ///     assert_eq!(q.get().await, Ok("queued"));
 ///     assert_eq!(q.get().await, Err(QueueShutDown(())));
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueueShutDown<T = ()>(pub T);
@@ -32,12 +32,12 @@ impl<T> QueueShutDown<T> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let q = evloop::Queue::new(0);
+    ///     let q = evloop::sync::queue::Queue::new(0);
     ///     q.shutdown(false);
     ///     let refused = q.put(String::from("job")).await.unwrap_err();
     ///     assert_eq!(refused.into_inner(), "job");
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn into_inner(self) -> T {
         self.0
@@ -58,10 +58,10 @@ impl<T> fmt::Display for QueueShutDown<T> {
 
 impl<T> Error for QueueShutDown<T> {}
 
-/// Why [`Queue::put_nowait`](crate::Queue::put_nowait) failed; both variants give the item back.
+/// Why [`Queue::put_nowait`](crate::sync::queue::Queue::put_nowait) failed; both variants give the item back.
 ///
 /// ```
-/// use evloop::{Queue, TryPutError};
+/// use evloop::sync::queue::{Queue, TryPutError};
 ///
 /// let q = Queue::new(1);
 /// q.put_nowait(1).expect("room for one");
@@ -82,7 +82,7 @@ impl<T> TryPutError<T> {
     /// The item that was not put.
     ///
     /// ```
-    /// let q = evloop::Queue::new(1);
+    /// let q = evloop::sync::queue::Queue::new(1);
     /// q.put_nowait('a').expect("room for one");
     /// let err = q.put_nowait('b').unwrap_err();
     /// assert_eq!(err.into_inner(), 'b');
@@ -96,7 +96,7 @@ impl<T> TryPutError<T> {
     /// Whether the queue was full (rather than shut down).
     ///
     /// ```
-    /// let q = evloop::Queue::new(1);
+    /// let q = evloop::sync::queue::Queue::new(1);
     /// q.put_nowait(1).expect("room for one");
     /// assert!(q.put_nowait(2).unwrap_err().is_full());
     /// q.shutdown(false);
@@ -127,10 +127,10 @@ impl<T> fmt::Display for TryPutError<T> {
 
 impl<T> Error for TryPutError<T> {}
 
-/// Why [`Queue::get_nowait`](crate::Queue::get_nowait) failed.
+/// Why [`Queue::get_nowait`](crate::sync::queue::Queue::get_nowait) failed.
 ///
 /// ```
-/// use evloop::{Queue, TryGetError};
+/// use evloop::sync::queue::{Queue, TryGetError};
 ///
 /// let q = Queue::<u32>::new(0);
 /// assert_eq!(q.get_nowait(), Err(TryGetError::Empty)); // asyncio's QueueEmpty
@@ -157,11 +157,11 @@ impl fmt::Display for TryGetError {
 
 impl Error for TryGetError {}
 
-/// [`Queue::task_done`](crate::Queue::task_done) was called more times than items were put
+/// [`Queue::task_done`](crate::sync::queue::Queue::task_done) was called more times than items were put
 /// (asyncio's `ValueError`).
 ///
 /// ```
-/// use evloop::{Queue, TaskDoneError};
+/// use evloop::sync::queue::{Queue, TaskDoneError};
 ///
 /// let q = Queue::new(0);
 /// q.put_nowait(1).expect("unbounded");

@@ -13,22 +13,22 @@ use crate::sync::queue::core::{Getters, Joiners, Putters, SharedCore};
 use crate::sync::queue::error::QueueShutDown;
 use crate::sync::wait_queue::Waiter;
 
-/// The future of [`Queue::get`](crate::Queue::get): an item, or [`QueueShutDown`] once the queue
-/// is shut down and empty. Cancellation-safe (see the [`queue`](crate::queue) module
+/// The future of [`Queue::get`](crate::sync::queue::Queue::get): an item, or [`QueueShutDown`] once the queue
+/// is shut down and empty. Cancellation-safe (see the [`queue`](crate::sync::queue) module
 /// documentation). Polled again after it completed, it starts another get.
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::{Builder, Queue};
+/// use evloop::{event_loop::Builder, sync::queue::Queue};
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let q = Queue::new(0);
 ///     // A `Get` dropped by a timeout loses nothing and leaves no waiter behind.
-///     assert!(evloop::timeout(Duration::from_secs(1), q.get()).await.is_err());
+///     assert!(evloop::time::timeout(Duration::from_secs(1), q.get()).await.is_err());
 ///     q.put_nowait(5).expect("unbounded");
 ///     assert_eq!(q.get().await, Ok(5));
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Get<T> {
@@ -64,22 +64,22 @@ impl<T> fmt::Debug for Get<T> {
     }
 }
 
-/// The future of [`Queue::put`](crate::Queue::put): `Ok(())` once the item is in the queue, or the
-/// item back in [`QueueShutDown`]. Cancellation-safe (see the [`queue`](crate::queue) module
+/// The future of [`Queue::put`](crate::sync::queue::Queue::put): `Ok(())` once the item is in the queue, or the
+/// item back in [`QueueShutDown`]. Cancellation-safe (see the [`queue`](crate::sync::queue) module
 /// documentation).
 ///
 /// ```
 /// use std::time::Duration;
-/// use evloop::{Builder, Queue};
+/// use evloop::{event_loop::Builder, sync::queue::Queue};
 ///
-/// evloop::run_with(Builder::new().virtual_clock(true), async {
+/// Builder::new().virtual_clock(true).run(async {
 ///     let q = Queue::new(1);
 ///     q.put(1).await.expect("room");
 ///     // The queue stays full: the timeout drops the `Put`, and item 2 is not put.
-///     assert!(evloop::timeout(Duration::from_secs(1), q.put(2)).await.is_err());
+///     assert!(evloop::time::timeout(Duration::from_secs(1), q.put(2)).await.is_err());
 ///     assert_eq!(q.qsize(), 1);
 /// })?;
-/// # Ok::<(), evloop::RunError>(())
+/// # Ok::<(), evloop::task::RunError>(())
 /// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Put<T> {
@@ -121,24 +121,24 @@ impl<T> fmt::Debug for Put<T> {
     }
 }
 
-/// The future of [`Queue::join`](crate::Queue::join): completes when every item put has been marked
+/// The future of [`Queue::join`](crate::sync::queue::Queue::join): completes when every item put has been marked
 /// done. Woken by the `task_done` that brought the count to zero, it completes even if more items
 /// were put before its task ran (as asyncio's `Event` works).
 ///
 /// ```
 /// evloop::run(async {
-///     let q = evloop::Queue::new(0);
+///     let q = evloop::sync::queue::Queue::new(0);
 ///     q.put_nowait("a").expect("unbounded");
 ///     let joiner = {
 ///         let q = q.clone();
 ///         evloop::spawn(async move { q.join().await })
 ///     };
-///     evloop::yield_now().await;
+///     evloop::task::yield_now().await;
 ///     assert!(!joiner.done()); // one item is not marked done
 ///     q.get_nowait().expect("queued");
 ///     q.task_done().expect("one item was put");
 ///     joiner.await?;
-///     Ok::<(), evloop::TaskError>(())
+///     Ok::<(), evloop::task::TaskError>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

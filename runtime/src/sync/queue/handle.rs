@@ -11,12 +11,12 @@ use crate::sync::queue::futures::{Get, Join, Put};
 use crate::sync::queue::store::{Heap, Store};
 
 /// asyncio's `Queue` (and `LifoQueue`, `PriorityQueue`): see the [module
-/// documentation](crate::queue).
+/// documentation](crate::sync::queue).
 ///
 /// Cloning gives another handle to the same queue.
 ///
 /// ```
-/// use evloop::Queue;
+/// use evloop::sync::queue::Queue;
 ///
 /// let done = evloop::run(async {
 ///     let q = Queue::new(0);
@@ -63,7 +63,7 @@ impl<T> Queue<T> {
     /// A FIFO queue holding at most `maxsize` items; 0 means no bound (asyncio's `Queue`).
     ///
     /// ```
-    /// let q = evloop::Queue::new(2);
+    /// let q = evloop::sync::queue::Queue::new(2);
     /// q.put_nowait("a").expect("room");
     /// q.put_nowait("b").expect("room");
     /// assert!(q.full());
@@ -76,7 +76,7 @@ impl<T> Queue<T> {
     /// A LIFO queue: the most recently put item comes out first (asyncio's `LifoQueue`).
     ///
     /// ```
-    /// let q = evloop::Queue::lifo(0);
+    /// let q = evloop::sync::queue::Queue::lifo(0);
     /// for i in 1..=3 {
     ///     q.put_nowait(i).expect("unbounded");
     /// }
@@ -91,7 +91,7 @@ impl<T> Queue<T> {
     /// put (asyncio's `PriorityQueue`, with the `(priority, count, item)` tie-break built in).
     ///
     /// ```
-    /// let q = evloop::Queue::priority(0);
+    /// let q = evloop::sync::queue::Queue::priority(0);
     /// q.put_nowait((2, "low")).expect("unbounded");
     /// q.put_nowait((1, "high")).expect("unbounded");
     /// q.put_nowait((2, "low, later")).expect("unbounded");
@@ -122,13 +122,13 @@ impl<T> Queue<T> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let q = evloop::Queue::new(1);
+    ///     let q = evloop::sync::queue::Queue::new(1);
     ///     q.put(1).await.expect("room: returns at once");
     ///     let putter = {
     ///         let q = q.clone();
     ///         evloop::spawn(async move { q.put(2).await }) // waits: the queue is full
     ///     };
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     assert!(!putter.done());
     ///     assert_eq!(q.get().await, Ok(1)); // frees the slot for the waiting put
     ///     putter.await?.expect("open");
@@ -142,7 +142,7 @@ impl<T> Queue<T> {
     }
 
     /// Takes an item, waiting while the queue is empty. After a shutdown it returns the items
-    /// still queued, then fails with [`QueueShutDown`](crate::QueueShutDown). Dropping the future
+    /// still queued, then fails with [`QueueShutDown`](crate::sync::queue::QueueShutDown). Dropping the future
     /// never loses an item.
     ///
     /// # Panics
@@ -150,15 +150,15 @@ impl<T> Queue<T> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let q = evloop::Queue::new(0);
+    ///     let q = evloop::sync::queue::Queue::new(0);
     ///     let getter = {
     ///         let q = q.clone();
     ///         evloop::spawn(async move { q.get().await }) // waits: the queue is empty
     ///     };
-    ///     evloop::yield_now().await;
+    ///     evloop::task::yield_now().await;
     ///     q.put("item").await.expect("open");
     ///     assert_eq!(getter.await?, Ok("item"));
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -170,7 +170,7 @@ impl<T> Queue<T> {
     /// [`TryPutError::ShutDown`] after a shutdown, each with the item.
     ///
     /// ```
-    /// use evloop::{Queue, TryPutError};
+    /// use evloop::sync::queue::{Queue, TryPutError};
     ///
     /// let q = Queue::new(1);
     /// assert_eq!(q.put_nowait(1), Ok(()));
@@ -184,7 +184,7 @@ impl<T> Queue<T> {
     /// [`TryGetError::ShutDown`] if the queue was shut down and is empty.
     ///
     /// ```
-    /// use evloop::{Queue, TryGetError};
+    /// use evloop::sync::queue::{Queue, TryGetError};
     ///
     /// let q = Queue::new(0);
     /// q.put_nowait(7).expect("unbounded");
@@ -198,7 +198,7 @@ impl<T> Queue<T> {
     /// The number of items in the queue, counting items handed to getters that have not run yet.
     ///
     /// ```
-    /// let q = evloop::Queue::new(0);
+    /// let q = evloop::sync::queue::Queue::new(0);
     /// q.put_nowait(1).expect("unbounded");
     /// q.put_nowait(2).expect("unbounded");
     /// assert_eq!(q.qsize(), 2);
@@ -210,7 +210,7 @@ impl<T> Queue<T> {
     /// `qsize() == 0`.
     ///
     /// ```
-    /// let q = evloop::Queue::new(0);
+    /// let q = evloop::sync::queue::Queue::new(0);
     /// assert!(q.empty());
     /// q.put_nowait(()).expect("unbounded");
     /// assert!(!q.empty());
@@ -223,11 +223,11 @@ impl<T> Queue<T> {
     /// putters that were granted a slot. Never true for an unbounded queue.
     ///
     /// ```
-    /// let q = evloop::Queue::new(1);
+    /// let q = evloop::sync::queue::Queue::new(1);
     /// assert!(!q.full());
     /// q.put_nowait(1).expect("room");
     /// assert!(q.full());
-    /// assert!(!evloop::Queue::<u8>::new(0).full()); // unbounded: never full
+    /// assert!(!evloop::sync::queue::Queue::<u8>::new(0).full()); // unbounded: never full
     /// ```
     pub fn full(&self) -> bool {
         !self.core.borrow().has_room()
@@ -236,8 +236,8 @@ impl<T> Queue<T> {
     /// The bound given at creation (0: unbounded).
     ///
     /// ```
-    /// assert_eq!(evloop::Queue::<u8>::new(8).maxsize(), 8);
-    /// assert_eq!(evloop::Queue::<u8>::new(0).maxsize(), 0); // unbounded
+    /// assert_eq!(evloop::sync::queue::Queue::<u8>::new(8).maxsize(), 8);
+    /// assert_eq!(evloop::sync::queue::Queue::<u8>::new(0).maxsize(), 0); // unbounded
     /// ```
     pub fn maxsize(&self) -> usize {
         self.core.borrow().maxsize
@@ -246,7 +246,7 @@ impl<T> Queue<T> {
     /// Whether [`shutdown`](Queue::shutdown) was called.
     ///
     /// ```
-    /// let q = evloop::Queue::<u8>::new(0);
+    /// let q = evloop::sync::queue::Queue::<u8>::new(0);
     /// assert!(!q.is_shut_down());
     /// q.shutdown(false);
     /// assert!(q.is_shut_down());
@@ -261,14 +261,14 @@ impl<T> Queue<T> {
     ///
     /// ```
     /// evloop::run(async {
-    ///     let q = evloop::Queue::new(0);
+    ///     let q = evloop::sync::queue::Queue::new(0);
     ///     q.put_nowait("job").expect("unbounded");
     ///     let job = q.get().await.expect("queued");
     ///     assert_eq!(job, "job");
     ///     q.task_done().expect("one item was put"); // the item is processed
     ///     q.join().await; // returns at once: nothing is pending
     /// })?;
-    /// # Ok::<(), evloop::RunError>(())
+    /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn task_done(&self) -> Result<(), TaskDoneError> {
         with_core(&self.core, |c, wakers| c.task_done(wakers))
@@ -285,7 +285,7 @@ impl<T> Queue<T> {
     /// use std::rc::Rc;
     ///
     /// evloop::run(async {
-    ///     let q = evloop::Queue::new(0);
+    ///     let q = evloop::sync::queue::Queue::new(0);
     ///     for job in 1..=3 {
     ///         q.put_nowait(job).expect("unbounded");
     ///     }
@@ -294,7 +294,7 @@ impl<T> Queue<T> {
     ///         let (q, processed) = (q.clone(), processed.clone());
     ///         evloop::spawn(async move {
     ///             while let Ok(job) = q.get().await {
-    ///                 evloop::yield_now().await; // the work
+    ///                 evloop::task::yield_now().await; // the work
     ///                 processed.set(processed.get() + job);
     ///                 q.task_done().expect("one per item");
     ///             }
@@ -304,7 +304,7 @@ impl<T> Queue<T> {
     ///     assert_eq!(processed.get(), 6);
     ///     q.shutdown(false); // ends the worker's loop
     ///     worker.await?;
-    ///     Ok::<(), evloop::TaskError>(())
+    ///     Ok::<(), evloop::task::TaskError>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -313,14 +313,14 @@ impl<T> Queue<T> {
     }
 
     /// Shuts the queue down (Python 3.13): puts fail from now on and waiting putters are woken
-    /// with [`QueueShutDown`](crate::QueueShutDown); gets drain the remaining items, then fail, and
+    /// with [`QueueShutDown`](crate::sync::queue::QueueShutDown); gets drain the remaining items, then fail, and
     /// waiting getters are woken with `QueueShutDown`. With `immediate`, the remaining items
     /// (including those handed to getters that have not run yet) are discarded, with a `task_done`
     /// counted for each. Calling it again is allowed (`shutdown(true)` after `shutdown(false)`
     /// discards the rest).
     ///
     /// ```
-    /// use evloop::{Queue, TryGetError};
+    /// use evloop::sync::queue::{Queue, TryGetError};
     ///
     /// let q = Queue::new(0);
     /// q.put_nowait(1).expect("unbounded");
@@ -338,9 +338,9 @@ impl<T> Queue<T> {
     /// Whether two handles refer to the same queue.
     ///
     /// ```
-    /// let q = evloop::Queue::<u8>::new(0);
+    /// let q = evloop::sync::queue::Queue::<u8>::new(0);
     /// assert!(q.same_queue(&q.clone()));
-    /// assert!(!q.same_queue(&evloop::Queue::new(0)));
+    /// assert!(!q.same_queue(&evloop::sync::queue::Queue::new(0)));
     /// ```
     pub fn same_queue(&self, other: &Queue<T>) -> bool {
         Rc::ptr_eq(&self.core, &other.core)

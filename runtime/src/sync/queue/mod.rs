@@ -8,7 +8,7 @@
 //! [`shutdown`](Queue::shutdown) has Python 3.13's semantics.
 //!
 //! ```
-//! use evloop::{spawn, Queue};
+//! use evloop::{spawn, sync::queue::Queue};
 //!
 //! let total = evloop::run(async {
 //!     let q = Queue::new(2);
