@@ -311,12 +311,22 @@ def rewrite_calls(text):
 
 
 # Method renames (getters, addresses): `.old(` -> `.new(`.
-METHODS = {}
+METHODS = {
+    "get_exception_handler": "exception_handler",
+    "get_debug": "debug",
+    "get_loop": "event_loop",
+    "get_write_buffer_size": "write_buffer_size",
+    "get_write_buffer_limits": "write_buffer_limits",
+    "get_write_queue_limit": "write_queue_limit",
+    "sockname": "local_addr",
+    "peername": "peer_addr",
+}
 
 
 def rewrite_methods(text):
     for old, new in METHODS.items():
         text = re.sub(r"\.%s\(" % old, "." + new + "(", text)
+        text = re.sub(r"::%s\b" % old, "::" + new, text)  # UFCS and doc links
     return text
 
 

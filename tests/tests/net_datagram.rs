@@ -227,12 +227,12 @@ fn echo_exchange(local: SocketAddr, total: usize) {
     let lp = new_loop();
     let (server, server_seen, _) = recorder(true);
     let st = lp.create_datagram_endpoint(server, Some(local), None).unwrap();
-    let server_addr = st.sockname().and_then(|a| a.as_inet()).expect("a bound address");
+    let server_addr = st.local_addr().and_then(|a| a.as_inet()).expect("a bound address");
     assert_ne!(server_addr.port(), 0);
-    assert!(st.peername().is_none());
+    assert!(st.peer_addr().is_none());
     let (client, ping) = pinger(total, 16);
     let ct = lp.create_datagram_endpoint(client, None, Some(server_addr)).unwrap();
-    assert_eq!(ct.peername(), Some(&SockAddr::Inet(server_addr)));
+    assert_eq!(ct.peer_addr(), Some(&SockAddr::Inet(server_addr)));
     let p = ping.clone();
     run_bounded(
         &lp,
@@ -242,7 +242,7 @@ fn echo_exchange(local: SocketAddr, total: usize) {
     assert_eq!(server_seen.count(), total);
     assert_eq!(server_seen.errors(), 0);
     // Every datagram came from the client's address.
-    let client_addr = ct.sockname().cloned().unwrap();
+    let client_addr = ct.local_addr().cloned().unwrap();
     assert!(server_seen.datagrams.borrow().iter().all(|(_, a)| *a == client_addr));
 }
 
@@ -307,13 +307,13 @@ fn sendto_explicit_address_vs_connected_remote() {
     let (b, b_seen, _) = recorder(false);
     let at = lp.create_datagram_endpoint(a, Some(loopback_v4()), None).unwrap();
     let bt = lp.create_datagram_endpoint(b, Some(loopback_v4()), None).unwrap();
-    let a_addr = at.sockname().cloned().unwrap();
-    let b_addr = bt.sockname().cloned().unwrap();
+    let a_addr = at.local_addr().cloned().unwrap();
+    let b_addr = bt.local_addr().cloned().unwrap();
     let (c, c_seen, _) = recorder(false);
     let ct = lp
         .create_datagram_endpoint(c, None, Some(b_addr.as_inet().unwrap()))
         .unwrap();
-    let c_addr = ct.sockname().cloned().unwrap();
+    let c_addr = ct.local_addr().cloned().unwrap();
 
     // Unconnected: an explicit address is required.
     at.sendto(b"a->b", Some(&b_addr)).unwrap();
@@ -391,7 +391,7 @@ fn connected_endpoint_to_closed_port_gets_econnrefused_and_keeps_working() {
         }
     };
     revived.set_nonblocking(true).unwrap();
-    let my_addr = t.sockname().and_then(|a| a.as_inet()).unwrap();
+    let my_addr = t.local_addr().and_then(|a| a.as_inet()).unwrap();
     let (s, tt) = (seen.clone(), t.clone());
     run_bounded(&lp, async move {
         tt.sendto(b"again", None).unwrap();
@@ -425,7 +425,7 @@ fn send_error_goes_to_error_received_and_the_endpoint_keeps_working() {
     let (b, b_seen, _) = recorder(false);
     let at = lp.create_datagram_endpoint(a, Some(loopback_v4()), None).unwrap();
     let bt = lp.create_datagram_endpoint(b, Some(loopback_v4()), None).unwrap();
-    let b_addr = bt.sockname().cloned().unwrap();
+    let b_addr = bt.local_addr().cloned().unwrap();
     // Larger than any UDP datagram: EMSGSIZE, reported in the next iteration, not by sendto.
     at.sendto(&vec![7u8; 70_000], Some(&b_addr)).unwrap();
     assert_eq!(a_seen.errors(), 0, "sendto never calls the protocol");
@@ -453,7 +453,7 @@ fn close_delivers_connection_lost_once_and_later_sendto_is_dropped() {
     let (b, b_seen, _) = recorder(false);
     let at = lp.create_datagram_endpoint(a, Some(loopback_v4()), None).unwrap();
     let bt = lp.create_datagram_endpoint(b, Some(loopback_v4()), None).unwrap();
-    let b_addr = bt.sockname().cloned().unwrap();
+    let b_addr = bt.local_addr().cloned().unwrap();
     let (s, tt, addr) = (a_seen.clone(), at.clone(), b_addr.clone());
     run_bounded(&lp, async move {
         wait_until("connection_made", || s.made.get() == 1).await;
@@ -474,7 +474,7 @@ fn close_delivers_connection_lost_once_and_later_sendto_is_dropped() {
     assert_eq!(b_seen.count(), 0, "nothing sent after close");
     assert!(at.is_closing());
     assert_eq!(at.fd(), None);
-    assert_eq!(at.get_write_buffer_size(), 0);
+    assert_eq!(at.write_buffer_size(), 0);
     assert!(format!("{at:?}").contains("closed"));
     // The peer is unaffected.
     assert!(!bt.is_closing());
@@ -495,11 +495,11 @@ fn close_sends_queued_datagrams_first() {
     for i in 0..N {
         st.sendto(&msg(i), None).unwrap();
     }
-    let queued = st.get_write_buffer_size();
+    let queued = st.write_buffer_size();
     assert!(queued > 0, "the kernel took every datagram; nothing to test");
     st.close();
     assert!(st.is_closing());
-    assert_eq!(st.get_write_buffer_size(), queued, "close keeps the queue");
+    assert_eq!(st.write_buffer_size(), queued, "close keeps the queue");
     st.sendto(b"after close", None).unwrap();
     let (rs, ss) = (r_seen.clone(), s_seen.clone());
     run_bounded(&lp, async move {
@@ -515,7 +515,7 @@ fn close_sends_queued_datagrams_first() {
     }
     assert_eq!(s_seen.errors(), 0);
     assert!(s_seen.lost.borrow()[0].is_none());
-    assert_eq!(st.get_write_buffer_size(), 0);
+    assert_eq!(st.write_buffer_size(), 0);
     assert_eq!(st.dropped_datagrams(), 0);
 }
 
@@ -528,7 +528,7 @@ fn a_full_write_queue_drops_datagrams_and_reports_each() {
     let _rt = lp.create_unix_datagram_endpoint(r, Some(&name), None).unwrap();
     let (s, s_seen, _) = recorder(false);
     let st = lp.create_unix_datagram_endpoint(s, None, Some(&name)).unwrap();
-    assert_eq!(st.get_write_queue_limit(), DEFAULT_DATAGRAM_QUEUE_LIMIT);
+    assert_eq!(st.write_queue_limit(), DEFAULT_DATAGRAM_QUEUE_LIMIT);
     // Room for exactly 10 queued datagrams of 100 bytes (each counts 64 bytes more).
     st.set_write_queue_limit(10 * (100 + 64));
     const N: usize = 1000;
@@ -537,7 +537,7 @@ fn a_full_write_queue_drops_datagrams_and_reports_each() {
         d[..4].copy_from_slice(&(i as u32).to_be_bytes());
         st.sendto(&d, None).unwrap();
     }
-    assert_eq!(st.get_write_buffer_size(), 10 * 100);
+    assert_eq!(st.write_buffer_size(), 10 * 100);
     let dropped = st.dropped_datagrams() as usize;
     assert!(dropped > 0 && dropped < N - 10, "dropped {dropped}");
     let (rs, ss) = (r_seen.clone(), s_seen.clone());
@@ -585,14 +585,14 @@ fn unix_datagram_endpoints_with_abstract_names() {
     let st = lp
         .create_unix_datagram_endpoint(server, Some(&server_name), None)
         .unwrap();
-    assert_eq!(st.sockname(), Some(&SockAddr::Unix(server_name.clone())));
-    assert!(st.peername().is_none());
+    assert_eq!(st.local_addr(), Some(&SockAddr::Unix(server_name.clone())));
+    assert!(st.peer_addr().is_none());
     let (client, ping) = pinger(1000, 16);
     let ct = lp
         .create_unix_datagram_endpoint(client, Some(&client_name), Some(&server_name))
         .unwrap();
-    assert_eq!(ct.sockname(), Some(&SockAddr::Unix(client_name.clone())));
-    assert_eq!(ct.peername(), Some(&SockAddr::Unix(server_name.clone())));
+    assert_eq!(ct.local_addr(), Some(&SockAddr::Unix(client_name.clone())));
+    assert_eq!(ct.peer_addr(), Some(&SockAddr::Unix(server_name.clone())));
     let p = ping.clone();
     run_bounded(&lp, async move {
         wait_until("the unix echo exchange", || ping_done(&p)).await
@@ -674,10 +674,10 @@ fn reuse_port_and_allow_broadcast_options() {
     let t1 = lp
         .create_datagram_endpoint_with(p1, Some(loopback_v4()), None, &opts)
         .unwrap();
-    let addr = t1.sockname().and_then(|a| a.as_inet()).unwrap();
+    let addr = t1.local_addr().and_then(|a| a.as_inet()).unwrap();
     let (p2, _, _) = recorder(false);
     let t2 = lp.create_datagram_endpoint_with(p2, Some(addr), None, &opts).unwrap();
-    assert_eq!(t2.sockname().and_then(|a| a.as_inet()), Some(addr));
+    assert_eq!(t2.local_addr().and_then(|a| a.as_inet()), Some(addr));
     let (p3, _, _) = recorder(false);
     let e = lp.create_datagram_endpoint(p3, Some(addr), None).unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::AddrInUse, "{e}");
@@ -697,7 +697,7 @@ fn reuse_port_and_allow_broadcast_options() {
         .unwrap();
     let (sink, sink_seen, _) = recorder(false);
     let sink_t = lp.create_datagram_endpoint(sink, Some(loopback_v4()), None).unwrap();
-    let sink_addr = sink_t.sockname().cloned().unwrap();
+    let sink_addr = sink_t.local_addr().cloned().unwrap();
     pt.sendto(b"broadcast?", Some(&bcast)).unwrap();
     bt.sendto(b"broadcast!", Some(&bcast)).unwrap();
     bt.sendto(b"marker", Some(&sink_addr)).unwrap();
@@ -724,7 +724,7 @@ fn steady_state_exchange_makes_no_epoll_ctl_calls() {
     let lp = new_loop();
     let (server, _, _) = recorder(true);
     let st = lp.create_datagram_endpoint(server, Some(loopback_v4()), None).unwrap();
-    let server_addr = st.sockname().and_then(|a| a.as_inet()).unwrap();
+    let server_addr = st.local_addr().and_then(|a| a.as_inet()).unwrap();
     let (client, ping) = pinger(50, 8);
     let _ct = lp.create_datagram_endpoint(client, None, Some(server_addr)).unwrap();
     let p = ping.clone();
@@ -771,7 +771,7 @@ fn loop_closing_under_open_endpoints_leaves_the_fd_table_as_it_was() {
         let st = h.create_datagram_endpoint(server, Some(loopback_v4()), None).unwrap();
         let (client, ping) = pinger(20, 4);
         let ct = h
-            .create_datagram_endpoint(client, None, st.sockname().and_then(|a| a.as_inet()))
+            .create_datagram_endpoint(client, None, st.local_addr().and_then(|a| a.as_inet()))
             .unwrap();
         let p = ping.clone();
         run_bounded(&h, async move { wait_until("traffic", || ping_done(&p)).await });
@@ -787,7 +787,7 @@ fn loop_closing_under_open_endpoints_leaves_the_fd_table_as_it_was() {
         for _ in 0..100 {
             qt.sendto(&[1u8; 100], None).unwrap();
         }
-        assert!(qt.get_write_buffer_size() > 0);
+        assert!(qt.write_buffer_size() > 0);
         // One closed just before the loop: its connection_lost never runs, yet the protocol
         // (which holds its transport) is dropped.
         let (c, c_seen, f) = recorder(false);
@@ -813,9 +813,9 @@ fn loop_closing_under_open_endpoints_leaves_the_fd_table_as_it_was() {
     for t in &transports {
         assert!(t.is_closing());
         assert_eq!(t.fd(), None);
-        assert_eq!(t.get_write_buffer_size(), 0);
+        assert_eq!(t.write_buffer_size(), 0);
         // Using a transport of a closed loop is harmless.
-        t.sendto(b"late", t.peername().or(Some(&SockAddr::Inet(loopback_v4()))))
+        t.sendto(b"late", t.peer_addr().or(Some(&SockAddr::Inet(loopback_v4()))))
             .unwrap();
         t.close();
         t.abort();
@@ -831,7 +831,7 @@ fn a_burst_larger_than_the_read_budget_is_read_without_a_new_edge() {
     let lp = new_loop();
     let (r, seen, _) = recorder(false);
     let rt = lp.create_datagram_endpoint(r, Some(loopback_v4()), None).unwrap();
-    let to = rt.sockname().and_then(|a| a.as_inet()).unwrap();
+    let to = rt.local_addr().and_then(|a| a.as_inet()).unwrap();
     // 100 datagrams wait in the kernel before the loop first polls: one edge, and the handler
     // reads 32 per run, so it must come back by itself for the rest.
     let sender = UdpSocket::bind(loopback_v4()).unwrap();
@@ -901,7 +901,7 @@ fn injected_faults_per_datagram_errors_vs_a_dead_socket() {
     let lp = new_loop();
     let (r, seen, r_dropped) = recorder(false);
     let rt = lp.create_datagram_endpoint(r, Some(loopback_v4()), None).unwrap();
-    let to = rt.sockname().and_then(|a| a.as_inet()).unwrap();
+    let to = rt.local_addr().and_then(|a| a.as_inet()).unwrap();
     let sender = UdpSocket::bind(loopback_v4()).unwrap();
 
     // A failing recvfrom is one datagram's problem: reported, and the reading goes on.

@@ -644,7 +644,7 @@ fn a_transport_write_of_nothing_makes_no_syscall() {
         t.writelines([&b""[..], b""]);
         let cnt = counters::snapshot();
         assert_eq!(cnt.total_syscalls(), 0, "{cnt}");
-        assert_eq!(t.get_write_buffer_size(), 0);
+        assert_eq!(t.write_buffer_size(), 0);
         drop(c);
         server.close();
     });

@@ -88,7 +88,7 @@ fn echo_line_by_line_with_the_seed_001_upper_casing_server() {
         let port = server.local_addr().port();
         let (reader, writer) = open_connection("127.0.0.1", port).await.unwrap();
         assert_eq!(
-            writer.peername().and_then(|a| a.as_inet()),
+            writer.peer_addr().and_then(|a| a.as_inet()),
             Some(server.local_addr()),
             "peername is the server's address"
         );
@@ -381,13 +381,13 @@ fn drain_blocks_while_the_peer_does_not_read_and_completes_when_it_does() {
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
         let (server, (_cr, cw), (sr, _sw)) = stream_pair(StreamConfig::new()).await;
-        let (high, low) = cw.transport().get_write_buffer_limits();
+        let (high, low) = cw.transport().write_buffer_limits();
         cw.write(&pattern_chunk(0, TOTAL));
         settle_for(TO_THE_PEER).await;
         assert!(
-            cw.get_write_buffer_size() > high,
+            cw.write_buffer_size() > high,
             "the kernel took almost everything ({} bytes left): cannot test drain",
-            cw.get_write_buffer_size()
+            cw.write_buffer_size()
         );
         assert!(
             timeout(Duration::from_millis(100), cw.drain()).await.is_err(),
@@ -407,10 +407,7 @@ fn drain_blocks_while_the_peer_does_not_read_and_completes_when_it_does() {
             }
         });
         cw.drain().await.unwrap();
-        assert!(
-            cw.get_write_buffer_size() <= low,
-            "drain returned above the low-water mark"
-        );
+        assert!(cw.write_buffer_size() <= low, "drain returned above the low-water mark");
         cw.close();
         cw.wait_closed().await.unwrap();
         assert_eq!(reader.await.unwrap(), TOTAL, "everything written arrived");

@@ -47,6 +47,7 @@ pub const MAX_TIMER_SLACK: Duration = Duration::from_secs(1);
 /// assert_eq!(out, "an hour later");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use = "builders do nothing until they are built, run or awaited"]
 pub struct Builder {
     debug: bool,
     slow_callback: Duration,
@@ -102,7 +103,7 @@ impl Builder {
     ///
     /// ```
     /// let lp = evloop::event_loop::Builder::new().debug(true).build()?; // asyncio's debug=True
-    /// assert!(lp.get_debug());
+    /// assert!(lp.debug());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn debug(mut self, on: bool) -> Self {

@@ -82,7 +82,7 @@ pub(super) type ExceptionHandler = dyn Fn(&LoopHandle, &ExceptionContext);
 /// A boxed exception handler, as [`LoopHandle::set_exception_handler`] takes it.
 pub type BoxedExceptionHandler = Box<ExceptionHandler>;
 
-/// The installed exception handler, as [`LoopHandle::get_exception_handler`] returns it.
+/// The installed exception handler, as [`LoopHandle::exception_handler`] returns it.
 pub type SharedExceptionHandler = Rc<ExceptionHandler>;
 
 /// The default exception handler: one line on stderr (asyncio logs at ERROR level).
@@ -161,9 +161,9 @@ impl LoopHandle {
     ///
     /// ```
     /// let lp = evloop::event_loop::EventLoop::new()?;
-    /// assert!(lp.get_exception_handler().is_none());
+    /// assert!(lp.exception_handler().is_none());
     /// lp.set_exception_handler(Some(Box::new(|_lp, ctx| eprintln!("first: {}", ctx.message))));
-    /// let first = lp.get_exception_handler().expect("installed");
+    /// let first = lp.exception_handler().expect("installed");
     /// // A second handler that adds a line and then calls the first.
     /// lp.set_exception_handler(Some(Box::new(move |lp, ctx| {
     ///     eprintln!("second");
@@ -171,7 +171,7 @@ impl LoopHandle {
     /// })));
     /// # Ok::<(), evloop::event_loop::LoopError>(())
     /// ```
-    pub fn get_exception_handler(&self) -> Option<SharedExceptionHandler> {
+    pub fn exception_handler(&self) -> Option<SharedExceptionHandler> {
         self.inner.exception_handler.borrow().clone()
     }
 

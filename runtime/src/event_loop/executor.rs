@@ -406,6 +406,7 @@ impl<T> Drop for ResultGuard<T> {
 /// assert_eq!(lp.run_until_complete(job)??, 3_628_800);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct ExecutorJob<T> {
     slot: Arc<Mutex<JobState<T>>>,
 }

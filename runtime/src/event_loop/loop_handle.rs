@@ -185,10 +185,10 @@ impl LoopHandle {
     ///
     /// ```
     /// let lp = evloop::event_loop::EventLoop::builder().debug(false).build()?;
-    /// assert!(!lp.get_debug());
+    /// assert!(!lp.debug());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn get_debug(&self) -> bool {
+    pub fn debug(&self) -> bool {
         self.inner.debug.get()
     }
 
@@ -197,7 +197,7 @@ impl LoopHandle {
     /// ```
     /// let lp = evloop::event_loop::EventLoop::builder().debug(false).build()?;
     /// lp.set_debug(true); // loop.set_debug(True)
-    /// assert!(lp.get_debug());
+    /// assert!(lp.debug());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn set_debug(&self, on: bool) {

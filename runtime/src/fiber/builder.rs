@@ -21,6 +21,7 @@ use crate::fiber::{Fiber, Value, hub, stack};
 /// assert_eq!(f.switch(()).unwrap().downcast::<&str>().ok(), Some("done"));
 /// ```
 #[derive(Default)]
+#[must_use = "builders do nothing until they are built, run or awaited"]
 pub struct Builder {
     name: Option<String>,
     stack_size: Option<usize>,

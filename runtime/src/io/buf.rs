@@ -239,7 +239,7 @@ impl<R: AsyncBufRead + Unpin + ?Sized> AsyncBufReadExt for R {}
 
 /// The future of [`AsyncBufReadExt::fill_buf`].
 #[derive(Debug)]
-#[must_use = "futures do nothing unless awaited"]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct FillBuf<'a, R: ?Sized> {
     reader: Option<&'a mut R>,
 }

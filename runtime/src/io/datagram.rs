@@ -111,6 +111,7 @@ pub trait DatagramProtocol: 'static {
 /// assert!(opts.get_reuse_port() && opts.get_allow_broadcast());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[must_use = "builders do nothing until they are built, run or awaited"]
 pub struct DatagramOptions {
     reuse_port: bool,
     allow_broadcast: bool,
@@ -630,7 +631,7 @@ impl DatagramTransport {
     }
 
     /// Bytes of datagrams queued and not yet accepted by the kernel.
-    pub fn get_write_buffer_size(&self) -> usize {
+    pub fn write_buffer_size(&self) -> usize {
         self.inner.queue.borrow().bytes
     }
 
@@ -643,7 +644,7 @@ impl DatagramTransport {
     }
 
     /// The write queue's bound in bytes (default [`DEFAULT_DATAGRAM_QUEUE_LIMIT`]).
-    pub fn get_write_queue_limit(&self) -> usize {
+    pub fn write_queue_limit(&self) -> usize {
         self.inner.queue.borrow().limit
     }
 
@@ -653,13 +654,13 @@ impl DatagramTransport {
     }
 
     /// The local address (asyncio's `get_extra_info('sockname')`).
-    pub fn sockname(&self) -> Option<&SockAddr> {
+    pub fn local_addr(&self) -> Option<&SockAddr> {
         self.inner.local.as_ref()
     }
 
     /// The connected peer's address, for an endpoint created with a remote address
     /// (`get_extra_info('peername')`).
-    pub fn peername(&self) -> Option<&SockAddr> {
+    pub fn peer_addr(&self) -> Option<&SockAddr> {
         self.inner.peer.as_ref()
     }
 

@@ -362,6 +362,7 @@ pub fn ctrl_c() -> Recv {
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Recv {
     signal: Signal,
     state: Option<Rc<SignalState>>,

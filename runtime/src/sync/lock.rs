@@ -167,7 +167,7 @@ impl fmt::Debug for Lock {
 /// } // `_guard` is dropped here, and the lock released
 /// assert!(!lock.locked());
 /// ```
-#[must_use = "the lock is released as soon as the guard is dropped"]
+#[must_use = "if unused the guard is dropped at once and releases what it holds"]
 pub struct LockGuard<'a> {
     pub(crate) lock: &'a Lock,
 }

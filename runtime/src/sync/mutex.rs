@@ -173,7 +173,7 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
 /// assert!(!m.locked());
 /// assert_eq!(m.into_inner(), [1, 2, 3]);
 /// ```
-#[must_use = "the mutex is unlocked as soon as the guard is dropped"]
+#[must_use = "if unused the guard is dropped at once and releases what it holds"]
 pub struct MutexGuard<'a, T: ?Sized> {
     // Declared first so that it is dropped before the lock is released.
     value: RefMut<'a, T>,

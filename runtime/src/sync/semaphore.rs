@@ -363,7 +363,7 @@ impl fmt::Debug for BoundedSemaphore {
 /// } // the permit goes back here
 /// assert_eq!(sem.available_permits(), 1);
 /// ```
-#[must_use = "the permit is returned as soon as it is dropped"]
+#[must_use = "if unused the guard is dropped at once and releases what it holds"]
 pub struct SemaphorePermit<'a> {
     pool: &'a Pool,
 }

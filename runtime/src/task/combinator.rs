@@ -97,6 +97,7 @@ pub fn gather<G: Gather>(g: G) -> G::Future {
 }
 
 /// The future of [`gather`] over a `Vec`.
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct GatherVec<F: Future> {
     slots: Vec<Slot<F>>,
 }
@@ -129,6 +130,7 @@ impl<F: Future> Gather for Vec<F> {
 macro_rules! gather_tuple {
     ($name:ident, $tryname:ident; $($f:ident $t:ident $i:tt),+) => {
         /// The future of [`gather`] over a tuple.
+        #[must_use = "futures do nothing unless you `.await` or poll them"]
         pub struct $name<$($f: Future),+> {
             slots: ($(Slot<$f>,)+),
         }
@@ -160,6 +162,7 @@ macro_rules! gather_tuple {
         }
 
         /// The future of [`try_gather`] over a tuple.
+        #[must_use = "futures do nothing unless you `.await` or poll them"]
         pub struct $tryname<E, $($f: Future),+> {
             slots: ($(Slot<$f>,)+),
             _e: std::marker::PhantomData<fn() -> E>,
@@ -259,6 +262,7 @@ pub fn try_gather<G: TryGather>(g: G) -> G::Future {
 }
 
 /// The future of [`try_gather`] over a `Vec`.
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct TryGatherVec<F: Future> {
     slots: Vec<Slot<F>>,
 }
@@ -657,6 +661,7 @@ where
 /// assert_eq!(v, 42);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Shield<T: 'static> {
     task: Task<T>,
 }

@@ -346,18 +346,18 @@ impl TaskRef {
         removed.len()
     }
 
-    /// The loop the task belongs to (asyncio's `Task.get_loop()`); `None` once that loop is
+    /// The loop the task belongs to (asyncio's `Task.event_loop()`); `None` once that loop is
     /// gone. A closed loop is still returned while something holds it.
     ///
     /// ```
     /// evloop::run(async {
     ///     let t = evloop::spawn(async {});
     ///     let lp = evloop::event_loop::get_running_loop().unwrap();
-    ///     assert!(t.get_loop().is_some_and(|l| l.same_loop(&lp)));
+    ///     assert!(t.event_loop().is_some_and(|l| l.same_loop(&lp)));
     /// })
     /// .unwrap();
     /// ```
-    pub fn get_loop(&self) -> Option<LoopHandle> {
+    pub fn event_loop(&self) -> Option<LoopHandle> {
         self.core().event_loop().map(|inner| LoopHandle { inner })
     }
 

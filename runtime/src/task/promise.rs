@@ -117,19 +117,19 @@ impl<T: 'static> Promise<T> {
         self.inner.id
     }
 
-    /// The loop it belongs to (asyncio's `Future.get_loop()`); `None` only once that loop is
+    /// The loop it belongs to (asyncio's `Future.event_loop()`); `None` only once that loop is
     /// gone (its `EventLoop` and every `LoopHandle` dropped): a promise does not keep its loop
     /// alive.
     ///
     /// ```
     /// let lp = evloop::event_loop::EventLoop::new()?;
     /// let p = lp.create_future::<u32>();
-    /// assert!(p.get_loop().is_some_and(|l| l.same_loop(&lp)));
+    /// assert!(p.event_loop().is_some_and(|l| l.same_loop(&lp)));
     /// drop(lp);
-    /// assert!(p.get_loop().is_none());
+    /// assert!(p.event_loop().is_none());
     /// # Ok::<(), evloop::event_loop::LoopError>(())
     /// ```
-    pub fn get_loop(&self) -> Option<LoopHandle> {
+    pub fn event_loop(&self) -> Option<LoopHandle> {
         self.inner.lp.upgrade().map(|inner| LoopHandle { inner })
     }
 
@@ -401,6 +401,7 @@ impl<T: 'static> fmt::Debug for Promise<T> {
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct PromiseFuture<T: 'static> {
     promise: Promise<T>,
     slot: Option<usize>,

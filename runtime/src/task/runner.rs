@@ -89,7 +89,7 @@ impl Runner {
     ///
     /// ```
     /// let runner = evloop::task::Runner::new()?;
-    /// let lp = runner.get_loop()?;
+    /// let lp = runner.event_loop()?;
     /// let p = lp.create_future::<u8>();
     /// let waiter = runner.run({
     ///     let p = p.clone();
@@ -111,21 +111,21 @@ impl Runner {
         }
     }
 
-    /// The runner's loop (asyncio's `Runner.get_loop()`); an error once the runner is closed.
+    /// The runner's loop (asyncio's `Runner.event_loop()`); an error once the runner is closed.
     ///
     /// ```
     /// let mut runner = evloop::task::Runner::new()?;
-    /// let lp = runner.get_loop()?;
+    /// let lp = runner.event_loop()?;
     /// assert!(!lp.is_closed());
     /// runner.close()?;
     /// assert!(lp.is_closed());
-    /// assert!(runner.get_loop().is_err());
+    /// assert!(runner.event_loop().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn get_loop(&self) -> Result<LoopHandle, LoopError> {
+    pub fn event_loop(&self) -> Result<LoopHandle, LoopError> {
         match &self.lp {
             Some(lp) => Ok(lp.handle()),
-            None => Err(LoopError::new(LoopErrorKind::Closed, "Runner::get_loop")),
+            None => Err(LoopError::new(LoopErrorKind::Closed, "Runner::event_loop")),
         }
     }
 

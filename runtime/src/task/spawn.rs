@@ -30,6 +30,7 @@ use crate::task::step::{HOOKS, step};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Default, Debug, Clone)]
+#[must_use = "builders do nothing until they are built, run or awaited"]
 pub struct TaskBuilder {
     name: Option<String>,
     eager: Option<bool>,

@@ -55,6 +55,7 @@ enum Deadline {
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Sleep {
     deadline: Deadline,
     registered: Option<(Rc<LoopInner>, TimerId)>,

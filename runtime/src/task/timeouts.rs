@@ -136,6 +136,7 @@ fn an_enclosing_one_expired(now: Instant) -> bool {
 /// })?;
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Timeout {
     state: Rc<State>,
 }

@@ -45,6 +45,7 @@ pub fn yield_now() -> YieldNow {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct YieldNow {
     yielded: bool,
 }

@@ -294,7 +294,7 @@ fn debug_mode_with_a_slow_callback_keeps_the_loop_running() {
         .slow_callback_duration(Duration::from_millis(1))
         .build()
         .unwrap();
-    assert!(lp.get_debug());
+    assert!(lp.debug());
     let log = Rc::new(RefCell::new(Vec::new()));
     let l = log.clone();
     lp.call_soon(move || {
@@ -320,13 +320,13 @@ fn debug_mode_with_a_slow_callback_keeps_the_loop_running() {
 #[test]
 fn set_debug_toggles_debug_mode() {
     let lp = Builder::new().debug(false).build().unwrap();
-    assert!(!lp.get_debug());
+    assert!(!lp.debug());
     lp.set_debug(true);
-    assert!(lp.get_debug());
+    assert!(lp.debug());
     lp.call_soon(|| std::thread::sleep(Duration::from_millis(2))).unwrap();
     lp.run_once().unwrap();
     lp.set_debug(false);
-    assert!(!lp.get_debug());
+    assert!(!lp.debug());
     assert!(format!("{:?}", lp.handle()).contains("debug=false"));
 }
 

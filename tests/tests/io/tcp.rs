@@ -724,8 +724,8 @@ fn protocol_echo_calls_made_data_eof_lost_in_order_on_both_sides() {
             entries(&cl).is_empty(),
             "connection_made is scheduled with call_soon, not run inline"
         );
-        assert_eq!(t.peername().and_then(|a| a.as_inet()), Some(addr));
-        assert!(t.sockname().is_some());
+        assert_eq!(t.peer_addr().and_then(|a| a.as_inet()), Some(addr));
+        assert!(t.local_addr().is_some());
         yield_until(|| slot.borrow().is_some()).await;
         t.write(b"hello");
         yield_until(|| received.borrow().len() == 5).await;
@@ -793,7 +793,7 @@ struct Blaster {
 impl Protocol for Blaster {
     fn connection_made(&mut self, t: Transport) {
         t.write(&pattern(self.total));
-        self.queued_at_close.set(Some(t.get_write_buffer_size()));
+        self.queued_at_close.set(Some(t.write_buffer_size()));
         if self.abort {
             t.abort();
         } else {
@@ -980,7 +980,7 @@ fn produce(lp: LoopHandle, t: Transport, flow: Rc<Flow>, total: usize, chunk: us
     t.write(&data[start..start + n]);
     flow.written.set(start + n);
     flow.max_buffered
-        .set(flow.max_buffered.get().max(t.get_write_buffer_size()));
+        .set(flow.max_buffered.get().max(t.write_buffer_size()));
     if start + n == total {
         flow.done.set(true);
         t.close();
@@ -993,7 +993,7 @@ fn produce(lp: LoopHandle, t: Transport, flow: Rc<Flow>, total: usize, chunk: us
 impl Protocol for Producer {
     fn connection_made(&mut self, t: Transport) {
         t.set_write_buffer_limits(Some(self.high), Some(self.low));
-        assert_eq!(t.get_write_buffer_limits(), (self.high, self.low));
+        assert_eq!(t.write_buffer_limits(), (self.high, self.low));
         self.transport = Some(t);
         self.flow.min_at_pause.set(usize::MAX);
         self.schedule();
@@ -1002,13 +1002,13 @@ impl Protocol for Producer {
     fn pause_writing(&mut self) {
         assert!(!self.flow.paused.replace(true), "pause_writing twice in a row");
         self.flow.pauses.set(self.flow.pauses.get() + 1);
-        let size = self.transport.as_ref().map_or(0, |t| t.get_write_buffer_size());
+        let size = self.transport.as_ref().map_or(0, |t| t.write_buffer_size());
         self.flow.min_at_pause.set(self.flow.min_at_pause.get().min(size));
     }
     fn resume_writing(&mut self) {
         assert!(self.flow.paused.replace(false), "resume_writing without pause_writing");
         self.flow.resumes.set(self.flow.resumes.get() + 1);
-        let size = self.transport.as_ref().map_or(0, |t| t.get_write_buffer_size());
+        let size = self.transport.as_ref().map_or(0, |t| t.write_buffer_size());
         self.flow.max_at_resume.set(self.flow.max_at_resume.get().max(size));
         self.schedule();
     }
@@ -1114,13 +1114,13 @@ fn writes_of_one_iteration_leave_in_one_send_in_order_and_the_buffer_counts_them
         t.writelines([&b"one "[..], b"two "]);
         t.write(b"three");
         assert_eq!(
-            t.get_write_buffer_size(),
+            t.write_buffer_size(),
             13,
             "write-behind: the bytes wait in the transport until the iteration's callbacks ran"
         );
         assert_eq!(counters::snapshot()[Syscall::Send], 0, "no send yet");
         yield_now().await;
-        assert_eq!(t.get_write_buffer_size(), 0, "flushed at the end of the iteration");
+        assert_eq!(t.write_buffer_size(), 0, "flushed at the end of the iteration");
         assert_eq!(counters::snapshot()[Syscall::Send], 1, "three writes, one send");
         let mut buf = [0u8; 32];
         let mut got = Vec::new();
@@ -1132,14 +1132,14 @@ fn writes_of_one_iteration_leave_in_one_send_in_order_and_the_buffer_counts_them
 
         let big = pattern(16 << 20);
         t.write(&big);
-        let queued = t.get_write_buffer_size();
+        let queued = t.write_buffer_size();
         assert!(queued > 0 && queued < big.len(), "queued {queued}");
         let mut total = 0usize;
         let mut chunk = vec![0u8; 256 * 1024];
         while total < big.len() {
             total += c.read(&mut chunk).await.unwrap();
         }
-        yield_until(|| t.get_write_buffer_size() == 0).await;
+        yield_until(|| t.write_buffer_size() == 0).await;
         t.close();
         let n = c.read(&mut chunk).await.unwrap();
         assert_eq!(n, 0);

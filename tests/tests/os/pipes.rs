@@ -319,7 +319,7 @@ fn connect_read_pipe_delivers_data_then_eof_then_connection_lost() {
     let (proto, t) = Rec::new(&log);
     let (r, mut w) = pipe_with_loop(&lp).unwrap();
     let transport = lp.connect_read_pipe(proto, r).unwrap();
-    assert!(transport.peername().is_none() && transport.sockname().is_none());
+    assert!(transport.peer_addr().is_none() && transport.local_addr().is_none());
     assert!(!transport.can_write_eof());
     run_bounded(&lp, {
         let log = log.clone();
@@ -366,7 +366,7 @@ fn connect_write_pipe_writes_with_back_pressure_and_write_eof_closes_it() {
     let (proto, _t) = Rec::new(&log);
     let (mut r, w) = pipe_with_loop(&lp).unwrap();
     let transport = lp.connect_write_pipe(proto, w).unwrap();
-    assert!(transport.can_write_eof() && transport.peername().is_none());
+    assert!(transport.can_write_eof() && transport.peer_addr().is_none());
     let data = pattern(N);
     let got = run_bounded(&lp, {
         let (transport, log) = (transport.clone(), log.clone());
@@ -375,7 +375,7 @@ fn connect_write_pipe_writes_with_back_pressure_and_write_eof_closes_it() {
             sleep(Duration::from_millis(1)).await; // connection_made
             // 1 MiB into a 64 KiB pipe: the rest is buffered, over the high-water mark.
             transport.write(&data);
-            assert!(transport.get_write_buffer_size() > 0);
+            assert!(transport.write_buffer_size() > 0);
             assert_eq!(entries(&log), ["made", "pause"]);
             transport.write_eof();
             transport.write(b"dropped after write_eof");

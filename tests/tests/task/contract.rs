@@ -1361,12 +1361,12 @@ fn get_loop_of_a_task_is_its_loop_until_the_loop_is_gone() {
     let lp = EventLoop::new().unwrap();
     let other = EventLoop::new().unwrap();
     let t = lp.create_task(async {}).unwrap();
-    assert!(t.get_loop().is_some_and(|l| l.same_loop(&lp)));
-    assert!(!t.get_loop().unwrap().same_loop(&other));
+    assert!(t.event_loop().is_some_and(|l| l.same_loop(&lp)));
+    assert!(!t.event_loop().unwrap().same_loop(&other));
     lp.close().unwrap();
-    assert!(t.get_loop().is_some_and(|l| l.is_closed()), "closed, still there");
+    assert!(t.event_loop().is_some_and(|l| l.is_closed()), "closed, still there");
     drop(lp);
-    assert!(t.get_loop().is_none(), "the loop is gone");
+    assert!(t.event_loop().is_none(), "the loop is gone");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `Runner` (asyncio.Runner, runtime/src/task/runner.rs): several `run` calls on one loop, the
 //! loop's state carried between them, `close` cancelling what is left and closing the loop;
-//! plus the getters asyncio users look for: `Promise::get_loop` and
-//! `LoopHandle::get_exception_handler`.
+//! plus the getters asyncio users look for: `Promise::event_loop` and
+//! `LoopHandle::exception_handler`.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -17,7 +17,7 @@ use evloop_tests::{DropFlag, flag};
 #[test]
 fn several_runs_share_one_loop_and_its_tasks() {
     let runner = Builder::new().virtual_clock(true).runner().unwrap();
-    let lp = runner.get_loop().unwrap();
+    let lp = runner.event_loop().unwrap();
     let start = lp.time();
     let ticks = Rc::new(Cell::new(0u32));
     let t = ticks.clone();
@@ -59,7 +59,7 @@ fn close_cancels_leftover_tasks_closes_the_loop_and_is_idempotent() {
             });
         })
         .unwrap();
-    let lp = runner.get_loop().unwrap();
+    let lp = runner.event_loop().unwrap();
     assert!(!dropped.get());
     runner.close().unwrap();
     assert!(dropped.get(), "the leftover task was cancelled");
@@ -68,7 +68,7 @@ fn close_cancels_leftover_tasks_closes_the_loop_and_is_idempotent() {
     let e = runner.run(async {}).unwrap_err();
     assert_eq!(e.as_loop_error().map(|e| e.kind()), Some(LoopErrorKind::Closed));
     assert!(e.to_string().contains("Runner::run"), "{e}");
-    assert!(runner.get_loop().is_err());
+    assert!(runner.event_loop().is_err());
 }
 
 #[test]
@@ -86,7 +86,7 @@ fn dropping_a_runner_closes_it() {
                 });
             })
             .unwrap();
-        runner.get_loop().unwrap()
+        runner.event_loop().unwrap()
     };
     assert!(dropped.get() && lp.is_closed());
 }
@@ -105,23 +105,23 @@ fn a_failed_run_leaves_the_runner_usable_and_a_nested_run_is_an_error() {
 #[test]
 fn a_promise_knows_its_loop_while_the_loop_lives() {
     let runner = Runner::new().unwrap();
-    let lp = runner.get_loop().unwrap();
+    let lp = runner.event_loop().unwrap();
     let p = lp.create_future::<u8>();
-    assert!(p.get_loop().is_some_and(|l| l.same_loop(&lp)));
+    assert!(p.event_loop().is_some_and(|l| l.same_loop(&lp)));
     drop(lp);
     drop(runner);
-    assert!(p.get_loop().is_none(), "a promise does not keep its loop alive");
+    assert!(p.event_loop().is_none(), "a promise does not keep its loop alive");
 }
 
 #[test]
 fn get_exception_handler_returns_the_installed_handler_for_chaining() {
     let runner = Runner::new().unwrap();
-    let lp = runner.get_loop().unwrap();
-    assert!(lp.get_exception_handler().is_none(), "the default handler is in use");
+    let lp = runner.event_loop().unwrap();
+    assert!(lp.exception_handler().is_none(), "the default handler is in use");
     let first_calls = Rc::new(Cell::new(0));
     let f = first_calls.clone();
     lp.set_exception_handler(Some(Box::new(move |_, _| f.set(f.get() + 1))));
-    let first = lp.get_exception_handler().expect("the installed handler");
+    let first = lp.exception_handler().expect("the installed handler");
     let second_calls = Rc::new(Cell::new(0));
     let s = second_calls.clone();
     lp.set_exception_handler(Some(Box::new(move |lp, ctx| {
@@ -136,5 +136,5 @@ fn get_exception_handler_returns_the_installed_handler_for_chaining() {
         "the new handler chained to the old"
     );
     lp.set_exception_handler(None);
-    assert!(lp.get_exception_handler().is_none());
+    assert!(lp.exception_handler().is_none());
 }

@@ -695,23 +695,23 @@ impl Transport {
     }
 
     /// The high- and low-water marks.
-    pub fn get_write_buffer_limits(&self) -> (usize, usize) {
+    pub fn write_buffer_limits(&self) -> (usize, usize) {
         let w = self.inner.write.borrow();
         (w.high, w.low)
     }
 
     /// Bytes queued and not yet accepted by the kernel.
-    pub fn get_write_buffer_size(&self) -> usize {
+    pub fn write_buffer_size(&self) -> usize {
         self.inner.write.borrow().pending()
     }
 
     /// The peer's address (asyncio's `get_extra_info('peername')`); `None` for a pipe.
-    pub fn peername(&self) -> Option<&SockAddr> {
+    pub fn peer_addr(&self) -> Option<&SockAddr> {
         self.inner.peer.as_ref()
     }
 
     /// The local address (`get_extra_info('sockname')`); `None` for a pipe.
-    pub fn sockname(&self) -> Option<&SockAddr> {
+    pub fn local_addr(&self) -> Option<&SockAddr> {
         self.inner.local.as_ref()
     }
 
@@ -743,6 +743,6 @@ impl fmt::Debug for Transport {
         if let Some(p) = &self.inner.peer {
             write!(f, " peer={p}")?;
         }
-        write!(f, " buffered={}>", self.get_write_buffer_size())
+        write!(f, " buffered={}>", self.write_buffer_size())
     }
 }

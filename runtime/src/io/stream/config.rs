@@ -11,6 +11,7 @@ pub const DEFAULT_LIMIT: usize = 64 * 1024;
 /// assert_eq!(config.get_limit(), 1024);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "builders do nothing until they are built, run or awaited"]
 pub struct StreamConfig {
     limit: usize,
 }

@@ -302,7 +302,7 @@ impl Protocol for StreamProtocol {
     }
 
     fn connection_lost(&mut self, error: Option<io::Error>) {
-        let peer = self.conn.transport().and_then(|t| t.peername().cloned());
+        let peer = self.conn.transport().and_then(|t| t.peer_addr().cloned());
         let saved = error.as_ref().map(|e| SavedError::new(e, peer.as_ref()));
         self.conn.lost.set(true);
         *self.conn.lost_error.borrow_mut() = saved.clone();

@@ -430,7 +430,7 @@ impl StreamReader {
     ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
     ///     let (reader, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     let transport = reader.transport().expect("the connection is open");
-    ///     assert_eq!(transport.peername(), writer.peername()); // one transport for both
+    ///     assert_eq!(transport.peer_addr(), writer.peer_addr()); // one transport for both
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -122,7 +122,7 @@ impl StreamWriter {
     ///     for _ in 0..32 {
     ///         writer.write(&chunk);
     ///         writer.drain().await?; // waits while more than the high-water mark is queued
-    ///         assert!(writer.get_write_buffer_size() <= 2 * chunk.len());
+    ///         assert!(writer.write_buffer_size() <= 2 * chunk.len());
     ///     }
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
@@ -269,13 +269,13 @@ impl StreamWriter {
     /// evloop::run(async {
     ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
     ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
-    ///     assert_eq!(writer.peername(), Some(&SockAddr::Inet(server.local_addr())));
+    ///     assert_eq!(writer.peer_addr(), Some(&SockAddr::Inet(server.local_addr())));
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn peername(&self) -> Option<&SockAddr> {
-        self.transport.peername()
+    pub fn peer_addr(&self) -> Option<&SockAddr> {
+        self.transport.peer_addr()
     }
 
     /// The local address (`get_extra_info('sockname')`).
@@ -284,14 +284,14 @@ impl StreamWriter {
     /// evloop::run(async {
     ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
     ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
-    ///     let local = writer.sockname().and_then(|a| a.as_inet()).expect("a TCP address");
+    ///     let local = writer.local_addr().and_then(|a| a.as_inet()).expect("a TCP address");
     ///     assert!(local.ip().is_loopback() && local.port() != 0); // the port the kernel picked
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn sockname(&self) -> Option<&SockAddr> {
-        self.transport.sockname()
+    pub fn local_addr(&self) -> Option<&SockAddr> {
+        self.transport.local_addr()
     }
 
     /// The transport underneath.
@@ -318,7 +318,7 @@ impl StreamWriter {
     ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
     ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     writer.set_write_buffer_limits(Some(1024), None); // drain() waits above 1 KiB
-    ///     assert_eq!(writer.transport().get_write_buffer_limits(), (1024, 256));
+    ///     assert_eq!(writer.transport().write_buffer_limits(), (1024, 256));
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -334,16 +334,16 @@ impl StreamWriter {
     ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
     ///     let (_r, writer) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
     ///     writer.write(b"queued");
-    ///     assert_eq!(writer.get_write_buffer_size(), 6); // held until the end of the iteration
+    ///     assert_eq!(writer.write_buffer_size(), 6); // held until the end of the iteration
     ///     writer.drain().await?;
     ///     evloop::task::yield_now().await; // the flush ran: the kernel took it all
-    ///     assert_eq!(writer.get_write_buffer_size(), 0);
+    ///     assert_eq!(writer.write_buffer_size(), 0);
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn get_write_buffer_size(&self) -> usize {
-        self.transport.get_write_buffer_size()
+    pub fn write_buffer_size(&self) -> usize {
+        self.transport.write_buffer_size()
     }
 
     fn write_refused(&self, op: &str) -> Option<io::Error> {

@@ -54,6 +54,7 @@ impl Stdio {
 /// # let _ = opts;
 /// ```
 #[derive(Clone, Debug, Default)]
+#[must_use = "builders do nothing until they are built, run or awaited"]
 pub struct SubprocessOptions {
     stdin: Stdio,
     stdout: Stdio,

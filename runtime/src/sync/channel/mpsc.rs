@@ -385,7 +385,7 @@ impl<T> fmt::Debug for Sender<T> {
 /// })?;
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
-#[must_use = "futures do nothing unless awaited"]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Send<'a, T> {
     put: Put<T>,
     _sender: PhantomData<&'a Sender<T>>,
@@ -570,7 +570,7 @@ impl<T> fmt::Debug for Receiver<T> {
 /// })?;
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
-#[must_use = "futures do nothing unless awaited"]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Recv<'a, T> {
     get: Get<T>,
     _receiver: PhantomData<&'a mut Receiver<T>>,

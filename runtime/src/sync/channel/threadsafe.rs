@@ -420,7 +420,7 @@ impl<T> fmt::Debug for Receiver<T> {
 /// })?;
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
-#[must_use = "futures do nothing unless awaited"]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Recv<'a, T> {
     rx: &'a mut Receiver<T>,
 }

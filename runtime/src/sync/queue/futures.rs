@@ -30,7 +30,7 @@ use crate::sync::wait_queue::Waiter;
 /// })?;
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
-#[must_use = "futures do nothing unless awaited"]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Get<T> {
     waiter: Waiter<SharedCore<T>, Getters<T>>,
 }
@@ -81,7 +81,7 @@ impl<T> fmt::Debug for Get<T> {
 /// })?;
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
-#[must_use = "futures do nothing unless awaited"]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Put<T> {
     waiter: Waiter<SharedCore<T>, Putters<T>>,
 }
@@ -142,7 +142,7 @@ impl<T> fmt::Debug for Put<T> {
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[must_use = "futures do nothing unless awaited"]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Join<T> {
     waiter: Waiter<SharedCore<T>, Joiners<T>>,
 }
