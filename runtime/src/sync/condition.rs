@@ -75,13 +75,13 @@ where
 ///     let consumer = {
 ///         let (cond, items) = (cond.clone(), items.clone());
 ///         evloop::spawn(async move {
-///             let guard = cond.acquire().await; // `async with cond:`
+///             let guard = cond.acquire().await.unwrap(); // `async with cond:`
 ///             let _guard = cond.wait_for(guard, || items.get() > 0).await?;
 ///             Ok::<_, evloop::sync::SyncError>(items.get())
 ///         })
 ///     };
 ///     evloop::task::yield_now().await; // the consumer waits, with the lock released
-///     let guard = cond.acquire().await;
+///     let guard = cond.acquire().await.unwrap();
 ///     items.set(3);
 ///     cond.notify_all();
 ///     drop(guard);
@@ -147,7 +147,7 @@ impl Condition {
     /// ```
     /// evloop::run(async {
     ///     let cond = evloop::sync::Condition::new();
-    ///     let guard = cond.acquire().await;
+    ///     let guard = cond.acquire().await.unwrap();
     ///     assert!(cond.locked());
     ///     drop(guard);
     ///     assert!(!cond.locked());
@@ -202,7 +202,7 @@ impl Condition {
     ///     let waiter = {
     ///         let cond = cond.clone();
     ///         evloop::spawn(async move {
-    ///             let guard = cond.acquire().await;
+    ///             let guard = cond.acquire().await.unwrap();
     ///             let guard = cond.wait(guard).await?; // the lock is released while it waits
     ///             assert!(guard.lock().locked()); // and held again when it returns
     ///             Ok::<(), SyncError>(())
@@ -215,7 +215,7 @@ impl Condition {
     ///
     ///     // The guard of another lock is refused.
     ///     let other = Lock::new();
-    ///     let r = cond.wait(other.acquire().await).await;
+    ///     let r = cond.wait(other.acquire().await.unwrap()).await;
     ///     assert_eq!(r.err(), Some(SyncError::ForeignLockGuard));
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
@@ -252,7 +252,7 @@ impl Condition {
     ///     let watcher = {
     ///         let (cond, count) = (cond.clone(), count.clone());
     ///         evloop::spawn(async move {
-    ///             let guard = cond.acquire().await;
+    ///             let guard = cond.acquire().await.unwrap();
     ///             // Woken by each notify, it waits again until the predicate holds.
     ///             let _guard = cond.wait_for(guard, || count.get() >= 2).await?;
     ///             Ok::<_, evloop::sync::SyncError>(count.get())
@@ -294,7 +294,7 @@ impl Condition {
     ///         .map(|_| {
     ///             let cond = cond.clone();
     ///             evloop::spawn(async move {
-    ///                 let guard = cond.acquire().await;
+    ///                 let guard = cond.acquire().await.unwrap();
     ///                 drop(cond.wait(guard).await);
     ///             })
     ///         })
@@ -338,7 +338,7 @@ impl Condition {
     ///         .map(|_| {
     ///             let cond = cond.clone();
     ///             evloop::spawn(async move {
-    ///                 let guard = cond.acquire().await;
+    ///                 let guard = cond.acquire().await.unwrap();
     ///                 drop(cond.wait(guard).await);
     ///             })
     ///         })
@@ -366,7 +366,7 @@ impl Condition {
     ///     let waiter = {
     ///         let cond = cond.clone();
     ///         evloop::spawn(async move {
-    ///             let guard = cond.acquire().await;
+    ///             let guard = cond.acquire().await.unwrap();
     ///             drop(cond.wait(guard).await);
     ///         })
     ///     };

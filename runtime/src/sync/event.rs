@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::sync::binding::LoopBinding;
-use crate::sync::binding::fail;
+use crate::sync::error::SyncError;
 use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
@@ -53,7 +53,7 @@ impl Line for EventState {
 ///     let waiter = {
 ///         let ready = ready.clone();
 ///         evloop::spawn(async move {
-///             ready.wait().await;
+///             ready.wait().await.unwrap();
 ///             "woken"
 ///         })
 ///     };
@@ -93,7 +93,7 @@ impl Event {
     ///     let event = evloop::sync::Event::new();
     ///     event.set();
     ///     assert!(event.is_set());
-    ///     event.wait().await; // set: returns at once
+    ///     event.wait().await.unwrap(); // set: returns at once
     /// })?;
     /// # Ok::<(), evloop::task::RunError>(())
     /// ```
@@ -136,9 +136,10 @@ impl Event {
 
     /// Waits until the flag is set (at once if it is).
     ///
-    /// # Panics
-    /// Like [`Lock::acquire`](crate::sync::Lock::acquire), when a task of another loop would have to
-    /// wait.
+    /// # Errors
+    /// [`SyncError::WrongLoop`](crate::sync::SyncError::WrongLoop) when a task of another loop
+    /// than the one it is bound to would have to wait, as for
+    /// [`Lock::acquire`](crate::sync::Lock::acquire).
     ///
     /// ```
     /// use std::rc::Rc;
@@ -147,7 +148,7 @@ impl Event {
     ///     let event = Rc::new(evloop::sync::Event::new());
     ///     let setter = event.clone();
     ///     evloop::spawn(async move { setter.set() });
-    ///     event.wait().await; // until the task sets it
+    ///     event.wait().await.unwrap(); // until the task sets it
     ///     assert!(event.is_set());
     /// })?;
     /// # Ok::<(), evloop::task::RunError>(())
@@ -223,14 +224,14 @@ pub struct EventWait<'a> {
 }
 
 impl Future for EventWait<'_> {
-    type Output = ();
+    type Output = Result<(), SyncError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let what = WaitOp::EventWait;
-        self.get_mut().waiter.poll_wait(cx, what).map(|r| match r {
-            Ok(()) => (),
-            Err(wrong) => fail(wrong),
-        })
+        self.get_mut()
+            .waiter
+            .poll_wait(cx, what)
+            .map(|r| r.map_err(SyncError::WrongLoop))
     }
 }
 

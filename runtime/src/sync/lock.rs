@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::sync::binding::fail;
+use crate::sync::error::SyncError;
 use crate::sync::ops::WaitOp;
 use crate::sync::pool::{PermitWaiter, Pool};
 
@@ -27,7 +27,7 @@ use crate::sync::pool::{PermitWaiter, Pool};
 ///         .map(|name| {
 ///             let (lock, log) = (lock.clone(), log.clone());
 ///             evloop::spawn(async move {
-///                 let _guard = lock.acquire().await; // `async with lock:`
+///                 let _guard = lock.acquire().await.unwrap(); // `async with lock:`
 ///                 log.borrow_mut().push(format!("{name} in"));
 ///                 evloop::task::yield_now().await; // the other task cannot enter meanwhile
 ///                 log.borrow_mut().push(format!("{name} out"));
@@ -58,19 +58,24 @@ impl Lock {
         Lock { pool: Pool::new(1) }
     }
 
+    /// A lock any loop's tasks may wait on (the [`Mutex`](crate::sync::Mutex)'s).
+    pub(crate) fn unbound() -> Lock {
+        Lock { pool: Pool::unbound(1) }
+    }
+
     /// Waits for the lock (asyncio's `await lock.acquire()` / `async with lock`). Waiters are
     /// served in arrival order; dropping the future gives up its place (or passes the lock on, if
     /// it had just been handed over).
     ///
-    /// # Panics
-    /// When a task of another loop than the one the lock is bound to would have to wait (see
-    /// "Bound to one loop" in the [module documentation](crate::sync)): the task fails instead of
-    /// hanging.
+    /// # Errors
+    /// [`SyncError::WrongLoop`] when a task of another loop than the one the lock is bound to
+    /// would have to wait (see "Bound to one loop" in the [module documentation](crate::sync)):
+    /// it would wait forever.
     ///
     /// ```
     /// evloop::run(async {
     ///     let lock = evloop::sync::Lock::new();
-    ///     let guard = lock.acquire().await;
+    ///     let guard = lock.acquire().await.unwrap();
     ///     assert!(lock.locked());
     ///     drop(guard); // the guard releases the lock
     ///     assert!(!lock.locked());
@@ -122,10 +127,10 @@ impl Lock {
     ///
     /// evloop::run(async {
     ///     let lock = Rc::new(evloop::sync::Lock::new());
-    ///     let guard = lock.acquire().await;
+    ///     let guard = lock.acquire().await.unwrap();
     ///     let waiter = {
     ///         let lock = lock.clone();
-    ///         evloop::spawn(async move { drop(lock.acquire().await) })
+    ///         evloop::spawn(async move { drop(lock.acquire().await.unwrap()) })
     ///     };
     ///     evloop::task::yield_now().await; // the task runs and queues up for the lock
     ///     assert_eq!(lock.waiters(), 1);
@@ -206,7 +211,7 @@ impl fmt::Debug for LockGuard<'_> {
 ///
 /// Builder::new().virtual_clock(true).run(async {
 ///     let lock = Lock::new();
-///     let _held = lock.acquire().await;
+///     let _held = lock.acquire().await.unwrap();
 ///     // The timeout drops the waiting `LockAcquire`, which gives up its place in the queue.
 ///     let r = evloop::time::timeout(Duration::from_secs(1), lock.acquire()).await;
 ///     assert!(r.is_err());
@@ -217,21 +222,20 @@ impl fmt::Debug for LockGuard<'_> {
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct LockAcquire<'a> {
     lock: &'a Lock,
-    /// For trace mode, the task dump and the wrong-loop panic.
+    /// For trace mode, the task dump and the wrong-loop error.
     what: WaitOp,
     waiter: PermitWaiter<'a>,
 }
 
 impl<'a> Future for LockAcquire<'a> {
-    type Output = LockGuard<'a>;
+    type Output = Result<LockGuard<'a>, SyncError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<LockGuard<'a>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let (lock, what) = (this.lock, this.what);
-        this.waiter.poll_wait(cx, what).map(|r| match r {
-            Ok(()) => LockGuard { lock },
-            Err(wrong) => fail(wrong),
-        })
+        this.waiter
+            .poll_wait(cx, what)
+            .map(|r| r.map(|()| LockGuard { lock }).map_err(SyncError::WrongLoop))
     }
 }
 

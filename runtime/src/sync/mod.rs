@@ -13,12 +13,12 @@
 //!
 //! let order = evloop::run(async {
 //!     let lock = Rc::new(Lock::new());
-//!     let guard = lock.acquire().await; // held by the main task
+//!     let guard = lock.acquire().await.unwrap(); // held by the main task
 //!     let tasks: Vec<_> = (0..3)
 //!         .map(|i| {
 //!             let lock = lock.clone();
 //!             spawn(async move {
-//!                 let _held = lock.acquire().await; // released when `_held` is dropped
+//!                 let _held = lock.acquire().await.unwrap(); // released when `_held` is dropped
 //!                 i
 //!             })
 //!         })
@@ -82,28 +82,30 @@
 //! # Bound to one loop
 //! Two event loops can live on one thread, but only one runs at a time. A primitive whose
 //! waiters are tasks of loop A can only be handed on by A's tasks; a task of loop B that waited
-//! on it would wait while A cannot run: forever, silently. So each primitive (and each
-//! [`Queue`](crate::sync::queue::Queue) and [`mpsc`] or
-//! [`oneshot`](mod@oneshot) channel) is **bound to the loop of the first task that
-//! waits on it**, as asyncio's are (`_LoopBoundMixin`), and a task of another loop that would
-//! wait on it fails at once with the loop layer's [`WrongLoopError`](crate::event_loop::WrongLoopError),
-//! which names the operation and both loops:
-//! - as an error value where the future's output has room for one:
-//!   [`Condition::wait`] and [`Barrier::wait`] give [`SyncError::WrongLoop`], a oneshot
-//!   receiver gives `RecvError::WrongLoop`, each wrapping it;
-//! - with a panic where it has none ([`Lock::acquire`], [`Mutex::lock`],
-//!   [`Semaphore::acquire`], [`BoundedSemaphore::acquire`], [`Event::wait`], `Queue::get` /
-//!   `put` / `join`, `mpsc` `send` / `recv`): the panic happens inside the waiting task, so
-//!   the loop catches it and the task's awaiter gets `TaskError::Panicked` with the error's
-//!   message (`run_until_complete` returns it), and the loop goes on. Returning a guard without
-//!   the lock is not an option, and the silent hang was the bug.
+//! on it would wait while A cannot run: forever, silently. So each asyncio-named primitive
+//! ([`Lock`], [`Event`], [`Semaphore`], [`BoundedSemaphore`], [`Condition`], [`Barrier`]) and
+//! each [`Queue`](crate::sync::queue::Queue) and [`mpsc`] or [`oneshot`](mod@oneshot) channel is
+//! **bound to the loop of the first task that waits on it**, as asyncio's are
+//! (`_LoopBoundMixin`), and a task of another loop that would wait on it fails at once with the
+//! loop layer's [`WrongLoopError`](crate::event_loop::WrongLoopError), which names the
+//! operation and both loops:
+//! - as an error value: [`Lock::acquire`], [`Event::wait`], [`Semaphore::acquire`],
+//!   [`BoundedSemaphore::acquire`], [`Condition::wait`] and [`Barrier::wait`] give
+//!   [`SyncError::WrongLoop`], a oneshot receiver gives `RecvError::WrongLoop`, each wrapping it;
+//! - with a panic where the output has no room for one (`Queue::get` / `put` / `join`, `mpsc`
+//!   `send` / `recv`, which keep tokio's and asyncio's signatures): the panic happens inside the
+//!   waiting task, so the loop catches it and the task's awaiter gets `TaskError::Panicked` with
+//!   the error's message (`run_until_complete` returns it), and the loop goes on.
+//!
+//! [`Mutex`] (tokio's name, tokio's signature: `lock()` gives the guard) is bound to no loop: its
+//! waiters are woken through their wakers, which reach a task of any loop, so tasks of several
+//! loops may share one.
 //!
 //! What does not wait binds nothing and works from anywhere: creating a primitive, `try_*`
 //! and `*_nowait`, `Event::set`, `Condition::notify`, releasing (dropping a guard), a
 //! `put` or `acquire` that completes at once. A wait outside any evloop loop (another executor
-//! polling the future) checks nothing. The thread-safe channel
-//! ([`channel::threadsafe`]) is not bound to any loop: it exists to
-//! cross threads and loops.
+//! polling the future) checks nothing. The thread-safe channel ([`threadsafe`]) is not bound to
+//! any loop: it exists to cross threads and loops.
 //!
 //! # The `sync/` folder (layer 3)
 //! One file per primitive (`lock`, `mutex`, `semaphore`, `event`, `condition`, `barrier`), the

@@ -56,7 +56,7 @@ impl<T> Mutex<T> {
     /// ```
     pub fn new(value: T) -> Mutex<T> {
         Mutex {
-            lock: Lock::new(),
+            lock: Lock::unbound(),
             value: RefCell::new(value),
         }
     }
@@ -76,8 +76,9 @@ impl<T> Mutex<T> {
 impl<T: ?Sized> Mutex<T> {
     /// Waits for the lock, FIFO-fair and cancellation-safe like [`Lock::acquire`].
     ///
-    /// # Panics
-    /// Like [`Lock::acquire`], when a task of another loop would have to wait.
+    /// Unlike [`Lock::acquire`] it cannot fail: as tokio's `Mutex::lock`, it returns the guard.
+    /// A mutex is bound to no loop (its waiters are woken through their wakers, which reach a
+    /// task of any loop), so tasks of several loops may share one.
     ///
     /// ```
     /// let v = evloop::run(async {
@@ -233,7 +234,11 @@ impl<'a, T: ?Sized> Future for MutexLock<'a, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<MutexGuard<'a, T>> {
         let this = self.get_mut();
         let mutex = this.mutex;
-        Pin::new(&mut this.acquire).poll(cx).map(|guard| mutex.guard(guard))
+        Pin::new(&mut this.acquire).poll(cx).map(|r| match r {
+            Ok(guard) => mutex.guard(guard),
+            // The mutex's lock is bound to no loop, so its wait never meets the wrong one.
+            Err(e) => unreachable!("{e}"),
+        })
     }
 }
 

@@ -89,12 +89,21 @@ pub(crate) struct Pool {
 
 impl Pool {
     pub(crate) fn new(permits: usize) -> Pool {
+        Pool::with_binding(permits, LoopBinding::default())
+    }
+
+    /// A pool whose waiters may be tasks of any loop (the [`Mutex`](crate::sync::Mutex)'s).
+    pub(crate) fn unbound(permits: usize) -> Pool {
+        Pool::with_binding(permits, LoopBinding::never())
+    }
+
+    fn with_binding(permits: usize, binding: LoopBinding) -> Pool {
         Pool {
             state: RefCell::new(PoolState {
                 available: permits,
                 forgotten: 0,
                 queue: WaitQueue::new(),
-                binding: LoopBinding::default(),
+                binding,
             }),
         }
     }

@@ -6,7 +6,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::sync::binding::fail;
 use crate::sync::error::SyncError;
 use crate::sync::ops::WaitOp;
 use crate::sync::pool::{PermitWaiter, Pool};
@@ -31,7 +30,7 @@ use crate::sync::pool::{PermitWaiter, Pool};
 ///         .map(|_| {
 ///             let (sem, running, peak) = (sem.clone(), running.clone(), peak.clone());
 ///             evloop::spawn(async move {
-///                 let _permit = sem.acquire().await; // `async with sem:`
+///                 let _permit = sem.acquire().await.unwrap(); // `async with sem:`
 ///                 running.set(running.get() + 1);
 ///                 peak.set(peak.get().max(running.get()));
 ///                 evloop::task::yield_now().await;
@@ -67,14 +66,15 @@ impl Semaphore {
 
     /// Waits for a permit; waiters are served in arrival order.
     ///
-    /// # Panics
-    /// Like [`Lock::acquire`](crate::sync::Lock::acquire), when a task of another loop would have to
-    /// wait.
+    /// # Errors
+    /// [`SyncError::WrongLoop`](crate::sync::SyncError::WrongLoop) when a task of another loop
+    /// than the one it is bound to would have to wait, as for
+    /// [`Lock::acquire`](crate::sync::Lock::acquire).
     ///
     /// ```
     /// evloop::run(async {
     ///     let sem = evloop::sync::Semaphore::new(1);
-    ///     let permit = sem.acquire().await;
+    ///     let permit = sem.acquire().await.unwrap();
     ///     assert_eq!(sem.available_permits(), 0);
     ///     drop(permit); // gives the permit back
     ///     assert_eq!(sem.available_permits(), 1);
@@ -134,7 +134,7 @@ impl Semaphore {
     ///     let sem = Rc::new(evloop::sync::Semaphore::new(0));
     ///     let waiter = {
     ///         let sem = sem.clone();
-    ///         evloop::spawn(async move { sem.acquire().await.forget() })
+    ///         evloop::spawn(async move { sem.acquire().await.unwrap().forget() })
     ///     };
     ///     evloop::task::yield_now().await; // the task queues up for a permit
     ///     assert_eq!(sem.waiters(), 1);
@@ -221,14 +221,15 @@ impl BoundedSemaphore {
 
     /// Waits for a permit; waiters are served in arrival order.
     ///
-    /// # Panics
-    /// Like [`Lock::acquire`](crate::sync::Lock::acquire), when a task of another loop would have to
-    /// wait.
+    /// # Errors
+    /// [`SyncError::WrongLoop`](crate::sync::SyncError::WrongLoop) when a task of another loop
+    /// than the one it is bound to would have to wait, as for
+    /// [`Lock::acquire`](crate::sync::Lock::acquire).
     ///
     /// ```
     /// evloop::run(async {
     ///     let sem = evloop::sync::BoundedSemaphore::new(1);
-    ///     let permit = sem.acquire().await;
+    ///     let permit = sem.acquire().await.unwrap();
     ///     assert!(sem.locked());
     ///     drop(permit);
     ///     assert_eq!(sem.available_permits(), 1);
@@ -300,10 +301,10 @@ impl BoundedSemaphore {
     ///
     /// evloop::run(async {
     ///     let sem = Rc::new(evloop::sync::BoundedSemaphore::new(1));
-    ///     let permit = sem.acquire().await;
+    ///     let permit = sem.acquire().await.unwrap();
     ///     let waiter = {
     ///         let sem = sem.clone();
-    ///         evloop::spawn(async move { drop(sem.acquire().await) })
+    ///         evloop::spawn(async move { drop(sem.acquire().await.unwrap()) })
     ///     };
     ///     evloop::task::yield_now().await;
     ///     assert_eq!(sem.waiters(), 1);
@@ -408,7 +409,7 @@ impl fmt::Debug for SemaphorePermit<'_> {
 ///     let sem = Rc::new(evloop::sync::Semaphore::new(0));
 ///     let first = {
 ///         let sem = sem.clone();
-///         evloop::spawn(async move { sem.acquire().await.forget() })
+///         evloop::spawn(async move { sem.acquire().await.unwrap().forget() })
 ///     };
 ///     evloop::task::yield_now().await; // `first` waits in line
 ///     sem.release(); // the permit is handed to `first` ...
@@ -421,21 +422,20 @@ impl fmt::Debug for SemaphorePermit<'_> {
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct SemaphoreAcquire<'a> {
     pool: &'a Pool,
-    /// For trace mode, the task dump and the wrong-loop panic.
+    /// For trace mode, the task dump and the wrong-loop error.
     what: WaitOp,
     waiter: PermitWaiter<'a>,
 }
 
 impl<'a> Future for SemaphoreAcquire<'a> {
-    type Output = SemaphorePermit<'a>;
+    type Output = Result<SemaphorePermit<'a>, SyncError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<SemaphorePermit<'a>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let (pool, what) = (this.pool, this.what);
-        this.waiter.poll_wait(cx, what).map(|r| match r {
-            Ok(()) => SemaphorePermit { pool },
-            Err(wrong) => fail(wrong),
-        })
+        this.waiter
+            .poll_wait(cx, what)
+            .map(|r| r.map(|()| SemaphorePermit { pool }).map_err(SyncError::WrongLoop))
     }
 }
 

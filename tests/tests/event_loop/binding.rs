@@ -128,7 +128,7 @@ fn a_condition_first_waited_on_in_one_loop_refuses_a_waiter_of_another() {
     let c = cond.clone();
     let _waiter = a
         .create_task(async move {
-            let g = c.acquire().await;
+            let g = c.acquire().await.unwrap();
             let _ = c.wait(g).await;
         })
         .unwrap();
@@ -136,7 +136,7 @@ fn a_condition_first_waited_on_in_one_loop_refuses_a_waiter_of_another() {
     run_until(&a, move || c.waiters() == 1);
     let c = cond.clone();
     let out = within_5s(&b, async move {
-        let g = c.acquire().await;
+        let g = c.acquire().await.unwrap();
         c.wait(g).await.map(drop)
     })
     .unwrap();
@@ -189,8 +189,26 @@ where
     run_until(a, waiting);
 }
 
+/// The error the wait of a task of `b` returned, which must be `SyncError::WrongLoop` naming both
+/// loops; its message.
+fn wrong_loop_naming_both<T: std::fmt::Debug>(
+    r: Result<Option<Result<T, SyncError>>, RunError>,
+    a: &LoopHandle,
+    b: &LoopHandle,
+    what: &str,
+) -> String {
+    match r {
+        Ok(Some(Err(e @ SyncError::WrongLoop(_)))) => {
+            names_both(&e.to_string(), a, b, what);
+            e.to_string()
+        }
+        Ok(None) => panic!("{what}: hung (timed out after 5 s)"),
+        other => panic!("{what}: expected Err(SyncError::WrongLoop), got {other:?}"),
+    }
+}
+
 #[test]
-fn a_lock_mutex_or_semaphore_bound_to_one_loop_fails_the_task_of_another_naming_both() {
+fn a_lock_or_semaphore_bound_to_one_loop_gives_the_task_of_another_a_wrong_loop_error_naming_both() {
     let (a, b) = two_loops();
 
     let lock = Rc::new(Lock::new());
@@ -199,12 +217,17 @@ fn a_lock_mutex_or_semaphore_bound_to_one_loop_fails_the_task_of_another_naming_
         &a,
         move || {
             let l = l1.clone();
-            Box::pin(async move { std::mem::forget(l.acquire().await) })
+            Box::pin(async move { std::mem::forget(l.acquire().await.unwrap()) })
         },
         move || l2.waiters() == 1,
     );
     let l = lock.clone();
-    let msg = panic_naming_both(within_5s(&b, async move { drop(l.acquire().await) }), &a, &b, "Lock");
+    let msg = wrong_loop_naming_both(
+        within_5s(&b, async move { l.acquire().await.map(drop) }),
+        &a,
+        &b,
+        "Lock",
+    );
     println!("{msg}");
     assert!(msg.contains("Lock.acquire()"), "{msg}");
 
@@ -214,13 +237,13 @@ fn a_lock_mutex_or_semaphore_bound_to_one_loop_fails_the_task_of_another_naming_
         &a,
         move || {
             let s = s1.clone();
-            Box::pin(async move { s.acquire().await.forget() })
+            Box::pin(async move { s.acquire().await.unwrap().forget() })
         },
         move || s2.waiters() == 1,
     );
     let s = sem.clone();
-    panic_naming_both(
-        within_5s(&b, async move { drop(s.acquire().await) }),
+    wrong_loop_naming_both(
+        within_5s(&b, async move { s.acquire().await.map(drop) }),
         &a,
         &b,
         "Semaphore",
@@ -232,41 +255,58 @@ fn a_lock_mutex_or_semaphore_bound_to_one_loop_fails_the_task_of_another_naming_
         &a,
         move || {
             let s = s1.clone();
-            Box::pin(async move { s.acquire().await.forget() })
+            Box::pin(async move { s.acquire().await.unwrap().forget() })
         },
         move || s2.waiters() == 1,
     );
     let s = bsem.clone();
-    panic_naming_both(
-        within_5s(&b, async move { drop(s.acquire().await) }),
+    wrong_loop_naming_both(
+        within_5s(&b, async move { s.acquire().await.map(drop) }),
         &a,
         &b,
         "BoundedSemaphore",
     );
-
-    let mutex = Rc::new(Mutex::new(0u32));
-    let m1 = mutex.clone();
-    let waited = Rc::new(std::cell::Cell::new(0));
-    let w = waited.clone();
-    held_and_awaited_in(
-        &a,
-        move || {
-            let m = m1.clone();
-            let w = w.clone();
-            Box::pin(async move {
-                w.set(w.get() + 1);
-                std::mem::forget(m.lock().await)
-            })
-        },
-        move || waited.get() == 2,
-    );
-    a.run_until_complete(yield_now()).unwrap();
-    let m = mutex.clone();
-    panic_naming_both(within_5s(&b, async move { drop(m.lock().await) }), &a, &b, "Mutex");
 }
 
 #[test]
-fn an_event_bound_to_one_loop_fails_the_waiter_of_another_and_still_wakes_its_own() {
+fn a_mutex_is_bound_to_no_loop_so_tasks_of_two_loops_share_it() {
+    let (a, b) = two_loops();
+    let mutex = Rc::new(Mutex::new(0u32));
+    // One loop after the other, each with a task that has to wait for the lock: the first
+    // loop's waiter would have bound a loop-bound primitive, and the second one's then failed.
+    for lp in [&a, &b] {
+        let m = mutex.clone();
+        let out = within_5s(lp, async move {
+            let guard = m.lock().await;
+            let m2 = m.clone();
+            let waiter = evloop::spawn(async move { *m2.lock().await += 1 });
+            yield_now().await; // the second task waits for the guard
+            drop(guard);
+            waiter.await.unwrap();
+        });
+        assert_eq!(out.unwrap(), Some(()));
+    }
+    assert_eq!(*mutex.try_lock().unwrap(), 2);
+
+    // A task of B waits while the lock is held; the release (here outside any loop) wakes it
+    // through its waker.
+    let guard = mutex.try_lock().unwrap();
+    let (m, started) = (mutex.clone(), Rc::new(std::cell::Cell::new(false)));
+    let s = started.clone();
+    let waiter = b
+        .create_task(async move {
+            s.set(true);
+            *m.lock().await += 1;
+        })
+        .unwrap();
+    run_until(&b, move || started.get());
+    drop(guard);
+    assert_eq!(within_5s(&b, waiter).unwrap().map(|r| r.is_ok()), Some(true));
+    assert_eq!(*mutex.try_lock().unwrap(), 3);
+}
+
+#[test]
+fn an_event_bound_to_one_loop_gives_the_waiter_of_another_a_wrong_loop_error_and_still_wakes_its_own() {
     let (a, b) = two_loops();
     let event = Rc::new(Event::new());
     let ev = event.clone();
@@ -274,11 +314,14 @@ fn an_event_bound_to_one_loop_fails_the_waiter_of_another_and_still_wakes_its_ow
     let ev = event.clone();
     run_until(&a, move || ev.waiters() == 1);
     let ev = event.clone();
-    panic_naming_both(within_5s(&b, async move { ev.wait().await }), &a, &b, "Event");
+    wrong_loop_naming_both(within_5s(&b, async move { ev.wait().await }), &a, &b, "Event");
     // Setting is not waiting: any loop may set it, and A's waiter completes when A runs.
     let ev = event.clone();
     within_5s(&b, async move { ev.set() }).unwrap();
-    assert_eq!(within_5s(&a, own).unwrap().map(|r| r.is_ok()), Some(true));
+    assert_eq!(
+        within_5s(&a, own).unwrap().map(|r| r.map_err(|e| e.to_string())),
+        Some(Ok(Ok(())))
+    );
 }
 
 #[test]

@@ -119,7 +119,7 @@ fn fibers_and_tasks_share_sync_primitives() {
         let (q, r) = (queue.clone(), ready.clone());
         // A fiber produces in blocking style; a task consumes with .await.
         let producer = fiber::spawn(move || {
-            fiber::block_on(r.wait()).unwrap();
+            fiber::block_on(r.wait()).unwrap().unwrap();
             for i in 0..5 {
                 fiber::block_on(q.put(i)).unwrap().unwrap();
             }

@@ -54,7 +54,7 @@ fn lock_user(lock: &Rc<Lock>, log: &Log, name: &'static str, hold: Option<Promis
     let lock = lock.clone();
     let log = log.clone();
     spawn(async move {
-        let guard = lock.acquire().await;
+        let guard = lock.acquire().await.unwrap();
         push(&log, name);
         if let Some(h) = hold {
             h.wait().await.unwrap();
@@ -70,7 +70,7 @@ fn sem_taker(sem: &Rc<Semaphore>, log: &Log, name: &'static str) -> Task<()> {
     let sem = sem.clone();
     let log = log.clone();
     spawn(async move {
-        sem.acquire().await.forget();
+        sem.acquire().await.unwrap().forget();
         push(&log, name);
     })
 }
@@ -104,7 +104,7 @@ fn event_set_wakes_every_waiter_in_fifo_order() {
             .map(|name| {
                 let (ev, log) = (ev.clone(), log.clone());
                 spawn(async move {
-                    ev.wait().await;
+                    ev.wait().await.unwrap();
                     push(&log, name);
                 })
             })
@@ -151,7 +151,7 @@ fn event_clear_makes_later_waits_wait_for_the_next_set() {
         settle(3).await;
         assert!(!t.done());
         ev.set();
-        t.await.unwrap();
+        t.await.unwrap().unwrap();
     });
 }
 
@@ -165,7 +165,7 @@ fn event_waiter_dropped_by_timeout_or_cancel_leaves_the_others_waiting() {
         let waiter = |name: &'static str| {
             let (ev, log) = (ev.clone(), log.clone());
             spawn(async move {
-                ev.wait().await;
+                ev.wait().await.unwrap();
                 push(&log, name);
             })
         };
@@ -217,7 +217,7 @@ fn lock_waiters_are_served_in_arrival_order() {
     run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
-        let held = lock.acquire().await;
+        let held = lock.acquire().await.unwrap();
         let tasks: Vec<Task<()>> = ["A", "B", "C"]
             .into_iter()
             .map(|n| lock_user(&lock, &log, n, None))
@@ -238,7 +238,7 @@ fn lock_newcomer_does_not_barge_ahead_of_a_woken_waiter() {
     run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
-        let held = lock.acquire().await;
+        let held = lock.acquire().await.unwrap();
         let a = lock_user(&lock, &log, "A", None);
         tick().await;
         drop(held); // handed to A, whose task has not run yet
@@ -258,7 +258,7 @@ fn lock_newcomer_does_not_barge_ahead_of_a_woken_waiter() {
 fn lock_acquire_dropped_by_timeout_does_not_take_the_lock() {
     run_bounded(&virtual_loop(), async {
         let lock = Lock::new();
-        let held = lock.acquire().await;
+        let held = lock.acquire().await.unwrap();
         assert!(timeout(Duration::from_millis(10), lock.acquire()).await.is_err());
         assert_eq!(lock.waiters(), 0);
         drop(held);
@@ -299,7 +299,7 @@ fn lock_cancel_release_race_hands_the_lock_to_one_waiter_only() {
     run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
-        let held = lock.acquire().await;
+        let held = lock.acquire().await.unwrap();
         let hold2 = gate();
         let t1 = lock_user(&lock, &log, "t1", None);
         let t2 = lock_user(&lock, &log, "t2", Some(hold2.clone()));
@@ -328,7 +328,7 @@ fn lock_finished_waiter_cancelled_passes_the_lock_on() {
     run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
-        let held = lock.acquire().await;
+        let held = lock.acquire().await.unwrap();
         let tb = lock_user(&lock, &log, "tb", None);
         tick().await;
         assert_eq!(lock.waiters(), 1);
@@ -350,7 +350,7 @@ fn lock_waiter_cancelled_in_the_middle_keeps_the_fifo_order() {
     run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
         let log = log();
-        let held = lock.acquire().await;
+        let held = lock.acquire().await.unwrap();
         let tasks: Vec<Task<()>> = ["A", "B", "C", "D"]
             .into_iter()
             .map(|n| lock_user(&lock, &log, n, None))
@@ -371,10 +371,10 @@ fn lock_waiter_cancelled_in_the_middle_keeps_the_fifo_order() {
 fn lock_waiter_is_noted_in_the_task_dump() {
     run_bounded(&virtual_loop(), async {
         let lock = Rc::new(Lock::new());
-        let held = lock.acquire().await;
+        let held = lock.acquire().await.unwrap();
         let l = lock.clone();
         let t = spawn(async move {
-            let _g = l.acquire().await;
+            let _g = l.acquire().await.unwrap();
         });
         tick().await;
         assert_eq!(t.awaiting().to_string(), "Lock.acquire()");
@@ -389,7 +389,7 @@ fn lock_waiter_is_noted_in_the_task_dump() {
 fn lock_named_futures_can_be_stored_and_polled_later() {
     run_bounded(&virtual_loop(), async {
         let lock = Lock::new();
-        let held = lock.acquire().await;
+        let held = lock.acquire().await.unwrap();
         let pending: LockAcquire<'_> = lock.acquire();
         let mut pending = Box::pin(pending);
         assert!(at_once(pending.as_mut()).await.is_none());
@@ -554,12 +554,12 @@ fn semaphore_add_permits_wakes_that_many_waiters_in_order() {
 fn semaphore_forgotten_permit_comes_back_with_add_permits() {
     run_bounded(&virtual_loop(), async {
         let sem = Semaphore::new(1);
-        sem.acquire().await.forget();
+        sem.acquire().await.unwrap().forget();
         assert_eq!(sem.available_permits(), 0);
         assert!(sem.try_acquire().is_none());
         sem.add_permits(1);
         assert_eq!(sem.available_permits(), 1);
-        let p = sem.acquire().await;
+        let p = sem.acquire().await.unwrap();
         drop(p);
         assert_eq!(sem.available_permits(), 1);
         sem.add_permits(0);
@@ -579,7 +579,7 @@ fn semaphore_fifo_order_with_holders_that_sleep() {
             .map(|tag| {
                 let (sem, log) = (sem.clone(), log.clone());
                 spawn(async move {
-                    let _p = sem.acquire().await;
+                    let _p = sem.acquire().await.unwrap();
                     push(&log, format!("{tag}_1"));
                     sleep(Duration::from_millis(10)).await;
                     push(&log, format!("{tag}_2"));
@@ -602,15 +602,15 @@ fn semaphore_reacquire_does_not_barge_ahead_of_a_woken_waiter() {
         let log = log();
         let (s, l) = (sem.clone(), log.clone());
         let t1 = spawn(async move {
-            s.acquire().await.forget();
+            s.acquire().await.unwrap().forget();
             push(&l, "1");
         });
         let (s, l) = (sem.clone(), log.clone());
         let t2 = spawn(async move {
-            s.acquire().await.forget();
+            s.acquire().await.unwrap().forget();
             push(&l, "2");
             s.release();
-            s.acquire().await.forget();
+            s.acquire().await.unwrap().forget();
             push(&l, "4");
         });
         let t3 = sem_taker(&sem, &log, "3");
@@ -657,7 +657,7 @@ fn semaphore_woken_head_waiter_keeps_its_place_before_later_arrivals() {
         let t4: Rc<RefCell<Option<Task<()>>>> = Rc::default();
         let (s, l, t4s) = (sem.clone(), log.clone(), t4.clone());
         let t1 = spawn(async move {
-            s.acquire().await.forget();
+            s.acquire().await.unwrap().forget();
             // Started now, it must run after t3 (already served) and not before.
             let l4 = l.clone();
             *t4s.borrow_mut() = Some(spawn(async move { push(&l4, "4") }));
@@ -670,7 +670,7 @@ fn semaphore_woken_head_waiter_keeps_its_place_before_later_arrivals() {
             s.release();
             assert_eq!(s.available_permits(), 2, "one went to t1, which has not run yet");
             assert!(s.locked(), "t1 is queued: nobody may take a permit at once");
-            s.acquire().await.forget();
+            s.acquire().await.unwrap().forget();
             push(&l, "2");
         });
         let t3 = sem_taker(&sem, &log, "3");
@@ -691,7 +691,7 @@ fn semaphore_woken_head_waiter_keeps_its_place_before_later_arrivals() {
 fn semaphore_acquire_dropped_by_timeout_keeps_the_permits() {
     run_bounded(&virtual_loop(), async {
         let sem = Semaphore::new(1);
-        let p = sem.acquire().await;
+        let p = sem.acquire().await.unwrap();
         assert!(timeout(Duration::from_millis(10), sem.acquire()).await.is_err());
         assert_eq!(sem.waiters(), 0);
         drop(p);
@@ -760,13 +760,13 @@ fn semaphore_holder_cancelling_the_next_waiter_does_not_hang() {
         let victim: Rc<RefCell<Option<Task<()>>>> = Rc::default();
         let (s, v) = (sem.clone(), victim.clone());
         let t1 = spawn(async move {
-            let _p = s.acquire().await;
+            let _p = s.acquire().await.unwrap();
             yield_now().await;
             v.borrow().as_ref().unwrap().cancel();
         });
         let s = sem.clone();
         *victim.borrow_mut() = Some(spawn(async move {
-            let _p = s.acquire().await;
+            let _p = s.acquire().await.unwrap();
             unreachable!("t2 is cancelled while it waits");
         }));
         t1.await.unwrap();
@@ -800,14 +800,14 @@ fn bounded_semaphore_gives_back_forgotten_permits_only() {
     run_bounded(&virtual_loop(), async {
         let sem = BoundedSemaphore::new(1);
         assert_eq!(sem.bound(), 1);
-        let held = sem.acquire().await;
+        let held = sem.acquire().await.unwrap();
         assert!(
             sem.release().is_err(),
             "a permit held by a guard is not the caller's to release"
         );
         drop(held);
         assert_eq!(sem.available_permits(), 1);
-        sem.acquire().await.forget();
+        sem.acquire().await.unwrap().forget();
         assert_eq!(sem.available_permits(), 0);
         sem.release().unwrap();
         assert_eq!(sem.available_permits(), 1);
@@ -821,13 +821,13 @@ fn bounded_semaphore_release_hands_the_permit_to_the_first_waiter() {
     run_bounded(&virtual_loop(), async {
         let sem = Rc::new(BoundedSemaphore::new(1));
         let log = log();
-        sem.acquire().await.forget();
+        sem.acquire().await.unwrap().forget();
         let tasks: Vec<Task<()>> = ["A", "B"]
             .into_iter()
             .map(|n| {
                 let (sem, log) = (sem.clone(), log.clone());
                 spawn(async move {
-                    let _p = sem.acquire().await;
+                    let _p = sem.acquire().await.unwrap();
                     push(&log, n);
                 })
             })
@@ -852,7 +852,7 @@ fn bounded_semaphore_release_hands_the_permit_to_the_first_waiter() {
 fn cond_waiter(cond: &Rc<Condition>, log: &Log, name: &'static str) -> Task<()> {
     let (cond, log) = (cond.clone(), log.clone());
     spawn(async move {
-        let g = cond.acquire().await;
+        let g = cond.acquire().await.unwrap();
         let g = cond.wait(g).await.unwrap();
         assert!(cond.locked());
         push(&log, name);
@@ -869,7 +869,7 @@ fn condition_wait_releases_the_lock_and_reacquires_it() {
         tick().await;
         assert!(!cond.locked(), "the waiter released the lock while it waits");
         assert_eq!(cond.waiters(), 1);
-        let g = cond.acquire().await;
+        let g = cond.acquire().await.unwrap();
         assert_eq!(cond.notify(1), 1);
         settle(3).await;
         assert!(entries(&log).is_empty(), "notified, but the lock is still ours");
@@ -938,7 +938,7 @@ fn condition_wait_for_waits_until_the_predicate_holds() {
         let checks = Rc::new(Cell::new(0));
         let (c, p, n) = (cond.clone(), presult.clone(), checks.clone());
         let t = spawn(async move {
-            let g = c.acquire().await;
+            let g = c.acquire().await.unwrap();
             let g = c
                 .wait_for(g, || {
                     assert!(c.locked());
@@ -960,7 +960,7 @@ fn condition_wait_for_waits_until_the_predicate_holds() {
         t.await.unwrap();
         assert_eq!(checks.get(), 3);
         // A predicate that already holds does not wait at all.
-        let g = cond.acquire().await;
+        let g = cond.acquire().await.unwrap();
         assert!(at_once(cond.wait_for(g, || true)).await.is_some());
     });
 }
@@ -972,12 +972,12 @@ fn condition_wait_with_another_locks_guard_is_an_error() {
     run_bounded(&virtual_loop(), async {
         let cond = Condition::new();
         let other = Lock::new();
-        let g = other.acquire().await;
+        let g = other.acquire().await.unwrap();
         let err = cond.wait(g).await.unwrap_err();
         assert_eq!(err, SyncError::ForeignLockGuard);
         assert!(err.to_string().contains("Condition.wait"), "{err}");
         assert!(!other.locked(), "the foreign guard was dropped");
-        let g = other.acquire().await;
+        let g = other.acquire().await.unwrap();
         assert!(cond.wait_for(g, || true).await.is_err());
         assert_eq!(cond.waiters(), 0);
     });
@@ -991,7 +991,7 @@ fn condition_two_conditions_can_share_one_lock() {
         let c1 = Rc::new(Condition::with_lock(lock.clone()));
         let c2 = Rc::new(Condition::with_lock(lock.clone()));
         assert!(Rc::ptr_eq(c1.lock(), c2.lock()));
-        let g = c1.acquire().await;
+        let g = c1.acquire().await.unwrap();
         assert!(c2.locked());
         assert!(lock.locked());
         drop(g);
@@ -1029,7 +1029,7 @@ fn condition_waiter_cancelled_before_notify_leaves_the_queue() {
 fn condition_wait_timeout_leaves_the_lock_free_and_the_queue_empty() {
     run_bounded(&virtual_loop(), async {
         let cond = Condition::new();
-        let g = cond.acquire().await;
+        let g = cond.acquire().await.unwrap();
         assert!(timeout(Duration::from_millis(500), cond.wait(g)).await.is_err());
         assert!(!cond.locked());
         assert_eq!(cond.waiters(), 0);
@@ -1068,7 +1068,7 @@ fn condition_waiter_cancelled_while_reacquiring_passes_the_notification_on() {
         let a = cond_waiter(&cond, &log, "A");
         let b = cond_waiter(&cond, &log, "B");
         tick().await;
-        let g = cond.acquire().await;
+        let g = cond.acquire().await.unwrap();
         assert_eq!(cond.notify(1), 1);
         settle(2).await;
         assert_eq!(a.awaiting().to_string(), "Condition.wait(): re-acquiring the lock");
@@ -1094,7 +1094,7 @@ fn condition_cancel_after_notify_does_not_leave_the_lock_locked() {
         let waiter = cond_waiter(&cond, &log, "never");
         tick().await;
         {
-            let _g = cond.acquire().await;
+            let _g = cond.acquire().await.unwrap();
             assert_eq!(cond.notify(1), 1);
             waiter.cancel();
         }
@@ -1329,7 +1329,7 @@ fn event_wait_future_can_be_stored_and_dropped_unpolled() {
         assert!(at_once(w.as_mut()).await.is_none());
         assert_eq!(ev.waiters(), 1);
         ev.set();
-        w.await;
+        w.await.unwrap();
     });
 }
 

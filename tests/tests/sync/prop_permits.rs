@@ -132,7 +132,7 @@ impl Harness {
                 ev.borrow_mut().push(Ev::Arrived(i));
                 match &prim {
                     Prim::Sem(sem) => {
-                        let permit = sem.acquire().await;
+                        let permit = sem.acquire().await.unwrap();
                         ev.borrow_mut().push(Ev::Acquired(i));
                         if g.wait().await.unwrap() {
                             permit.forget();
@@ -142,7 +142,7 @@ impl Harness {
                         }
                     }
                     Prim::Lock(lock) => {
-                        let guard = lock.acquire().await;
+                        let guard = lock.acquire().await.unwrap();
                         ev.borrow_mut().push(Ev::Acquired(i));
                         g.wait().await.unwrap();
                         drop(guard);

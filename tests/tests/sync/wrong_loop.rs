@@ -1,8 +1,8 @@
 //! One wrong-loop error: every wait from a task of another loop reports the loop layer's
 //! `WrongLoopError`, whose message is written once. The errors of the layers above wrap it
 //! (`PromiseError::WrongLoop`, `TaskError::WrongLoop`, `SyncError::WrongLoop`,
-//! `oneshot::RecvError::WrongLoop`), and a wait whose output has no room for an error fails its
-//! task with the same message as a panic. Each test pins the exact text.
+//! `oneshot::RecvError::WrongLoop`), and a wait whose output has no room for an error (the
+//! queue's) fails its task with the same message as a panic. Each test pins the exact text.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -12,7 +12,7 @@ use std::time::Duration;
 use evloop::sync::oneshot;
 use evloop::{
     event_loop::{EventLoop, LoopHandle},
-    sync::{Condition, Lock, SyncError},
+    sync::{Condition, Lock, SyncError, queue::Queue},
     task::{PromiseError, RunError, TaskError, yield_now},
 };
 
@@ -81,14 +81,14 @@ fn a_condition_bound_to_another_loop_gives_the_one_message_in_sync_error() {
     let (a, b, out) = from_another_loop(
         move |a| {
             a.create_task(async move {
-                let g = mine.acquire().await;
+                let g = mine.acquire().await.unwrap();
                 let _ = mine.wait(g).await;
             })
             .unwrap()
             .detach()
         },
         move || seen.waiters() == 1,
-        async move { theirs.wait(theirs.acquire().await).await.map(drop) },
+        async move { theirs.wait(theirs.acquire().await.unwrap()).await.map(drop) },
     );
     match out.unwrap() {
         Err(SyncError::WrongLoop(e)) => {
@@ -133,7 +133,7 @@ fn a_oneshot_receiver_bound_to_another_loop_gives_the_one_message_in_recv_error(
 }
 
 #[test]
-fn a_wait_with_no_room_for_an_error_fails_its_task_with_the_one_message() {
+fn a_lock_bound_to_another_loop_gives_the_one_message_in_sync_error() {
     let lock = Rc::new(Lock::new());
     let (holder, waiter, theirs) = (lock.clone(), lock.clone(), lock);
     let waited = Rc::new(Cell::new(false));
@@ -142,24 +142,53 @@ fn a_wait_with_no_room_for_an_error_fails_its_task_with_the_one_message() {
     let (a, b, out) = from_another_loop(
         move |a| {
             a.create_task(async move {
-                let _g = holder.acquire().await;
+                let _g = holder.acquire().await.unwrap();
                 std::future::pending::<()>().await;
             })
             .unwrap()
             .detach();
             a.create_task(async move {
                 w.set(true);
-                drop(waiter.acquire().await);
+                drop(waiter.acquire().await.unwrap());
             })
             .unwrap()
             .detach();
         },
         move || waited.get(),
-        async move { drop(theirs.acquire().await) },
+        async move { theirs.acquire().await.map(drop) },
+    );
+    match out.unwrap() {
+        Err(e @ SyncError::WrongLoop(_)) => {
+            assert_eq!(e.to_string(), message("Lock.acquire()", "the Lock", &a, &b));
+        }
+        other => panic!("expected SyncError::WrongLoop, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_wait_with_no_room_for_an_error_fails_its_task_with_the_one_message() {
+    let q: Queue<u8> = Queue::new(1);
+    let (mine, theirs) = (q.clone(), q);
+    let waited = Rc::new(Cell::new(false));
+    let w = waited.clone();
+    // A getter of loop A waits on the empty queue: the queue is bound to A.
+    let (a, b, out) = from_another_loop(
+        move |a| {
+            a.create_task(async move {
+                w.set(true);
+                let _ = mine.get().await;
+            })
+            .unwrap()
+            .detach();
+        },
+        move || waited.get(),
+        async move {
+            let _ = theirs.get().await;
+        },
     );
     match out {
         Err(RunError::Task(TaskError::Panicked { panic, .. })) => {
-            assert_eq!(panic.message(), message("Lock.acquire()", "the Lock", &a, &b));
+            assert_eq!(panic.message(), message("Queue::get", "the Queue", &a, &b));
         }
         other => panic!("expected the waiting task to fail, got {other:?}"),
     }
