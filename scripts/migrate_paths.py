@@ -39,7 +39,7 @@ put("sync::queue", "Queue QueueShutDown TaskDoneError TryGetError TryPutError")
 ROOT = set("run spawn main test select join try_join".split())
 # Names that are gone from the paths; their calls are rewritten by CALLS below, so a `use` of one
 # is dropped.
-REMOVED = set("run_with".split())
+REMOVED = set("run_with StreamConfig all_tasks task_tree".split())
 # Whole modules that moved (prefix rewrites, longest first).
 PREFIX = [
     ("io::net", "net"),
@@ -53,8 +53,24 @@ PREFIX = [
 # `select` at the root is the macro; the function moves to task. Decided per occurrence below.
 
 
+# Items renamed (the last segment of a path), after the move.
+RENAMES = {
+    "open_connection_with": "open_connection",
+    "open_unix_connection_with": "open_unix_connection",
+    "start_server_with": "start_server",
+    "start_unix_server_with": "start_unix_server",
+}
+
+
 def map_path(segs):
     """segs: a list of path segments after `evloop`. Returns the new list."""
+    segs = move_path(segs)
+    if segs and segs[-1] in RENAMES:
+        segs = segs[:-1] + [RENAMES[segs[-1]]]
+    return segs
+
+
+def move_path(segs):
     if not segs:
         return segs
     joined = "::".join(segs)
@@ -163,7 +179,7 @@ def rewrite_uses(text):
             continue
         new_items = []
         for segs, alias in items:
-            if len(segs) == 1 and segs[0] in REMOVED and alias is None:
+            if segs[-1] in REMOVED and alias is None and (len(segs) == 1 or segs[:-1] in (["task"], ["streams"], ["stream"])):
                 continue
             if segs == ["select"] and alias is None:
                 # `select` named the macro and the function: the macro stays at the root, the
@@ -274,8 +290,40 @@ def split_args(text, i):
     raise ValueError("unbalanced")
 
 
+def stream_options(cfg):
+    """The builder methods for a `StreamConfig` expression."""
+    cfg = cfg.strip()
+    if cfg in ("StreamConfig::new()", "StreamConfig::default()"):
+        return ""
+    m = re.fullmatch(r"(?:[\w:]*::)?StreamConfig::new\(\)\.limit\((.*)\)", cfg)
+    if m:
+        return ".limit(%s)" % m.group(1)
+    return ".limit(/* migrate: was %s */)" % cfg
+
+
+def with_options(name, nargs):
+    """`name_with(a.., config)` -> `name(a..)` and the config's options as builder methods."""
+    return lambda a: "%s(%s)%s" % (name, ", ".join(x.strip() for x in a[:nargs]), stream_options(a[nargs]))
+
+
 # (regex of the call up to and including `(`, function turning the argument list into new text)
 CALLS = [
+    # the free all_tasks()/task_tree() -> the running loop's methods (kept: they work from outside the loop too)
+    (re.compile(r"(?<![A-Za-z0-9_.`])(?<!fn )(?:evloop::)?(?:task::)?all_tasks\("),
+     lambda a: "evloop::event_loop::get_running_loop().map(|lp| lp.all_tasks()).unwrap_or_default()"),
+    (re.compile(r"(?<![A-Za-z0-9_.`])(?<!fn )(?:evloop::)?(?:task::)?task_tree\("),
+     lambda a: "evloop::event_loop::get_running_loop().ok().map(|lp| lp.task_tree())"),
+    # LoopHandle::current_task() -> the free function (the method was None outside a step)
+    (re.compile(r"(?<![A-Za-z0-9_.`])(?!asyncio\.)[A-Za-z_][A-Za-z0-9_]*\.current_task\("),
+     lambda a: "evloop::task::current_task()"),
+    # the streams' `_with(config)` forms -> the builders' options
+    (re.compile(r"(?<![A-Za-z0-9_.])open_connection_with\("), with_options("open_connection", 2)),
+    (re.compile(r"(?<![A-Za-z0-9_.])open_unix_connection_with\("), with_options("open_unix_connection", 1)),
+    (re.compile(r"(?<![A-Za-z0-9_.])start_server_with\("), with_options("start_server", 3)),
+    (re.compile(r"(?<![A-Za-z0-9_.])start_unix_server_with\("), with_options("start_unix_server", 2)),
+    # the loop's stream methods -> the module functions (on the running loop)
+    (re.compile(r"(?<![A-Za-z0-9_.`])(?!asyncio\.)[A-Za-z_][A-Za-z0-9_]*\.(open_connection|open_unix_connection|start_server|"
+                r"start_unix_server)(?:_with)?\("), None),
     # evloop::run_with(builder, fut) -> builder.run(fut)
     (re.compile(r"(?<![A-Za-z0-9_.])(?:evloop::)?run_with\("),
      lambda a: "%s.run(%s)" % (a[0].strip(), ", ".join(x.strip() for x in a[1:]))),
@@ -304,6 +352,14 @@ def rewrite_calls(text):
             # arguments over several lines (of a doc comment too) become one line
             args = [re.sub(r"\s*\n\s*(?://[/!])?\s*", " ", x).strip().rstrip(",") for x in args]
             args = [x for x in args if x]
+            if fn is None:
+                # `lp.open_connection(` -> `evloop::streams::open_connection(`, arguments kept
+                name = m.group(1)
+                out.append("evloop::streams::%s(%s)" % (name, ", ".join(args)))
+                if m.group(0).rstrip("(").endswith("_with"):
+                    out[-1] = with_options("evloop::streams::" + name, len(args) - 1)(args)
+                i = end
+                continue
             out.append(fn(args))
             i = end
         text = "".join(out)

@@ -128,7 +128,12 @@ async fn group_owner() {
     evloop::time::sleep(Duration::from_millis(2)).await;
     owner.cancel();
     println!("owner: {:?}", owner.await.map(|_| ()));
-    let live: Vec<String> = evloop::task::all_tasks().iter().map(|t| t.name()).collect();
+    let live: Vec<String> = evloop::event_loop::get_running_loop()
+        .map(|lp| lp.all_tasks())
+        .unwrap_or_default()
+        .iter()
+        .map(|t| t.name())
+        .collect();
     println!("live tasks: {live:?}");
 }
 

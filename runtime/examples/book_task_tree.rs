@@ -48,7 +48,7 @@ async fn main_task() -> Result<(), Box<dyn Error>> {
     for _ in 0..3 {
         yield_now().await;
     }
-    let tree = evloop::task::task_tree().ok_or("no running loop")?;
+    let tree = evloop::event_loop::get_running_loop()?.task_tree();
     print!("{tree}");
     for cycle in tree.cycles() {
         let names: Vec<&str> = cycle

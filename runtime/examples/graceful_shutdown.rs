@@ -5,7 +5,7 @@
 //! The shape is asyncio's:
 //!
 //! ```python
-//! server = await asyncio.start_server(echo, "127.0.0.1", port)
+//! server = await evloop::streams::start_server(echo, "127.0.0.1", port)
 //! stop = asyncio.Event()
 //! loop.add_signal_handler(signal.SIGINT, stop.set)
 //! loop.add_signal_handler(signal.SIGTERM, stop.set)

@@ -202,14 +202,15 @@ pub mod pipe {
 ///     let _ = std::fs::remove_file(&path);
 ///     let addr = evloop::net::UnixAddr::pathname(&path)?;
 ///     let server = start_unix_server(
-///         |mut reader, writer| async move {
+///         |reader, writer| async move {
 ///             let line = reader.readline().await.unwrap();
 ///             writer.write(&line);
 ///             writer.drain().await.unwrap();
 ///         },
 ///         &addr,
-///     )?;
-///     let (mut reader, writer) = open_unix_connection(&addr).await?;
+///     )
+///     .await?;
+///     let (reader, writer) = open_unix_connection(&addr).await?;
 ///     writer.write(b"hello\n");
 ///     assert_eq!(reader.readline().await.unwrap(), b"hello\n");
 ///     server.close();

@@ -1,7 +1,9 @@
 //! Typed, counted wrappers over the Linux system calls that evloop needs.
 //!
-//! This crate is the only place in the evloop workspace that contains
-//! `unsafe` code. Every other crate talks to the kernel through the safe
+//! This crate holds nearly all of the evloop workspace's `unsafe` code: the
+//! runtime crate denies it except in two modules it names (the raw task cell
+//! and the fiber register switch), and `evloop-timers` forbids it. Every
+//! other crate talks to the kernel through the safe
 //! functions exported here, which take Rust types ([`BorrowedFd`],
 //! [`OwnedFd`], slices, [`Duration`]) and return [`std::io::Result`] built
 //! from `errno` with [`std::io::Error::last_os_error`].

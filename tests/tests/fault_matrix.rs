@@ -503,9 +503,8 @@ async fn connections(lp: LoopHandle) -> Phase {
     let port = server.local_addr().port();
     let mut clients = Vec::new();
     for i in 0..3 {
-        let lp = lp.clone();
         clients.push(evloop::spawn(async move {
-            let (r, w) = lp.open_connection("127.0.0.1", port).await?;
+            let (r, w) = evloop::streams::open_connection("127.0.0.1", port).await?;
             for j in 0..3 {
                 w.write(format!("client {i} line {j}\n").as_bytes());
                 w.drain().await?;

@@ -77,26 +77,24 @@ fn closing_the_loop_with_a_streams_servers_connection_open_frees_the_user_state(
     let state = Rc::new(State::default());
     let weak: Weak<State> = Rc::downgrade(&state);
     let lp = EventLoop::new().unwrap();
-    let h = lp.handle();
     let (server, client) = run_bounded(&lp, async move {
         let st = state.clone();
-        let server = h
-            .start_server(
-                move |r, w| {
-                    // The handler hands its streams to the user state and waits forever.
-                    st.readers.borrow_mut().push(r);
-                    st.writers.borrow_mut().push(w);
-                    async {
-                        sleep(Duration::from_secs(3600)).await;
-                    }
-                },
-                "127.0.0.1",
-                0,
-            )
-            .await
-            .unwrap();
+        let server = evloop::streams::start_server(
+            move |r, w| {
+                // The handler hands its streams to the user state and waits forever.
+                st.readers.borrow_mut().push(r);
+                st.writers.borrow_mut().push(w);
+                async {
+                    sleep(Duration::from_secs(3600)).await;
+                }
+            },
+            "127.0.0.1",
+            0,
+        )
+        .await
+        .unwrap();
         let port = server.local_addr().port();
-        let client = h.open_connection("127.0.0.1", port).await.unwrap();
+        let client = evloop::streams::open_connection("127.0.0.1", port).await.unwrap();
         yield_until(|| state.writers.borrow().len() == 1).await;
         (server, client)
     });

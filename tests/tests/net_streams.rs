@@ -19,8 +19,8 @@ use evloop::{
     protocol::Server,
     spawn,
     streams::{
-        StreamConfig, StreamError, StreamReader, StreamWriter, open_connection, open_connection_with,
-        open_unix_connection, start_server, start_server_with, start_unix_server,
+        DEFAULT_LIMIT, StreamError, StreamReader, StreamWriter, open_connection, open_unix_connection, start_server,
+        start_unix_server,
     },
     task::Promise,
     time::{sleep, timeout},
@@ -55,7 +55,7 @@ async fn upper(reader: StreamReader, writer: StreamWriter) {
 
 /// A server and one connection to it: the client's streams and the server side's streams (the
 /// handler hands them out instead of serving).
-async fn stream_pair(config: StreamConfig) -> (Server, Streams, Streams) {
+async fn stream_pair(limit: usize) -> (Server, Streams, Streams) {
     let accepted: Rc<RefCell<Vec<Streams>>> = Rc::new(RefCell::new(Vec::new()));
     let arrived: Promise<()> = get_running_loop().unwrap().create_future();
     let (slot, signal) = (accepted.clone(), arrived.clone());
@@ -64,9 +64,9 @@ async fn stream_pair(config: StreamConfig) -> (Server, Streams, Streams) {
         let _ = signal.set_result(());
         std::future::ready(())
     };
-    let server = start_server_with(handler, "127.0.0.1", 0, config).await.unwrap();
+    let server = start_server(handler, "127.0.0.1", 0).limit(limit).await.unwrap();
     let port = server.local_addr().port();
-    let client = open_connection_with("127.0.0.1", port, config).await.unwrap();
+    let client = open_connection("127.0.0.1", port).limit(limit).await.unwrap();
     arrived.wait().await.unwrap();
     let server_side = accepted.borrow_mut().pop().unwrap();
     (server, client, server_side)
@@ -150,7 +150,7 @@ fn reads_complete_on_data_arriving_in_pieces() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (cr, _cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (cr, _cw), (_sr, sw)) = stream_pair(DEFAULT_LIMIT).await;
         let cr = Rc::new(cr);
 
         // readline waits across pieces.
@@ -209,7 +209,7 @@ fn readexactly_at_eof_gives_the_partial_bytes() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (cr, _cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (cr, _cw), (_sr, sw)) = stream_pair(DEFAULT_LIMIT).await;
         sw.write(b"abc");
         sw.close();
         let err = cr.readexactly(10).await.unwrap_err();
@@ -246,7 +246,7 @@ fn an_end_of_stream_that_arrives_with_the_last_bytes_is_not_lost() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (cr, _cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (cr, _cw), (_sr, sw)) = stream_pair(DEFAULT_LIMIT).await;
         sw.write(b"last line\n");
         sw.close();
         assert_eq!(cr.readline().await.unwrap(), b"last line\n");
@@ -262,8 +262,7 @@ fn readuntil_limit_overrun_is_an_error_and_the_data_stays_readable() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let config = StreamConfig::new().limit(16);
-        let (server, (cr, _cw), (_sr, sw)) = stream_pair(config).await;
+        let (server, (cr, _cw), (_sr, sw)) = stream_pair(16).await;
         assert_eq!(cr.limit(), 16);
         let long: Vec<u8> = [vec![b'x'; 40], b"\nshort\n".to_vec()].concat();
         sw.write(&long);
@@ -319,7 +318,7 @@ fn buffer_limit_back_pressure_keeps_memory_bounded() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (cr, _cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (cr, _cw), (_sr, sw)) = stream_pair(DEFAULT_LIMIT).await;
         let limit = cr.limit();
         assert_eq!(limit, 64 * 1024);
         let bound = 2 * limit + READ_CHUNK;
@@ -380,7 +379,7 @@ fn drain_blocks_while_the_peer_does_not_read_and_completes_when_it_does() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (_cr, cw), (sr, _sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (_cr, cw), (sr, _sw)) = stream_pair(DEFAULT_LIMIT).await;
         let (high, low) = cw.transport().write_buffer_limits();
         cw.write(&pattern_chunk(0, TOTAL));
         settle_for(TO_THE_PEER).await;
@@ -421,7 +420,7 @@ fn write_eof_gives_at_eof_on_the_peer_which_can_still_write_back() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (cr, cw), (sr, sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (cr, cw), (sr, sw)) = stream_pair(DEFAULT_LIMIT).await;
         assert!(cw.can_write_eof());
         cw.write(b"request");
         cw.write_eof();
@@ -448,7 +447,7 @@ fn close_then_wait_closed_flushes_and_resolves() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (_cr, cw), (sr, sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (_cr, cw), (sr, sw)) = stream_pair(DEFAULT_LIMIT).await;
         cw.write(b"bye");
         cw.close();
         assert!(cw.is_closing());
@@ -481,7 +480,7 @@ fn dropping_both_streams_closes_the_connection() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (cr, cw), (sr, sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (cr, cw), (sr, sw)) = stream_pair(DEFAULT_LIMIT).await;
         sw.write(b"last words");
         drop(sw);
         settle_for(TO_THE_PEER).await;
@@ -510,7 +509,7 @@ fn a_reset_connection_is_an_error_naming_the_peer_after_the_buffered_bytes() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (cr, cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (cr, cw), (_sr, sw)) = stream_pair(DEFAULT_LIMIT).await;
         sw.write(b"hi");
         while cr.buffered() < 2 {
             settle_for(TO_THE_PEER).await;
@@ -548,7 +547,7 @@ fn a_second_concurrent_read_is_an_error_not_a_panic() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (cr, _cw), (_sr, sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (cr, _cw), (_sr, sw)) = stream_pair(DEFAULT_LIMIT).await;
         let cr = Rc::new(cr);
         let r = cr.clone();
         let first = spawn(async move { r.read(10).await });
@@ -571,7 +570,7 @@ fn streams_work_with_async_read_ext_and_async_write_ext() {
     let _g = serial_shared();
     let lp = EventLoop::new().unwrap();
     run_bounded(&lp.handle(), async {
-        let (server, (mut cr, mut cw), (mut sr, sw)) = stream_pair(StreamConfig::new()).await;
+        let (server, (mut cr, mut cw), (mut sr, sw)) = stream_pair(DEFAULT_LIMIT).await;
         let big = pattern_chunk(0, 1 << 20);
         cw.write_all(&big).await.unwrap();
         cw.flush().await.unwrap();
@@ -725,9 +724,9 @@ fn open_connection_to_localhost_resolves_through_the_executor() {
     let h2 = h.clone();
     run_bounded(&h, async move {
         assert_eq!(h2.stats().executor_threads, 0);
-        let server = h2.start_server(upper, "127.0.0.1", 0).await.unwrap();
+        let server = start_server(upper, "127.0.0.1", 0).await.unwrap();
         let port = server.local_addr().port();
-        let (r, w) = h2.open_connection("localhost", port).await.unwrap();
+        let (r, w) = open_connection("localhost", port).await.unwrap();
         assert!(
             h2.stats().executor_threads >= 1,
             "the name was resolved on the executor"
@@ -743,7 +742,7 @@ fn open_connection_to_localhost_resolves_through_the_executor() {
 
 /// Echo through a Unix-socket server at `addr`.
 async fn unix_echo(addr: UnixAddr) {
-    let server = start_unix_server(upper, &addr).unwrap();
+    let server = start_unix_server(upper, &addr).await.unwrap();
     let (r, w) = open_unix_connection(&addr).await.unwrap();
     w.write(b"over a unix socket\n");
     assert_eq!(r.readline().await.unwrap(), b"OVER A UNIX SOCKET\n");

@@ -1,4 +1,5 @@
-//! A slab with generation-checked keys: the loop's tables of tasks and fd registrations.
+//! A slab with generation-checked keys: the reactor's tables of fd registrations and the sync
+//! layer's wait-queue nodes.
 //!
 //! Values live in a `Vec` of slots; a removed slot goes on a free list and is reused by the next
 //! insert. Each slot carries a generation that is bumped on removal, and a [`Key`] carries the

@@ -29,7 +29,7 @@ use crate::task::step::abort_now;
 /// evloop::run(async {
 ///     let me = evloop::task::current_task().expect("run's future runs as a task");
 ///     let other = evloop::spawn(async {});
-///     let names: Vec<String> = evloop::task::all_tasks().iter().map(|t| t.name()).collect();
+///     let names: Vec<String> = evloop::event_loop::get_running_loop().map(|lp| lp.all_tasks()).unwrap_or_default().iter().map(|t| t.name()).collect();
 ///     assert!(names.contains(&me.name()) && names.contains(&other.name()));
 ///     other.await?;
 ///     Ok::<(), evloop::task::TaskError>(())

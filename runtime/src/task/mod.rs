@@ -61,7 +61,7 @@ mod yield_now;
 
 pub use handle::{Task, TaskRef};
 pub(crate) use spawn::cancel_leftover_tasks;
-pub use spawn::{TaskBuilder, all_tasks, current_task};
+pub use spawn::{TaskBuilder, current_task};
 pub use state::TaskState;
 pub use yield_now::{YieldNow, yield_now};
 
@@ -73,4 +73,4 @@ pub use self::error::{InvalidStateError, PromiseError, RunError, TaskError};
 pub use self::group::{ChildError, GroupError, TaskGroup};
 pub use self::promise::{Promise, PromiseFuture};
 pub use self::runner::Runner;
-pub use self::tree::{TaskNode, TaskTree, task_tree};
+pub use self::tree::{TaskNode, TaskTree};

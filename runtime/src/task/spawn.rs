@@ -162,7 +162,9 @@ impl LoopHandle {
         spawn_on(&self.inner, fut, None, None, Location::caller())
     }
 
-    /// Every task of this loop that has not finished (asyncio's `all_tasks()`).
+    /// Every task of this loop that has not finished (asyncio's `all_tasks()`); from a task,
+    /// `get_running_loop()?.all_tasks()`. A method (and no free function) because it is as
+    /// useful from outside the loop, between runs, as from its tasks.
     ///
     /// ```
     /// let lp = evloop::event_loop::EventLoop::new()?;
@@ -179,20 +181,6 @@ impl LoopHandle {
             .iter()
             .map(|t| TaskRef::from_ptr(t.clone()))
             .collect()
-    }
-
-    /// The task being stepped right now, if any (asyncio's `current_task()`).
-    ///
-    /// ```
-    /// let lp = evloop::event_loop::EventLoop::new()?;
-    /// assert!(lp.current_task().is_none()); // nothing is being stepped
-    /// let h = lp.handle();
-    /// let name = lp.run_until_complete(async move { h.current_task().map(|t| t.name()) })?;
-    /// assert!(name.is_some_and(|n| n.starts_with("Task-")));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn current_task(&self) -> Option<TaskRef> {
-        self.inner.current.get().map(TaskRef::from_ptr)
     }
 
     /// A multi-line dump of every live task: name, state, what it awaits, where it was created.
@@ -362,7 +350,7 @@ where
     }
 }
 
-/// The task running right now on this thread's loop (`asyncio.current_task()`).
+/// The task running right now on this thread's loop (`evloop::task::current_task()`).
 ///
 /// ```
 /// assert!(evloop::task::current_task().is_none()); // no loop runs here
@@ -373,22 +361,7 @@ where
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub fn current_task() -> Option<TaskRef> {
-    with_running(|lp| LoopHandle { inner: lp.clone() }.current_task()).flatten()
-}
-
-/// The unfinished tasks of the loop running on this thread (`asyncio.all_tasks()`); empty when
-/// no loop runs.
-///
-/// ```
-/// evloop::run(async {
-///     let _t = evloop::spawn(std::future::pending::<()>());
-///     assert_eq!(evloop::task::all_tasks().len(), 2); // this one and the pending one
-///     // `run` cancels the tasks left over when its future returns.
-/// })?;
-/// # Ok::<(), evloop::task::RunError>(())
-/// ```
-pub fn all_tasks() -> Vec<TaskRef> {
-    with_running(|lp| LoopHandle { inner: lp.clone() }.all_tasks()).unwrap_or_default()
+    with_running(|lp| lp.current.get().map(TaskRef::from_ptr)).flatten()
 }
 
 /// asyncio's `asyncio.run(main)`: a new loop, run `fut` to completion, cancel the tasks left

@@ -14,7 +14,7 @@
 //!     let child = evloop::spawn(evloop::time::sleep(std::time::Duration::from_millis(5)));
 //!     let parent = evloop::spawn(async move { child.await.unwrap() });
 //!     evloop::task::yield_now().await;
-//!     let tree = evloop::task::task_tree().expect("a running loop");
+//!     let tree = evloop::event_loop::get_running_loop().expect("a running loop").task_tree();
 //!     parent.await.unwrap();
 //!     tree
 //! })
@@ -28,8 +28,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::panic::Location;
 
+use crate::event_loop::LoopHandle;
 use crate::event_loop::trace::Awaiting;
-use crate::event_loop::{LoopHandle, with_running};
 use crate::task::handle::AWAITED_TASK;
 use crate::task::state::{Core, TaskState};
 
@@ -39,7 +39,7 @@ use crate::task::state::{Core, TaskState};
 /// evloop::run(async {
 ///     let worker = evloop::task::TaskBuilder::new().name("worker").spawn(std::future::pending::<()>())?;
 ///     evloop::task::yield_now().await;
-///     let tree = evloop::task::task_tree().expect("a loop runs");
+///     let tree = evloop::event_loop::get_running_loop().expect("a loop runs").task_tree();
 ///     let node = tree.get(worker.number()).expect("live");
 ///     assert_eq!((node.name.as_str(), node.state), ("worker", evloop::task::TaskState::Pending));
 ///     assert!(node.awaited_by.is_empty()); // nobody awaits it
@@ -71,7 +71,7 @@ pub struct TaskNode {
 ///     let child = evloop::task::TaskBuilder::new().name("child").spawn(std::future::pending::<()>())?;
 ///     let parent = evloop::task::TaskBuilder::new().name("parent").spawn(async move { child.await })?;
 ///     evloop::task::yield_now().await;
-///     let text = evloop::task::task_tree().expect("a loop runs").to_string(); // python -m asyncio pstree
+///     let text = evloop::event_loop::get_running_loop().expect("a loop runs").task_tree().to_string(); // python -m asyncio pstree
 ///     let (p, c) = (text.find("parent").expect("listed"), text.find("child").expect("listed"));
 ///     assert!(p < c, "{text}"); // the awaited task is printed below its awaiter
 ///     parent.abort();
@@ -129,18 +129,6 @@ impl LoopHandle {
     }
 }
 
-/// The task tree of the loop running on this thread (`None` when no loop runs).
-///
-/// ```
-/// assert!(evloop::task::task_tree().is_none()); // no loop runs here
-/// let n = evloop::run(async { evloop::task::task_tree().map(|t| t.tasks().len()) })?;
-/// assert_eq!(n, Some(1)); // the task running run's future
-/// # Ok::<(), evloop::task::RunError>(())
-/// ```
-pub fn task_tree() -> Option<TaskTree> {
-    with_running(|lp| LoopHandle { inner: lp.clone() }.task_tree())
-}
-
 impl TaskTree {
     /// Every live task, by number.
     ///
@@ -148,7 +136,7 @@ impl TaskTree {
     /// evloop::run(async {
     ///     let _a = evloop::spawn(std::future::pending::<()>());
     ///     let _b = evloop::spawn(std::future::pending::<()>());
-    ///     let tree = evloop::task::task_tree().expect("a loop runs");
+    ///     let tree = evloop::event_loop::get_running_loop().expect("a loop runs").task_tree();
     ///     let numbers: Vec<u64> = tree.tasks().iter().map(|t| t.number).collect();
     ///     assert_eq!(numbers.len(), 3);
     ///     assert!(numbers.windows(2).all(|w| w[0] < w[1])); // by number
@@ -164,7 +152,7 @@ impl TaskTree {
     /// ```
     /// evloop::run(async {
     ///     let me = evloop::task::current_task().expect("in a task");
-    ///     let tree = evloop::task::task_tree().expect("a loop runs");
+    ///     let tree = evloop::event_loop::get_running_loop().expect("a loop runs").task_tree();
     ///     assert_eq!(tree.get(me.number()).map(|n| n.name.clone()), Some(me.name()));
     ///     assert!(tree.get(u64::MAX).is_none());
     /// })?;
@@ -182,7 +170,7 @@ impl TaskTree {
     ///     let c = child.number();
     ///     let parent = evloop::spawn(async move { child.await });
     ///     evloop::task::yield_now().await;
-    ///     let tree = evloop::task::task_tree().expect("a loop runs");
+    ///     let tree = evloop::event_loop::get_running_loop().expect("a loop runs").task_tree();
     ///     assert_eq!(tree.awaits(parent.number()), [c]);
     ///     parent.abort();
     /// })?;
@@ -221,7 +209,7 @@ impl TaskTree {
     ///     *slot.borrow_mut() = Some(b);
     ///     evloop::task::yield_now().await;
     ///     evloop::task::yield_now().await;
-    ///     let tree = evloop::task::task_tree().expect("a loop runs");
+    ///     let tree = evloop::event_loop::get_running_loop().expect("a loop runs").task_tree();
     ///     assert_eq!(tree.cycles(), [vec![an.min(bn), an.max(bn)]]);
     ///     a_ref.abort();
     /// })?;

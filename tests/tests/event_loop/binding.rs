@@ -418,22 +418,20 @@ fn a_socket_of_one_loop_waited_on_from_another_is_a_wrong_loop_error() {
 #[test]
 fn a_stream_of_one_loop_read_from_another_is_a_wrong_loop_error() {
     let (a, b) = two_loops();
-    let h = a.handle();
     let (reader, writer, _server) = a
         .run_until_complete(async move {
-            let server = h
-                .start_server(
-                    |_r, w: evloop::streams::StreamWriter| async move {
-                        sleep(Duration::from_secs(3600)).await;
-                        drop(w);
-                    },
-                    "127.0.0.1",
-                    0,
-                )
-                .await
-                .unwrap();
+            let server = evloop::streams::start_server(
+                |_r, w: evloop::streams::StreamWriter| async move {
+                    sleep(Duration::from_secs(3600)).await;
+                    drop(w);
+                },
+                "127.0.0.1",
+                0,
+            )
+            .await
+            .unwrap();
             let port = server.local_addr().port();
-            let (r, w) = h.open_connection("127.0.0.1", port).await.unwrap();
+            let (r, w) = evloop::streams::open_connection("127.0.0.1", port).await.unwrap();
             (r, w, server)
         })
         .unwrap();

@@ -19,13 +19,14 @@
 //! - memory stays bounded: the buffer never holds more than twice the limit plus one receive
 //!   (64 KiB), or the largest `readexactly` asked for, plus one receive.
 
+use std::future::IntoFuture;
 use std::time::Duration;
 
 use evloop::net::TcpListener;
 use evloop::{
     event_loop::EventLoop,
     io::AsyncWriteExt,
-    streams::{StreamConfig, StreamError, StreamReader},
+    streams::{StreamError, StreamReader},
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -120,9 +121,9 @@ async fn check(case: Case) -> Result<(), TestCaseError> {
     let fail = |e: &dyn std::fmt::Display| TestCaseError::fail(e.to_string());
     let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|e| fail(&e))?;
     let port = listener.local_addr().map_err(|e| fail(&e))?.port();
-    let lp = evloop::event_loop::get_running_loop().map_err(|e| fail(&e))?;
-    let config = StreamConfig::new().limit(case.limit);
-    let connect = lp.open_connection_with("127.0.0.1", port, config);
+    let connect = evloop::streams::open_connection("127.0.0.1", port)
+        .limit(case.limit)
+        .into_future();
     let (accepted, connected) = evloop::join!(listener.accept(), connect);
     let (mut peer, _) = accepted.map_err(|e| fail(&e))?;
     let (reader, _writer) = connected.map_err(|e| fail(&e))?;

@@ -31,19 +31,18 @@ fn drain_after_close_yields_and_then_reports_the_closed_connection() {
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     run_bounded(&lp, async move {
-        let server = h
-            .start_server(
-                |r: StreamReader, w: StreamWriter| async move {
-                    let _ = r.read_to_end().await;
-                    drop(w);
-                },
-                "127.0.0.1",
-                0,
-            )
-            .await
-            .unwrap();
+        let server = evloop::streams::start_server(
+            |r: StreamReader, w: StreamWriter| async move {
+                let _ = r.read_to_end().await;
+                drop(w);
+            },
+            "127.0.0.1",
+            0,
+        )
+        .await
+        .unwrap();
         let port = server.local_addr().port();
-        let (_r, w) = h.open_connection("127.0.0.1", port).await.unwrap();
+        let (_r, w) = evloop::streams::open_connection("127.0.0.1", port).await.unwrap();
         w.close();
         let iterations = h.stats().iterations;
         let (e, rounds) = write_and_drain_until_error(&w, 1000)
@@ -68,7 +67,6 @@ fn drain_after_close_yields_and_then_reports_the_closed_connection() {
 #[test]
 fn a_write_and_drain_loop_ends_when_the_peer_resets_the_connection() {
     let lp = EventLoop::new().unwrap();
-    let h = lp.handle();
     run_bounded(&lp, async move {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -81,7 +79,7 @@ fn a_write_and_drain_loop_ends_when_the_peer_resets_the_connection() {
             sys::set_linger_zero(s.socket().as_fd()).unwrap();
             drop(s);
         });
-        let (_r, w) = h.open_connection("127.0.0.1", port).await.unwrap();
+        let (_r, w) = evloop::streams::open_connection("127.0.0.1", port).await.unwrap();
         w.write(b"hello");
         w.drain().await.unwrap();
         server.await.unwrap();

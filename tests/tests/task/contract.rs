@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use evloop::{
     event_loop::{Builder, EventLoop, ExceptionKind, LoopErrorKind, LoopHandle, get_running_loop},
     spawn,
-    task::{Promise, RunError, Task, TaskBuilder, TaskError, TaskRef, TaskState, all_tasks, current_task, yield_now},
+    task::{Promise, RunError, Task, TaskBuilder, TaskError, TaskRef, TaskState, current_task, yield_now},
     time::sleep,
 };
 use evloop_tests::watchdog::Watchdog;
@@ -623,7 +623,11 @@ fn task_dropping_the_handle_detaches_never_kills() {
         let name = t.name();
         drop(t); // no reference to the task is left anywhere but the loop
         yield_now().await;
-        let still_listed = all_tasks().iter().any(|t| t.name() == name);
+        let still_listed = evloop::event_loop::get_running_loop()
+            .map(|lp| lp.all_tasks())
+            .unwrap_or_default()
+            .iter()
+            .any(|t| t.name() == name);
         finished.await.unwrap();
         still_listed
     });
@@ -1095,7 +1099,7 @@ fn task_current_task_is_the_task_inside_it_and_none_in_a_plain_callback() {
         Some(true),
         "current_task() in a plain callback is None"
     );
-    assert!(lp.current_task().is_none());
+    assert!(evloop::task::current_task().is_none());
 }
 
 #[test]
@@ -1126,7 +1130,12 @@ fn task_all_tasks_lists_unfinished_tasks_only() {
     assert_eq!(names, ["sleeping", "waiting"]);
     assert_eq!(lp.stats().tasks, 2);
     let inside = run_bounded(&lp, async move {
-        let mut names: Vec<String> = all_tasks().iter().map(|t| t.name()).collect();
+        let mut names: Vec<String> = evloop::event_loop::get_running_loop()
+            .map(|lp| lp.all_tasks())
+            .unwrap_or_default()
+            .iter()
+            .map(|t| t.name())
+            .collect();
         names.sort();
         names
     });
@@ -1139,7 +1148,13 @@ fn task_all_tasks_lists_unfinished_tasks_only() {
         assert!(sleeping.await.is_err());
     });
     assert!(lp.all_tasks().is_empty());
-    assert!(all_tasks().is_empty(), "no loop running: empty");
+    assert!(
+        evloop::event_loop::get_running_loop()
+            .map(|lp| lp.all_tasks())
+            .unwrap_or_default()
+            .is_empty(),
+        "no loop running: empty"
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use evloop::{
     event_loop::Awaiting,
     spawn,
-    task::{Task, TaskGroup, TaskState, TaskTree, gather, task_tree, yield_now},
+    task::{Task, TaskGroup, TaskState, TaskTree, gather, yield_now},
     time::sleep,
 };
 
@@ -40,7 +40,9 @@ fn a_task_awaiting_another_is_its_parent_in_the_tree() {
             .unwrap();
         yield_now().await;
         yield_now().await;
-        let tree = task_tree().expect("a running loop");
+        let tree = evloop::event_loop::get_running_loop()
+            .expect("a running loop")
+            .task_tree();
         parent.abort();
         tree
     })
@@ -102,7 +104,7 @@ fn gather_and_task_groups_show_every_awaited_task() {
         for _ in 0..3 {
             yield_now().await;
         }
-        let tree = task_tree().unwrap();
+        let tree = evloop::event_loop::get_running_loop().unwrap().task_tree();
         gatherer.abort();
         grouper.abort();
         tree
@@ -141,7 +143,7 @@ fn two_tasks_awaiting_each_other_are_reported_as_a_deadlock() {
         for _ in 0..3 {
             yield_now().await;
         }
-        task_tree().unwrap()
+        evloop::event_loop::get_running_loop().unwrap().task_tree()
     })
     .unwrap();
     let cycles = tree.cycles();
@@ -178,7 +180,7 @@ fn a_ring_of_three_is_one_deadlock_and_finished_tasks_are_not_in_the_tree() {
         for _ in 0..3 {
             yield_now().await;
         }
-        task_tree().unwrap()
+        evloop::event_loop::get_running_loop().unwrap().task_tree()
     })
     .unwrap();
     assert_eq!(tree.tasks().len(), 4, "main and the ring:\n{tree}");
@@ -189,7 +191,12 @@ fn a_ring_of_three_is_one_deadlock_and_finished_tasks_are_not_in_the_tree() {
 
 #[test]
 fn without_a_running_loop_there_is_no_tree() {
-    assert!(task_tree().is_none());
+    assert!(
+        evloop::event_loop::get_running_loop()
+            .ok()
+            .map(|lp| lp.task_tree())
+            .is_none()
+    );
     let lp = evloop::event_loop::EventLoop::new().unwrap();
     assert!(lp.task_tree().tasks().is_empty());
 }

@@ -126,7 +126,7 @@ impl Conn {
             read: RefCell::new(ReadState {
                 data: Vec::new(),
                 start: 0,
-                limit: config.get_limit(),
+                limit: config.limit,
                 eof: false,
                 error: None,
                 fed: 0,

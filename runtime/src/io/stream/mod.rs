@@ -32,7 +32,7 @@
 //! [`StreamError::ReadInProgress`]).
 //!
 //! **Bounded memory** (asyncio's `limit`): when the buffer holds more than twice the limit
-//! ([`StreamConfig::limit`], 64 KiB by default), the protocol calls
+//! (the builders' `limit`, [`DEFAULT_LIMIT`] by default), the protocol calls
 //! [`Transport::pause_reading`]: the kernel's receive queue fills, TCP's window closes and the
 //! peer's sends block. Once reads have drained the buffer to the limit or below,
 //! `resume_reading` restarts it (`_maybe_resume_transport`). The buffer therefore never holds
@@ -67,10 +67,10 @@
 //! - Misuse is an error value, never a panic.
 //!
 //! # The `stream/` folder
-//! `config` ([`StreamConfig`]) and `error` ([`StreamError`]); `conn`, the state a connection's
-//! protocol, reader and writer share; `reader` ([`StreamReader`]) and `writer`
-//! ([`StreamWriter`]); `open`, the functions and loop methods that open connections and start
-//! servers. This file only declares the modules and re-exports.
+//! `config` (the options the builders carry, [`DEFAULT_LIMIT`]) and `error` ([`StreamError`]);
+//! `conn`, the state a connection's protocol, reader and writer share; `reader`
+//! ([`StreamReader`]) and `writer` ([`StreamWriter`]); `open`, the four functions that open
+//! connections and start servers and the builders they return. This file only declares the modules and re-exports.
 //!
 //! [`Transport`]: crate::io::protocol::Transport
 //! [`Transport::pause_reading`]: crate::io::protocol::Transport::pause_reading
@@ -84,11 +84,11 @@ mod open;
 mod reader;
 mod writer;
 
-pub use self::config::{DEFAULT_LIMIT, StreamConfig};
+pub use self::config::DEFAULT_LIMIT;
 pub use self::error::StreamError;
 pub use self::open::{
-    open_connection, open_connection_with, open_unix_connection, open_unix_connection_with, start_server,
-    start_server_with, start_unix_server, start_unix_server_with,
+    OpenConnection, OpenUnixConnection, StartServer, StartUnixServer, open_connection, open_unix_connection,
+    start_server, start_unix_server,
 };
 pub use self::reader::StreamReader;
 pub use self::writer::StreamWriter;

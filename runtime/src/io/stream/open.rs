@@ -1,18 +1,21 @@
-//! Opening streams: `open_connection`, `start_server` and their Unix-socket and `_with(config)`
-//! forms, as loop methods and as free functions on the running loop (the 16 entry points of
-//! asyncio's `asyncio.streams`). Each builds a `Conn` and a `StreamProtocol` and hands it to the
-//! protocol layer (`create_connection`, `create_server`, ...); a server's protocol starts the
-//! user's handler in its own task on each connection.
+//! Opening streams: `open_connection`, `start_server` and their Unix-socket twins, asyncio's
+//! four module functions of `asyncio.streams`. Each returns a builder whose methods set the
+//! options (`.limit(n)`) and which is awaited (`IntoFuture`) on the running loop: awaiting it
+//! builds a `Conn` and a `StreamProtocol` and hands them to the protocol layer
+//! (`create_connection`, `create_server`, ...); a server's protocol starts the user's handler in
+//! its own task on each connection.
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use crate::event_loop::{LoopHandle, get_running_loop};
 use crate::io::net::UnixAddr;
 use crate::io::protocol::{Server, Transport};
+use crate::io::stream::config::StreamConfig;
 use crate::io::stream::conn::{Conn, ConnectHook, StreamProtocol, pair};
-use crate::io::stream::{StreamConfig, StreamReader, StreamWriter};
+use crate::io::stream::{StreamReader, StreamWriter};
 
 /// A client connection's protocol, and the `Conn` it shares with the streams to come.
 fn client_protocol(config: StreamConfig) -> (Rc<Conn>, StreamProtocol) {
@@ -64,101 +67,17 @@ where
     })
 }
 
-impl LoopHandle {
-    /// Connects to `host:port` and returns its streams (asyncio's `open_connection`): the name
-    /// is resolved like [`LoopHandle::create_connection`] does (on the executor unless it is an
-    /// IP literal) and each address is tried in turn; the error names the address.
-    pub async fn open_connection(&self, host: &str, port: u16) -> io::Result<(StreamReader, StreamWriter)> {
-        self.open_connection_with(host, port, StreamConfig::new()).await
-    }
-
-    /// [`LoopHandle::open_connection`] with options (the reader's limit).
-    pub async fn open_connection_with(
-        &self,
-        host: &str,
-        port: u16,
-        config: StreamConfig,
-    ) -> io::Result<(StreamReader, StreamWriter)> {
-        let (conn, protocol) = client_protocol(config);
-        let transport = self.create_connection(protocol, host, port).await?;
-        Ok(client_pair(conn, transport))
-    }
-
-    /// Connects to a Unix socket and returns its streams (asyncio's `open_unix_connection`).
-    pub async fn open_unix_connection(&self, addr: &UnixAddr) -> io::Result<(StreamReader, StreamWriter)> {
-        self.open_unix_connection_with(addr, StreamConfig::new()).await
-    }
-
-    /// [`LoopHandle::open_unix_connection`] with options.
-    pub async fn open_unix_connection_with(
-        &self,
-        addr: &UnixAddr,
-        config: StreamConfig,
-    ) -> io::Result<(StreamReader, StreamWriter)> {
-        let (conn, protocol) = client_protocol(config);
-        let transport = self.create_unix_connection(protocol, addr).await?;
-        Ok(client_pair(conn, transport))
-    }
-
-    /// Serves on every address `host` resolves to (port 0 picks a free port): each connection
-    /// runs `handler(reader, writer)` in its own task (asyncio's `start_server` with its
-    /// `client_connected_cb`). A handler that panics is reported to the exception handler; the
-    /// server keeps serving. The connection closes when the handler drops its streams.
-    pub async fn start_server<H, Fut>(&self, handler: H, host: &str, port: u16) -> io::Result<Server>
-    where
-        H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
-        Fut: Future<Output = ()> + 'static,
-    {
-        self.start_server_with(handler, host, port, StreamConfig::new()).await
-    }
-
-    /// [`LoopHandle::start_server`] with options (each connection's reader limit).
-    pub async fn start_server_with<H, Fut>(
-        &self,
-        handler: H,
-        host: &str,
-        port: u16,
-        config: StreamConfig,
-    ) -> io::Result<Server>
-    where
-        H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
-        Fut: Future<Output = ()> + 'static,
-    {
-        self.create_server(server_protocols(self, handler, config), host, port)
-            .await
-    }
-
-    /// Serves on a Unix socket (asyncio's `start_unix_server`); see
-    /// [`LoopHandle::start_server`]. A pathname socket's file is removed by `Server::close`.
-    pub fn start_unix_server<H, Fut>(&self, handler: H, addr: &UnixAddr) -> io::Result<Server<UnixAddr>>
-    where
-        H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
-        Fut: Future<Output = ()> + 'static,
-    {
-        self.start_unix_server_with(handler, addr, StreamConfig::new())
-    }
-
-    /// [`LoopHandle::start_unix_server`] with options.
-    pub fn start_unix_server_with<H, Fut>(
-        &self,
-        handler: H,
-        addr: &UnixAddr,
-        config: StreamConfig,
-    ) -> io::Result<Server<UnixAddr>>
-    where
-        H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
-        Fut: Future<Output = ()> + 'static,
-    {
-        self.create_unix_server(server_protocols(self, handler, config), addr)
-    }
-}
-
 fn running(op: &'static str) -> io::Result<LoopHandle> {
     get_running_loop().map_err(|e| io::Error::other(format!("{op}: {e}")))
 }
 
+/// What awaiting one of the builders gives: a boxed future borrowing the builder's arguments.
+type Opening<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + 'a>>;
+
 /// Connects to `host:port` on the running loop and returns the streams (asyncio's
-/// `open_connection`). See [`LoopHandle::open_connection`].
+/// `open_connection`): the name is resolved like `LoopHandle::create_connection` does (on the
+/// executor unless it is an IP literal) and each address is tried in turn; the error names the
+/// address. Options are the builder's methods ([`OpenConnection::limit`]).
 ///
 /// ```
 /// evloop::run(async {
@@ -172,78 +91,155 @@ fn running(op: &'static str) -> io::Result<LoopHandle> {
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub async fn open_connection(host: &str, port: u16) -> io::Result<(StreamReader, StreamWriter)> {
-    running("open_connection")?.open_connection(host, port).await
+pub fn open_connection(host: &str, port: u16) -> OpenConnection<'_> {
+    OpenConnection {
+        host,
+        port,
+        config: StreamConfig::new(),
+    }
 }
 
-/// [`open_connection`] with options (asyncio's `limit=`).
+/// The builder [`open_connection`] returns: await it for the streams.
 ///
 /// ```
-/// use evloop::streams::StreamConfig;
-///
 /// evloop::run(async {
 ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
-///     let config = StreamConfig::new().limit(1 << 20); // asyncio's limit=
-///     let (reader, _w) = evloop::streams::open_connection_with("127.0.0.1", server.local_addr().port(), config).await?;
+///     let connect = evloop::streams::open_connection("127.0.0.1", server.local_addr().port());
+///     let (reader, _w) = connect.limit(1 << 20).await?; // asyncio's limit=
 ///     assert_eq!(reader.limit(), 1 << 20);
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub async fn open_connection_with(
-    host: &str,
+#[must_use = "builders do nothing until they are built, run or awaited"]
+#[derive(Debug)]
+pub struct OpenConnection<'a> {
+    host: &'a str,
     port: u16,
     config: StreamConfig,
-) -> io::Result<(StreamReader, StreamWriter)> {
-    running("open_connection")?
-        .open_connection_with(host, port, config)
-        .await
 }
 
-/// Connects to a Unix socket on the running loop (asyncio's `open_unix_connection`).
+impl OpenConnection<'_> {
+    /// The reader's buffer limit (asyncio's `limit=`, [`DEFAULT_LIMIT`](crate::streams::DEFAULT_LIMIT)
+    /// by default): the longest line or `readuntil` chunk accepted, and the back-pressure
+    /// threshold (reading pauses above twice the limit, resumes at the limit). 0 is taken as 1.
+    ///
+    /// ```
+    /// use evloop::streams::StreamError;
+    ///
+    /// evloop::run(async {
+    ///     // A server whose client gets a line longer than its limit.
+    ///     let server = evloop::streams::start_server(|_r, w| async move { w.write(b"this line is too long\n") }, "127.0.0.1", 0).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).limit(8).await?;
+    ///     let err = reader.readline().await.unwrap_err();
+    ///     assert!(matches!(err, StreamError::LimitOverrun { limit: 8, .. }));
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.config = self.config.limit(limit);
+        self
+    }
+}
+
+impl<'a> IntoFuture for OpenConnection<'a> {
+    type Output = io::Result<(StreamReader, StreamWriter)>;
+    type IntoFuture = Opening<'a, (StreamReader, StreamWriter)>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let lp = running("open_connection")?;
+            let (conn, protocol) = client_protocol(self.config);
+            let transport = lp.create_connection(protocol, self.host, self.port).await?;
+            Ok(client_pair(conn, transport))
+        })
+    }
+}
+
+/// Connects to a Unix socket on the running loop (asyncio's `open_unix_connection`); options as
+/// for [`open_connection`].
 ///
 /// ```
 /// use evloop::net::UnixAddr;
 ///
 /// evloop::run(async {
 ///     let addr = UnixAddr::abstract_name(format!("evloop-doc-{}", std::process::id()).as_bytes())?;
-///     let _server = evloop::streams::start_unix_server(|_r, w| async move { w.write(b"local hello") }, &addr)?;
+///     let _server = evloop::streams::start_unix_server(|_r, w| async move { w.write(b"local hello") }, &addr).await?;
 ///     let (reader, _w) = evloop::streams::open_unix_connection(&addr).await?;
 ///     assert_eq!(reader.read_to_end().await?, b"local hello");
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub async fn open_unix_connection(addr: &UnixAddr) -> io::Result<(StreamReader, StreamWriter)> {
-    running("open_unix_connection")?.open_unix_connection(addr).await
+pub fn open_unix_connection(addr: &UnixAddr) -> OpenUnixConnection<'_> {
+    OpenUnixConnection {
+        addr,
+        config: StreamConfig::new(),
+    }
 }
 
-/// [`open_unix_connection`] with options.
+/// The builder [`open_unix_connection`] returns: await it for the streams.
 ///
 /// ```
 /// use evloop::net::UnixAddr;
-/// use evloop::streams::StreamConfig;
 ///
 /// evloop::run(async {
 ///     let addr = UnixAddr::abstract_name(format!("evloop-doc-{}", std::process::id()).as_bytes())?;
-///     let _server = evloop::streams::start_unix_server(|_r, _w| async {}, &addr)?;
-///     let (reader, _w) = evloop::streams::open_unix_connection_with(&addr, StreamConfig::new().limit(512)).await?;
+///     let _server = evloop::streams::start_unix_server(|_r, _w| async {}, &addr).await?;
+///     let (reader, _w) = evloop::streams::open_unix_connection(&addr).limit(512).await?;
 ///     assert_eq!(reader.limit(), 512);
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub async fn open_unix_connection_with(
-    addr: &UnixAddr,
+#[must_use = "builders do nothing until they are built, run or awaited"]
+#[derive(Debug)]
+pub struct OpenUnixConnection<'a> {
+    addr: &'a UnixAddr,
     config: StreamConfig,
-) -> io::Result<(StreamReader, StreamWriter)> {
-    running("open_unix_connection")?
-        .open_unix_connection_with(addr, config)
-        .await
 }
 
-/// Serves `handler` on the running loop (asyncio's `start_server`). See
-/// [`LoopHandle::start_server`].
+impl OpenUnixConnection<'_> {
+    /// The reader's buffer limit, as [`OpenConnection::limit`].
+    ///
+    /// ```
+    /// use evloop::net::UnixAddr;
+    ///
+    /// evloop::run(async {
+    ///     let addr = UnixAddr::abstract_name(format!("evloop-doc-l-{}", std::process::id()).as_bytes())?;
+    ///     let _server = evloop::streams::start_unix_server(|_r, _w| async {}, &addr).await?;
+    ///     let (reader, _w) = evloop::streams::open_unix_connection(&addr).limit(0).await?;
+    ///     assert_eq!(reader.limit(), 1); // 0 is taken as 1
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.config = self.config.limit(limit);
+        self
+    }
+}
+
+impl<'a> IntoFuture for OpenUnixConnection<'a> {
+    type Output = io::Result<(StreamReader, StreamWriter)>;
+    type IntoFuture = Opening<'a, (StreamReader, StreamWriter)>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let lp = running("open_unix_connection")?;
+            let (conn, protocol) = client_protocol(self.config);
+            let transport = lp.create_unix_connection(protocol, self.addr).await?;
+            Ok(client_pair(conn, transport))
+        })
+    }
+}
+
+/// Serves `handler` on the running loop, on every address `host` resolves to (port 0 picks a
+/// free port): each connection runs `handler(reader, writer)` in its own task (asyncio's
+/// `start_server` with its `client_connected_cb`). A handler that panics is reported to the
+/// exception handler; the server keeps serving. The connection closes when the handler drops
+/// its streams. Options are the builder's methods ([`StartServer::limit`]).
 ///
 /// ```
 /// // An echo server, as in asyncio's documentation: one task per connection.
@@ -266,26 +262,29 @@ pub async fn open_unix_connection_with(
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub async fn start_server<H, Fut>(handler: H, host: &str, port: u16) -> io::Result<Server>
+pub fn start_server<H, Fut>(handler: H, host: &str, port: u16) -> StartServer<'_, H>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    running("start_server")?.start_server(handler, host, port).await
+    StartServer {
+        handler,
+        host,
+        port,
+        config: StreamConfig::new(),
+    }
 }
 
-/// [`start_server`] with options.
+/// The builder [`start_server`] returns: await it for the [`Server`].
 ///
 /// ```
-/// use evloop::streams::StreamConfig;
-///
 /// evloop::run(async {
-///     let server = evloop::streams::start_server_with(
+///     let server = evloop::streams::start_server(
 ///         |reader, writer| async move { writer.write(reader.limit().to_string().as_bytes()) },
 ///         "127.0.0.1",
 ///         0,
-///         StreamConfig::new().limit(4096), // each connection's reader limit
 ///     )
+///     .limit(4096) // each connection's reader limit
 ///     .await?;
 ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
 ///     assert_eq!(reader.read_to_end().await?, b"4096");
@@ -293,17 +292,57 @@ where
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub async fn start_server_with<H, Fut>(handler: H, host: &str, port: u16, config: StreamConfig) -> io::Result<Server>
+#[must_use = "builders do nothing until they are built, run or awaited"]
+pub struct StartServer<'a, H> {
+    handler: H,
+    host: &'a str,
+    port: u16,
+    config: StreamConfig,
+}
+
+impl<H> StartServer<'_, H> {
+    /// Each connection's reader limit, as [`OpenConnection::limit`].
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let server = evloop::streams::start_server(
+    ///         |reader, writer| async move { writer.write(reader.limit().to_string().as_bytes()) },
+    ///         "127.0.0.1",
+    ///         0,
+    ///     )
+    ///     .limit(100)
+    ///     .await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", server.local_addr().port()).await?;
+    ///     assert_eq!(reader.read_to_end().await?, b"100");
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.config = self.config.limit(limit);
+        self
+    }
+}
+
+impl<'a, H, Fut> IntoFuture for StartServer<'a, H>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    running("start_server")?
-        .start_server_with(handler, host, port, config)
-        .await
+    type Output = io::Result<Server>;
+    type IntoFuture = Opening<'a, Server>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let lp = running("start_server")?;
+            let protocols = server_protocols(&lp, self.handler, self.config);
+            lp.create_server(protocols, self.host, self.port).await
+        })
+    }
 }
 
-/// Serves `handler` on a Unix socket on the running loop (asyncio's `start_unix_server`).
+/// Serves `handler` on a Unix socket on the running loop (asyncio's `start_unix_server`); see
+/// [`start_server`]. A pathname socket's file is removed by `Server::close`.
 ///
 /// ```
 /// use evloop::net::UnixAddr;
@@ -311,7 +350,7 @@ where
 /// evloop::run(async {
 ///     let path = std::env::temp_dir().join(format!("evloop-doc-{}.sock", std::process::id()));
 ///     let addr = UnixAddr::pathname(&path)?;
-///     let server = evloop::streams::start_unix_server(|_r, w| async move { w.write(b"hi") }, &addr)?;
+///     let server = evloop::streams::start_unix_server(|_r, w| async move { w.write(b"hi") }, &addr).await?;
 ///     assert_eq!(server.local_addr(), addr);
 ///     let (reader, _w) = evloop::streams::open_unix_connection(&addr).await?;
 ///     assert_eq!(reader.read_to_end().await?, b"hi");
@@ -321,38 +360,82 @@ where
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn start_unix_server<H, Fut>(handler: H, addr: &UnixAddr) -> io::Result<Server<UnixAddr>>
+pub fn start_unix_server<H, Fut>(handler: H, addr: &UnixAddr) -> StartUnixServer<'_, H>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    running("start_unix_server")?.start_unix_server(handler, addr)
+    StartUnixServer {
+        handler,
+        addr,
+        config: StreamConfig::new(),
+    }
 }
 
-/// [`start_unix_server`] with options.
+/// The builder [`start_unix_server`] returns: await it for the [`Server`].
 ///
 /// ```
 /// use evloop::net::UnixAddr;
-/// use evloop::streams::StreamConfig;
 ///
 /// evloop::run(async {
 ///     let addr = UnixAddr::abstract_name(format!("evloop-doc-{}", std::process::id()).as_bytes())?;
-///     let config = StreamConfig::new().limit(64);
-///     let _server = evloop::streams::start_unix_server_with(
+///     let _server = evloop::streams::start_unix_server(
 ///         |reader, writer| async move { writer.write(reader.limit().to_string().as_bytes()) },
 ///         &addr,
-///         config,
-///     )?;
+///     )
+///     .limit(64)
+///     .await?;
 ///     let (reader, _w) = evloop::streams::open_unix_connection(&addr).await?;
 ///     assert_eq!(reader.read_to_end().await?, b"64");
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn start_unix_server_with<H, Fut>(handler: H, addr: &UnixAddr, config: StreamConfig) -> io::Result<Server<UnixAddr>>
+#[must_use = "builders do nothing until they are built, run or awaited"]
+pub struct StartUnixServer<'a, H> {
+    handler: H,
+    addr: &'a UnixAddr,
+    config: StreamConfig,
+}
+
+impl<H> StartUnixServer<'_, H> {
+    /// Each connection's reader limit, as [`OpenConnection::limit`].
+    ///
+    /// ```
+    /// use evloop::net::UnixAddr;
+    ///
+    /// evloop::run(async {
+    ///     let addr = UnixAddr::abstract_name(format!("evloop-doc-u-{}", std::process::id()).as_bytes())?;
+    ///     let _server = evloop::streams::start_unix_server(
+    ///         |reader, writer| async move { writer.write(reader.limit().to_string().as_bytes()) },
+    ///         &addr,
+    ///     )
+    ///     .limit(32)
+    ///     .await?;
+    ///     let (reader, _w) = evloop::streams::open_unix_connection(&addr).await?;
+    ///     assert_eq!(reader.read_to_end().await?, b"32");
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.config = self.config.limit(limit);
+        self
+    }
+}
+
+impl<'a, H, Fut> IntoFuture for StartUnixServer<'a, H>
 where
     H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    running("start_unix_server")?.start_unix_server_with(handler, addr, config)
+    type Output = io::Result<Server<UnixAddr>>;
+    type IntoFuture = Opening<'a, Server<UnixAddr>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let lp = running("start_unix_server")?;
+            lp.create_unix_server(server_protocols(&lp, self.handler, self.config), self.addr)
+        })
+    }
 }

@@ -387,12 +387,10 @@ impl StreamReader {
     /// The buffer limit.
     ///
     /// ```
-    /// use evloop::streams::StreamConfig;
-    ///
     /// evloop::run(async {
     ///     let server = evloop::streams::start_server(|_r, _w| async {}, "127.0.0.1", 0).await?;
     ///     let port = server.local_addr().port();
-    ///     let (reader, _w) = evloop::streams::open_connection_with("127.0.0.1", port, StreamConfig::new().limit(100)).await?;
+    ///     let (reader, _w) = evloop::streams::open_connection("127.0.0.1", port).limit(100).await?;
     ///     assert_eq!(reader.limit(), 100);
     ///     Ok::<(), Box<dyn std::error::Error>>(())
     /// })??;
