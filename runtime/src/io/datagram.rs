@@ -108,7 +108,7 @@ pub trait DatagramProtocol: 'static {
 ///
 /// ```
 /// let opts = evloop::protocol::DatagramOptions::new().reuse_port(true).allow_broadcast(true);
-/// assert!(opts.get_reuse_port() && opts.get_allow_broadcast());
+/// assert_ne!(opts, evloop::protocol::DatagramOptions::new());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[must_use = "builders do nothing until they are built, run or awaited"]
@@ -134,16 +134,6 @@ impl DatagramOptions {
     pub fn allow_broadcast(mut self, on: bool) -> Self {
         self.allow_broadcast = on;
         self
-    }
-
-    /// Whether `SO_REUSEPORT` is set.
-    pub fn get_reuse_port(&self) -> bool {
-        self.reuse_port
-    }
-
-    /// Whether `SO_BROADCAST` is set.
-    pub fn get_allow_broadcast(&self) -> bool {
-        self.allow_broadcast
     }
 }
 

@@ -16,8 +16,7 @@ use crate::io::addr::{Resolving, ToSocketAddrs, each_addr};
 use crate::io::error::with_context;
 use crate::io::net::Socket;
 use crate::io::net::socket::{Kind, domain_of, inet};
-use crate::io::split::owned_halves;
-use crate::io::split::{OwnedReadHalf, OwnedWriteHalf};
+use crate::io::split::tcp::{OwnedReadHalf, OwnedWriteHalf, owned_halves};
 use crate::io::traits::forward_io;
 
 /// A TCP listening socket.

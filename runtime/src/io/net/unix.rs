@@ -9,8 +9,7 @@ use evloop_syscalls::{Domain, SockAddr, SockType, UnixAddr};
 
 use crate::io::net::Socket;
 use crate::io::net::socket::{Kind, unix};
-use crate::io::split::owned_halves;
-use crate::io::split::{OwnedReadHalf, OwnedWriteHalf};
+use crate::io::split::unix::{OwnedReadHalf, OwnedWriteHalf, owned_halves};
 use crate::io::traits::forward_io;
 
 /// A Unix-domain listening socket (pathname or abstract address).
