@@ -35,13 +35,17 @@ fn lib_rs() -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-/// lib.rs without comments, and only its top level (the bodies of inline modules cut out).
-fn top_level(src: &str) -> String {
-    let code: String = src
-        .lines()
+/// `src` without its `//` comments (doc comments included).
+fn without_comments(src: &str) -> String {
+    src.lines()
         .map(|l| l.split("//").next().unwrap())
         .collect::<Vec<_>>()
-        .join("\n");
+        .join("\n")
+}
+
+/// lib.rs without comments, and only its top level (the bodies of inline modules cut out).
+fn top_level(src: &str) -> String {
+    let code = without_comments(src);
     let mut out = String::new();
     let mut depth = 0usize;
     let mut in_mod = false;
@@ -139,12 +143,7 @@ fn lib_rs_re_exports_nothing_from_a_public_module() {
     // The public modules of the crate: a `pub use` in lib.rs whose path goes through one of
     // them gives its item a second path (`evloop::io::AsyncFd` and `evloop::AsyncFd`).
     let public_layers = ["event_loop", "fiber", "io", "sync", "task"];
-    let src = lib_rs();
-    let code: String = src
-        .lines()
-        .map(|l| l.split("//").next().unwrap())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code = without_comments(&lib_rs());
     let mut offenders = Vec::new();
     for item in code.split(';') {
         let item = item.trim();
