@@ -92,10 +92,10 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
-/// As with tokio's `#[tokio::test]`, a file that does `use evloop::*;` and also writes the
-/// built-in `#[test]` gets an ambiguity error (a glob-imported macro may not hide a prelude
-/// macro): write `#[evloop::test]` by path, import names one by one, or add
-/// `use std::prelude::v1::test;` after the glob.
+/// As with tokio's `#[tokio::test]`, a glob import of the crate root (`use evloop::*;`) brings
+/// this attribute and makes the built-in `#[test]` in that file ambiguous (a glob-imported macro
+/// may not hide a prelude macro): glob-import `evloop::prelude::*` instead (the I/O traits only,
+/// safe with `#[test]`), and write `#[evloop::test]` by path.
 #[proc_macro_attribute]
 pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
     if args.is_empty() && !is_async_fn(&item) {
