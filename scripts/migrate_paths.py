@@ -5,7 +5,12 @@ Usage: rewrite_paths.py FILE...   (rewrites in place; prints the files it change
 
 Handles `use evloop::{...};` trees (regrouped per first segment), inline `evloop::name` paths in
 code, doc comments and Markdown, and `crate::name` intra-doc links inside runtime/src doc comments.
-What it cannot map (removed items) is left alone for the compiler to point at.
+Also: `use evloop::*;` becomes the names the file uses (plus `evloop::prelude::*` where I/O trait
+methods are called), `run_with`/`Runner::with_builder`/the streams' `_with(config)` forms and the
+loop's stream methods become the builders, the renamed getters are renamed, and the free
+`all_tasks()`/`task_tree()` become the running loop's methods.
+What it cannot map (removed items) is left alone for the compiler to point at. Do not run it over
+text that quotes the old spellings on purpose (CHANGELOG.md): it rewrites them.
 """
 import re
 import sys
