@@ -286,6 +286,10 @@ impl Timeout {
     /// checked, so a future that is ready wins, and a deadline in the past still lets it run
     /// up to its first `Pending`.
     ///
+    /// # Panics
+    /// Polled outside a running evloop loop (as [`sleep`](crate::task::time::sleep) does):
+    /// there is no clock to measure the deadline against.
+    ///
     /// ```
     /// use std::time::Duration;
     /// use evloop::{Builder, Timeout};
@@ -308,19 +312,22 @@ impl Timeout {
         let mut timer: Option<(u64, Sleep)> = None;
         let mut start: Option<Instant> = None;
         poll_fn(|cx| {
-            let lp = with_running(|lp| LoopHandle { inner: lp.clone() });
-            let now = lp.as_ref().map(|lp| lp.time());
+            // asyncio raises RuntimeError here; a deadline needs a loop's clock to be measured,
+            // and with none the run would wait forever for a timer nobody sets.
+            let Some(now) = with_running(|lp| LoopHandle { inner: lp.clone() }.time()) else {
+                panic!("evloop::Timeout::run polled outside a running evloop event loop")
+            };
             if start.is_none() {
-                start = now;
+                start = Some(now);
                 state.phase.set(Phase::Active);
-                if let (Some(d), Some(now)) = (state.delay.take(), now) {
+                if let Some(d) = state.delay.take() {
                     state.when.set(Some(now + d));
                 }
             }
             // Deferred to an enclosing timeout that then did not report (it is gone, or its
             // future completed): report here rather than poll a future that is out of time.
             if state.phase.get() == Phase::Expired {
-                let when = state.when.get().unwrap_or_else(|| now.unwrap_or_else(Instant::now));
+                let when = state.when.get().unwrap_or(now);
                 let after = when.saturating_duration_since(start.unwrap_or(when));
                 return Poll::Ready(Err(Elapsed::new(after)));
             }
@@ -332,8 +339,8 @@ impl Timeout {
                     return Poll::Ready(Ok(v));
                 }
             }
-            let (Some(now), Some(when)) = (now, state.when.get()) else {
-                // No deadline (or no loop to measure one): wait for the future or a reschedule.
+            let Some(when) = state.when.get() else {
+                // No deadline: wait for the future or a reschedule.
                 timer = None;
                 store_waker(&state, cx);
                 return Poll::Pending;
