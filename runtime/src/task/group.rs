@@ -25,6 +25,7 @@ use std::task::Poll;
 use crate::event_loop::error::{LoopError, Panic};
 use crate::event_loop::{LoopHandle, get_running_loop};
 use crate::task::error::TaskError;
+use crate::task::tree::{add_awaited_by, discard_awaited_by};
 use crate::task::{Task, TaskBuilder, TaskRef};
 
 /// Why one child of a group did not give a value.
@@ -144,6 +145,9 @@ impl<E: fmt::Debug + fmt::Display> std::error::Error for GroupError<E> {}
 /// ```
 pub struct TaskGroup<T: 'static, E: 'static = Infallible> {
     lp: LoopHandle,
+    /// The task that made the group (asyncio's `_parent_task`), or the first that spawned into
+    /// it: the task tree shows each child below it from the child's creation.
+    owner: Option<TaskRef>,
     children: Vec<Option<Task<Result<T, E>>>>,
     shared: Rc<GroupShared>,
 }
@@ -212,6 +216,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
         let lp = get_running_loop()?;
         Ok(TaskGroup {
             shared: GroupShared::new(&lp),
+            owner: lp.current_task(),
             lp,
             children: Vec::new(),
         })
@@ -230,6 +235,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     pub fn with_loop(lp: &LoopHandle) -> Self {
         TaskGroup {
             lp: lp.clone(),
+            owner: lp.current_task(),
             children: Vec::new(),
             shared: GroupShared::new(lp),
         }
@@ -276,11 +282,21 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
         };
         let task = builder.spawn_on_at(&self.lp, watched, site)?;
         let r = task.task_ref();
+        if self.owner.is_none() {
+            self.owner = self.lp.current_task();
+        }
+        let owner = self.owner.clone();
+        if let Some(owner) = &owner {
+            add_awaited_by(&self.lp, &r, owner);
+        }
         let shared = self.shared.clone();
         // A panicking child never reaches the check above: its done callback reports it.
         r.add_done_callback(move |t| {
             if t.state() == crate::task::TaskState::Failed {
                 shared.fail();
+            }
+            if let Some(owner) = &owner {
+                discard_awaited_by(&shared.lp, t, owner);
             }
         });
         self.shared.children.borrow_mut().push(r.clone());
