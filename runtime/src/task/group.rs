@@ -242,7 +242,9 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     }
 
     /// Spawns a child; its first step is scheduled like any task's. Returns a reference to it
-    /// (its name, state, cancel).
+    /// (its name, state, cancel). Into a group that is failing (a child failed), the child is
+    /// refused: it never takes a step, not even an eager one, and the reference is to a task
+    /// already cancelled, which `join` counts in [`GroupError::cancelled`].
     ///
     /// ```
     /// evloop::run(async {
@@ -280,8 +282,18 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
             }
             out
         };
+        // A failing group refuses a new child before its first step (asyncio's `create_task`
+        // raises on a group that is shutting down): the task is never started eagerly, and it
+        // is aborted before this returns, so the caller gets a task that is already cancelled.
+        let refused = self.shared.failing.get();
+        let builder = if refused { builder.eager(false) } else { builder };
         let task = builder.spawn_on_at(&self.lp, watched, site)?;
         let r = task.task_ref();
+        if refused {
+            task.abort();
+            self.children.push(Some(task));
+            return Ok(r);
+        }
         if self.owner.is_none() {
             self.owner = self.lp.current_task();
         }
@@ -300,9 +312,6 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
             }
         });
         self.shared.children.borrow_mut().push(r.clone());
-        if self.shared.failing.get() {
-            task.abort();
-        }
         self.children.push(Some(task));
         Ok(r)
     }
