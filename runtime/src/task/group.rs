@@ -69,7 +69,9 @@ pub enum ChildError<E> {
         task: String,
     },
     /// It was cancelled from outside the group, or by [`TaskGroup::cancel`] (children the
-    /// group tears down because a sibling failed are counted in [`GroupError::cancelled`]).
+    /// group tears down because a sibling failed are counted in [`GroupError::cancelled`]; one
+    /// that also had a `cancel()` from outside, before or after, is reported here: its
+    /// [`TaskRef::cancelling`] count tells).
     Cancelled {
         /// The child task's name.
         task: String,
@@ -113,7 +115,8 @@ pub struct GroupError<E> {
     /// The failures, in the order `join` collected them (children that finished in the same
     /// iteration appear in spawn order).
     pub errors: Vec<ChildError<E>>,
-    /// Children cancelled by the group after the first failure.
+    /// Children the group cancelled itself after the first failure (torn down, or refused by
+    /// `spawn`).
     pub cancelled: usize,
 }
 
@@ -158,6 +161,10 @@ struct GroupShared {
     lp: LoopHandle,
     children: RefCell<Vec<TaskRef>>,
     failing: Cell<bool>,
+    /// The numbers of the children the group cancelled itself (torn down after a failure, or
+    /// refused): with their cancel counts, what tells the group's own cancellations from
+    /// outside ones.
+    torn_down: RefCell<Vec<u64>>,
 }
 
 impl GroupShared {
@@ -166,7 +173,22 @@ impl GroupShared {
             lp: lp.clone(),
             children: RefCell::new(Vec::new()),
             failing: Cell::new(false),
+            torn_down: RefCell::new(Vec::new()),
         })
+    }
+
+    /// Cancels `child` now as the group's own doing.
+    fn tear_down(&self, child: &TaskRef) {
+        if child.abort() {
+            self.torn_down.borrow_mut().push(child.number());
+        }
+    }
+
+    /// Whether `child`, which ended cancelled, was cancelled by the group alone: the group tore
+    /// it down and no other cancel request is counted (a `cancel()` from outside that found it
+    /// unfinished is one more, whichever came first).
+    fn tore_down(&self, child: &TaskRef) -> bool {
+        self.torn_down.borrow().contains(&child.number()) && child.cancelling() <= 1
     }
 
     /// A child failed: tear the others down, in a callback scheduled with `call_soon` (as
@@ -192,7 +214,7 @@ impl GroupShared {
             if running.as_ref().is_some_and(|r| r.ptr_eq(&child)) {
                 continue;
             }
-            child.abort();
+            self.tear_down(&child);
         }
     }
 }
@@ -290,7 +312,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
         let task = builder.spawn_on_at(&self.lp, watched, site)?;
         let r = task.task_ref();
         if refused {
-            task.abort();
+            self.shared.tear_down(&r);
             self.children.push(Some(task));
             return Ok(r);
         }
@@ -436,6 +458,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
                         continue;
                     }
                     let name = task.name();
+                    let torn_down = shared.tore_down(task);
                     let outcome = match slot.take().map(|mut t| t.try_result()) {
                         Some(Some(r)) => r,
                         _ => continue,
@@ -451,7 +474,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
                             errors.push(ChildError::Panicked { task: name, panic });
                             failing = true;
                         }
-                        Err(_) if failing || shared.failing.get() => cancelled += 1,
+                        Err(_) if torn_down => cancelled += 1,
                         Err(_) => errors.push(ChildError::Cancelled { task: name }),
                     }
                 }

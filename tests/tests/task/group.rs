@@ -816,3 +816,52 @@ fn group_a_child_spawned_into_a_failing_group_never_runs_even_with_eager_start()
         assert_eq!(err.cancelled, 1, "eager={eager}");
     }
 }
+
+#[test]
+fn group_tells_a_child_cancelled_from_outside_from_one_it_tore_down_in_both_orders() {
+    // The cancel count tells them apart (asyncio's TaskGroup uses it for its owner): a child
+    // whose cancel() from outside returned true is reported as cancelled even when a sibling
+    // fails in the same iteration, whichever runs first; the sibling the failure tore down is
+    // counted.
+    for cancel_first in [true, false] {
+        let lp = virtual_loop();
+        let h = lp.handle();
+        let (err, returned) = run_bounded(&lp, async move {
+            let returned = Rc::new(std::cell::Cell::new(None));
+            let target: Rc<RefCell<Option<TaskRef>>> = Rc::default();
+            let schedule_cancel = || {
+                let (target, returned) = (target.clone(), returned.clone());
+                h.call_later(Duration::from_millis(10), move || {
+                    returned.set(target.borrow().as_ref().map(TaskRef::cancel))
+                })
+                .unwrap();
+            };
+            if cancel_first {
+                schedule_cancel();
+            }
+            let mut g = TaskGroup::<(), &str>::new().unwrap();
+            let victim = g.spawn_named("victim", std::future::pending()).unwrap();
+            g.spawn_named("sibling", std::future::pending()).unwrap();
+            g.spawn_named("fails", async {
+                sleep(Duration::from_millis(10)).await;
+                Err("boom")
+            })
+            .unwrap();
+            *target.borrow_mut() = Some(victim);
+            if !cancel_first {
+                yield_now().await; // the failing child's timer is armed first
+                schedule_cancel();
+            }
+            (g.join().await.unwrap_err(), returned.get())
+        });
+        assert_eq!(returned, Some(true), "cancel_first={cancel_first}");
+        let mut errors = describe(&err);
+        errors.sort(); // in the order they finished, which is the order of the two callbacks
+        assert_eq!(
+            errors,
+            ["fails failed: \"boom\"", "victim cancelled"],
+            "cancel_first={cancel_first}"
+        );
+        assert_eq!(err.cancelled, 1, "cancel_first={cancel_first}: the sibling");
+    }
+}
