@@ -70,8 +70,8 @@ pub enum ChildError<E> {
     },
     /// It was cancelled from outside the group, or by [`TaskGroup::cancel`] (children the
     /// group tears down because a sibling failed are counted in [`GroupError::cancelled`]; one
-    /// that also had a `cancel()` from outside, before or after, is reported here: its
-    /// [`TaskRef::cancelling`] count tells).
+    /// whose `cancel()` from outside found it unfinished is reported here, whether that came
+    /// before or after the sibling's failure: its [`TaskRef::cancelling`] count tells).
     Cancelled {
         /// The child task's name.
         task: String,
