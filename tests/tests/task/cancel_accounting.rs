@@ -8,20 +8,24 @@
 //! `test_timeouts.py` and `test_taskgroups.py` cases that apply (each says which one it ports).
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
-use evloop::{Elapsed, TaskError, TaskRef, TaskState, Timeout, current_task, sleep, spawn, yield_now};
+use evloop::{TaskError, TaskRef, TaskState, Timeout, current_task, sleep, spawn, yield_now};
 use evloop_tests::{run_bounded, virtual_loop};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// What a task bounded by a 10 ms `Timeout` ends with when a callback due at the same deadline
-/// cancels it, the callback scheduled before (`cancel_first`) or after the timeout's timer;
-/// and what that `cancel()` returned.
-fn cancel_and_deadline_together(cancel_first: bool) -> (Result<Result<(), Elapsed>, TaskError>, Option<bool>) {
+/// What a task running `body` (bounded by timeouts due in 10 ms) ends with when a callback due at
+/// the same instant cancels it, the callback scheduled before (`cancel_first`) or after the
+/// timeouts' timers; and what that `cancel()` returned.
+fn cancel_and_deadline_together<T: 'static>(
+    cancel_first: bool,
+    body: impl Future<Output = T> + 'static,
+) -> (Result<T, TaskError>, Option<bool>) {
     let lp = virtual_loop();
     let h = lp.handle();
     run_bounded(&lp, async move {
@@ -30,16 +34,16 @@ fn cancel_and_deadline_together(cancel_first: bool) -> (Result<Result<(), Elapse
         let schedule_cancel = || {
             let (target, returned) = (target.clone(), returned.clone());
             h.call_later(ms(10), move || {
-                returned.set(target.borrow().as_ref().map(TaskRef::cancel));
+                returned.set(target.borrow().as_ref().map(TaskRef::cancel))
             })
             .unwrap();
         };
         if cancel_first {
             schedule_cancel();
         }
-        let t = spawn(async { Timeout::after(ms(10)).run(std::future::pending::<()>()).await });
+        let t = spawn(body);
         *target.borrow_mut() = Some(t.task_ref());
-        yield_now().await; // its first step arms the timeout's timer, due at the same instant
+        yield_now().await; // its first step arms the timeouts' timers, due at the same instant
         if !cancel_first {
             schedule_cancel();
         }
@@ -52,7 +56,8 @@ fn a_cancel_and_a_timeouts_deadline_in_the_same_iteration_end_the_task_cancelled
     // asyncio: the timeout's callback cancels the task (cancelling() == 1), the outside cancel
     // makes it 2, and the timeout's __aexit__ sees uncancel() > its entry count: CancelledError.
     for cancel_first in [true, false] {
-        let (out, returned) = cancel_and_deadline_together(cancel_first);
+        let body = Timeout::after(ms(10)).run(std::future::pending::<()>());
+        let (out, returned) = cancel_and_deadline_together(cancel_first, body);
         assert_eq!(
             returned,
             Some(true),
@@ -207,41 +212,16 @@ fn nested_timeouts_on_one_deadline_and_an_outside_cancel_in_the_same_iteration_e
     // Three requests (two timeouts, one cancel): the inner timeout takes its own back as the
     // outer drops it, the outer takes its own back and finds one left, not its own.
     for cancel_first in [true, false] {
-        let lp = virtual_loop();
-        let h = lp.handle();
-        let (out, returned, inner_expired) = run_bounded(&lp, async move {
-            let target: Rc<RefCell<Option<TaskRef>>> = Rc::default();
-            let returned = Rc::new(Cell::new(None));
-            let schedule_cancel = || {
-                let (target, returned) = (target.clone(), returned.clone());
-                h.call_later(ms(10), move || {
-                    returned.set(target.borrow().as_ref().map(TaskRef::cancel))
-                })
-                .unwrap();
-            };
-            if cancel_first {
-                schedule_cancel();
-            }
-            let inner = Timeout::after(ms(10));
-            let inner_h = inner.handle();
-            let t = spawn(async move {
-                Timeout::after(ms(10))
-                    .run(inner.run(std::future::pending::<()>()))
-                    .await
-            });
-            *target.borrow_mut() = Some(t.task_ref());
-            yield_now().await;
-            if !cancel_first {
-                schedule_cancel();
-            }
-            (t.await, returned.get(), inner_h.expired())
-        });
+        let inner = Timeout::after(ms(10)); // made outside the loop: 10 ms from its first poll
+        let inner_h = inner.handle();
+        let body = Timeout::after(ms(10)).run(inner.run(std::future::pending::<()>()));
+        let (out, returned) = cancel_and_deadline_together(cancel_first, body);
         assert_eq!(returned, Some(true), "cancel_first={cancel_first}");
         assert!(
             matches!(out, Err(ref e) if e.is_cancelled()),
             "cancel_first={cancel_first}: {out:?}"
         );
-        assert!(inner_expired, "cancel_first={cancel_first}");
+        assert!(inner_h.expired(), "cancel_first={cancel_first}");
     }
 }
 
