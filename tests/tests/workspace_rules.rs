@@ -786,9 +786,6 @@ const SINK_ALLOWED: &[(&str, &str)] = &[
     // primitives, signals) reports a wait from another loop with it, so its message is written
     // once. The loop itself binds nothing.
     ("event_loop/error.rs", "WrongLoopError"),
-    // The task layer's public builder of tasks (`evloop::TaskBuilder`): its layer creates tasks
-    // through `spawn_on` directly, and the fiber hub and `TaskGroup` are users of the public API.
-    ("task/spawn.rs", "TaskBuilder"),
     // io's public listeners (`evloop::net`): io's own servers listen on raw sockets, and the
     // fiber hub wraps these for blocking-style code, as a user would.
     ("io/net/tcp.rs", "TcpListener"),
