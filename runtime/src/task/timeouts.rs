@@ -358,9 +358,11 @@ impl Timeout {
     }
 
     /// Runs `fut` until it completes (`Ok` with its output) or the deadline passes (`Err`;
-    /// `fut` is dropped, which cancels it). `fut` is always polled before the deadline is
-    /// checked, so a future that is ready wins, and a deadline in the past still lets it run
-    /// up to its first `Pending`.
+    /// `fut` is dropped, which cancels it). The first poll always polls `fut`, so a future that
+    /// is ready at once wins, and a deadline in the past still lets it run up to its first
+    /// `Pending`. After that, the deadline's callback decides (see the module documentation):
+    /// once it has run, the next poll reports without polling `fut` again, and a `cancel()` of
+    /// the task in the same iteration makes the task end cancelled instead.
     ///
     /// # Panics
     /// Polled outside a running evloop loop (as [`sleep`](crate::task::time::sleep) does):
@@ -476,7 +478,8 @@ impl TimeoutHandle {
 
     /// Moves the deadline (`None` removes it), asyncio's `reschedule()`. Works before the run
     /// and while it runs, from inside the bounded future or from anywhere on the loop's
-    /// thread; an [`InvalidStateError`] once the timeout expired or its future finished.
+    /// thread (it re-arms the deadline's callback); an [`InvalidStateError`] once the deadline
+    /// passed (expiring or expired) or the future finished.
     ///
     /// ```
     /// use std::time::Duration;
