@@ -106,26 +106,24 @@ pub use io::stream::{
 pub use io::{AsyncFd, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 pub use io::{net, pipe, stream};
 pub use os::{process, signal};
+pub use task::combinator::{
+    AsCompleted, Either, Gather, ReturnWhen, Shield, TryGather, as_completed, gather, race, select, shield,
+    shield_future, try_gather, wait,
+};
+pub use task::group::{ChildError, GroupError, TaskGroup};
 pub use sync::queue::{Queue, QueueShutDown, TaskDoneError, TryGetError, TryPutError};
 pub use sync::{
     Barrier, BoundedSemaphore, Condition, Event, Lock, LockGuard, Mutex, MutexGuard, Semaphore, SemaphorePermit,
     SyncError,
 };
 pub use sync::{channel, queue};
-pub use task::combinator::{
-    AsCompleted, Either, Gather, ReturnWhen, Shield, TryGather, as_completed, gather, race, select, shield,
-    shield_future, try_gather, wait,
-};
 pub use task::error::{InvalidStateError, PromiseError, RunError, TaskError};
-pub use task::group::{ChildError, GroupError, TaskGroup};
 pub use task::promise::{Promise, PromiseFuture};
 pub use task::runner::Runner;
 pub use task::time::{Elapsed, Sleep, sleep, sleep_until, timeout, timeout_at};
 pub use task::timeouts::{Timeout, TimeoutHandle};
 pub use task::tree::{TaskNode, TaskTree, task_tree};
-pub use task::{
-    Task, TaskBuilder, TaskRef, TaskState, YieldNow, all_tasks, current_task, run, run_with, spawn, yield_now,
-};
+pub use task::{Task, TaskBuilder, TaskRef, TaskState, YieldNow, all_tasks, current_task, run, run_with, spawn, yield_now};
 
 /// `#[evloop::main]` and `#[evloop::test]`: an `async fn` run on a new loop (`asyncio.run`);
 /// options `trace` and `virtual_clock`. See the crate documentation's first example.

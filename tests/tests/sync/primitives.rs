@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use evloop::sync::{BarrierWait, EventWait, LockAcquire, SemaphoreAcquire};
 use evloop::{
-    Barrier, BoundedSemaphore, Condition, Event, Lock, Mutex, Promise, Semaphore, SyncError, Task, TaskError,
-    get_running_loop, sleep, spawn, timeout, yield_now,
+    Barrier, BoundedSemaphore, Condition, Event, Lock, Mutex, Promise, Semaphore, SyncError, Task,
+    TaskError, get_running_loop, sleep, spawn, timeout, yield_now,
 };
 use evloop_tests::{Log, entries, log, push, run_bounded, settle, virtual_loop};
 
