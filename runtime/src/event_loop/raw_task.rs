@@ -159,6 +159,8 @@ pub(crate) struct TaskExtra {
     pub(crate) join_waker: Option<Waker>,
     /// The panic a failed task ended with, until someone observes it.
     pub(crate) panic: Option<Panic>,
+    /// The task layer's count of cancel requests not taken back (asyncio's `cancelling()`).
+    pub(crate) cancel_requests: u32,
 }
 
 /// A done callback: its id, the closure's type name, where it was added, and the closure.
@@ -275,11 +277,16 @@ impl Header {
         r
     }
 
-    /// Takes the extra part out if it holds nothing any more (no name, callbacks, waker or
-    /// panic), for reuse by another task.
+    /// Takes the extra part out if it holds nothing any more (no name, callbacks, waker, panic
+    /// or cancel count), for reuse by another task.
     pub(crate) fn take_empty_extra(&self) -> Option<Box<TaskExtra>> {
         let extra = self.extra.take()?;
-        if extra.name.is_none() && extra.callbacks.is_empty() && extra.join_waker.is_none() && extra.panic.is_none() {
+        if extra.name.is_none()
+            && extra.callbacks.is_empty()
+            && extra.join_waker.is_none()
+            && extra.panic.is_none()
+            && extra.cancel_requests == 0
+        {
             self.set_has_extra(false);
             Some(extra)
         } else {

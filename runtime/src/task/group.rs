@@ -25,6 +25,8 @@ use std::task::Poll;
 use crate::event_loop::error::{LoopError, Panic};
 use crate::event_loop::{LoopHandle, get_running_loop};
 use crate::task::error::TaskError;
+use crate::task::spawn::current_task_on;
+use crate::task::tree::{add_awaited_by, discard_awaited_by};
 use crate::task::{Task, TaskBuilder, TaskRef};
 
 /// Why one child of a group did not give a value.
@@ -68,7 +70,9 @@ pub enum ChildError<E> {
         task: String,
     },
     /// It was cancelled from outside the group, or by [`TaskGroup::cancel`] (children the
-    /// group tears down because a sibling failed are counted in [`GroupError::cancelled`]).
+    /// group tears down because a sibling failed are counted in [`GroupError::cancelled`]; one
+    /// whose `cancel()` from outside found it unfinished is reported here, whether that came
+    /// before or after the sibling's failure: its [`TaskRef::cancelling`] count tells).
     Cancelled {
         /// The child task's name.
         task: String,
@@ -112,7 +116,8 @@ pub struct GroupError<E> {
     /// The failures, in the order `join` collected them (children that finished in the same
     /// iteration appear in spawn order).
     pub errors: Vec<ChildError<E>>,
-    /// Children cancelled by the group after the first failure.
+    /// Children the group cancelled itself after the first failure (torn down, or refused by
+    /// `spawn`).
     pub cancelled: usize,
 }
 
@@ -144,6 +149,9 @@ impl<E: fmt::Debug + fmt::Display> std::error::Error for GroupError<E> {}
 /// ```
 pub struct TaskGroup<T: 'static, E: 'static = Infallible> {
     lp: LoopHandle,
+    /// The task that made the group (asyncio's `_parent_task`), or the first that spawned into
+    /// it: the task tree shows each child below it from the child's creation.
+    owner: Option<TaskRef>,
     children: Vec<Option<Task<Result<T, E>>>>,
     shared: Rc<GroupShared>,
 }
@@ -154,6 +162,10 @@ struct GroupShared {
     lp: LoopHandle,
     children: RefCell<Vec<TaskRef>>,
     failing: Cell<bool>,
+    /// The numbers of the children the group cancelled itself (torn down after a failure, or
+    /// refused): with their cancel counts, what tells the group's own cancellations from
+    /// outside ones.
+    torn_down: RefCell<Vec<u64>>,
 }
 
 impl GroupShared {
@@ -162,7 +174,22 @@ impl GroupShared {
             lp: lp.clone(),
             children: RefCell::new(Vec::new()),
             failing: Cell::new(false),
+            torn_down: RefCell::new(Vec::new()),
         })
+    }
+
+    /// Cancels `child` now as the group's own doing.
+    fn tear_down(&self, child: &TaskRef) {
+        if child.abort() {
+            self.torn_down.borrow_mut().push(child.number());
+        }
+    }
+
+    /// Whether `child`, which ended cancelled, was cancelled by the group alone: the group tore
+    /// it down and no other cancel request is counted (a `cancel()` from outside that found it
+    /// unfinished is one more, whichever came first).
+    fn tore_down(&self, child: &TaskRef) -> bool {
+        self.torn_down.borrow().contains(&child.number()) && child.cancelling() <= 1
     }
 
     /// A child failed: tear the others down, in a callback scheduled with `call_soon` (as
@@ -188,7 +215,7 @@ impl GroupShared {
             if running.as_ref().is_some_and(|r| r.ptr_eq(&child)) {
                 continue;
             }
-            child.abort();
+            self.tear_down(&child);
         }
     }
 }
@@ -212,6 +239,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
         let lp = get_running_loop()?;
         Ok(TaskGroup {
             shared: GroupShared::new(&lp),
+            owner: crate::task::current_task(),
             lp,
             children: Vec::new(),
         })
@@ -230,13 +258,16 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     pub fn with_loop(lp: &LoopHandle) -> Self {
         TaskGroup {
             lp: lp.clone(),
+            owner: current_task_on(lp),
             children: Vec::new(),
             shared: GroupShared::new(lp),
         }
     }
 
     /// Spawns a child; its first step is scheduled like any task's. Returns a reference to it
-    /// (its name, state, cancel).
+    /// (its name, state, cancel). Into a group that is failing (a child failed), the child is
+    /// refused: it never takes a step, not even an eager one, and the reference is to a task
+    /// already cancelled, which `join` counts in [`GroupError::cancelled`].
     ///
     /// ```
     /// evloop::run(async {
@@ -274,19 +305,36 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
             }
             out
         };
+        // A failing group refuses a new child before its first step (asyncio's `create_task`
+        // raises on a group that is shutting down): the task is never started eagerly, and it
+        // is aborted before this returns, so the caller gets a task that is already cancelled.
+        let refused = self.shared.failing.get();
+        let builder = if refused { builder.eager(false) } else { builder };
         let task = builder.spawn_on_at(&self.lp, watched, site)?;
         let r = task.task_ref();
+        if refused {
+            self.shared.tear_down(&r);
+            self.children.push(Some(task));
+            return Ok(r);
+        }
+        if self.owner.is_none() {
+            self.owner = current_task_on(&self.lp);
+        }
+        let owner = self.owner.clone();
+        if let Some(owner) = &owner {
+            add_awaited_by(&self.lp, &r, owner);
+        }
         let shared = self.shared.clone();
         // A panicking child never reaches the check above: its done callback reports it.
         r.add_done_callback(move |t| {
             if t.state() == crate::task::TaskState::Failed {
                 shared.fail();
             }
+            if let Some(owner) = &owner {
+                discard_awaited_by(&shared.lp, t, owner);
+            }
         });
         self.shared.children.borrow_mut().push(r.clone());
-        if self.shared.failing.get() {
-            task.abort();
-        }
         self.children.push(Some(task));
         Ok(r)
     }
@@ -411,6 +459,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
                         continue;
                     }
                     let name = task.name();
+                    let torn_down = shared.tore_down(task);
                     let outcome = match slot.take().map(|mut t| t.try_result()) {
                         Some(Some(r)) => r,
                         _ => continue,
@@ -426,7 +475,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
                             errors.push(ChildError::Panicked { task: name, panic });
                             failing = true;
                         }
-                        Err(_) if failing || shared.failing.get() => cancelled += 1,
+                        Err(_) if torn_down => cancelled += 1,
                         Err(_) => errors.push(ChildError::Cancelled { task: name }),
                     }
                 }

@@ -259,22 +259,77 @@ impl TaskRef {
         true
     }
 
-    /// Whether `cancel()` was called and the task has not finished yet.
+    /// How many cancel requests the task has had and not taken back with
+    /// [`uncancel`](TaskRef::uncancel) (asyncio 3.11's `cancelling()`): each `cancel()` or
+    /// `abort()` of an unfinished task counts one, and so does a [`Timeout`] whose deadline
+    /// passed while it bounded a future of this task (it takes its own back when it reports
+    /// `Elapsed`). The count stays once the task has finished.
+    ///
+    /// [`Timeout`]: crate::task::timeouts::Timeout
     ///
     /// ```
     /// evloop::run(async {
     ///     let t = evloop::spawn(std::future::pending::<()>());
-    ///     assert!(!t.cancelling());
+    ///     assert_eq!(t.cancelling(), 0);
     ///     t.cancel();
-    ///     assert!(t.cancelling()); // requested, not yet done
+    ///     t.cancel();
+    ///     assert_eq!(t.cancelling(), 2); // requested twice, not yet done
     ///     evloop::task::yield_now().await;
-    ///     assert!(!t.cancelling() && t.cancelled());
+    ///     assert!(t.cancelled());
+    ///     assert!(!t.cancel()); // finished: not counted
+    ///     assert_eq!(t.cancelling(), 2);
     /// })?;
     /// # Ok::<(), evloop::task::RunError>(())
     /// ```
-    pub fn cancelling(&self) -> bool {
+    pub fn cancelling(&self) -> usize {
+        self.core().cancel_requests() as usize
+    }
+
+    /// Takes one cancel request back and returns how many are left (asyncio 3.11's
+    /// `uncancel()`; never below zero). When none is left, a cancel that has not taken effect
+    /// yet is withdrawn: the task's next step polls its future instead of dropping it (asyncio
+    /// 3.13). A task that has finished stays as it ended.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let t = evloop::spawn(async {
+    ///         evloop::task::yield_now().await;
+    ///         "kept running"
+    ///     });
+    ///     evloop::task::yield_now().await;
+    ///     t.cancel();
+    ///     assert_eq!(t.uncancel(), 0); // withdrawn before it took effect
+    ///     assert_eq!(t.await?, "kept running");
+    ///     Ok::<(), evloop::task::TaskError>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn uncancel(&self) -> usize {
+        self.core().uncancel() as usize
+    }
+
+    /// A [`Timeout`](crate::task::timeouts::Timeout)'s deadline passed: count a cancel request
+    /// (asyncio's timeout calls `task.cancel()`) and wake the task, whose step still polls its
+    /// future so that the timeout can report; an outside `cancel()` made before that step ends
+    /// the task cancelled instead. False if the task had finished.
+    pub(crate) fn cancel_for_timeout(&self) -> bool {
         let core = self.core();
-        core.cancel_requested() && !core.state().is_finished()
+        if core.state().is_finished() {
+            return false;
+        }
+        core.count_cancel();
+        if let Some(lp) = core.event_loop() {
+            lp.trace(|| format!("  timeout cancels {}", core.label()));
+        }
+        self.ptr.wake();
+        true
+    }
+
+    /// Makes the task's next step drop its future, for a cancel request already counted (a
+    /// timeout that found it was not the only one to cancel the task).
+    pub(crate) fn insist_on_cancel(&self) {
+        self.core().demand_cancel();
+        self.ptr.wake();
     }
 
     /// Adds a callback run (with `call_soon`, never inline) when the task finishes. On a

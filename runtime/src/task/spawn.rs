@@ -364,6 +364,11 @@ pub fn current_task() -> Option<TaskRef> {
     with_running(|lp| lp.current.get().map(TaskRef::from_ptr)).flatten()
 }
 
+/// The task running right now on `lp` (none between steps, or when `lp` is not running).
+pub(crate) fn current_task_on(lp: &LoopHandle) -> Option<TaskRef> {
+    lp.inner.current.get().map(TaskRef::from_ptr)
+}
+
 /// asyncio's `asyncio.run(main)`: a new loop, run `fut` to completion, cancel the tasks left
 /// over (running the loop until their futures are dropped), wait for executor jobs, close.
 ///

@@ -221,11 +221,13 @@ impl Core<'_> {
         }
     }
 
-    /// Sets `CANCEL_REQUESTED` on an unfinished task (`cancel`, `abort`).
+    /// Counts a cancel request and sets `CANCEL_REQUESTED` on an unfinished task (`cancel`,
+    /// `abort`).
     pub(super) fn request_cancel(&self) -> CancelRequest {
         if self.state().is_finished() {
             return CancelRequest::Finished;
         }
+        self.count_cancel();
         if self.set(CANCEL_REQUESTED) {
             CancelRequest::Again
         } else {
@@ -237,6 +239,44 @@ impl Core<'_> {
     #[inline]
     pub(super) fn cancel_requested(&self) -> bool {
         self.has(CANCEL_REQUESTED)
+    }
+
+    /// Sets `CANCEL_REQUESTED` without counting a request: one already counted is to end the
+    /// task after all (a `Timeout` found that the requests are not all its own).
+    pub(super) fn demand_cancel(&self) {
+        if !self.state().is_finished() {
+            self.set(CANCEL_REQUESTED);
+        }
+    }
+
+    /// Counts one cancel request (asyncio's `_num_cancels_requested += 1`). Alone, without
+    /// `CANCEL_REQUESTED`, it is a `Timeout`'s own request: the step still polls the future, and
+    /// the timeout turns it into its `Elapsed`.
+    pub(super) fn count_cancel(&self) {
+        self.0
+            .extra_mut(|e| e.cancel_requests = e.cancel_requests.saturating_add(1));
+    }
+
+    /// The cancel requests not taken back (asyncio's `cancelling()`).
+    pub(super) fn cancel_requests(&self) -> u32 {
+        self.0.with_extra(|e| e.map_or(0, |e| e.cancel_requests))
+    }
+
+    /// Takes one request back (asyncio 3.13's `uncancel()`): at zero, a cancel that has not
+    /// taken effect is withdrawn, so the task's next step polls its future again. Returns the
+    /// requests left.
+    pub(super) fn uncancel(&self) -> u32 {
+        let left = self.0.with_extra(|e| match e {
+            Some(e) if e.cancel_requests > 0 => {
+                e.cancel_requests -= 1;
+                e.cancel_requests
+            }
+            _ => 0,
+        });
+        if left == 0 && !self.state().is_finished() {
+            self.0.set_flags(self.0.flags() & !CANCEL_REQUESTED);
+        }
+        left
     }
 
     /// Sets `DETACHED`: the `Task` handle is gone (made once, by its `Drop`).

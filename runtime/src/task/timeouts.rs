@@ -10,35 +10,43 @@
 //! ```
 //!
 //! # How it works
-//! [`Timeout::run`] polls the future first and then compares the loop's clock with the
-//! deadline: a future that is ready wins, and on expiry the future is dropped (its destructors
-//! are the cleanup, as `CancelledError` unwinding is in asyncio) and the result is
-//! `Err(Elapsed)`. While the deadline is ahead, a [`Sleep`] for it keeps the task's waker in
-//! the timer heap; `reschedule` changes the deadline and wakes the task, whose next poll
-//! compares again and re-arms the timer.
+//! asyncio's timeout cancels the task it runs in when the deadline passes and turns that
+//! cancellation into `TimeoutError` on the way out; evloop's does the same with its own means.
+//! The first poll of [`Timeout::run`] notes the task it runs in and that task's cancel count
+//! ([`TaskRef::cancelling`]), and arms a loop callback for the deadline (`call_at`, or
+//! `call_soon` for a deadline already passed, as asyncio's `reschedule` does). When the callback
+//! runs, the timeout counts a cancel request on the task and wakes it, but does not ask its step
+//! to drop the future: the step polls it, and the timeout, seeing that it is expiring, drops the
+//! bounded future (its destructors are the cleanup, as `CancelledError` unwinding is in asyncio;
+//! timeouts nested inside take their own requests back as they are dropped), takes its request
+//! back with [`TaskRef::uncancel`] and compares the count with the one it started with. Equal:
+//! the cancellation was its own, and the result is `Err(Elapsed)`. More: someone else cancelled
+//! the task too (a `cancel()` in the same iteration, in either order), so the task ends
+//! cancelled, as in asyncio. An outside `cancel()` made before the step asks the step to drop the
+//! whole future anyway. [`TimeoutHandle::reschedule`] re-arms the callback.
 //!
 //! # Nested timeouts
-//! asyncio cancels the task when a timeout expires and turns the cancellation into
-//! `TimeoutError` at the *outermost* timeout whose deadline has passed: the inner ones see a
-//! cancellation that is not theirs and let it through (`Task.uncancel()` counts them). Here the
-//! same rule holds without cancel counts: each running timeout is on a per-thread stack for
-//! the duration of its poll, and a timeout that finds its deadline passed first looks for an
-//! enclosing one whose deadline has passed too. If there is one, it only marks itself expired
-//! and returns `Pending`; the enclosing timeout, polling it right now, checks its own deadline
-//! next, drops everything inside and reports `Elapsed`. So two timeouts on the same deadline
-//! report it at the outer one, and both say `expired()`.
+//! Two timeouts on the same deadline both count a request; the outer one, polled first, drops
+//! the inner one (which takes its own request back as it goes, and says `expired()`), finds the
+//! count back where it started and reports. So the outermost expired timeout reports, as in
+//! asyncio, where the inner ones see a cancellation that is not theirs and let it through.
+//!
+//! A run polled outside any task (a future polled by hand on the loop's thread) has no task to
+//! count on: its callback only marks it expiring and wakes the future's waker.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::pin::{Pin, pin};
-use std::rc::Rc;
+use std::pin::pin;
+use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use crate::event_loop::handle::{Handle, TimerHandle};
 use crate::event_loop::{LoopHandle, with_running};
+use crate::task::TaskRef;
 use crate::task::error::InvalidStateError;
-use crate::task::time::{Elapsed, Sleep, sleep_until};
+use crate::task::time::Elapsed;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Phase {
@@ -46,9 +54,11 @@ enum Phase {
     Created,
     /// Bounding a future.
     Active,
+    /// Its deadline passed: it cancelled its task, and reports at the task's next step.
+    Expiring,
     /// Its deadline passed while the future ran.
     Expired,
-    /// The future finished in time.
+    /// The future finished in time, or the run was dropped before the deadline.
     Finished,
 }
 
@@ -57,8 +67,24 @@ impl Phase {
         match self {
             Phase::Created => "created",
             Phase::Active => "active",
+            Phase::Expiring => "expiring",
             Phase::Expired => "expired",
             Phase::Finished => "finished",
+        }
+    }
+}
+
+/// The loop callback that fires at the deadline.
+enum Armed {
+    Soon(Handle),
+    At(TimerHandle),
+}
+
+impl Armed {
+    fn cancel(self) {
+        match self {
+            Armed::Soon(h) => h.cancel(),
+            Armed::At(h) => h.cancel(),
         }
     }
 }
@@ -69,46 +95,94 @@ struct State {
     /// A delay not yet turned into a deadline (made outside a running loop).
     delay: Cell<Option<Duration>>,
     phase: Cell<Phase>,
-    /// Bumped by `reschedule`, so the running future re-arms its timer.
-    generation: Cell<u64>,
-    /// The task running the bounded future, woken by `reschedule` from elsewhere.
+    /// While it runs: the loop (to arm the callback on), the callback, the task it runs in and
+    /// that task's cancel count when the run began.
+    lp: RefCell<Option<LoopHandle>>,
+    armed: RefCell<Option<Armed>>,
+    task: RefCell<Option<TaskRef>>,
+    entered_with: Cell<usize>,
+    /// The waker of a run polled outside any task, which the callback wakes instead.
     waker: RefCell<Option<Waker>>,
-    /// True while the bounded future is being polled (a reschedule from inside needs no wake).
-    polling: Cell<bool>,
 }
 
-thread_local! {
-    /// The timeouts being polled right now, outermost first.
-    static ACTIVE: RefCell<Vec<Rc<State>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Pops the stack on the way out of a poll, panics included.
-struct OnStack;
-
-impl OnStack {
-    fn push(state: &Rc<State>) -> OnStack {
-        ACTIVE.with(|a| a.borrow_mut().push(state.clone()));
-        state.polling.set(true);
-        OnStack
+impl State {
+    /// Cancels the armed callback and, when active with a deadline, arms one for it.
+    fn arm(self: &Rc<Self>) {
+        if let Some(old) = self.armed.borrow_mut().take() {
+            old.cancel();
+        }
+        let (Phase::Active, Some(when)) = (self.phase.get(), self.when.get()) else {
+            return;
+        };
+        let Some(lp) = self.lp.borrow().clone() else { return };
+        let me: Weak<State> = Rc::downgrade(self);
+        let fire = move || {
+            if let Some(me) = me.upgrade() {
+                me.on_deadline();
+            }
+        };
+        let armed = if when <= lp.time() {
+            lp.call_soon(fire).ok().map(Armed::Soon)
+        } else {
+            lp.call_at(when, fire).ok().map(Armed::At)
+        };
+        *self.armed.borrow_mut() = armed;
     }
-}
 
-impl Drop for OnStack {
-    fn drop(&mut self) {
-        if let Some(s) = ACTIVE.with(|a| a.borrow_mut().pop()) {
-            s.polling.set(false);
+    /// The deadline passed (asyncio's `_on_timeout`): cancel the task, which reports at its next
+    /// step.
+    fn on_deadline(&self) {
+        if self.phase.get() != Phase::Active {
+            return;
+        }
+        self.armed.borrow_mut().take();
+        self.phase.set(Phase::Expiring);
+        match self.task.borrow().as_ref() {
+            Some(task) => {
+                task.cancel_for_timeout();
+            }
+            None => {
+                if let Some(w) = self.waker.borrow_mut().take() {
+                    w.wake();
+                }
+            }
+        }
+    }
+
+    /// The run ends (asyncio's `__aexit__`): disarm, and take back its own cancel request if it
+    /// was expiring. Returns whether every request since the run began was its own (`true`
+    /// without a task to count on).
+    fn exit(&self, to: Phase) -> bool {
+        if let Some(armed) = self.armed.borrow_mut().take() {
+            armed.cancel();
+        }
+        let was = self.phase.replace(to);
+        let task = self.task.borrow_mut().take();
+        self.lp.borrow_mut().take();
+        self.waker.borrow_mut().take();
+        match (was, task) {
+            (Phase::Expiring, Some(task)) => task.uncancel() <= self.entered_with.get(),
+            _ => true,
         }
     }
 }
 
-/// Whether a timeout enclosing the one being checked (below it on the stack) has a deadline
-/// at or before `now`.
-fn an_enclosing_one_expired(now: Instant) -> bool {
-    ACTIVE.with(|a| {
-        a.borrow()
-            .iter()
-            .any(|s| s.phase.get() == Phase::Active && s.when.get().is_some_and(|w| w <= now))
-    })
+/// Ends a run that is dropped before it returned (its task was cancelled, or an enclosing
+/// timeout dropped it): the inner timeout's half of asyncio's nested `__aexit__`s.
+struct ExitOnDrop(Rc<State>);
+
+impl Drop for ExitOnDrop {
+    fn drop(&mut self) {
+        match self.0.phase.get() {
+            Phase::Active => {
+                self.0.exit(Phase::Finished);
+            }
+            Phase::Expiring => {
+                self.0.exit(Phase::Expired);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// A deadline for a future (asyncio's `asyncio.timeout()` / `timeout_at()`); see the module
@@ -169,9 +243,11 @@ impl Timeout {
                 when: Cell::new(when),
                 delay: Cell::new(delay),
                 phase: Cell::new(Phase::Created),
-                generation: Cell::new(0),
+                lp: RefCell::new(None),
+                armed: RefCell::new(None),
+                task: RefCell::new(None),
+                entered_with: Cell::new(0),
                 waker: RefCell::new(None),
-                polling: Cell::new(false),
             }),
         }
     }
@@ -283,9 +359,15 @@ impl Timeout {
     }
 
     /// Runs `fut` until it completes (`Ok` with its output) or the deadline passes (`Err`;
-    /// `fut` is dropped, which cancels it). `fut` is always polled before the deadline is
-    /// checked, so a future that is ready wins, and a deadline in the past still lets it run
-    /// up to its first `Pending`.
+    /// `fut` is dropped, which cancels it). The first poll always polls `fut`, so a future that
+    /// is ready at once wins, and a deadline in the past still lets it run up to its first
+    /// `Pending`. After that, the deadline's callback decides (see the module documentation):
+    /// once it has run, the next poll reports without polling `fut` again, and a `cancel()` of
+    /// the task in the same iteration makes the task end cancelled instead.
+    ///
+    /// # Panics
+    /// Polled outside a running evloop loop (as [`sleep`](crate::task::time::sleep) does):
+    /// there is no clock to measure the deadline against.
     ///
     /// ```
     /// use std::time::Duration;
@@ -305,65 +387,62 @@ impl Timeout {
     /// ```
     pub async fn run<F: Future>(self, fut: F) -> Result<F::Output, Elapsed> {
         let state = self.state;
-        let mut fut = pin!(fut);
-        let mut timer: Option<(u64, Sleep)> = None;
+        // Declared before the future: dropped after it, as `__aexit__` runs after the body
+        // unwound.
+        let _exit = ExitOnDrop(state.clone());
+        let mut fut = pin!(Some(fut));
         let mut start: Option<Instant> = None;
         poll_fn(|cx| {
-            let lp = with_running(|lp| LoopHandle { inner: lp.clone() });
-            let now = lp.as_ref().map(|lp| lp.time());
+            // asyncio raises RuntimeError here; a deadline needs a loop's clock to be measured,
+            // and with none the run would wait forever for a timer nobody sets.
+            let Some(lp) = with_running(|lp| LoopHandle { inner: lp.clone() }) else {
+                panic!("evloop::time::Timeout::run polled outside a running evloop event loop")
+            };
             if start.is_none() {
-                start = now;
-                state.phase.set(Phase::Active);
-                if let (Some(d), Some(now)) = (state.delay.take(), now) {
+                let now = lp.time();
+                start = Some(now);
+                if let Some(d) = state.delay.take() {
                     state.when.set(Some(now + d));
                 }
+                let task = crate::task::current_task();
+                state.entered_with.set(task.as_ref().map_or(0, TaskRef::cancelling));
+                *state.task.borrow_mut() = task;
+                *state.lp.borrow_mut() = Some(lp);
+                state.phase.set(Phase::Active);
+                // Armed before the first poll of the future, as asyncio's `__aenter__` does: a
+                // deadline already passed fires before the wake of whatever the future awaits.
+                state.arm();
             }
-            // Deferred to an enclosing timeout that then did not report (it is gone, or its
-            // future completed): report here rather than poll a future that is out of time.
-            if state.phase.get() == Phase::Expired {
-                let when = state.when.get().unwrap_or_else(|| now.unwrap_or_else(Instant::now));
-                let after = when.saturating_duration_since(start.unwrap_or(when));
-                return Poll::Ready(Err(Elapsed::new(after)));
+            match state.phase.get() {
+                Phase::Expiring => {
+                    // Unwind: the future's destructors run, inner timeouts take their own
+                    // requests back; then see whose requests are left.
+                    fut.set(None);
+                    if state.exit(Phase::Expired) {
+                        let when = state.when.get().or(start).unwrap_or_else(Instant::now);
+                        let after = when.saturating_duration_since(start.unwrap_or(when));
+                        return Poll::Ready(Err(Elapsed::new(after)));
+                    }
+                    // Someone else cancelled the task too: it ends cancelled (asyncio lets the
+                    // CancelledError through). Its next step drops what is left of it.
+                    if let Some(task) = crate::task::current_task() {
+                        task.insist_on_cancel();
+                    }
+                    return Poll::Pending;
+                }
+                // Expired without reporting: its task is about to be dropped.
+                Phase::Expired | Phase::Finished => return Poll::Pending,
+                Phase::Created | Phase::Active => {}
             }
-            {
-                let _on = OnStack::push(&state);
-                if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-                    state.phase.set(Phase::Finished);
-                    state.waker.borrow_mut().take();
+            if let Some(f) = fut.as_mut().as_pin_mut() {
+                if let Poll::Ready(v) = f.poll(cx) {
+                    state.exit(Phase::Finished);
                     return Poll::Ready(Ok(v));
                 }
             }
-            let (Some(now), Some(when)) = (now, state.when.get()) else {
-                // No deadline (or no loop to measure one): wait for the future or a reschedule.
-                timer = None;
+            if state.task.borrow().is_none() {
                 store_waker(&state, cx);
-                return Poll::Pending;
-            };
-            if now >= when {
-                state.phase.set(Phase::Expired);
-                state.waker.borrow_mut().take();
-                if an_enclosing_one_expired(now) {
-                    // The enclosing timeout reports it (asyncio: the outermost expired one); it
-                    // is polling us right now and checks its own deadline next. Should it not
-                    // report after all, the wake brings us back to report it ourselves.
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
-                }
-                let after = when.saturating_duration_since(start.unwrap_or(when));
-                return Poll::Ready(Err(Elapsed::new(after)));
             }
-            let generation = state.generation.get();
-            if !matches!(&timer, Some((g, _)) if *g == generation) {
-                timer = Some((generation, sleep_until(when)));
-            }
-            if let Some((_, sleep)) = timer.as_mut() {
-                if Pin::new(sleep).poll(cx).is_ready() {
-                    // Loop time reached the deadline between the check and now: look again
-                    // at once rather than wait for a wake that will not come.
-                    cx.waker().wake_by_ref();
-                }
-            }
-            store_waker(&state, cx);
             Poll::Pending
         })
         .await
@@ -400,7 +479,8 @@ impl TimeoutHandle {
 
     /// Moves the deadline (`None` removes it), asyncio's `reschedule()`. Works before the run
     /// and while it runs, from inside the bounded future or from anywhere on the loop's
-    /// thread; an [`InvalidStateError`] once the timeout expired or its future finished.
+    /// thread (it re-arms the deadline's callback); an [`InvalidStateError`] once the deadline
+    /// passed (expiring or expired) or the future finished.
     ///
     /// ```
     /// use std::time::Duration;
@@ -417,7 +497,7 @@ impl TimeoutHandle {
     /// ```
     pub fn reschedule(&self, when: Option<Instant>) -> Result<(), InvalidStateError> {
         let phase = self.state.phase.get();
-        if matches!(phase, Phase::Expired | Phase::Finished) {
+        if matches!(phase, Phase::Expiring | Phase::Expired | Phase::Finished) {
             return Err(InvalidStateError {
                 op: "Timeout::reschedule",
                 object: format!("the timeout (deadline {:?})", self.state.when.get()),
@@ -426,12 +506,7 @@ impl TimeoutHandle {
         }
         self.state.when.set(when);
         self.state.delay.set(None);
-        self.state.generation.set(self.state.generation.get().wrapping_add(1));
-        if !self.state.polling.get() {
-            if let Some(w) = self.state.waker.borrow().as_ref() {
-                w.wake_by_ref();
-            }
-        }
+        self.state.arm();
         Ok(())
     }
 

@@ -9,6 +9,13 @@
 //! awaited-by graph (two tasks each waiting for the other, directly or around a ring) can never
 //! make progress, and the tree names it as a deadlock instead of printing it forever.
 //!
+//! One edge comes from a note instead: a [`TaskGroup`](crate::task::group::TaskGroup)'s child is
+//! awaited by the group's owner from the moment it is created (asyncio 3.14's
+//! `future_add_to_awaited_by` in `TaskGroup.create_task`), before the owner's waker reaches the
+//! child at `join`. The group notes the pair in a per-loop list ([`add_awaited_by`]) and drops it
+//! when the child is done ([`discard_awaited_by`]); the snapshot adds the noted edges whose two
+//! tasks are still live.
+//!
 //! ```
 //! let tree = evloop::run(async {
 //!     let child = evloop::spawn(evloop::time::sleep(std::time::Duration::from_millis(5)));
@@ -24,14 +31,37 @@
 //! assert!(tree.cycles().is_empty());
 //! ```
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::panic::Location;
 
 use crate::event_loop::LoopHandle;
+use crate::event_loop::slots::LoopKey;
 use crate::event_loop::trace::Awaiting;
-use crate::task::handle::AWAITED_TASK;
+use crate::task::handle::{AWAITED_TASK, TaskRef};
 use crate::task::state::{Core, TaskState};
+
+/// The noted awaited-by edges of a loop, as (awaited task, awaiter) numbers.
+static NOTED: LoopKey<RefCell<Vec<(u64, u64)>>> = LoopKey::new();
+
+/// Notes that `awaiter` awaits `task` although no waker says so yet (a task group's owner and
+/// its child, from the child's creation).
+pub(crate) fn add_awaited_by(lp: &LoopHandle, task: &TaskRef, awaiter: &TaskRef) {
+    if lp.inner.is_closed() || task.ptr_eq(awaiter) {
+        return;
+    }
+    let noted = lp.inner.slot_or_init(&NOTED, RefCell::default);
+    noted.borrow_mut().push((task.number(), awaiter.number()));
+}
+
+/// Drops the note [`add_awaited_by`] made (the child is done).
+pub(crate) fn discard_awaited_by(lp: &LoopHandle, task: &TaskRef, awaiter: &TaskRef) {
+    if let Some(noted) = lp.inner.slot(&NOTED) {
+        let edge = (task.number(), awaiter.number());
+        noted.borrow_mut().retain(|e| *e != edge);
+    }
+}
 
 /// One task in a [`TaskTree`].
 ///
@@ -59,7 +89,8 @@ pub struct TaskNode {
     pub created_at: &'static Location<'static>,
     /// What it last said it waits on (the leaf future's note).
     pub awaiting: Awaiting,
-    /// The tasks that await this one (by number): their wakers are stored in this task.
+    /// The tasks that await this one (by number): their wakers are stored in this task, or
+    /// it is a child of a task group they own.
     pub awaited_by: Vec<u64>,
 }
 
@@ -125,6 +156,16 @@ impl LoopHandle {
         }
         drop(tasks);
         nodes.sort_by_key(|n| n.number);
+        if let Some(noted) = self.inner.slot(&NOTED) {
+            let index: HashMap<u64, usize> = nodes.iter().enumerate().map(|(i, n)| (n.number, i)).collect();
+            for &(task, awaiter) in noted.borrow().iter() {
+                if let (Some(&i), true) = (index.get(&task), index.contains_key(&awaiter)) {
+                    if !nodes[i].awaited_by.contains(&awaiter) {
+                        nodes[i].awaited_by.push(awaiter);
+                    }
+                }
+            }
+        }
         TaskTree { nodes }
     }
 }

@@ -775,3 +775,98 @@ fn group_join_awaited_inside_one_of_its_own_children_returns_when_a_sibling_pani
         "the joiner finished: {out}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A failing group refuses new children (issue 19 item 2).
+
+#[test]
+fn group_a_child_spawned_into_a_failing_group_never_runs_even_with_eager_start() {
+    // asyncio's create_task raises RuntimeError on a group that is shutting down, before the
+    // task exists. Here the spawn gives a task that is already cancelled: its future was dropped
+    // without a step, even on a loop whose tasks start eagerly (their first step runs inside
+    // the spawn), and join counts it with the siblings the failure tore down.
+    for eager in [false, true] {
+        let lp = evloop_tests::loop_with(
+            evloop::event_loop::Builder::new()
+                .virtual_clock(true)
+                .eager_tasks(eager),
+        );
+        let log = log();
+        let l = log.clone();
+        let (late_state, seen, err) = run_bounded(&lp, async move {
+            let mut g = TaskGroup::<(), &str>::new().unwrap();
+            g.spawn_named("fails", async { Err("broken") }).unwrap();
+            yield_now().await; // it has failed (with eager start, already inside its spawn)
+            let ll = l.clone();
+            let guard = DropLog::new("late", &l);
+            let late = g
+                .spawn_named("late", async move {
+                    let _g = guard;
+                    push(&ll, "late ran");
+                    Ok(())
+                })
+                .expect("refused as a cancelled task, not an error");
+            let late_state = late.state();
+            let seen = entries(&l);
+            (late_state, seen, g.join().await.unwrap_err())
+        });
+        assert_eq!(
+            late_state,
+            TaskState::Cancelled,
+            "eager={eager}: cancelled before spawn returned"
+        );
+        assert_eq!(seen, ["drop late"], "eager={eager}: dropped without a step");
+        assert_eq!(entries(&log), ["drop late"], "eager={eager}: it never ran");
+        assert_eq!(describe(&err), ["fails failed: \"broken\""], "eager={eager}");
+        assert_eq!(err.cancelled, 1, "eager={eager}");
+    }
+}
+
+#[test]
+fn group_tells_a_child_cancelled_from_outside_from_one_it_tore_down_in_both_orders() {
+    // The cancel count tells them apart (asyncio's TaskGroup uses it for its owner): a child
+    // whose cancel() from outside returned true is reported as cancelled even when a sibling
+    // fails in the same iteration, whichever runs first; the sibling the failure tore down is
+    // counted.
+    for cancel_first in [true, false] {
+        let lp = virtual_loop();
+        let h = lp.handle();
+        let (err, returned) = run_bounded(&lp, async move {
+            let returned = Rc::new(std::cell::Cell::new(None));
+            let target: Rc<RefCell<Option<TaskRef>>> = Rc::default();
+            let schedule_cancel = || {
+                let (target, returned) = (target.clone(), returned.clone());
+                h.call_later(Duration::from_millis(10), move || {
+                    returned.set(target.borrow().as_ref().map(TaskRef::cancel))
+                })
+                .unwrap();
+            };
+            if cancel_first {
+                schedule_cancel();
+            }
+            let mut g = TaskGroup::<(), &str>::new().unwrap();
+            let victim = g.spawn_named("victim", std::future::pending()).unwrap();
+            g.spawn_named("sibling", std::future::pending()).unwrap();
+            g.spawn_named("fails", async {
+                sleep(Duration::from_millis(10)).await;
+                Err("boom")
+            })
+            .unwrap();
+            *target.borrow_mut() = Some(victim);
+            if !cancel_first {
+                yield_now().await; // the failing child's timer is armed first
+                schedule_cancel();
+            }
+            (g.join().await.unwrap_err(), returned.get())
+        });
+        assert_eq!(returned, Some(true), "cancel_first={cancel_first}");
+        let mut errors = describe(&err);
+        errors.sort(); // in the order they finished, which is the order of the two callbacks
+        assert_eq!(
+            errors,
+            ["fails failed: \"boom\"", "victim cancelled"],
+            "cancel_first={cancel_first}"
+        );
+        assert_eq!(err.cancelled, 1, "cancel_first={cancel_first}: the sibling");
+    }
+}

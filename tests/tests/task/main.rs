@@ -7,6 +7,7 @@
 //! folder, each saying why on its first line). A test that re-runs itself in a child process
 //! names itself with `evloop_tests::test_name!`, which adds the module path.
 
+mod cancel_accounting;
 mod cancel_semantics;
 mod contract;
 mod group;

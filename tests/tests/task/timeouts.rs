@@ -222,3 +222,39 @@ fn the_plain_timeout_function_still_works_beside_it() {
         .unwrap();
     assert_eq!(r, (true, Ok(1)));
 }
+
+/// Polls `fut` once with a no-op waker, on a thread where no loop runs; the panic message if it
+/// panicked.
+fn poll_once_without_a_loop<F: std::future::Future>(fut: F) -> Option<String> {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)));
+    r.err().map(|p| {
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default()
+    })
+}
+
+#[test]
+fn run_polled_with_no_running_loop_fails_at_once_like_sleep() {
+    // asyncio: RuntimeError (no running loop / not inside a task); evloop's sleep panics
+    // with a message saying so. Timeout::run did neither: pending forever, even with a
+    // deadline in the past.
+    let sleep_msg = poll_once_without_a_loop(sleep(ms(1))).expect("sleep panics without a loop");
+    assert!(sleep_msg.contains("outside a running evloop event loop"), "{sleep_msg}");
+    let past = Timeout::at(Some(std::time::Instant::now() - ms(1)));
+    for (what, t) in [
+        ("at(past)", past),
+        ("after", Timeout::after(ms(5))),
+        ("never", Timeout::never()),
+    ] {
+        let msg = poll_once_without_a_loop(t.run(std::future::pending::<()>()))
+            .unwrap_or_else(|| panic!("Timeout::{what}: run stayed pending with no loop"));
+        assert!(
+            msg.contains("Timeout::run") && msg.contains("outside a running evloop event loop"),
+            "Timeout::{what}: {msg}"
+        );
+    }
+}

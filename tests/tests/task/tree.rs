@@ -237,3 +237,64 @@ fn a_signal_prints_the_task_tree_to_stderr() {
     assert!(stderr.contains("evloop: task tree on SIGUSR1:"), "{stderr}");
     assert!(stderr.contains("sleeper [pending] awaiting a timer"), "{stderr}");
 }
+
+#[test]
+fn a_task_group_child_is_linked_to_the_owner_from_its_creation_not_only_from_join() {
+    // asyncio 3.14: TaskGroup.create_task adds the group's owner to the child's awaited-by at
+    // once (future_add_to_awaited_by); the edge goes when the child is done.
+    let snaps: Rc<RefCell<Vec<TaskTree>>> = Rc::default();
+    let s = snaps.clone();
+    evloop::run(async move {
+        let owner = evloop::task::TaskBuilder::new()
+            .name("owner")
+            .spawn(async move {
+                let mut g: TaskGroup<(), ()> = TaskGroup::new().unwrap();
+                g.spawn_named("quick", async { Ok(()) }).unwrap();
+                g.spawn_named("slow", async {
+                    sleep(Duration::from_secs(60)).await;
+                    Ok(())
+                })
+                .unwrap();
+                // Not at join yet: just created, then after both took a step (quick is done).
+                s.borrow_mut().push(
+                    evloop::event_loop::get_running_loop()
+                        .ok()
+                        .map(|lp| lp.task_tree())
+                        .unwrap(),
+                );
+                yield_now().await;
+                s.borrow_mut().push(
+                    evloop::event_loop::get_running_loop()
+                        .ok()
+                        .map(|lp| lp.task_tree())
+                        .unwrap(),
+                );
+                let _ = g.join().await;
+            })
+            .unwrap();
+        for _ in 0..4 {
+            yield_now().await;
+        }
+        owner.abort();
+    })
+    .unwrap();
+    let snaps = snaps.borrow();
+    let (created, stepped) = (&snaps[0], &snaps[1]);
+    let owner = find(created, "owner").number;
+    for child in ["quick", "slow"] {
+        assert_eq!(
+            find(created, child).awaited_by,
+            [owner],
+            "{child} at creation:\n{created}"
+        );
+    }
+    assert_eq!(names(created, &created.awaits(owner)), ["quick", "slow"], "{created}");
+    let text = created.to_string();
+    assert!(
+        text.contains("└── owner [running]") && text.contains("    ├── quick"),
+        "{text}"
+    );
+    // quick finished (it left the tree); slow, still running, hangs under the owner.
+    assert_eq!(names(stepped, &stepped.awaits(owner)), ["slow"], "{stepped}");
+    assert_eq!(find(stepped, "slow").awaited_by, [owner], "{stepped}");
+}
