@@ -6,7 +6,7 @@ BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH := $(or $(CARGO_TARGET_DIR),target)/release/examples/bench
 
 .PHONY: all test demo bench bench-quick bench-build bench-venv bench-instr bench-instr-gate bench-instr-baseline \
-	lint cross-check doc doc-coverage book book-traces fault-matrix valgrind publish-check fmt clean miri
+	lint cross-check minimal-versions doc doc-coverage book book-traces fault-matrix valgrind publish-check fmt clean miri
 
 all: test
 
@@ -90,6 +90,13 @@ miri:
 cross-check:
 	@rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu || rustup target add aarch64-unknown-linux-gnu
 	$(CARGO) build --target aarch64-unknown-linux-gnu -p evloop-syscalls -p evloop-timers -p evloop --lib
+
+## minimal-versions: every crate checked with its dependencies at the minimums the manifests declare
+## (nightly `-Z direct-minimal-versions`, in a copy under target/minimal-versions; the lockfile is
+## not touched), and the runtime crates with the declared rust-version (1.85); both toolchains
+## install through rustup when missing (scripts/minimal-versions.sh)
+minimal-versions:
+	CARGO=$(CARGO) scripts/minimal-versions.sh
 
 ## doc: the API docs (the book is docs/*.md)
 doc:
