@@ -130,10 +130,10 @@ fault-matrix:
 	EVLOOP_FAULT_MATRIX=update $(CARGO) test -p evloop-tests --test fault_matrix -- --nocapture
 
 ## valgrind: every test binary of the workspace under memcheck (scripts/valgrind.sh), one per CPU
-## at a time: any memcheck error or definitely lost block fails it. Skipped, because valgrind
-## 3.19 cannot run them: the tests that spawn children (valgrind does not know pidfd_open) and
-## book_traces (its programs run outside valgrind); the script's header says which and why
-## (docs/valgrind.md). Logs in target/valgrind/. About 6 minutes on 2 CPUs; CI runs it.
+## at a time: any memcheck error or definitely lost block fails it. Children are watched by
+## waiter threads there (valgrind 3.19 does not know pidfd_open), so the tests that spawn them
+## run too. Skipped: the syscall layer's pidfd wrapper tests (`processes`) and book_traces (its
+## programs run outside valgrind); the script's header says why (docs/valgrind.md). Logs in target/valgrind/. About 6 minutes on 2 CPUs; CI runs it.
 valgrind:
 	CARGO=$(CARGO) scripts/valgrind.sh
 
