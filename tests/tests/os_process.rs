@@ -18,25 +18,11 @@ use evloop::process::{Stdio, SubprocessOptions};
 use evloop::sys::Syscall;
 use evloop::sys::counters;
 use evloop::{AsyncReadExt, AsyncWriteExt, EventLoop, LoopHandle, sleep};
+use evloop_tests::children::{my_children, wait_reaped};
 use evloop_tests::fds::open_fd_count;
 use evloop_tests::{run_bounded, serial};
 
 const NO_ARGS: [&str; 0] = [];
-
-/// The pids of the calling thread's children that are not reaped yet (zombies included).
-fn my_children() -> HashSet<u32> {
-    let text = std::fs::read_to_string("/proc/thread-self/children").expect("/proc/thread-self/children");
-    text.split_whitespace().filter_map(|p| p.parse().ok()).collect()
-}
-
-/// Waits up to 10 s (without a loop) for `pid` to leave this thread's children: reaped.
-fn wait_reaped(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while my_children().contains(&pid) {
-        assert!(Instant::now() < deadline, "child {pid} was never reaped (zombie left)");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 fn piped_out() -> SubprocessOptions {
     SubprocessOptions::new().stdout(Stdio::Pipe).stderr(Stdio::Pipe)

@@ -9,27 +9,14 @@
 //! Every test holds [`serial`]: zombies are looked for in `/proc/thread-self/children`, which
 //! lists the test thread's children until they are reaped.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use evloop::EventLoop;
 use evloop::process::{Stdio, SubprocessOptions};
 use evloop::signal::Signal;
 use evloop::sys::{Syscall, counters, fault};
+use evloop_tests::children::{my_children, wait_reaped};
 use evloop_tests::{run_bounded, serial};
-
-fn my_children() -> HashSet<u32> {
-    let text = std::fs::read_to_string("/proc/thread-self/children").expect("/proc/thread-self/children");
-    text.split_whitespace().filter_map(|p| p.parse().ok()).collect()
-}
-
-fn wait_reaped(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while my_children().contains(&pid) {
-        assert!(Instant::now() < deadline, "child {pid} was never reaped (zombie left)");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// Every `pidfd_open` of this thread fails with `errno` from now on (until `fault::clear`).
 fn no_pidfds(errno: i32) {
