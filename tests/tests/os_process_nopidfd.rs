@@ -91,8 +91,10 @@ fn a_dropped_process_is_reaped_by_its_waiter_thread() {
     no_pidfds(libc::ENOSYS);
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
-    // Still running when dropped: the thread reaps it when it exits, with no loop running.
-    let p = h.subprocess_exec("sleep", ["0.1"]).unwrap();
+    // Still running when dropped: the thread reaps it when it exits, with no loop running
+    // (long enough, under valgrind's slowdown, to be still running at the check).
+    let secs = if evloop_tests::under_valgrind() { "2" } else { "0.1" };
+    let p = h.subprocess_exec("sleep", [secs]).unwrap();
     let pid = p.pid();
     drop(p);
     assert!(my_children().contains(&pid), "still running, not reaped yet");
