@@ -6,7 +6,7 @@ BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH := $(or $(CARGO_TARGET_DIR),target)/release/examples/bench
 
 .PHONY: all test demo bench bench-quick bench-build bench-venv bench-instr bench-instr-gate bench-instr-baseline \
-	lint cross-check doc doc-coverage book book-traces fault-matrix valgrind publish-check fmt clean miri
+	lint cross-check minimal-versions doc doc-coverage book book-traces fault-matrix valgrind publish-check fmt clean miri
 
 all: test
 
@@ -91,6 +91,13 @@ cross-check:
 	@rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu || rustup target add aarch64-unknown-linux-gnu
 	$(CARGO) build --target aarch64-unknown-linux-gnu -p evloop-syscalls -p evloop-timers -p evloop --lib
 
+## minimal-versions: every crate checked with its dependencies at the minimums the manifests declare
+## (nightly `-Z direct-minimal-versions`, in a copy under target/minimal-versions; the lockfile is
+## not touched), and the runtime crates with the declared rust-version (1.85); both toolchains
+## install through rustup when missing (scripts/minimal-versions.sh)
+minimal-versions:
+	CARGO=$(CARGO) scripts/minimal-versions.sh
+
 ## doc: the API docs (the book is docs/*.md)
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
@@ -123,10 +130,10 @@ fault-matrix:
 	EVLOOP_FAULT_MATRIX=update $(CARGO) test -p evloop-tests --test fault_matrix -- --nocapture
 
 ## valgrind: every test binary of the workspace under memcheck (scripts/valgrind.sh), one per CPU
-## at a time: any memcheck error or definitely lost block fails it. Skipped, because valgrind
-## 3.19 cannot run them: the tests that spawn children (valgrind does not know pidfd_open) and
-## book_traces (its programs run outside valgrind); the script's header says which and why
-## (docs/valgrind.md). Logs in target/valgrind/. About 6 minutes on 2 CPUs; CI runs it.
+## at a time: any memcheck error or definitely lost block fails it. Children are watched by
+## waiter threads there (valgrind 3.19 does not know pidfd_open), so the tests that spawn them
+## run too. Skipped: the syscall layer's pidfd wrapper tests (`processes`) and book_traces (its
+## programs run outside valgrind); the script's header says why (docs/valgrind.md). Logs in target/valgrind/. About 6 minutes on 2 CPUs; CI runs it.
 valgrind:
 	CARGO=$(CARGO) scripts/valgrind.sh
 

@@ -10,11 +10,12 @@
 # follow them. Logs go to target/valgrind/<binary>.log; a failure prints its log.
 #
 # What is skipped, and why (the only skips):
-# - valgrind 3.19 does not know pidfd_open (syscall 434) and fails it with ENOSYS, and evloop
-#   waits for children only through pidfds (Linux 5.3 and later): the tests that spawn children
-#   through the runtime cannot run (os_process, the syscall layer's processes, and one test of
-#   the os binary's pipes module). The fault matrix still runs (every subprocess phase then
-#   fails, with a clear error), checking its invariants but not its table.
+# - valgrind 3.19 does not know pidfd_open (syscall 434) and fails it with ENOSYS: the runtime
+#   then watches children with a waiter thread each (runtime/src/os/process/watcher.rs), so the
+#   tests that spawn children through the runtime run here too, on that path. Skipped: the
+#   syscall layer's `processes`, the tests of the pidfd wrappers themselves (pidfd_open,
+#   waitid(P_PIDFD), pidfd_send_signal), which cannot be called here at all; the same layer's
+#   `processes_by_pid` runs the waiter thread's calls (waitid(P_PID), kill) under memcheck.
 # - valgrind 3.19 does not know epoll_pwait2 (syscall 441) either: under valgrind the loop takes
 #   its epoll_wait fallback, as it does on kernels before 5.11 (the warning in the logs).
 # - book_traces: its programs run as child processes, outside valgrind and under strace, so
@@ -35,9 +36,7 @@ command -v valgrind >/dev/null || {
 # target name -> skipped tests (exact names, space-separated), or "*" for the whole binary.
 declare -A SKIP=(
     [processes]="*"
-    [os_process]="*"
     [book_traces]="*"
-    [os]="pipes::connect_read_pipe_drives_a_child_process_stdout"
     [evloop]="fiber::switch::tests::valgrind_requests_are_no_ops_natively"
 )
 out=${CARGO_TARGET_DIR:-target}

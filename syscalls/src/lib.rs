@@ -89,6 +89,7 @@
 //! | [`accept4`] | retried | no connection was taken off the queue |
 //! | [`open_readonly`], [`open_dev_null`] | retried | nothing was opened (only an `open` that blocks, on a FIFO or device, can be interrupted) |
 //! | [`waitid_pidfd`] | retried | nothing was reaped; the child is still there to wait for (with `SA_RESTART` handlers, such as [`register_signal`]'s, the kernel restarts it by itself) |
+//! | [`waitid_pid`] | retried | as for `waitid_pidfd` (the fallback for kernels and sandboxes without pidfds) |
 //! | [`connect`] | **not** retried: reported as `EINPROGRESS` | the connection attempt goes on in the background; a second `connect` would fail with `EALREADY`. The caller waits for writability and reads [`take_socket_error`], as for any non-blocking connect |
 //! | [`epoll_pwait2`], [`epoll_wait`], [`epoll_wait_timeout`] | **not** retried: returns `Ok(0)` (no events) | a retry with the same relative timeout would wait too long; the caller recomputes its timeout from the clock |
 //! | [`close`] | never retried, reported as `Ok(())` | Linux has already released the descriptor when `close` reports `EINTR`; retrying could close a descriptor another thread just opened |
@@ -199,7 +200,8 @@ pub use io::{IOV_MAX, read, readv, write, writev};
 pub use mman::{Advice, Mapping, Prot, max_map_count, mmap_anonymous, page_size};
 pub use pipe::{pipe2, socketpair_stream};
 pub use process::{
-    ExitStatus, close_fds_on_exec, keep_fds_on_exec, pidfd_open, pidfd_send_signal, reset_signals_on_exec, waitid_pidfd,
+    ExitStatus, close_fds_on_exec, keep_fds_on_exec, pidfd_open, pidfd_send_signal, reset_signals_on_exec, waitid_pid,
+    waitid_pidfd,
 };
 pub use resolve::{AddrHints, AddrInfoError, getaddrinfo, getnameinfo};
 pub use signal::{

@@ -158,6 +158,41 @@ pub fn waitid_pidfd(pidfd: BorrowedFd<'_>, nohang: bool) -> io::Result<Option<Ex
         ),
         _ => explain_enosys(e, "waitid(P_PIDFD)", "5.4"),
     })?;
+    decode_exit(&info, "waitid(P_PIDFD)")
+}
+
+/// `waitid(P_PID, pid, &info, WEXITED | (nohang ? WNOHANG : 0) | (nowait ? WNOWAIT : 0))`: how
+/// the child `pid` ended, for kernels (or sandboxes: valgrind, seccomp filters) without pidfds.
+///
+/// Man page: <https://man7.org/linux/man-pages/man2/waitid.2.html>
+///
+/// * `nowait == true` leaves the child a zombie (`WNOWAIT`): its pid stays its own, so a later
+///   `kill(pid, ..)` cannot reach a process that reused it, until a call without `nowait` reaps
+///   it. This is how a thread can wait for the exit while the owner of the child reaps it.
+/// * `nohang == true`: a child still running gives `Ok(None)`.
+/// * `ECHILD`: not a child of this process, or reaped already (by another `waitpid`, or
+///   because `SIGCHLD` is ignored).
+///
+/// Retried on `EINTR`. Counted as [`Syscall::Waitid`], once per attempt.
+#[doc(alias = "waitid(2)")]
+#[doc(alias = "P_PID")]
+#[doc(alias = "WNOWAIT")]
+pub fn waitid_pid(pid: i32, nohang: bool, nowait: bool) -> io::Result<Option<ExitStatus>> {
+    let id = libc::id_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ECHILD))?;
+    let options = libc::WEXITED | if nohang { libc::WNOHANG } else { 0 } | if nowait { libc::WNOWAIT } else { 0 };
+    // SAFETY: `siginfo_t` is plain data; all-zero bytes are a valid value (and the one
+    // WNOHANG relies on: si_pid stays 0 when no child has changed state).
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    call_retry_eintr(Syscall::Waitid, || {
+        // SAFETY: the kernel writes one `siginfo_t` into `info`, a live local of that type.
+        unsafe { libc::waitid(libc::P_PID, id, &mut info, options) }
+    })?;
+    decode_exit(&info, "waitid(P_PID)")
+}
+
+/// The exit a `waitid(.., WEXITED)` reported in `info`; `None` when it reported nothing (WNOHANG,
+/// still running).
+fn decode_exit(info: &libc::siginfo_t, what: &str) -> io::Result<Option<ExitStatus>> {
     // SAFETY: `info` was zeroed and then filled in by the kernel for a SIGCHLD-style report,
     // so the `_sigchld` member of the union (pid, uid, status) is the one to read.
     let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
@@ -177,7 +212,7 @@ pub fn waitid_pidfd(pidfd: BorrowedFd<'_>, nohang: bool) -> io::Result<Option<Ex
         })),
         code => Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("waitid(P_PIDFD) reported si_code {code}, not an exit"),
+            format!("{what} reported si_code {code}, not an exit"),
         )),
     }
 }

@@ -39,6 +39,7 @@ mod record;
 mod waiting;
 
 pub mod child;
+pub mod children;
 pub mod fds;
 pub mod net;
 pub mod procfs;

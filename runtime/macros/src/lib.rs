@@ -20,7 +20,8 @@
 //! cancelled, the loop closed. A panic in the body resumes as the same panic (so
 //! `#[should_panic(expected = ...)]` works in tests); a loop that cannot start panics with the
 //! OS error. Misuse is a compile error pointing at the problem: a function that is not
-//! `async`, has parameters or generics, or an unknown option.
+//! `async`, has generics, an unknown option, or parameters where none can be passed (`main`
+//! and tests; a method such as `async fn run(self)` keeps its parameters, moved into the body).
 //!
 //! Options, comma-separated: `trace` (print every loop phase, task step and wake, as
 //! `EVLOOP_TRACE=1` does), `virtual_clock` (time moves only when the loop is idle, jumping to
@@ -50,7 +51,8 @@ use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenSt
 /// comma, and `crate = "path"`. The return type is the function's own: `()`, a `Result`, or
 /// anything `main` may return. A panic in the body ends the program as a panic in a plain
 /// `main` would (exit code 101); a loop that cannot be created (out of file descriptors)
-/// panics with the OS error.
+/// panics with the OS error. On another function or a method (`async fn run(self) -> T` in an
+/// `impl`), the parameters stay and the body moves them in: `app.run()` runs it on a new loop.
 #[proc_macro_attribute]
 pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
     expand(Kind::Main, args, item)
@@ -356,6 +358,8 @@ struct Function {
     vis: Vec<TokenTree>,
     fn_token: Ident,
     name: Ident,
+    /// The parameters, kept for a method or helper (`self`, ...); empty for `main` and tests.
+    params: TokenStream,
     /// The tokens after `->`, up to the body (empty for `()`).
     ret: Vec<TokenTree>,
     body: Group,
@@ -449,7 +453,11 @@ fn parse_function(item: TokenStream, kind: Kind) -> Result<Function, Error> {
             ));
         }
         Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis => {
-            if !g.stream().is_empty() {
+            // `#[evloop::main]` on a method or helper (`async fn run(self)`) keeps its
+            // parameters: the body moves them in, as tokio's attribute does. Only a test and the
+            // program's own `main` are called with no arguments.
+            let called_with_none = kind == Kind::Test || name.to_string() == "main";
+            if called_with_none && !g.stream().is_empty() {
                 let what = match kind {
                     Kind::Main => "the main function cannot take arguments",
                     Kind::Test => "test functions cannot take arguments",
@@ -463,6 +471,10 @@ fn parse_function(item: TokenStream, kind: Kind) -> Result<Function, Error> {
         Some(other) => return Err(Error::new(other.span(), "expected `(` after the function's name")),
         None => return Err(Error::new(name.span(), "expected `(` after the function's name")),
     }
+    let params = match tokens.get(i) {
+        Some(TokenTree::Group(g)) => g.stream(),
+        _ => TokenStream::new(),
+    };
     i += 1;
     let mut ret = Vec::new();
     if let Some(TokenTree::Punct(p)) = tokens.get(i) {
@@ -511,6 +523,7 @@ fn parse_function(item: TokenStream, kind: Kind) -> Result<Function, Error> {
         vis,
         fn_token,
         name,
+        params,
         ret,
         body,
     })
@@ -593,7 +606,7 @@ fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
     out.extend(f.attrs);
     out.extend(f.vis);
     out.extend([TokenTree::Ident(f.fn_token), TokenTree::Ident(f.name)]);
-    out.extend([TokenTree::Group(Group::new(Delimiter::Parenthesis, TokenStream::new()))]);
+    out.extend([TokenTree::Group(Group::new(Delimiter::Parenthesis, f.params))]);
     if !f.ret.is_empty() {
         out.extend(parse("->"));
         out.extend(f.ret);

@@ -12,8 +12,9 @@ use crate::event_loop::error::{LoopError, Panic};
 /// parent receives when the fiber dies of it.
 ///
 /// Code that catches panics inside a fiber (`catch_unwind`) should let it continue
-/// (`std::panic::resume_unwind`): a fiber that swallows it and keeps running cannot be
-/// stopped, and is leaked (with a warning on stderr) when its last handle goes.
+/// (`std::panic::resume_unwind`): a fiber that swallows it and switches away cannot be
+/// stopped; when its last handle goes it stays suspended, with its stack (and a warning on
+/// stderr), until something switches to it again.
 ///
 /// ```
 /// use evloop::fiber::{Fiber, FiberExit};

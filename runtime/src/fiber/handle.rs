@@ -15,6 +15,11 @@ use crate::fiber::{Builder, FiberError, FiberExit, Value};
 /// fiber; when the last handle of a suspended fiber goes, the fiber is unwound (see
 /// [`Fiber::throw`]), so a fiber is never leaked with its destructors pending.
 ///
+/// A fiber that keeps a way back to its parent or to a sibling while it is suspended should
+/// hold a [`WeakFiber`](crate::fiber::WeakFiber) ([`Fiber::downgrade`]) or call
+/// [`Fiber::switch_to_parent`]: a strong handle held by a suspended fiber keeps its target
+/// alive, and two suspended fibers holding strong handles to each other are never unwound.
+///
 /// Unlike greenlet, a child's link to its parent is not a handle: a parent whose last handle is
 /// dropped is unwound even if a child of it is still suspended (the child's result then goes to
 /// the nearest live ancestor). Python's garbage collector can free a parent and a child that
@@ -148,7 +153,8 @@ impl Fiber {
     /// when the caller is the parent).
     ///
     /// A fiber that has not started dies without running (its closure is dropped) and its parent
-    /// receives `FiberExit`; a dead fiber gives `FiberExit` back at once. Throwing into the
+    /// receives `FiberExit` (a parent that has not started either starts with `()`, as greenlet
+    /// starts it with no argument); a dead fiber gives `FiberExit` back at once. Throwing into the
     /// running fiber unwinds it from here; throwing into the main fiber is
     /// [`FiberError::ThrowToMain`].
     ///
@@ -191,6 +197,9 @@ impl Fiber {
                 drop_body(core.body.take());
                 trace(|| format!("  {} -> dead (thrown out before it ran)", core.label()));
                 match core.parent_core() {
+                    // greenlet starts a parent that has not started either with no argument:
+                    // the unit value, not `FiberExit`, which it did not die of.
+                    Some(p) if p.state() == State::Fresh => receive(transfer(&p, Message::Value(Value::unit()))),
                     Some(p) => receive(transfer(&p, Message::Value(Value::new(FiberExit)))),
                     None => Ok(Value::new(FiberExit)),
                 }

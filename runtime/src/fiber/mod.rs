@@ -18,7 +18,11 @@
 //! * [`Fiber::throw`] makes a suspended fiber's pending `switch` unwind with [`FiberExit`]
 //!   (greenlet's `GreenletExit`): its destructors run, and its parent receives a
 //!   `Value` holding `FiberExit`; dropping the last handle of a suspended fiber does the same,
-//!   so a fiber is never leaked with its stack and its destructors pending.
+//!   so a fiber is never leaked with its stack and its destructors pending;
+//! * a fiber that refers back to its parent or to a sibling while it is suspended does so
+//!   without a handle, so that no two suspended fibers keep each other alive:
+//!   [`Fiber::switch_to_parent`], and [`WeakFiber`] ([`Fiber::downgrade`]), a handle that does not
+//!   keep its fiber from being unwound.
 //!
 //! ```
 //! use evloop::fiber::Fiber;
@@ -49,7 +53,8 @@
 //! assembly (the only `unsafe` code of this folder) and holds each fiber's one state
 //! (`switch::State`: fresh, running, suspended, dead), `stack.rs` maps, guards, labels and
 //! recycles the stacks. The public face: `handle.rs` ([`Fiber`]), `builder.rs` ([`Builder`]),
-//! `error.rs` ([`FiberError`], [`FiberExit`]), `value.rs` ([`Value`]), and `hub.rs`, the loop
+//! `error.rs` ([`FiberError`], [`FiberExit`]), `value.rs` ([`Value`]), `weak.rs` ([`WeakFiber`],
+//! [`Fiber::switch_to_parent`]), and `hub.rs`, the loop
 //! integration ([`spawn`], [`block_on`]). In trace mode (`EVLOOP_TRACE=1`) every switch and
 //! every fiber's end is a trace line: `Fiber-2 switch -> main (7u64)`,
 //! `Fiber-1 -> dead, 42u64 to main`.
@@ -73,6 +78,7 @@ pub(crate) mod stack;
 mod switch;
 mod transfer;
 mod value;
+mod weak;
 
 pub use builder::Builder;
 pub use error::{FiberError, FiberExit};
@@ -80,3 +86,4 @@ pub use handle::Fiber;
 pub use hub::{accept, accept_unix, block_on, connect, read, read_exact, sleep, spawn, write, write_all, yield_now};
 pub use stack::{GuardKind, StackStats, stack_stats};
 pub use value::Value;
+pub use weak::WeakFiber;

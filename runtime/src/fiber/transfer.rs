@@ -287,8 +287,12 @@ pub(super) fn kill(target: &Rc<Core>) {
                 eprintln!("evloop: while fiber '{}' was being unwound: {e}", target.label());
             }
             if target.state() != State::Dead {
+                // Not "leaked": it may yet end, if it is switched to again (through a weak
+                // handle, or as a parent) and returns.
                 eprintln!(
-                    "evloop: fiber '{}' caught FiberExit and kept running; it cannot be stopped and is leaked",
+                    "evloop: fiber '{}' was unwound with FiberExit but switched away instead of ending \
+                     (it caught FiberExit, or a destructor switched); it stays suspended, with its stack, \
+                     until something switches to it",
                     target.label()
                 );
             }

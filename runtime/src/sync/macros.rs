@@ -18,10 +18,21 @@
 //! together with identifiers written in that step's expansion (`__fut`, `__out`, ...): every
 //! expansion of a macro gets its own hygiene context, so the identifiers of different steps are
 //! different variables even though they are spelled the same. The last step expands all
-//! branches at once with those identifiers. A pattern is read token by token (to find the `=`
-//! that ends it), so branches with long patterns use more of the compiler's recursion limit
-//! (128 nested expansions by default, enough for dozens of branches; a crate can raise it with
-//! `#![recursion_limit = "256"]`).
+//! branches at once with those identifiers.
+//!
+//! The recursion limit: each step is one level of the compiler's limit (128 by default). A
+//! branch whose pattern is `x`, `_` or `Path(...)` costs one level (the step that finishes a
+//! branch also reads the next such pattern), so `select!` takes about 120 of them and `join!`
+//! about 120 futures with no attribute; a longer pattern costs one more level per token
+//! (`#![recursion_limit = "256"]` in the calling crate raises the limit when needed). A
+//! malformed branch is a compile error saying so, not a runaway recursion.
+//!
+//! The size of the future: what lives across the `.await` is each branch's pinned future and
+//! one reference to it (the references are moved into the `poll_fn` closure; counts and indices
+//! are constant expressions, outputs come back as the closure's value). tokio keeps no
+//! reference per branch because its expansion projects its pinned tuple with `unsafe`; this
+//! one is safe code, as it is compiled in the caller's crate. A `join!` of one future is the
+//! future itself.
 //!
 //! The layer: these macros use only `core` and `std`, so they could live anywhere; they sit in
 //! `sync/` beside the function forms of the same ideas (`gather`, `select`, `race` in
@@ -41,13 +52,15 @@
 ///
 /// 1. Every `<precondition>` is evaluated, in order; a branch whose precondition is `false` is
 ///    disabled for this call. Then every `<future>` expression is evaluated, in order (disabled
-///    ones too, but those are never polled). Anything that implements `IntoFuture` works (a
+///    ones too, but those are dropped at once, never polled); a borrowed temporary
+///    (`&mut std::future::ready(())`) lives until the `select!` ends. Anything that implements `IntoFuture` works (a
 ///    [`Task`](crate::task::Task), a [`Promise`](crate::task::Promise)).
 /// 2. The enabled futures are polled in the calling task until one completes.
 /// 3. If its output matches `<pattern>`, every other future is dropped, then `<handler>` runs
 ///    with the pattern's bindings. If it does not match, that branch is disabled and the others
 ///    keep running (`Some(msg) = rx.recv()` stops listening to a closed channel).
-/// 4. When every branch is disabled, the `else` expression is the result. With no `else`
+/// 4. When every branch is disabled (or there is none: `select! { else => 1 }`), the `else`
+///    expression is the result. With no `else`
 ///    that is a bug in the calling code, and it panics with a message saying so (as tokio's
 ///    does): add an `else` when all branches can be disabled.
 ///
@@ -100,8 +113,8 @@
 /// ```
 #[macro_export]
 macro_rules! select {
-    // ---- @clean: a pattern with its `mut` binding modes removed, to test a match through a
-    // reference before the value is moved into the real bindings. A stack of saved
+    // ---- @clean: a pattern with its `ref` and `mut` binding modes removed, to test a match
+    // through a reference before the value is moved into the real bindings. A stack of saved
     // accumulators handles groups: `{ [outer] kind [rest] }` per open group.
     (@clean [] [$($acc:tt)*]) => { $($acc)* };
     (@clean [{ [$($outer:tt)*] paren [$($rest:tt)*] } $($stack:tt)*] [$($acc:tt)*]) => {
@@ -112,6 +125,9 @@ macro_rules! select {
     };
     (@clean [{ [$($outer:tt)*] brace [$($rest:tt)*] } $($stack:tt)*] [$($acc:tt)*]) => {
         $crate::select!(@clean [$($stack)*] [$($outer)* {$($acc)*}] $($rest)*)
+    };
+    (@clean $stack:tt [$($acc:tt)*] ref $($rest:tt)*) => {
+        $crate::select!(@clean $stack [$($acc)*] $($rest)*)
     };
     (@clean $stack:tt [$($acc:tt)*] mut $($rest:tt)*) => {
         $crate::select!(@clean $stack [$($acc)*] $($rest)*)
@@ -129,123 +145,157 @@ macro_rules! select {
         $crate::select!(@clean $stack [$($acc)* $t] $($rest)*)
     };
 
-    // ---- @branch: one branch's future, precondition and handler, after its pattern.
-    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr, if $cond:expr => $body:block, $($rest:tt)*) => {
-        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) ($cond) ($body) }] $($rest)*)
+    // ---- @branch: one branch's future, precondition and handler, after its pattern. The state
+    // is `$mode [$n] [$done]`: `$n` holds one `1` per branch read so far (the next branch's index
+    // is their sum), `$done` the branches read. When the next branch's pattern has a common
+    // shape (`x`, `_`, `Some(x)`) it is read in the same step, so that a branch costs one level
+    // of the compiler's recursion limit.
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:block, $p:ident = $($rest:tt)*) => {
+        $crate::select!(@branch $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] [$p] $($rest)*)
     };
-    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr, if $cond:expr => $body:block $($rest:tt)*) => {
-        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) ($cond) ($body) }] $($rest)*)
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:block, _ = $($rest:tt)*) => {
+        $crate::select!(@branch $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] [_] $($rest)*)
     };
-    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr, if $cond:expr => $body:expr, $($rest:tt)*) => {
-        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) ($cond) ($body) }] $($rest)*)
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:block, $p:ident ($($inner:tt)*) = $($rest:tt)*) => {
+        $crate::select!(@branch $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] [$p ($($inner)*)] $($rest)*)
     };
-    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr, if $cond:expr => $body:expr) => {
-        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) ($cond) ($body) }])
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:block, $($rest:tt)*) => {
+        $crate::select!(@parse $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] $($rest)*)
     };
-    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr => $body:block, $($rest:tt)*) => {
-        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) (true) ($body) }] $($rest)*)
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:block $p:ident = $($rest:tt)*) => {
+        $crate::select!(@branch $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] [$p] $($rest)*)
     };
-    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr => $body:block $($rest:tt)*) => {
-        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) (true) ($body) }] $($rest)*)
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:block _ = $($rest:tt)*) => {
+        $crate::select!(@branch $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] [_] $($rest)*)
     };
-    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr => $body:expr, $($rest:tt)*) => {
-        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) (true) ($body) }] $($rest)*)
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:block $p:ident ($($inner:tt)*) = $($rest:tt)*) => {
+        $crate::select!(@branch $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] [$p ($($inner)*)] $($rest)*)
     };
-    (@branch $mode:tt [$($done:tt)*] [$($pat:tt)*] $fut:expr => $body:expr) => {
-        $crate::select!(@parse $mode [$($done)* { __fut __out __on __idx [$($pat)*] ($fut) (true) ($body) }])
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:block $($rest:tt)*) => {
+        $crate::select!(@parse $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] $($rest)*)
+    };
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:expr, $p:ident = $($rest:tt)*) => {
+        $crate::select!(@branch $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] [$p] $($rest)*)
+    };
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:expr, _ = $($rest:tt)*) => {
+        $crate::select!(@branch $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] [_] $($rest)*)
+    };
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:expr, $p:ident ($($inner:tt)*) = $($rest:tt)*) => {
+        $crate::select!(@branch $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] [$p ($($inner)*)] $($rest)*)
+    };
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:expr, $($rest:tt)*) => {
+        $crate::select!(@parse $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }] $($rest)*)
+    };
+    (@branch $mode:tt [$($n:tt)*] [$($done:tt)*] [$($pat:tt)*] $fut:expr $(, if $cond:expr)? => $body:expr) => {
+        $crate::select!(@parse $mode [$($n)* 1] [$($done)* { __fut __on [$($n)*] [$($pat)*] ($fut) [$($cond)?] ($body) }])
     };
 
     // ---- @pat: the pattern's tokens, up to the `=` that ends it.
-    (@pat $mode:tt $done:tt [$($pat:tt)*] = $($rest:tt)*) => {
-        $crate::select!(@branch $mode $done [$($pat)*] $($rest)*)
+    (@pat $mode:tt $n:tt $done:tt [$($pat:tt)*] = $($rest:tt)*) => {
+        $crate::select!(@branch $mode $n $done [$($pat)*] $($rest)*)
     };
-    (@pat $mode:tt $done:tt [$($pat:tt)*] $t:tt $($rest:tt)*) => {
-        $crate::select!(@pat $mode $done [$($pat)* $t] $($rest)*)
+    (@pat $mode:tt $n:tt $done:tt [$($pat:tt)*] $t:tt $($rest:tt)*) => {
+        $crate::select!(@pat $mode $n $done [$($pat)* $t] $($rest)*)
     };
 
     // ---- @parse: the next branch, the `else`, or the end.
-    (@parse $mode:tt $done:tt) => {
-        $crate::select!(@expand $mode $done (::core::panic!(
+    (@parse $mode:tt $n:tt $done:tt) => {
+        $crate::select!(@expand $mode $n $done (::core::panic!(
             "select!: every branch is disabled and there is no `else` branch"
         )))
     };
-    (@parse $mode:tt $done:tt else => $else:block $(,)?) => {
-        $crate::select!(@expand $mode $done ($else))
+    (@parse $mode:tt $n:tt $done:tt else => $else:block $(,)?) => {
+        $crate::select!(@expand $mode $n $done ($else))
     };
-    (@parse $mode:tt $done:tt else => $else:expr $(,)?) => {
-        $crate::select!(@expand $mode $done ($else))
+    (@parse $mode:tt $n:tt $done:tt else => $else:expr $(,)?) => {
+        $crate::select!(@expand $mode $n $done ($else))
     };
-    // Common pattern shapes in one step (`x`, `_`, `Some(x)`, `Ok(v)`), saving recursion depth.
-    (@parse $mode:tt $done:tt $p:ident = $($rest:tt)*) => {
-        $crate::select!(@branch $mode $done [$p] $($rest)*)
+    (@parse $mode:tt $n:tt $done:tt $p:ident = $($rest:tt)*) => {
+        $crate::select!(@branch $mode $n $done [$p] $($rest)*)
     };
-    (@parse $mode:tt $done:tt _ = $($rest:tt)*) => {
-        $crate::select!(@branch $mode $done [_] $($rest)*)
+    (@parse $mode:tt $n:tt $done:tt _ = $($rest:tt)*) => {
+        $crate::select!(@branch $mode $n $done [_] $($rest)*)
     };
-    (@parse $mode:tt $done:tt $p:ident ($($inner:tt)*) = $($rest:tt)*) => {
-        $crate::select!(@branch $mode $done [$p ($($inner)*)] $($rest)*)
+    (@parse $mode:tt $n:tt $done:tt $p:ident ($($inner:tt)*) = $($rest:tt)*) => {
+        $crate::select!(@branch $mode $n $done [$p ($($inner)*)] $($rest)*)
     };
-    (@parse $mode:tt $done:tt $($rest:tt)+) => {
-        $crate::select!(@pat $mode $done [] $($rest)+)
+    (@parse $mode:tt $n:tt $done:tt $($rest:tt)+) => {
+        $crate::select!(@pat $mode $n $done [] $($rest)+)
     };
 
-    // ---- @expand: the code.
-    (@expand $mode:tt [$({ $fut:ident $out:ident $on:ident $idx:ident [$($pat:tt)*] ($f:expr) ($cond:expr) ($body:expr) })+] ($else:expr)) => {{
-        let mut __branches: usize = 0;
+    // ---- @expand: the code. Only the pinned futures and one reference to each are kept across
+    // the `.await` (the state of the `select!` future); the branch count and indices are constant
+    // expressions, and the outputs come back as the `poll_fn`'s value.
+    (@expand $mode:tt [$($n:tt)*] [] ($else:expr)) => {{
+        $else
+    }};
+    (@expand $mode:tt [$($n:tt)*] [$({ $fut:ident $on:ident [$($i:tt)*] [$($pat:tt)*] ($f:expr) [$($cond:expr)?] ($body:expr) })+] ($else:expr)) => {{
+        $( let $on: bool = true $(&& ($cond))?; )+
+        // The futures live in this block, so that they are dropped (cancelled), and what they
+        // borrow is free again, before the winner's handler runs.
+        let __outs = {
+        // One `let` for every future expression, so that a borrowed temporary in one
+        // (`&mut std::future::ready(())`) lives as long as the futures (tokio #6721).
+        let ($($fut,)+) = ($($f,)+);
         $(
-            let $idx = __branches;
-            __branches += 1;
+            // A disabled branch's future is never polled: drop it now rather than keep it
+            // (maybe-moved) in the state of the `select!` future.
+            let $fut = if $on {
+                ::core::option::Option::Some(::core::future::IntoFuture::into_future($fut))
+            } else {
+                ::core::mem::drop($fut);
+                ::core::option::Option::None
+            };
+            let mut $fut = ::core::pin::pin!($fut);
         )+
-        $( let $on: bool = $cond; )+
-        $( let mut $out = ::core::option::Option::None; )+
-        let __any: bool = {
-            $(
-                let $fut = ::core::future::IntoFuture::into_future($f);
-                let mut $fut = ::core::pin::pin!(if $on {
-                    ::core::option::Option::Some($fut)
-                } else {
-                    ::core::option::Option::None
-                });
-            )+
-            ::core::future::poll_fn(|__cx| {
-                let __start: usize = $crate::select!(@start $mode __branches);
-                let mut __live = false;
-                for __turn in 0..__branches {
-                    let __b = (__start + __turn) % __branches;
-                    $(
-                        if __b == $idx {
-                            if let ::core::option::Option::Some(__f) = $fut.as_mut().as_pin_mut() {
-                                match ::core::future::Future::poll(__f, __cx) {
-                                    ::core::task::Poll::Ready(__v) => {
-                                        $fut.set(::core::option::Option::None);
-                                        #[allow(unused_variables, unreachable_patterns, clippy::redundant_pattern_matching)]
-                                        let __matches = match &__v {
-                                            $crate::select!(@clean [] [] $($pat)*) => true,
-                                            _ => false,
-                                        };
-                                        if __matches {
-                                            $out = ::core::option::Option::Some(__v);
-                                            return ::core::task::Poll::Ready(true);
-                                        }
+        ::core::future::poll_fn(move |__cx| {
+            $( let mut $on = ::core::option::Option::None; )+
+            let __start: usize = $crate::select!(@start $mode (0 $(+ $n)*));
+            let mut __live = false;
+            let mut __won = false;
+            for __turn in 0..(0 $(+ $n)*) {
+                #[allow(clippy::modulo_one)]
+                let __b = (__start + __turn) % (0 $(+ $n)*);
+                $(
+                    if __b == (0 $(+ $i)*) {
+                        if let ::core::option::Option::Some(__f) = $fut.as_mut().as_pin_mut() {
+                            // `unreachable_code`: a future whose output is `!` (never ready)
+                            // makes this arm unreachable, which is no fault of the caller's.
+                            #[allow(unreachable_code)]
+                            match ::core::future::Future::poll(__f, __cx) {
+                                ::core::task::Poll::Ready(__v) => {
+                                    $fut.set(::core::option::Option::None);
+                                    #[allow(unused_variables, unreachable_patterns, clippy::redundant_pattern_matching)]
+                                    let __matches = match &__v {
+                                        $crate::select!(@clean [] [] $($pat)*) => true,
+                                        _ => false,
+                                    };
+                                    if __matches {
+                                        $on = ::core::option::Option::Some(__v);
+                                        __won = true;
+                                        break;
                                     }
-                                    ::core::task::Poll::Pending => __live = true,
                                 }
+                                ::core::task::Poll::Pending => __live = true,
                             }
                         }
-                    )+
-                }
-                if __live {
-                    ::core::task::Poll::Pending
-                } else {
-                    ::core::task::Poll::Ready(false)
-                }
-            })
-            .await
+                    }
+                )+
+            }
+            if __won || !__live {
+                ::core::task::Poll::Ready(($($on,)+))
+            } else {
+                ::core::task::Poll::Pending
+            }
+        })
+        .await
         };
-        // The futures are dropped (cancelled) by now; run the winner's handler.
-        let _ = __any;
+        // The futures are dropped (cancelled) by now; run the winner's handler, or the `else`
+        // when every branch was disabled.
+        #[allow(unused_mut)]
+        let ($(mut $on,)+) = __outs;
         $(
-            if let ::core::option::Option::Some($($pat)*) = $out {
+            if let ::core::option::Option::Some($($pat)*) = $on {
                 $body
             } else
         )+
@@ -254,24 +304,34 @@ macro_rules! select {
         }
     }};
 
-    (@start biased $n:ident) => { 0 };
-    (@start rotate $n:ident) => {{
+    (@start biased $n:expr) => { 0 };
+    (@start rotate $n:expr) => {{
         ::std::thread_local! {
             static __EVLOOP_SELECT_NEXT: ::core::cell::Cell<usize> = const { ::core::cell::Cell::new(0) };
         }
         __EVLOOP_SELECT_NEXT.with(|__c| {
             let __s = __c.get();
             __c.set(__s.wrapping_add(1));
-            __s % $n
+            #[allow(clippy::modulo_one)]
+            let __first = __s % $n;
+            __first
         })
     }};
 
+    // An internal step that matched no rule: a malformed branch. Say so, rather than let the
+    // entry rules below take it for a new `select!` and recurse until the compiler's limit.
+    (@$($t:tt)*) => {
+        ::core::compile_error!(
+            "select!: cannot read this branch: expected `<pattern> = <future> [, if <condition>] => <handler>,` or `else => <handler>`"
+        )
+    };
+
     // ---- Entry points.
     (biased; $($rest:tt)+) => {
-        $crate::select!(@parse biased [] $($rest)+)
+        $crate::select!(@parse biased [] [] $($rest)+)
     };
     ($($rest:tt)+) => {
-        $crate::select!(@parse rotate [] $($rest)+)
+        $crate::select!(@parse rotate [] [] $($rest)+)
     };
 }
 
@@ -280,7 +340,9 @@ macro_rules! select {
 /// a task per coroutine).
 ///
 /// Each unfinished future is polled, in order, every time the task is woken, and dropped as
-/// soon as it completes (its output is kept). A future that is always ready cannot starve the
+/// soon as it completes (its output is kept). tokio's `join!(biased; a, b)` is accepted and is
+/// the same thing: evloop always polls in the order written (deterministic, as `select!`'s
+/// rotation is), where tokio without `biased;` starts from a different future each time. A future that is always ready cannot starve the
 /// others: each is polled once per poll of the `join!`. Dropping the `join!` (the task was
 /// cancelled, a `select!` branch lost) drops every unfinished future.
 ///
@@ -310,16 +372,25 @@ macro_rules! join {
     (@munch [$($done:tt)*] $e:expr $(,)?) => {
         $crate::join!(@expand [$($done)* { __fut __out ($e) }])
     };
+    // One future: awaited in place (no bookkeeping, so the `join!` is no larger than it).
+    (@expand [{ $fut:ident $out:ident ($e:expr) }]) => {
+        (::core::future::IntoFuture::into_future($e).await,)
+    };
     (@expand [$({ $fut:ident $out:ident ($e:expr) })+]) => {{
+        // One `let` for every future expression, so that a borrowed temporary in one lives as
+        // long as the `join!`.
+        let ($($fut,)+) = ($($e,)+);
         $(
-            let $fut = ::core::future::IntoFuture::into_future($e);
-            let mut $fut = ::core::pin::pin!(::core::option::Option::Some($fut));
+            let mut $fut = ::core::pin::pin!(::core::option::Option::Some(::core::future::IntoFuture::into_future($fut)));
             let mut $out = ::core::option::Option::None;
         )+
-        ::core::future::poll_fn(|__cx| {
+        // The closure owns the outputs and one reference to each pinned future: nothing else is
+        // kept across the `.await`.
+        ::core::future::poll_fn(move |__cx| {
             let mut __all = true;
             $(
                 if let ::core::option::Option::Some(__f) = $fut.as_mut().as_pin_mut() {
+                    #[allow(unreachable_code)]
                     match ::core::future::Future::poll(__f, __cx) {
                         ::core::task::Poll::Ready(__v) => {
                             $fut.set(::core::option::Option::None);
@@ -330,20 +401,27 @@ macro_rules! join {
                 }
             )+
             if __all {
-                ::core::task::Poll::Ready(())
+                ::core::task::Poll::Ready(($(
+                    match $out.take() {
+                        ::core::option::Option::Some(__v) => __v,
+                        ::core::option::Option::None => ::core::unreachable!("join!: a future finished without an output"),
+                    },
+                )+))
             } else {
                 ::core::task::Poll::Pending
             }
         })
-        .await;
-        ($(
-            match $out {
-                ::core::option::Option::Some(__v) => __v,
-                ::core::option::Option::None => ::core::unreachable!("join!: a future finished without an output"),
-            },
-        )+)
+        .await
     }};
+    (@$($t:tt)*) => {
+        ::core::compile_error!("join!: expected futures separated by commas: `join!(a, b, c)` or `join!(biased; a, b)`")
+    };
     () => { () };
+    // tokio's `biased;` (poll in the order written): evloop's `join!` always does, so the two
+    // forms are the same.
+    (biased; $($rest:tt)*) => {
+        $crate::join!($($rest)*)
+    };
     ($($rest:tt)+) => {
         $crate::join!(@munch [] $($rest)+)
     };
@@ -351,7 +429,8 @@ macro_rules! join {
 
 /// Like [`join!`](crate::join) for futures that return `Result`s with one error type: `Ok` of
 /// the tuple of their values when all succeed; the first `Err` as soon as it happens, after
-/// which the other futures are dropped (cancelled). tokio's `try_join!`.
+/// which the other futures are dropped (cancelled). tokio's `try_join!`; `biased;` is
+/// accepted as in [`join!`](crate::join).
 ///
 /// ```
 /// use std::time::Duration;
@@ -382,16 +461,23 @@ macro_rules! try_join {
     (@munch [$($done:tt)*] $e:expr $(,)?) => {
         $crate::try_join!(@expand [$($done)* { __fut __out ($e) }])
     };
+    (@expand [{ $fut:ident $out:ident ($e:expr) }]) => {
+        match ::core::future::IntoFuture::into_future($e).await {
+            ::core::result::Result::Ok(__v) => ::core::result::Result::Ok((__v,)),
+            ::core::result::Result::Err(__e) => ::core::result::Result::Err(__e),
+        }
+    };
     (@expand [$({ $fut:ident $out:ident ($e:expr) })+]) => {{
+        let ($($fut,)+) = ($($e,)+);
         $(
-            let $fut = ::core::future::IntoFuture::into_future($e);
-            let mut $fut = ::core::pin::pin!(::core::option::Option::Some($fut));
+            let mut $fut = ::core::pin::pin!(::core::option::Option::Some(::core::future::IntoFuture::into_future($fut)));
             let mut $out = ::core::option::Option::None;
         )+
-        let __done = ::core::future::poll_fn(|__cx| {
+        ::core::future::poll_fn(move |__cx| {
             let mut __all = true;
             $(
                 if let ::core::option::Option::Some(__f) = $fut.as_mut().as_pin_mut() {
+                    #[allow(unreachable_code)]
                     match ::core::future::Future::poll(__f, __cx) {
                         ::core::task::Poll::Ready(::core::result::Result::Ok(__v)) => {
                             $fut.set(::core::option::Option::None);
@@ -405,23 +491,26 @@ macro_rules! try_join {
                 }
             )+
             if __all {
-                ::core::task::Poll::Ready(::core::result::Result::Ok(()))
+                ::core::task::Poll::Ready(::core::result::Result::Ok(($(
+                    match $out.take() {
+                        ::core::option::Option::Some(__v) => __v,
+                        ::core::option::Option::None => ::core::unreachable!("try_join!: a future finished without an output"),
+                    },
+                )+)))
             } else {
                 ::core::task::Poll::Pending
             }
         })
-        .await;
-        match __done {
-            ::core::result::Result::Ok(()) => ::core::result::Result::Ok(($(
-                match $out {
-                    ::core::option::Option::Some(__v) => __v,
-                    ::core::option::Option::None => ::core::unreachable!("try_join!: a future finished without an output"),
-                },
-            )+)),
-            ::core::result::Result::Err(__e) => ::core::result::Result::Err(__e),
-        }
+        .await
     }};
+    (@$($t:tt)*) => {
+        ::core::compile_error!("try_join!: expected futures separated by commas: `try_join!(a, b, c)` or `try_join!(biased; a, b)`")
+    };
     () => { ::core::result::Result::Ok(()) };
+    // tokio's `biased;`: evloop's `try_join!` always polls in the order written.
+    (biased; $($rest:tt)*) => {
+        $crate::try_join!($($rest)*)
+    };
     ($($rest:tt)+) => {
         $crate::try_join!(@munch [] $($rest)+)
     };

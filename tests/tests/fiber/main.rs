@@ -10,3 +10,4 @@
 mod greenlet;
 mod on_loop;
 mod stacks;
+mod weak;

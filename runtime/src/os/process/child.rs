@@ -1,12 +1,14 @@
 //! The child handle: [`Process`] waits for its child (readiness of the pidfd, then one
 //! `waitid`), signals it through the pidfd, and feeds and drains its pipes (`communicate`).
-//! Dropping it hands an unreaped child to `orphan`.
+//! Dropping it hands an unreaped child to `orphan`. Without pidfds (`watcher`), the registered
+//! fd is the waiter thread's eventfd, and reaping and signals go by pid through the `Watch`.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
 
 use evloop_syscalls::{self as sys, Signal};
 
@@ -16,6 +18,7 @@ use crate::io::pipe::{PipeReader, PipeWriter};
 use crate::io::{AsyncFd, AsyncReadExt, AsyncWriteExt, Interest};
 use crate::os::process::orphan::orphan;
 use crate::os::process::status::{ExitStatus, Output, describe_signal};
+use crate::os::process::watcher::Watch;
 use crate::task::combinator::gather;
 
 /// A child process started by [`LoopHandle::subprocess_exec`] or
@@ -41,7 +44,10 @@ use crate::task::combinator::gather;
 pub struct Process {
     pub(super) pid: u32,
     /// The child's pidfd, registered with the loop; `None` once reaped (or lost to `ECHILD`).
+    /// Without pidfds, the waiter thread's eventfd (readable once the child has exited).
     pub(super) pidfd: RefCell<Option<AsyncFd<OwnedFd>>>,
+    /// The waiter thread's state when the child is watched without a pidfd (`watcher`).
+    pub(super) watch: Option<Arc<Watch>>,
     pub(super) status: Cell<Option<ExitStatus>>,
     /// The write end of the child's stdin, if it was [`Stdio::Pipe`](crate::process::Stdio::Pipe).
     pub stdin: Option<PipeWriter>,
@@ -148,7 +154,11 @@ impl Process {
                 None => Err(lost(self.pid)),
             };
         };
-        match sys::waitid_pidfd(fd.as_fd(), true) {
+        let reaped = match &self.watch {
+            Some(w) => w.try_reap(),
+            None => sys::waitid_pidfd(fd.as_fd(), true),
+        };
+        match reaped {
             Ok(Some(s)) => {
                 let s = ExitStatus::from(s);
                 self.status.set(Some(s));
@@ -192,8 +202,13 @@ impl Process {
         let sig = signal.raw();
         let slot = self.pidfd.borrow();
         let what = format!("send_signal(pid {}, {})", self.pid, describe_signal(sig));
-        match slot.as_ref() {
-            Some(fd) => sys::pidfd_send_signal(fd.as_fd(), sig).map_err(|e| with_context(what, e)),
+        let sent = match (slot.as_ref(), &self.watch) {
+            (Some(_), Some(w)) => w.signal(sig),
+            (Some(fd), None) => Some(sys::pidfd_send_signal(fd.as_fd(), sig)),
+            (None, _) => None,
+        };
+        match sent {
+            Some(r) => r.map_err(|e| with_context(what, e)),
             None => {
                 let after = match self.status.get() {
                     Some(s) => format!("{what}: the child was already reaped ({s})"),
@@ -323,7 +338,14 @@ impl Drop for Process {
     /// nothing blocks.
     fn drop(&mut self) {
         if let Some(fd) = self.pidfd.get_mut().take() {
-            orphan(&self.lp, fd);
+            match &self.watch {
+                // The waiter thread reaps it (or it is reaped now, if it has exited).
+                Some(w) => {
+                    w.orphan();
+                    drop(fd);
+                }
+                None => orphan(&self.lp, fd),
+            }
         }
     }
 }

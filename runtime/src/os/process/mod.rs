@@ -1,5 +1,5 @@
 //! Subprocesses (asyncio's `create_subprocess_exec` / `create_subprocess_shell`), watched
-//! through pidfds.
+//! through pidfds (or, where there are none, a waiter thread per child).
 //!
 //! # Spawning
 //! [`LoopHandle::subprocess_exec`](crate::event_loop::LoopHandle::subprocess_exec) builds a
@@ -39,18 +39,26 @@
 //! An orphan is reaped by its loop only while that loop runs: a loop that is neither run nor
 //! closed leaves an exited orphan a zombie until then.
 //!
-//! Limits: a pidfd needs Linux 5.3 (and `waitid(P_PIDFD)` 5.4); on older kernels spawning fails
-//! with an [`io::ErrorKind::Unsupported`](std::io::ErrorKind::Unsupported) error (after killing
-//! and reaping the child). If the process sets `SIGCHLD` to `SIG_IGN`, or other code reaps with
-//! `waitpid(-1, ..)`, the kernel or that code may reap our children first: `wait` then reports
-//! `ECHILD`.
+//! # Without pidfds
+//! A pidfd needs Linux 5.3 (and `waitid(P_PIDFD)` 5.4); valgrind does not know `pidfd_open`, and
+//! a seccomp filter may refuse it. When `pidfd_open` fails with `ENOSYS` or `EPERM`, the child
+//! is watched by a waiter thread instead (asyncio's `ThreadedChildWatcher`, `watcher`): it waits
+//! with `waitid(P_PID, pid, WEXITED | WNOWAIT)`, which does not reap, and then makes an eventfd
+//! readable; the loop registers that eventfd in place of the pidfd, so waiting is the same, and
+//! the child is reaped with `waitid(P_PID, ..)`. Until it is reaped the pid is still the child's,
+//! so signals go by pid (`kill`) without reaching another process. A dropped `Process` leaves the
+//! reaping to its thread. The cost: a thread (64 KiB of stack) and an eventfd per running child.
+//!
+//! If the process sets `SIGCHLD` to `SIG_IGN`, or other code reaps with `waitpid(-1, ..)`, the
+//! kernel or that code may reap our children first: `wait` then reports `ECHILD`.
 //!
 //! # Files
 //! `options` ([`SubprocessOptions`], [`Stdio`]), `status` ([`ExitStatus`], [`Output`]), `spawn`
 //! (`subprocess_exec` and `subprocess_shell` on the loop handle: from a `Command` to a
 //! registered pidfd and pipe ends), `child` ([`Process`]: waiting, signals, `communicate`),
-//! `orphan` (a dropped `Process`'s child, reaped by its loop) and `reaper` (the process-wide
-//! reaper thread for children whose loop is gone).
+//! `orphan` (a dropped `Process`'s child, reaped by its loop), `reaper` (the process-wide
+//! reaper thread for children whose loop is gone) and `watcher` (a waiter thread per child,
+//! without pidfds).
 
 mod child;
 mod options;
@@ -58,6 +66,7 @@ mod orphan;
 mod reaper;
 mod spawn;
 mod status;
+mod watcher;
 
 pub use self::child::Process;
 pub use self::options::{Stdio, SubprocessOptions};

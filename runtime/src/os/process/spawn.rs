@@ -1,6 +1,6 @@
 //! Spawning: `subprocess_exec` and `subprocess_shell` on the loop handle. Each builds a
 //! `std::process::Command`, applies the [`SubprocessOptions`], spawns it, opens the child's
-//! pidfd and registers it with the loop, and wraps the pipe ends it kept as the loop's
+//! pidfd (or, without pidfds, starts its waiter thread: `watcher`) and registers it with the loop, and wraps the pipe ends it kept as the loop's
 //! [`PipeWriter`] / [`PipeReader`]; the result is a [`Process`].
 
 use std::cell::{Cell, RefCell};
@@ -19,6 +19,7 @@ use crate::io::pipe::{PipeReader, PipeWriter};
 use crate::os::process::child::Process;
 use crate::os::process::options::SubprocessOptions;
 use crate::os::process::reaper::reap_later;
+use crate::os::process::watcher::Watch;
 
 impl LoopHandle {
     /// Starts `program` with `args`, inheriting stdin, stdout and stderr (asyncio's
@@ -138,11 +139,16 @@ fn spawn(
     let pid = child.id();
     // The pidfd first, while `child` can still kill and reap the process if that fails (nothing
     // has reaped it yet, so its pid cannot have been reused).
-    let pidfd = match i32::try_from(pid)
+    // Without pidfds (an old kernel: ENOSYS; valgrind; a seccomp filter: ENOSYS or EPERM) a
+    // waiter thread watches the child instead, and the loop registers its eventfd (`watcher`).
+    let (pidfd, watch) = match i32::try_from(pid)
         .map_err(|_| io::Error::from_raw_os_error(sys::errno::ESRCH))
-        .and_then(sys::pidfd_open)
-    {
-        Ok(fd) => fd,
+        .and_then(|p| match sys::pidfd_open(p) {
+            Ok(fd) => Ok((fd, None)),
+            Err(e) if no_pidfds(&e) => Watch::start(p).map(|(fd, w)| (fd, Some(w))),
+            Err(e) => Err(e),
+        }) {
+        Ok(v) => v,
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
@@ -162,8 +168,13 @@ fn spawn(
             // its own: kill it and let the reaper collect it.
             if let Ok(p) = i32::try_from(pid) {
                 let _ = sys::kill(p, Signal::KILL.raw());
-                if let Ok(fd) = sys::pidfd_open(p) {
-                    reap_later(fd);
+                match &watch {
+                    Some(w) => w.orphan(),
+                    None => {
+                        if let Ok(fd) = sys::pidfd_open(p) {
+                            reap_later(fd);
+                        }
+                    }
                 }
             }
             return Err(with_context(format!("{op}({label}): register(pidfd {raw})"), e));
@@ -172,6 +183,7 @@ fn spawn(
     let mut process = Process {
         pid,
         pidfd: RefCell::new(Some(pidfd)),
+        watch,
         status: Cell::new(None),
         stdin: None,
         stdout: None,
@@ -190,4 +202,10 @@ fn spawn(
         return Err(with_context(format!("{op}({label}): stdio pipes"), e));
     }
     Ok(process)
+}
+
+/// Whether `pidfd_open` failed because pidfds are not available here (`ENOSYS`: a kernel before
+/// 5.3, or valgrind; `EPERM`: a seccomp filter), rather than for this child.
+fn no_pidfds(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Unsupported || matches!(e.raw_os_error(), Some(sys::errno::ENOSYS | sys::errno::EPERM))
 }
