@@ -10,7 +10,9 @@
 # Environment: SIM_BUG_SEEDS (1000) seeds per simulated test; SIM_BUG_SCRATCH (a directory under
 # $TMPDIR) the scratch copy and its cargo target directory, kept between runs so that each bug
 # costs an incremental build; SIM_BUG_LIMIT (900) seconds one bug's test run may take (its
-# build is not counted).
+# build is not counted); SIM_BUG_TESTS, when set, replaces every patch's test filters (empty:
+# the whole simulation suite; `--skip outside_bugs`: the suite without the tests added for
+# these bugs).
 #
 # A patch starts with a header of `# Key: value` lines before its diff:
 #   # Bug: what the patch restores          # Fixed by: the commit that fixed it
@@ -48,7 +50,7 @@ status=0
 for patch in "${patches[@]}"; do
     name=$(basename "$patch" .patch)
     bug=$(header "$patch" Bug)
-    tests=$(header "$patch" Tests)
+    tests=${SIM_BUG_TESTS-$(header "$patch" Tests)}
     log=$scratch/logs/$name.log
     echo "== $name: $bug" >&2
     if ! (cd "$src" && git apply "$patch"); then
