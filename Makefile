@@ -6,7 +6,8 @@ BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH := $(or $(CARGO_TARGET_DIR),target)/release/examples/bench
 
 .PHONY: all test demo bench bench-quick bench-build bench-venv bench-instr bench-instr-gate bench-instr-baseline \
-	lint cross-check minimal-versions doc doc-coverage book book-traces fault-matrix valgrind publish-check fmt clean miri
+	lint cross-check minimal-versions doc doc-coverage book book-traces fault-matrix valgrind publish-check fmt clean miri \
+	sim-bugs sim-speed
 
 all: test
 
@@ -128,6 +129,18 @@ book-traces:
 ## `make test` runs the same matrix and fails when the table is stale). Read the diff.
 fault-matrix:
 	EVLOOP_FAULT_MATRIX=update $(CARGO) test -p evloop-tests --test fault_matrix -- --nocapture
+
+## sim-bugs: the simulation's bug-finding proof (scripts/sim-reintroduce.sh): puts back, one at a
+## time in a scratch copy under $TMPDIR, each outside-found bug of scripts/sim-bugs/*.patch, runs
+## the simulated tests its header names with up to 1,000 seeds, and prints per bug: found or not,
+## the seed, the shrunk schedule (docs/12-simulation.md, 12.9). A few minutes per bug on 2 CPUs.
+sim-bugs:
+	CARGO=$(CARGO) scripts/sim-reintroduce.sh
+
+## sim-speed: the simulated kernel's speed, simulated seconds and echo round trips per wall second
+## (tests/examples/sim_speed.rs; docs/benchmarks.md, "Simulated kernel speed")
+sim-speed:
+	$(CARGO) run --release -p evloop-tests --example sim_speed
 
 ## valgrind: every test binary of the workspace under memcheck (scripts/valgrind.sh), one per CPU
 ## at a time: any memcheck error or definitely lost block fails it. Children are watched by

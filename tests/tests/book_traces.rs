@@ -89,6 +89,7 @@ book_programs!(
     book_task_cell,
     book_task_tree,
     fiber_trace,
+    book_simulation,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {

@@ -340,11 +340,13 @@ fn waiting_makes_one_pidfd_open_and_exactly_one_waitid_after_the_exit() {
     let h = lp.handle();
     evloop_tests::spin_once(&h);
     counters::reset();
+    // Taken before the spawn: the child's 0.2 s start at its exec, which may come before
+    // `subprocess_exec` returns, so a clock read after it could see the exit "early".
+    let started = Instant::now();
     let mut p = lp.subprocess_exec("sleep", ["0.2"]).unwrap();
     let at_spawn = counters::snapshot();
     assert_eq!(at_spawn.get(Syscall::PidfdOpen), 1, "{at_spawn}");
     assert_eq!(at_spawn.get(Syscall::Waitid), 0, "{at_spawn}");
-    let started = Instant::now();
     let (status, midway) = run_bounded(&h, async move {
         let lp = evloop::event_loop::get_running_loop().unwrap();
         let probe = lp

@@ -173,7 +173,8 @@ impl Default for Faults {
 
 /// The errnos of [`FaultClass::Errno`] for a call: transient conditions its man page lists
 /// that leave nothing to clean up. Calls not listed never fail this way. (The loop's own
-/// `eventfd` and `epoll_create1` are left out: failing them only fails `EventLoop::new`.)
+/// `eventfd` and `epoll_create1`, and an eventfd's `epoll_ctl` registration, are left out:
+/// failing them only fails `EventLoop::new`.)
 pub(crate) fn transient_errnos(s: Syscall) -> &'static [i32] {
     use libc::*;
     match s {

@@ -1026,8 +1026,10 @@ pub fn write(
             .display()
     );
 
-    // `make bench-instr`'s section of the report is not measured here: keep it.
+    // `make bench-instr`'s section of the report is not measured here: keep it, and the
+    // simulated kernel's section (measured by tests/examples/sim_speed.rs).
     let md = crate::instr::keep_section(out, md);
+    let md = keep_sim_section(out, md);
     std::fs::create_dir_all(base)?;
     std::fs::write(out, &md)?;
     let raw = raw_path(env, plan);
@@ -1044,4 +1046,23 @@ fn raw_path(env: &Env, plan: &Plan) -> std::path::PathBuf {
     } else {
         "target/bench-raw.jsonl"
     })
+}
+
+const SIM_BEGIN: &str = "<!-- sim-speed: begin";
+const SIM_END: &str = "<!-- sim-speed: end -->";
+
+/// `new` with the simulated kernel's section of the report at `path` (written by hand from
+/// `tests/examples/sim_speed.rs`'s output, which `make bench` does not run) put back before the
+/// "## Run time" heading, or at the end.
+fn keep_sim_section(path: &Path, new: String) -> String {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let Some(start) = old.find(SIM_BEGIN) else {
+        return new;
+    };
+    let Some(len) = old[start..].find(SIM_END) else {
+        return new;
+    };
+    let block = &old[start..start + len + SIM_END.len()];
+    let at = new.find("\n## Run time").map_or(new.len(), |i| i + 1);
+    format!("{}{block}\n\n{}", &new[..at], &new[at..])
 }

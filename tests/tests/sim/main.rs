@@ -1,7 +1,8 @@
 //! Deterministic simulation (`evloop::sys::sim`): evloop's real loop, reactor, transports and
 //! streams on the simulated kernel behind the syscall layer: the same seed gives the same trace,
-//! faults are survived, time jumps, threads take turns, the test attribute, and the boundary rule
-//! (no simulation branch above the syscall layer).
+//! faults are survived, time jumps, threads take turns, the test attribute, the boundary rule
+//! (no simulation branch above the syscall layer), and one test per bug found outside evloop's
+//! own tests (`outside_bugs`, which `scripts/sim-reintroduce.sh` checks against the bugs).
 //!
 //! One binary for the folder: each simulated kernel is installed on its own test thread and
 //! watches only the descriptors it created, so the tests share one process. `sim_replay.rs` stays
@@ -12,6 +13,7 @@ mod attribute;
 mod boundary;
 mod determinism;
 mod faults;
+mod outside_bugs;
 mod support;
 mod threads;
 mod time;

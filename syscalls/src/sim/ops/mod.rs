@@ -66,7 +66,7 @@ fn run<T>(
             Err(e) => break Err(e),
             Ok(()) => {}
         }
-        if let Some(e) = transient_fault(st, s, file) {
+        if let Some(e) = transient_fault(st, s, file, a) {
             break Err(e);
         }
         break op(st);
@@ -91,8 +91,17 @@ fn needs_reap(st: &State, file: FileId) -> bool {
     }
 }
 
-fn transient_fault(st: &mut State, s: Syscall, file: FileId) -> Option<io::Error> {
+/// A seeded transient failure of call `s` on `file` (`a`: the call's first argument; for
+/// `epoll_ctl`, the file registered).
+fn transient_fault(st: &mut State, s: Syscall, file: FileId, a: u64) -> Option<io::Error> {
     if st.faults.rates.rate(FaultClass::Errno) == 0 && !st.faults.forced.any(FaultClass::Errno) {
+        return None;
+    }
+    // Registering an eventfd is left out with the eventfd itself (`transient_errnos`): the loop
+    // registers its wake-up eventfd once, in `EventLoop::new`, so failing that only fails the
+    // loop's creation, and a careful test failed on it (`EVLOOP_SEEDS=1000` found seed 107 of
+    // `a_careful_client_survives_every_fault_profile`).
+    if s == Syscall::EpollCtl && matches!(st.file(a).map(|f| &f.kind), Some(Kind::Eventfd { .. })) {
         return None;
     }
     let list = transient_errnos(s);
