@@ -20,3 +20,4 @@ mod split;
 mod stream_closing;
 mod syscalls;
 mod tcp;
+mod write_half_drop;
