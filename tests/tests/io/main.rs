@@ -20,4 +20,5 @@ mod split;
 mod stream_closing;
 mod syscalls;
 mod tcp;
+mod text_reads;
 mod write_half_drop;
