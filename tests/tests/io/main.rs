@@ -21,4 +21,5 @@ mod stream_closing;
 mod syscalls;
 mod tcp;
 mod text_reads;
+mod unix_connect;
 mod write_half_drop;
