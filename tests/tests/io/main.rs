@@ -10,6 +10,7 @@
 
 mod accept_errors;
 mod addresses;
+mod budget;
 mod buf;
 mod copy;
 mod datagram_sockets;

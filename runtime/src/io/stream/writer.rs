@@ -7,8 +7,9 @@ use std::future::poll_fn;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
+use crate::event_loop::budget;
 use crate::io::AsyncWrite;
 use crate::io::net::SockAddr;
 use crate::io::protocol::Transport;
@@ -409,6 +410,7 @@ impl AsyncWrite for StreamWriter {
         if let Some(r) = self.poll_room(cx, "poll_write") {
             return r;
         }
+        ready!(budget::poll_proceed(cx));
         self.transport.write(buf);
         Poll::Ready(Ok(buf.len()))
     }
@@ -425,6 +427,7 @@ impl AsyncWrite for StreamWriter {
         if let Some(r) = self.poll_room(cx, "poll_write_vectored") {
             return r;
         }
+        ready!(budget::poll_proceed(cx));
         self.transport.writelines(bufs.iter().map(|b| &**b));
         Poll::Ready(Ok(total))
     }
