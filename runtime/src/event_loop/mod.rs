@@ -44,13 +44,14 @@
 //! - `running`: the thread's running loop (`with_running`, [`get_running_loop`]) and timer slack;
 //! - `slots`: per-loop state of the layers above, in typed slots found in O(1).
 //!
-//! Beside them are the mechanisms the loop is made of: `handle` (callback cells), `clock` (loop
-//! time), `reactor` (epoll registrations), `slab` (keyed tables), `waker` (task wakers), `trace`
+//! Beside them are the mechanisms the loop is made of: `handle` (callback cells), `budget` (the
+//! per-task budget of ready operations, spent by the I/O layer), `clock` (loop time), `reactor` (epoll registrations), `slab` (keyed tables), `waker` (task wakers), `trace`
 //! (trace lines), `error` (the loop's own errors: `LoopError`, `Panic`, `WrongLoopError`),
 //! `executor` (`run_in_executor`'s thread pool), `raw_task`, `task_table` and `sites` (the raw
 //! task cells, the table of live tasks, interned spawn sites). Nothing here imports `task`,
 //! `io`, `sync` or `os`.
 
+pub(crate) mod budget;
 pub(crate) mod clock;
 pub(crate) mod error;
 pub(crate) mod executor;

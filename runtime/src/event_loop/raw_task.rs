@@ -129,6 +129,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
+use crate::event_loop::budget;
 use crate::event_loop::error::Panic;
 use crate::event_loop::handle::CallbackId;
 
@@ -322,21 +323,26 @@ pub(crate) struct CurrentTask {
 }
 
 impl CurrentTask {
-    /// Runs `f` with `task` as the current task (nested calls stack; the previous one comes back
-    /// afterwards, also when `f` panics).
+    /// Runs `f` with `task` as the current task and a fresh budget of ready operations
+    /// (`budget`: every step starts with a full one). Nested calls stack; the previous task
+    /// and budget come back afterwards, also when `f` panics.
+    #[inline]
     pub(crate) fn enter<R>(&self, task: &TaskPtr, f: impl FnOnce() -> R) -> R {
         struct Restore<'a> {
             slot: &'a Cell<Option<NonNull<Header>>>,
             previous: Option<NonNull<Header>>,
+            budget: u16,
         }
         impl Drop for Restore<'_> {
             fn drop(&mut self) {
                 self.slot.set(self.previous);
+                budget::leave_step(self.budget);
             }
         }
         let _restore = Restore {
             slot: &self.ptr,
             previous: self.ptr.replace(Some(task.ptr)),
+            budget: budget::enter_step(),
         };
         f()
     }

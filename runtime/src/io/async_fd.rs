@@ -10,8 +10,9 @@ use std::future::poll_fn;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::rc::Rc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
+use crate::event_loop::budget;
 use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
 use crate::event_loop::reactor::{IoState, ready};
 use crate::event_loop::trace::{Awaiting, note_awaiting};
@@ -333,7 +334,10 @@ impl<T: AsFd> AsyncFd<T> {
         self.state.clear(!0);
     }
 
-    /// `Ready` once the fd is ready for `interest`; otherwise parks the task's waker.
+    /// `Ready` once the fd is ready for `interest`; otherwise parks the task's waker. A task
+    /// that already completed 128 ready operations in this step gets `Pending` even when the
+    /// fd is ready, with its waker woken: it continues in the next iteration, after timers and
+    /// I/O (tokio's coop budget; see chapter 9.4 of the book).
     ///
     /// Errors: the loop the fd is registered with is closed, or it is not the loop running
     /// now ([`WrongLoopError`]: only that loop's poll can report the
@@ -362,6 +366,9 @@ impl<T: AsFd> AsyncFd<T> {
             return Poll::Ready(Err(LoopError::new(LoopErrorKind::Closed, "AsyncFd").into()));
         }
         if self.is_ready(interest) {
+            // The operation can go ahead at once: it spends the task's budget for this step,
+            // so a peer that never lets the fd run dry cannot keep the task in one step.
+            ready!(budget::poll_proceed(cx));
             return Poll::Ready(Ok(()));
         }
         let op = match interest {

@@ -33,7 +33,7 @@ use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use crate::io::traits::forward_io;
+use crate::io::traits::{forward_io, invalid_utf8};
 use crate::io::{AsyncRead, AsyncWrite};
 
 /// The default buffer size of [`BufReader`] and [`BufWriter`] (tokio's and std's: 8 KiB).
@@ -161,7 +161,8 @@ pub trait AsyncBufReadExt: AsyncBufRead + Unpin {
 
     /// Reads a line (up to and including `\n`, or to the end of stream) and appends it to
     /// `buf`; returns how many bytes were appended (0 at end of stream). Bytes that are not
-    /// UTF-8 give an `InvalidData` error and leave `buf` as it was.
+    /// UTF-8 give an `InvalidData` error and leave `buf` as it was, also when an I/O error
+    /// follows them (tokio's rule); an I/O error after valid bytes keeps them in `buf`.
     ///
     /// ```
     /// use evloop::io::{AsyncBufReadExt, BufReader};
@@ -183,15 +184,16 @@ pub trait AsyncBufReadExt: AsyncBufRead + Unpin {
             start,
         };
         let mut read = 0;
-        let n = poll_fn(|cx| poll_read_until(Pin::new(&mut *self), cx, b'\n', &mut guard.bytes, &mut read)).await?;
+        let res = poll_fn(|cx| poll_read_until(Pin::new(&mut *self), cx, b'\n', &mut guard.bytes, &mut read)).await;
+        // tokio's rule: bytes that are not (whole) UTF-8 are never left in the caller's string,
+        // whether the read ended or failed after them; the bytes of a failed read that are
+        // valid stay, so the next call continues the line.
         if std::str::from_utf8(&guard.bytes[start..]).is_err() {
             guard.bytes.truncate(start);
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "read_line: the stream did not contain valid UTF-8",
-            ));
+            res?;
+            return Err(invalid_utf8());
         }
-        Ok(n)
+        res
     }
 
     /// The lines of the stream, without their `\n` or `\r\n` (tokio's `lines`).
@@ -306,13 +308,7 @@ impl<R: AsyncBufRead + Unpin> Lines<R> {
                 line.pop();
             }
         }
-        match String::from_utf8(line) {
-            Ok(s) => Poll::Ready(Ok(Some(s))),
-            Err(_) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "Lines::next_line: the line is not valid UTF-8",
-            ))),
-        }
+        Poll::Ready(String::from_utf8(line).map(Some).map_err(|_| invalid_utf8()))
     }
 
     /// The reader.

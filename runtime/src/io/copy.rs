@@ -7,12 +7,16 @@
 //! of the stream. [`copy_bidirectional`] drives two of them in one task: when one side reaches
 //! the end of its stream, the other side's write half is shut down (TCP FIN), so the peer sees
 //! the end too, and the call returns once both directions are done.
+//!
+//! Each read spends one unit of the task's budget of ready operations (`event_loop::budget`),
+//! so a copy from a source that never returns `Pending` still lets the loop run every 128 reads.
 
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use crate::event_loop::budget;
 use crate::io::buf::{AsyncBufRead, DEFAULT_BUF_SIZE};
 use crate::io::{AsyncRead, AsyncWrite};
 
@@ -48,6 +52,9 @@ impl CopyBuffer {
     {
         loop {
             if self.pos == self.cap && !self.read_done {
+                // One unit of the task's budget per read: a reader that is always ready (one
+                // that is not evloop I/O) must not keep the copy in one step forever.
+                ready!(budget::poll_proceed(cx));
                 match Pin::new(&mut *reader).poll_read(cx, &mut self.buf) {
                     Poll::Ready(Ok(0)) => self.read_done = true,
                     Poll::Ready(Ok(n)) => {
@@ -118,6 +125,7 @@ where
     let mut amt = 0u64;
     poll_fn(|cx| {
         loop {
+            ready!(budget::poll_proceed(cx));
             let written = {
                 let buf = match Pin::new(&mut *reader).poll_fill_buf(cx) {
                     Poll::Ready(r) => r?,

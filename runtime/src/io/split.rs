@@ -10,7 +10,8 @@
 //! read side of the socket's registration and a writer on its write side, so each half may have
 //! one task waiting. Use `into_split` when the halves must go to different tasks: the owned
 //! halves share the socket through an `Rc`, and the socket (so the fd) closes when both are
-//! dropped.
+//! dropped; dropping the owned write half alone shuts the write side down (tokio's rule), while
+//! dropping a borrowed `WriteHalf` does nothing (it owns nothing).
 
 use crate::io::net::{TcpStream, UnixStream};
 
@@ -145,9 +146,11 @@ macro_rules! halves {
             sock: Rc<Socket>,
         }
 
-        #[doc = concat!("The writing half of a ", $stream, " split with `into_split`. Dropping it does not shut the")]
-        /// connection down; call `shutdown()` (from [`AsyncWriteExt`](crate::io::AsyncWriteExt))
-        /// to send FIN.
+        #[doc = concat!("The writing half of a ", $stream, " split with `into_split`. Dropping it shuts the write")]
+        /// side down (`shutdown(SHUT_WR)`, as tokio does): the peer reads end of stream while
+        /// the read half keeps reading. `shutdown()` (from
+        /// [`AsyncWriteExt`](crate::io::AsyncWriteExt)) does the same earlier;
+        /// [`forget`](Self::forget) drops the half without it.
         ///
         /// ```
         /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
@@ -156,7 +159,7 @@ macro_rules! halves {
         #[doc = concat!("    let (a, mut b) = ", $pair, ";")]
         ///     let (_rd, mut wr) = a.into_split();
         ///     wr.write_all(b"bye").await?;
-        ///     wr.shutdown().await?; // FIN; dropping the half would not send one
+        ///     drop(wr); // FIN: the peer's read_to_end ends
         ///     let mut got = Vec::new();
         ///     b.read_to_end(&mut got).await?;
         ///     assert_eq!(got, b"bye");
@@ -167,6 +170,8 @@ macro_rules! halves {
         #[derive(Debug)]
         pub struct OwnedWriteHalf {
             sock: Rc<Socket>,
+            /// Cleared by `forget`: the drop then leaves the write side open.
+            shutdown_on_drop: bool,
         }
 
         impl OwnedReadHalf {
@@ -203,12 +208,49 @@ macro_rules! halves {
             pub fn socket(&self) -> &Socket {
                 &self.sock
             }
+
+            /// Drops the half without shutting the write side down (tokio's `forget`): the
+            /// connection stays open until the read half is dropped too.
+            ///
+            /// ```
+            /// use std::time::Duration;
+            ///
+            /// use evloop::io::AsyncReadExt;
+            ///
+            /// evloop::run(async {
+            #[doc = concat!("    let (a, mut b) = ", $pair, ";")]
+            ///     let (_rd, wr) = a.into_split();
+            ///     wr.forget(); // no FIN: the peer's read keeps waiting
+            ///     let mut byte = [0; 1];
+            ///     let read = evloop::time::timeout(Duration::from_millis(10), b.read(&mut byte));
+            ///     assert!(read.await.is_err());
+            ///     Ok::<(), std::io::Error>(())
+            /// })??;
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn forget(mut self) {
+                self.shutdown_on_drop = false;
+            }
+        }
+
+        /// A tokio program ends a connection by dropping its write half; the peer must see end
+        /// of stream even while the read half lives on. The error (the peer already gone) has
+        /// nobody to go to.
+        impl Drop for OwnedWriteHalf {
+            fn drop(&mut self) {
+                if self.shutdown_on_drop {
+                    let _ = self.sock.shutdown(crate::io::net::Shutdown::Write);
+                }
+            }
         }
 
         /// Shares `sock` between two owned halves (`into_split`).
         pub(crate) fn owned_halves(sock: Socket) -> (OwnedReadHalf, OwnedWriteHalf) {
             let shared = Rc::new(sock);
-            (OwnedReadHalf { sock: shared.clone() }, OwnedWriteHalf { sock: shared })
+            (
+                OwnedReadHalf { sock: shared.clone() },
+                OwnedWriteHalf { sock: shared, shutdown_on_drop: true },
+            )
         }
 
         forward_io!([] AsyncRead for OwnedReadHalf => socket |h| &h.sock);

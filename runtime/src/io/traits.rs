@@ -287,9 +287,39 @@ pub trait AsyncReadExt: AsyncRead + Unpin {
             out.extend_from_slice(&chunk[..n]);
         }
     }
+
+    /// Reads until end of stream and appends the text to `out`; returns how many bytes were
+    /// read. As tokio's: bytes that are not UTF-8 give an `InvalidData` error, and on any error
+    /// `out` keeps what it held before the call.
+    ///
+    /// ```
+    /// use evloop::io::AsyncReadExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut text = String::from("> ");
+    ///     assert_eq!((&b"all of it"[..]).read_to_string(&mut text).await?, 9);
+    ///     assert_eq!(text, "> all of it");
+    ///     let err = (&b"\xff"[..]).read_to_string(&mut text).await.unwrap_err();
+    ///     assert_eq!((err.kind(), text.as_str()), (std::io::ErrorKind::InvalidData, "> all of it"));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn read_to_string(&mut self, out: &mut String) -> io::Result<usize> {
+        let mut bytes = Vec::new();
+        let n = self.read_to_end(&mut bytes).await?;
+        out.push_str(std::str::from_utf8(&bytes).map_err(|_| invalid_utf8())?);
+        Ok(n)
+    }
 }
 
 impl<R: AsyncRead + Unpin + ?Sized> AsyncReadExt for R {}
+
+/// The error of a text read (`read_line`, `read_to_string`, `Lines`) that met bytes that are not
+/// UTF-8: tokio's kind and message, so code that matches on either ports.
+pub(crate) fn invalid_utf8() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "stream did not contain valid UTF-8")
+}
 
 /// The async helpers every writer gets: `write`, `write_all`, `write_vectored`, `flush`,
 /// `shutdown`.

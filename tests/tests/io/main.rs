@@ -10,6 +10,7 @@
 
 mod accept_errors;
 mod addresses;
+mod budget;
 mod buf;
 mod copy;
 mod datagram_sockets;
@@ -20,3 +21,6 @@ mod split;
 mod stream_closing;
 mod syscalls;
 mod tcp;
+mod text_reads;
+mod unix_connect;
+mod write_half_drop;

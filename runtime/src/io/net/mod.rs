@@ -11,7 +11,8 @@
 //! later raises a new edge, so nothing is lost.
 //!
 //! Connecting is asyncio's `sock_connect`: a non-blocking `connect(2)` answers `EINPROGRESS`,
-//! the task waits for writability, and `getsockopt(SO_ERROR)` says how it went.
+//! the task waits for writability, and `getsockopt(SO_ERROR)` says how it went. A Unix
+//! listener's full backlog (`EAGAIN`) is waited out too, by retrying (see `Socket::connect`).
 //!
 //! # The `net/` folder
 //! `socket` holds [`Socket`], the generic socket; the typed sockets wrap one: `tcp`

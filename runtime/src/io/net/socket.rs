@@ -410,6 +410,9 @@ impl Socket {
         match sys::connect(self.as_fd(), addr) {
             Ok(()) => return Ok(()),
             Err(e) if e.raw_os_error() == Some(sys::errno::EINPROGRESS) => {}
+            Err(e) if e.raw_os_error() == Some(sys::errno::EAGAIN) && matches!(addr, SockAddr::Unix(_)) => {
+                return self.connect_past_full_backlog(addr).await;
+            }
             Err(e) => return Err(addr_context("connect", addr, e)),
         }
         self.fd.reset_readiness();
@@ -432,6 +435,31 @@ impl Socket {
                 Ok(()) => return Ok(()),
                 Err(e) if e.raw_os_error() == Some(sys::errno::EISCONN) => return Ok(()),
                 Err(e) if matches!(e.raw_os_error(), Some(sys::errno::EALREADY | sys::errno::EINPROGRESS)) => {}
+                Err(e) => return Err(addr_context("connect", addr, e)),
+            }
+        }
+    }
+
+    /// A Unix listener whose backlog is full answers a non-blocking `connect` with `EAGAIN`
+    /// (TCP's `EAGAIN` means no local port is left: an error). Unlike `EINPROGRESS` it leaves no
+    /// attempt under way, and the kernel wakes only a *blocking* connect when the backlog gets
+    /// room: the unconnected socket reports itself writable at once, so asyncio's wait for
+    /// writability plus `SO_ERROR` would take that for a connection. Here each round checks
+    /// `SO_ERROR` (a pending error ends the wait, as in asyncio), then pauses (1 ms, doubling to
+    /// 64 ms) and connects again, until the listener takes the connection or refuses it
+    /// (`ECONNREFUSED` once it is closed). Like a blocking connect it waits without limit: a
+    /// caller that wants one wraps the call in a timeout.
+    async fn connect_past_full_backlog(&self, addr: &SockAddr) -> io::Result<()> {
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            if let Some(e) = self.take_error()? {
+                return Err(addr_context("connect", addr, e));
+            }
+            crate::task::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_millis(64));
+            match sys::connect(self.as_fd(), addr) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(sys::errno::EAGAIN) => {}
                 Err(e) => return Err(addr_context("connect", addr, e)),
             }
         }

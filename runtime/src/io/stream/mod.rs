@@ -56,7 +56,9 @@
 //! # Where evloop differs from asyncio (deliberately)
 //! - **Lifetimes instead of `close()` to avoid leaks**: the connection is closed
 //!   ([`Transport::close`], after flushing) when both its reader and its writer are dropped.
-//!   When only the reader is dropped, later incoming bytes are discarded instead of buffered.
+//!   When only the reader is dropped, later incoming bytes are discarded instead of buffered;
+//!   when only the writer is dropped, the write side is half-closed ([`Transport::write_eof`],
+//!   after flushing) as tokio's owned write half does on drop.
 //!   A server's handler that returns (or panics) therefore closes its connection.
 //! - **An error never destroys data**: asyncio raises a connection error even when bytes are
 //!   still buffered, and `readline` throws away the buffered data on a limit overrun (so the tail

@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
+use crate::event_loop::budget;
 use crate::io::AsyncRead;
 use crate::io::protocol::Transport;
 use crate::io::stream::StreamError;
@@ -462,6 +463,9 @@ impl AsyncRead for StreamReader {
         }
         let have = st.len();
         if have > 0 && !buf.is_empty() {
+            if budget::poll_proceed(cx).is_pending() {
+                return Poll::Pending;
+            }
             let n = have.min(buf.len());
             let start = st.start;
             buf[..n].copy_from_slice(&st.data[start..start + n]);

@@ -7,8 +7,9 @@ use std::future::poll_fn;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
+use crate::event_loop::budget;
 use crate::io::AsyncWrite;
 use crate::io::net::SockAddr;
 use crate::io::protocol::Transport;
@@ -17,6 +18,7 @@ use crate::io::stream::conn::Conn;
 /// The writing side of a stream connection (asyncio's `StreamWriter`).
 ///
 /// `write` is synchronous (the transport buffers); `drain` is the back-pressure point. Dropping
+/// the writer sends end of stream after the queued bytes (the reader keeps reading); dropping
 /// both the reader and the writer closes the connection (after flushing).
 ///
 /// ```
@@ -385,9 +387,15 @@ impl StreamWriter {
     }
 }
 
+/// The writer owns the write side: dropping it alone half-closes the connection (`write_eof`
+/// after the queued bytes, as an owned write half's drop shuts its side down), so a peer that
+/// reads to the end is not left waiting while the reader lives on.
 impl Drop for StreamWriter {
     fn drop(&mut self) {
         self.conn.writer_alive.set(false);
+        if self.conn.reader_alive.get() && !self.transport.is_closing() && !self.transport.eof_requested() {
+            self.transport.write_eof();
+        }
         self.conn.handle_dropped();
     }
 }
@@ -402,6 +410,7 @@ impl AsyncWrite for StreamWriter {
         if let Some(r) = self.poll_room(cx, "poll_write") {
             return r;
         }
+        ready!(budget::poll_proceed(cx));
         self.transport.write(buf);
         Poll::Ready(Ok(buf.len()))
     }
@@ -418,6 +427,7 @@ impl AsyncWrite for StreamWriter {
         if let Some(r) = self.poll_room(cx, "poll_write_vectored") {
             return r;
         }
+        ready!(budget::poll_proceed(cx));
         self.transport.writelines(bufs.iter().map(|b| &**b));
         Poll::Ready(Ok(total))
     }
