@@ -6,8 +6,9 @@ Usage: rewrite_paths.py FILE...   (rewrites in place; prints the files it change
 Handles `use evloop::{...};` trees (regrouped per first segment), inline `evloop::name` paths in
 code, doc comments and Markdown, and `crate::name` intra-doc links inside runtime/src doc comments.
 Also: `use evloop::*;` becomes the names the file uses (plus `evloop::prelude::*` where I/O trait
-methods are called), `run_with`/`Runner::with_builder`/the streams' `_with(config)` forms and the
-loop's stream methods become the builders, the renamed getters are renamed, and the free
+methods are called), `run_with`/`Runner::with_builder`/the streams' `_with(config)` forms, the
+loop's stream methods and `subprocess_exec_with`/`subprocess_shell_with`/`create_datagram_endpoint_with`
+with their options written out in the call become the builders, the renamed getters are renamed, and the free
 `all_tasks()`/`task_tree()` become the running loop's methods.
 What it cannot map (removed items) is left alone for the compiler to point at. Do not run it over
 text that quotes the old spellings on purpose (CHANGELOG.md): it rewrites them.
@@ -311,8 +312,27 @@ def with_options(name, nargs):
     return lambda a: "%s(%s)%s" % (name, ", ".join(x.strip() for x in a[:nargs]), stream_options(a[nargs]))
 
 
+def builder_options(name, nargs, kind):
+    """`x.name_with(a.., &KindOptions::new().setters())` -> `x.name(a..).setters()`; an options
+    value that is not written out in the call is left for the compiler to point at."""
+    def rewrite(a):
+        m = re.fullmatch(r"&?\s*(?:[\w:]*::)?%sOptions::(new|default|piped)\(\)((?:\s*\.\w+\(.*\))*)" % kind,
+                         a[nargs].strip(), re.S)
+        if not m:
+            return "%s_with(%s)" % (name, ", ".join(x.strip() for x in a))
+        return "%s(%s)%s%s" % (name, ", ".join(x.strip() for x in a[:nargs]),
+                               ".piped()" if m.group(1) == "piped" else "", re.sub(r"\s+", "", m.group(2)))
+    return rewrite
+
+
 # (regex of the call up to and including `(`, function turning the argument list into new text)
 CALLS = [
+    # the loop's `_with(options)` spawns and datagram endpoints -> the builders' setters (awaiting
+    # the builder, or `.spawn()` outside a task, is left to the compiler's `?` errors)
+    (re.compile(r"(?<![A-Za-z0-9_])subprocess_exec_with\("), builder_options("subprocess_exec", 2, "Subprocess")),
+    (re.compile(r"(?<![A-Za-z0-9_])subprocess_shell_with\("), builder_options("subprocess_shell", 1, "Subprocess")),
+    (re.compile(r"(?<![A-Za-z0-9_])create_datagram_endpoint_with\("),
+     builder_options("create_datagram_endpoint", 3, "Datagram")),
     # the free all_tasks()/task_tree() -> the running loop's methods (kept: they work from outside the loop too)
     (re.compile(r"(?<![A-Za-z0-9_.`])(?<!fn )(?:evloop::)?(?:task::)?all_tasks\("),
      lambda a: "evloop::event_loop::get_running_loop().map(|lp| lp.all_tasks()).unwrap_or_default()"),

@@ -12,11 +12,10 @@ use std::error::Error;
 use std::time::Duration;
 
 use evloop::io::{AsyncReadExt, AsyncWriteExt};
-use evloop::process::SubprocessOptions;
 
 async fn wait() -> Result<(), Box<dyn Error>> {
     let lp = evloop::event_loop::get_running_loop()?;
-    let mut child = lp.subprocess_exec("sh", ["-c", "sleep 0.1; exit 3"])?;
+    let mut child = lp.subprocess_exec("sh", ["-c", "sleep 0.1; exit 3"]).await?;
     println!("spawned pid {}", child.pid());
     let status = child.wait().await?;
     println!("{status} (returncode {})", status.returncode());
@@ -29,7 +28,7 @@ async fn deadlock() -> Result<(), Box<dyn Error>> {
     let lp = evloop::event_loop::get_running_loop()?;
     let input = vec![b'x'; INPUT];
     {
-        let mut cat = lp.subprocess_exec_with("cat", [] as [&str; 0], &SubprocessOptions::piped())?;
+        let mut cat = lp.subprocess_exec("cat", [] as [&str; 0]).piped().await?;
         let mut stdin = cat.stdin.take().ok_or("no stdin")?;
         let mut stdout = cat.stdout.take().ok_or("no stdout")?;
         let written = Cell::new(0);
@@ -53,7 +52,7 @@ async fn deadlock() -> Result<(), Box<dyn Error>> {
         println!("naive: cat {}", cat.wait().await?);
     }
     // communicate: feed stdin, drain stdout and stderr concurrently.
-    let mut cat = lp.subprocess_exec_with("cat", [] as [&str; 0], &SubprocessOptions::piped())?;
+    let mut cat = lp.subprocess_exec("cat", [] as [&str; 0]).piped().await?;
     let out = cat.communicate(Some(input)).await?;
     println!("communicate: {} bytes back, cat {}", out.stdout.len(), out.status);
     Ok(())
@@ -61,7 +60,7 @@ async fn deadlock() -> Result<(), Box<dyn Error>> {
 
 async fn communicate() -> Result<(), Box<dyn Error>> {
     let lp = evloop::event_loop::get_running_loop()?;
-    let mut cat = lp.subprocess_exec_with("cat", [] as [&str; 0], &SubprocessOptions::piped())?;
+    let mut cat = lp.subprocess_exec("cat", [] as [&str; 0]).piped().await?;
     let out = cat.communicate(Some(vec![b'x'; 256 * 1024])).await?;
     println!("{} bytes back, cat {}", out.stdout.len(), out.status);
     Ok(())
@@ -81,8 +80,8 @@ fn state(pid: u32) -> String {
 fn orphans() -> Result<(), Box<dyn Error>> {
     let late = evloop::run(async {
         let lp = evloop::event_loop::get_running_loop()?;
-        let early = lp.subprocess_exec("sleep", ["0.05"])?.pid(); // dropped at once
-        let late = lp.subprocess_exec("sleep", ["0.3"])?.pid(); // dropped at once
+        let early = lp.subprocess_exec("sleep", ["0.05"]).await?.pid(); // dropped at once
+        let late = lp.subprocess_exec("sleep", ["0.3"]).await?.pid(); // dropped at once
         evloop::time::sleep(Duration::from_millis(150)).await;
         println!("at 150 ms: sleep 0.05 (pid {early}): {}", state(early));
         println!("at 150 ms: sleep 0.3 (pid {late}): {}", state(late));

@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
 use evloop::io::AsyncWriteExt;
-use evloop::process::{Stdio, SubprocessOptions};
+use evloop::process::Stdio;
 use evloop::signal::Signal;
 
 async fn sigwake() -> Result<(), Box<dyn Error>> {
@@ -38,8 +38,11 @@ async fn sigwake() -> Result<(), Box<dyn Error>> {
 
 async fn sigpipe() -> Result<(), Box<dyn Error>> {
     let lp = evloop::event_loop::get_running_loop()?;
-    let opts = SubprocessOptions::new().stdin(Stdio::Pipe).stdout(Stdio::Null);
-    let mut child = lp.subprocess_exec_with("head", ["-c", "10"], &opts)?;
+    let mut child = lp
+        .subprocess_exec("head", ["-c", "10"])
+        .stdin(Stdio::Pipe)
+        .stdout(Stdio::Null)
+        .await?;
     let mut stdin = child.stdin.take().ok_or("no stdin pipe")?;
     stdin.write_all(b"0123456789").await?; // all head wants
     println!("head: {}", child.wait().await?); // it has read them and exited
@@ -57,7 +60,7 @@ const MASK_SCRIPT: &str =
 
 async fn mask(with_std: bool) -> Result<(), Box<dyn Error>> {
     let lp = evloop::event_loop::get_running_loop()?;
-    let mut before = lp.subprocess_exec("bash", ["-c", MASK_SCRIPT])?;
+    let mut before = lp.subprocess_exec("bash", ["-c", MASK_SCRIPT]).await?;
     println!("before any pipe writer: {}", before.wait().await?);
     let (_r, _w) = evloop::pipe::pipe()?; // the loop now holds its SIGPIPE block
     if with_std {
@@ -65,7 +68,7 @@ async fn mask(with_std: bool) -> Result<(), Box<dyn Error>> {
         let status = std::process::Command::new("bash").args(["-c", MASK_SCRIPT]).status()?;
         println!("after a pipe writer, std's Command alone: {status}");
     } else {
-        let mut after = lp.subprocess_exec("bash", ["-c", MASK_SCRIPT])?;
+        let mut after = lp.subprocess_exec("bash", ["-c", MASK_SCRIPT]).await?;
         println!("after a pipe writer:   {}", after.wait().await?);
     }
     Ok(())

@@ -33,7 +33,7 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 
 use evloop::pipe::{PipeReader, PipeWriter};
-use evloop::process::{Stdio, SubprocessOptions};
+use evloop::process::Stdio;
 use evloop::{
     io::{AsyncReadExt, AsyncWriteExt},
     task::{TaskBuilder, gather},
@@ -60,16 +60,15 @@ async fn pipeline(dir: OsString) -> Result<(), Box<dyn Error>> {
     let lp = evloop::event_loop::get_running_loop()?;
 
     // `ls -1 DIR` with its stdout piped to us; `sort -r` with stdin and stdout piped.
-    let mut ls = lp.subprocess_exec_with(
-        "ls",
-        [OsString::from("-1"), dir.clone()],
-        &SubprocessOptions::new().stdout(Stdio::Pipe),
-    )?;
-    let mut sort = lp.subprocess_exec_with(
-        "sort",
-        ["-r"],
-        &SubprocessOptions::new().stdin(Stdio::Pipe).stdout(Stdio::Pipe),
-    )?;
+    let mut ls = lp
+        .subprocess_exec("ls", [OsString::from("-1"), dir.clone()])
+        .stdout(Stdio::Pipe)
+        .await?;
+    let mut sort = lp
+        .subprocess_exec("sort", ["-r"])
+        .stdin(Stdio::Pipe)
+        .stdout(Stdio::Pipe)
+        .await?;
     println!(
         "spawned ls (pid {}) and sort (pid {}); evloop copies between them",
         ls.pid(),

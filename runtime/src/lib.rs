@@ -245,7 +245,7 @@ pub mod streams {
 /// ```
 pub mod protocol {
     pub use crate::io::datagram::{
-        DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport,
+        CreateDatagramEndpoint, DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramProtocol, DatagramTransport,
     };
     pub use crate::io::protocol::{DEFAULT_ACCEPT_RETRY_DELAY, DEFAULT_HIGH_WATER, Protocol, Server, Transport};
 }

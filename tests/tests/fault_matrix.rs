@@ -45,7 +45,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use evloop::net::{Domain, SockAddr, SockType, Socket, TcpStream};
-use evloop::process::{Stdio, SubprocessOptions};
+use evloop::process::Stdio;
 use evloop::{
     event_loop::{EventLoop, ExceptionKind, LoopHandle},
     io::{AsyncReadExt, AsyncWriteExt, os_error},
@@ -606,8 +606,11 @@ async fn pipe() -> Phase {
 
 async fn subprocess(lp: LoopHandle) -> Phase {
     let cat: io::Result<()> = async {
-        let opts = SubprocessOptions::piped().stderr(Stdio::Null);
-        let mut child = lp.subprocess_exec_with("cat", Vec::<&str>::new(), &opts)?;
+        let mut child = lp
+            .subprocess_exec("cat", Vec::<&str>::new())
+            .piped()
+            .stderr(Stdio::Null)
+            .await?;
         let out = child.communicate(Some(b"hello cat".to_vec())).await?;
         if out.stdout != b"hello cat" || !out.status.success() {
             return Err(io::Error::other(format!("cat: {:?}, {}", out.stdout, out.status)));
@@ -616,8 +619,11 @@ async fn subprocess(lp: LoopHandle) -> Phase {
     }
     .await;
     let sleeper: io::Result<()> = async {
-        let opts = SubprocessOptions::new().stdin(Stdio::Null).stdout(Stdio::Null);
-        let mut child = lp.subprocess_exec_with("sleep", ["5"], &opts)?;
+        let mut child = lp
+            .subprocess_exec("sleep", ["5"])
+            .stdin(Stdio::Null)
+            .stdout(Stdio::Null)
+            .await?;
         let killed = child.kill();
         if killed.is_err() {
             // Stop it anyway (the fault was injected once), so the phase ends.

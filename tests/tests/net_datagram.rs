@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use evloop::net::{SockAddr, UnixAddr};
 use evloop::{
     event_loop::LoopHandle,
-    protocol::{DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramOptions, DatagramProtocol, DatagramTransport},
+    protocol::{DEFAULT_DATAGRAM_QUEUE_LIMIT, DatagramDropped, DatagramProtocol, DatagramTransport},
 };
 use evloop_syscalls::{self as sys, Syscall, counters};
 use evloop_tests::fds::fd_table;
@@ -226,12 +226,15 @@ fn assert_ping_ok(st: &Ping, total: usize) {
 fn echo_exchange(local: SocketAddr, total: usize) {
     let lp = new_loop();
     let (server, server_seen, _) = recorder(true);
-    let st = lp.create_datagram_endpoint(server, Some(local), None).unwrap();
+    let st = lp.create_datagram_endpoint(server, Some(local), None).open().unwrap();
     let server_addr = st.local_addr().and_then(|a| a.as_inet()).expect("a bound address");
     assert_ne!(server_addr.port(), 0);
     assert!(st.peer_addr().is_none());
     let (client, ping) = pinger(total, 16);
-    let ct = lp.create_datagram_endpoint(client, None, Some(server_addr)).unwrap();
+    let ct = lp
+        .create_datagram_endpoint(client, None, Some(server_addr))
+        .open()
+        .unwrap();
     assert_eq!(ct.peer_addr(), Some(&SockAddr::Inet(server_addr)));
     let p = ping.clone();
     run_bounded(
@@ -267,7 +270,7 @@ fn create_datagram_endpoint_needs_an_address_of_one_family() {
     let _g = serial();
     let lp = new_loop();
     let (p, _, dropped) = recorder(false);
-    let e = lp.create_datagram_endpoint(p, None, None).unwrap_err();
+    let e = lp.create_datagram_endpoint(p, None, None).open().unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("create_datagram_endpoint"), "{e}");
     assert!(dropped.get(), "the protocol of a failed endpoint is dropped");
@@ -276,6 +279,7 @@ fn create_datagram_endpoint_needs_an_address_of_one_family() {
     let v6: SocketAddr = "[::1]:9".parse().unwrap();
     let e = lp
         .create_datagram_endpoint(p, Some(loopback_v4()), Some(v6))
+        .open()
         .unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("different families"), "{e}");
@@ -284,14 +288,18 @@ fn create_datagram_endpoint_needs_an_address_of_one_family() {
     let taken = UdpSocket::bind(loopback_v4()).unwrap();
     let addr = taken.local_addr().unwrap();
     let (p, _, _) = recorder(false);
-    let e = lp.create_datagram_endpoint(p, Some(addr), None).unwrap_err();
+    let e = lp.create_datagram_endpoint(p, Some(addr), None).open().unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
     assert!(e.to_string().contains(&format!("bind({addr})")), "{e}");
 
     // A closed loop refuses.
     lp.close().unwrap();
     let (p, _, _) = recorder(false);
-    assert!(lp.create_datagram_endpoint(p, Some(loopback_v4()), None).is_err());
+    assert!(
+        lp.create_datagram_endpoint(p, Some(loopback_v4()), None)
+            .open()
+            .is_err()
+    );
     let (p, _, _) = recorder(false);
     assert!(
         lp.create_unix_datagram_endpoint(p, Some(&abstract_name("dgram-closed")), None)
@@ -305,13 +313,20 @@ fn sendto_explicit_address_vs_connected_remote() {
     let lp = new_loop();
     let (a, a_seen, _) = recorder(false);
     let (b, b_seen, _) = recorder(false);
-    let at = lp.create_datagram_endpoint(a, Some(loopback_v4()), None).unwrap();
-    let bt = lp.create_datagram_endpoint(b, Some(loopback_v4()), None).unwrap();
+    let at = lp
+        .create_datagram_endpoint(a, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
+    let bt = lp
+        .create_datagram_endpoint(b, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
     let a_addr = at.local_addr().cloned().unwrap();
     let b_addr = bt.local_addr().cloned().unwrap();
     let (c, c_seen, _) = recorder(false);
     let ct = lp
         .create_datagram_endpoint(c, None, Some(b_addr.as_inet().unwrap()))
+        .open()
         .unwrap();
     let c_addr = ct.local_addr().cloned().unwrap();
 
@@ -363,7 +378,7 @@ fn connected_endpoint_to_closed_port_gets_econnrefused_and_keeps_working() {
     let dead_addr = dead.local_addr().unwrap();
     drop(dead);
     let (p, seen, _) = recorder(false);
-    let t = lp.create_datagram_endpoint(p, None, Some(dead_addr)).unwrap();
+    let t = lp.create_datagram_endpoint(p, None, Some(dead_addr)).open().unwrap();
     let (s, tt) = (seen.clone(), t.clone());
     run_bounded(&lp, async move {
         tt.sendto(b"ping 1", None).unwrap();
@@ -423,8 +438,14 @@ fn send_error_goes_to_error_received_and_the_endpoint_keeps_working() {
     let lp = new_loop();
     let (a, a_seen, _) = recorder(false);
     let (b, b_seen, _) = recorder(false);
-    let at = lp.create_datagram_endpoint(a, Some(loopback_v4()), None).unwrap();
-    let bt = lp.create_datagram_endpoint(b, Some(loopback_v4()), None).unwrap();
+    let at = lp
+        .create_datagram_endpoint(a, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
+    let bt = lp
+        .create_datagram_endpoint(b, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
     let b_addr = bt.local_addr().cloned().unwrap();
     // Larger than any UDP datagram: EMSGSIZE, reported in the next iteration, not by sendto.
     at.sendto(&vec![7u8; 70_000], Some(&b_addr)).unwrap();
@@ -451,8 +472,14 @@ fn close_delivers_connection_lost_once_and_later_sendto_is_dropped() {
     let lp = new_loop();
     let (a, a_seen, a_dropped) = recorder(false);
     let (b, b_seen, _) = recorder(false);
-    let at = lp.create_datagram_endpoint(a, Some(loopback_v4()), None).unwrap();
-    let bt = lp.create_datagram_endpoint(b, Some(loopback_v4()), None).unwrap();
+    let at = lp
+        .create_datagram_endpoint(a, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
+    let bt = lp
+        .create_datagram_endpoint(b, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
     let b_addr = bt.local_addr().cloned().unwrap();
     let (s, tt, addr) = (a_seen.clone(), at.clone(), b_addr.clone());
     run_bounded(&lp, async move {
@@ -670,33 +697,41 @@ fn reuse_port_and_allow_broadcast_options() {
     let lp = new_loop();
     // SO_REUSEPORT: two endpoints on one port; without it the second bind fails.
     let (p1, _, _) = recorder(false);
-    let opts = DatagramOptions::new().reuse_port(true);
     let t1 = lp
-        .create_datagram_endpoint_with(p1, Some(loopback_v4()), None, &opts)
+        .create_datagram_endpoint(p1, Some(loopback_v4()), None)
+        .reuse_port(true)
+        .open()
         .unwrap();
     let addr = t1.local_addr().and_then(|a| a.as_inet()).unwrap();
     let (p2, _, _) = recorder(false);
-    let t2 = lp.create_datagram_endpoint_with(p2, Some(addr), None, &opts).unwrap();
+    let t2 = lp
+        .create_datagram_endpoint(p2, Some(addr), None)
+        .reuse_port(true)
+        .open()
+        .unwrap();
     assert_eq!(t2.local_addr().and_then(|a| a.as_inet()), Some(addr));
     let (p3, _, _) = recorder(false);
-    let e = lp.create_datagram_endpoint(p3, Some(addr), None).unwrap_err();
+    let e = lp.create_datagram_endpoint(p3, Some(addr), None).open().unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::AddrInUse, "{e}");
 
     // SO_BROADCAST: sending to the loopback broadcast address is EACCES without it.
     let bcast = SockAddr::Inet("127.255.255.255:9".parse().unwrap());
     let (plain, plain_seen, _) = recorder(false);
-    let pt = lp.create_datagram_endpoint(plain, Some(loopback_v4()), None).unwrap();
+    let pt = lp
+        .create_datagram_endpoint(plain, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
     let (bc, bc_seen, _) = recorder(false);
     let bt = lp
-        .create_datagram_endpoint_with(
-            bc,
-            Some(loopback_v4()),
-            None,
-            &DatagramOptions::new().allow_broadcast(true),
-        )
+        .create_datagram_endpoint(bc, Some(loopback_v4()), None)
+        .allow_broadcast(true)
+        .open()
         .unwrap();
     let (sink, sink_seen, _) = recorder(false);
-    let sink_t = lp.create_datagram_endpoint(sink, Some(loopback_v4()), None).unwrap();
+    let sink_t = lp
+        .create_datagram_endpoint(sink, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
     let sink_addr = sink_t.local_addr().cloned().unwrap();
     pt.sendto(b"broadcast?", Some(&bcast)).unwrap();
     bt.sendto(b"broadcast!", Some(&bcast)).unwrap();
@@ -723,10 +758,16 @@ fn steady_state_exchange_makes_no_epoll_ctl_calls() {
     let _g = serial();
     let lp = new_loop();
     let (server, _, _) = recorder(true);
-    let st = lp.create_datagram_endpoint(server, Some(loopback_v4()), None).unwrap();
+    let st = lp
+        .create_datagram_endpoint(server, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
     let server_addr = st.local_addr().and_then(|a| a.as_inet()).unwrap();
     let (client, ping) = pinger(50, 8);
-    let _ct = lp.create_datagram_endpoint(client, None, Some(server_addr)).unwrap();
+    let _ct = lp
+        .create_datagram_endpoint(client, None, Some(server_addr))
+        .open()
+        .unwrap();
     let p = ping.clone();
     run_bounded(&lp, async move { wait_until("warm-up", || ping_done(&p)).await });
     assert_ping_ok(&ping, 50);
@@ -768,10 +809,14 @@ fn loop_closing_under_open_endpoints_leaves_the_fd_table_as_it_was() {
         // A UDP echo pair that has exchanged traffic.
         let (server, _, f) = recorder(true);
         flags.push(f);
-        let st = h.create_datagram_endpoint(server, Some(loopback_v4()), None).unwrap();
+        let st = h
+            .create_datagram_endpoint(server, Some(loopback_v4()), None)
+            .open()
+            .unwrap();
         let (client, ping) = pinger(20, 4);
         let ct = h
             .create_datagram_endpoint(client, None, st.local_addr().and_then(|a| a.as_inet()))
+            .open()
             .unwrap();
         let p = ping.clone();
         run_bounded(&h, async move { wait_until("traffic", || ping_done(&p)).await });
@@ -792,7 +837,7 @@ fn loop_closing_under_open_endpoints_leaves_the_fd_table_as_it_was() {
         // (which holds its transport) is dropped.
         let (c, c_seen, f) = recorder(false);
         flags.push(f);
-        let closing = h.create_datagram_endpoint(c, Some(loopback_v4()), None).unwrap();
+        let closing = h.create_datagram_endpoint(c, Some(loopback_v4()), None).open().unwrap();
         run_bounded(&h, {
             let s = c_seen.clone();
             async move { wait_until("connection_made", || s.made.get() == 1).await }
@@ -830,7 +875,10 @@ fn a_burst_larger_than_the_read_budget_is_read_without_a_new_edge() {
     let _g = serial();
     let lp = new_loop();
     let (r, seen, _) = recorder(false);
-    let rt = lp.create_datagram_endpoint(r, Some(loopback_v4()), None).unwrap();
+    let rt = lp
+        .create_datagram_endpoint(r, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
     let to = rt.local_addr().and_then(|a| a.as_inet()).unwrap();
     // 100 datagrams wait in the kernel before the loop first polls: one edge, and the handler
     // reads 32 per run, so it must come back by itself for the rest.
@@ -859,7 +907,7 @@ fn a_send_that_finds_a_pending_icmp_error_is_retried() {
     let dead_addr = dead.local_addr().unwrap();
     drop(dead);
     let (p, seen, _) = recorder(false);
-    let t = lp.create_datagram_endpoint(p, None, Some(dead_addr)).unwrap();
+    let t = lp.create_datagram_endpoint(p, None, Some(dead_addr)).open().unwrap();
     // The loop does not run meanwhile, so the ICMP error stays pending on the socket.
     t.sendto(b"refused", None).unwrap();
     std::thread::sleep(Duration::from_millis(50));
@@ -900,7 +948,10 @@ fn injected_faults_per_datagram_errors_vs_a_dead_socket() {
     fault::clear();
     let lp = new_loop();
     let (r, seen, r_dropped) = recorder(false);
-    let rt = lp.create_datagram_endpoint(r, Some(loopback_v4()), None).unwrap();
+    let rt = lp
+        .create_datagram_endpoint(r, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
     let to = rt.local_addr().and_then(|a| a.as_inet()).unwrap();
     let sender = UdpSocket::bind(loopback_v4()).unwrap();
 
@@ -935,7 +986,10 @@ fn injected_faults_per_datagram_errors_vs_a_dead_socket() {
 
     // Likewise for a send: sendto returns Ok, the transport closes, connection_lost says why.
     let (p, s_seen, _) = recorder(false);
-    let st = lp.create_datagram_endpoint(p, Some(loopback_v4()), None).unwrap();
+    let st = lp
+        .create_datagram_endpoint(p, Some(loopback_v4()), None)
+        .open()
+        .unwrap();
     fault::fail_nth(Syscall::Sendto, 1, errno::ENOTSOCK);
     st.sendto(b"x", Some(&SockAddr::Inet(to))).unwrap();
     assert!(st.is_closing());

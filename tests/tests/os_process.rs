@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::io;
 use std::time::{Duration, Instant};
 
-use evloop::process::{Stdio, SubprocessOptions};
+use evloop::process::{Stdio, Subprocess};
 use evloop::sys::Syscall;
 use evloop::sys::counters;
 use evloop::{
@@ -28,12 +28,8 @@ use evloop_tests::{run_bounded, serial};
 
 const NO_ARGS: [&str; 0] = [];
 
-fn piped_out() -> SubprocessOptions {
-    SubprocessOptions::new().stdout(Stdio::Pipe).stderr(Stdio::Pipe)
-}
-
 fn exit_status_of(lp: &LoopHandle, program: &str, args: &[&str]) -> evloop::process::ExitStatus {
-    let mut p = lp.subprocess_exec(program, args).unwrap();
+    let mut p = lp.subprocess_exec(program, args).spawn().unwrap();
     let pid = p.pid();
     let status = run_bounded(lp, async move { p.wait().await }).unwrap();
     assert!(!my_children().contains(&pid), "{program}: zombie left after wait");
@@ -57,7 +53,7 @@ fn a_signal_is_the_exit_reason_terminate_kill_and_kill_9_self() {
     let _g = serial();
     let lp = EventLoop::new().unwrap();
     for (how, sig) in [("terminate", 15), ("kill", 9)] {
-        let mut p = lp.subprocess_exec("sleep", ["10"]).unwrap();
+        let mut p = lp.subprocess_exec("sleep", ["10"]).spawn().unwrap();
         let started = Instant::now();
         let s = run_bounded(&lp, async move {
             sleep(Duration::from_millis(20)).await;
@@ -90,7 +86,10 @@ fn stdout_and_stderr_are_piped_and_read() {
     let _g = serial();
     let lp = EventLoop::new().unwrap();
     let mut p = lp
-        .subprocess_exec_with("sh", ["-c", "echo out; echo err >&2; exit 3"], &piped_out())
+        .subprocess_exec("sh", ["-c", "echo out; echo err >&2; exit 3"])
+        .stdout(Stdio::Pipe)
+        .stderr(Stdio::Pipe)
+        .spawn()
         .unwrap();
     assert!(p.stdin.is_none(), "stdin was inherited, not piped");
     let (out, err, status) = run_bounded(&lp, async move {
@@ -113,8 +112,12 @@ fn stdout_and_stderr_are_piped_and_read() {
 fn stdin_piped_written_then_closed_cat_echoes_it_and_exits() {
     let _g = serial();
     let lp = EventLoop::new().unwrap();
-    let opts = SubprocessOptions::new().stdin(Stdio::Pipe).stdout(Stdio::Pipe);
-    let mut p = lp.subprocess_exec_with("cat", NO_ARGS, &opts).unwrap();
+    let mut p = lp
+        .subprocess_exec("cat", NO_ARGS)
+        .stdin(Stdio::Pipe)
+        .stdout(Stdio::Pipe)
+        .spawn()
+        .unwrap();
     let (echoed, status) = run_bounded(&lp, async move {
         let mut input = p.stdin.take().unwrap();
         let mut output = p.stdout.take().unwrap();
@@ -140,10 +143,10 @@ fn communicate_10_mib_on_stdout_and_stderr_at_once_completes_without_deadlock() 
     // Both streams are written in one go each: if we drained stdout to its end before reading
     // stderr, the child would block on a full stderr pipe forever.
     let mut p = lp
-        .subprocess_shell_with(
-            "head -c 10485760 /dev/zero; head -c 10485760 /dev/zero >&2",
-            &piped_out(),
-        )
+        .subprocess_shell("head -c 10485760 /dev/zero; head -c 10485760 /dev/zero >&2")
+        .stdout(Stdio::Pipe)
+        .stderr(Stdio::Pipe)
+        .spawn()
         .unwrap();
     let started = Instant::now();
     let out = run_bounded(&lp, async move { p.communicate(None).await }).unwrap();
@@ -160,9 +163,7 @@ fn communicate_feeds_input_while_reading_output() {
     // cat echoes while we feed: 4 MiB does not fit in the pipes, so input and output must move
     // at the same time.
     let input: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
-    let mut p = lp
-        .subprocess_exec_with("cat", NO_ARGS, &SubprocessOptions::piped())
-        .unwrap();
+    let mut p = lp.subprocess_exec("cat", NO_ARGS).piped().spawn().unwrap();
     let expected = input.clone();
     let out = run_bounded(&lp, async move { p.communicate(Some(input)).await }).unwrap();
     assert!(
@@ -173,14 +174,17 @@ fn communicate_feeds_input_while_reading_output() {
     assert!(out.stderr.is_empty() && out.status.success());
 
     // A child that exits without reading its input: the EPIPE on stdin is not an error.
-    let mut p = lp
-        .subprocess_exec_with("true", NO_ARGS, &SubprocessOptions::piped())
-        .unwrap();
+    let mut p = lp.subprocess_exec("true", NO_ARGS).piped().spawn().unwrap();
     let out = run_bounded(&lp, async move { p.communicate(Some(vec![7u8; 1 << 20])).await }).unwrap();
     assert!(out.status.success() && out.stdout.is_empty());
 
     // Input without a stdin pipe is a usage error.
-    let mut p = lp.subprocess_exec_with("true", NO_ARGS, &piped_out()).unwrap();
+    let mut p = lp
+        .subprocess_exec("true", NO_ARGS)
+        .stdout(Stdio::Pipe)
+        .stderr(Stdio::Pipe)
+        .spawn()
+        .unwrap();
     let e = run_bounded(&lp, async move {
         let e = p.communicate(Some(b"x".to_vec())).await.unwrap_err();
         p.wait().await.unwrap();
@@ -198,7 +202,7 @@ fn a_thousand_short_lived_children_leave_no_zombie_and_no_fd() {
         let lp = evloop::event_loop::get_running_loop().unwrap();
         let mut pids = Vec::with_capacity(1000);
         for i in 0..1000 {
-            let mut p = lp.subprocess_exec("true", NO_ARGS).unwrap();
+            let mut p = lp.subprocess_exec("true", NO_ARGS).spawn().unwrap();
             pids.push(p.pid());
             let s = p.wait().await.unwrap();
             assert!(s.success(), "child {i}: {s}");
@@ -220,7 +224,9 @@ fn a_missing_program_is_an_error_naming_it_and_leaks_no_fd() {
     let fds_before = open_fd_count();
     let children_before = my_children();
     let e = lp
-        .subprocess_exec_with("no-such-prog", ["--flag"], &SubprocessOptions::piped())
+        .subprocess_exec("no-such-prog", ["--flag"])
+        .piped()
+        .spawn()
         .unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
     let msg = e.to_string();
@@ -234,7 +240,12 @@ fn a_missing_program_is_an_error_naming_it_and_leaks_no_fd() {
     assert_eq!(lp.stats().io_registrations, 0);
 
     // Same through the shell: the shell starts, the command does not (exit 127).
-    let mut p = lp.subprocess_shell_with("no-such-prog", &piped_out()).unwrap();
+    let mut p = lp
+        .subprocess_shell("no-such-prog")
+        .stdout(Stdio::Pipe)
+        .stderr(Stdio::Pipe)
+        .spawn()
+        .unwrap();
     let out = run_bounded(&lp.handle(), async move { p.communicate(None).await }).unwrap();
     assert_eq!(out.status.code(), Some(127));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-prog"));
@@ -245,7 +256,7 @@ fn a_missing_program_is_an_error_naming_it_and_leaks_no_fd() {
 fn send_signal_after_the_child_was_reaped_is_an_error() {
     let _g = serial();
     let lp = EventLoop::new().unwrap();
-    let mut p = lp.subprocess_exec("true", NO_ARGS).unwrap();
+    let mut p = lp.subprocess_exec("true", NO_ARGS).spawn().unwrap();
     let pid = p.pid();
     let p = run_bounded(&lp.handle(), async move {
         p.wait().await.unwrap();
@@ -273,7 +284,7 @@ fn a_dropped_process_is_reaped_by_the_loop_when_it_exits() {
     // Long enough, under valgrind's slowdown, to be still running at the check below (there the
     // waiter thread, not the loop, reaps it as soon as it exits).
     let secs = if evloop_tests::under_valgrind() { "2" } else { "0.1" };
-    let p = lp.subprocess_exec("sleep", [secs]).unwrap();
+    let p = lp.subprocess_exec("sleep", [secs]).spawn().unwrap();
     let pid = p.pid();
     drop(p);
     assert!(my_children().contains(&pid), "still running, not reaped yet");
@@ -296,7 +307,7 @@ fn a_dropped_process_is_reaped_by_the_loop_when_it_exits() {
 
     // A child that already exited when its Process is dropped (the loop saw the exit) is
     // reaped at once.
-    let p = lp.subprocess_exec("true", NO_ARGS).unwrap();
+    let p = lp.subprocess_exec("true", NO_ARGS).spawn().unwrap();
     let pid = p.pid();
     run_bounded(&h, async move {
         // `true` exits; the loop sees its pidfd become readable, and nobody reaps it yet.
@@ -311,9 +322,9 @@ fn a_dropped_process_is_reaped_by_the_loop_when_it_exits() {
 fn closing_the_loop_hands_running_orphans_to_the_reaper_thread() {
     let _g = serial();
     let lp = EventLoop::new().unwrap();
-    let long = lp.subprocess_exec("sleep", ["0.3"]).unwrap();
-    let short = lp.subprocess_exec("sleep", ["0.1"]).unwrap();
-    let done = lp.subprocess_exec("true", NO_ARGS).unwrap();
+    let long = lp.subprocess_exec("sleep", ["0.3"]).spawn().unwrap();
+    let short = lp.subprocess_exec("sleep", ["0.1"]).spawn().unwrap();
+    let done = lp.subprocess_exec("true", NO_ARGS).spawn().unwrap();
     let pids = [long.pid(), short.pid(), done.pid()];
     drop((long, short, done));
     // Let `true` exit, then close the loop without running it: it is reaped at close, the two
@@ -326,7 +337,7 @@ fn closing_the_loop_hands_running_orphans_to_the_reaper_thread() {
     }
     // A Process dropped after its loop closed goes the same way.
     let lp = EventLoop::new().unwrap();
-    let p = lp.subprocess_exec("sleep", ["0.05"]).unwrap();
+    let p = lp.subprocess_exec("sleep", ["0.05"]).spawn().unwrap();
     let pid = p.pid();
     lp.close().unwrap();
     drop(p);
@@ -343,7 +354,7 @@ fn waiting_makes_one_pidfd_open_and_exactly_one_waitid_after_the_exit() {
     // Taken before the spawn: the child's 0.2 s start at its exec, which may come before
     // `subprocess_exec` returns, so a clock read after it could see the exit "early".
     let started = Instant::now();
-    let mut p = lp.subprocess_exec("sleep", ["0.2"]).unwrap();
+    let mut p = lp.subprocess_exec("sleep", ["0.2"]).spawn().unwrap();
     let at_spawn = counters::snapshot();
     assert_eq!(at_spawn.get(Syscall::PidfdOpen), 1, "{at_spawn}");
     assert_eq!(at_spawn.get(Syscall::Waitid), 0, "{at_spawn}");
@@ -371,7 +382,7 @@ fn waiting_makes_one_pidfd_open_and_exactly_one_waitid_after_the_exit() {
 fn returncode_is_none_while_running_then_the_status() {
     let _g = serial();
     let lp = EventLoop::new().unwrap();
-    let mut p = lp.subprocess_exec("sh", ["-c", "sleep 0.05; exit 4"]).unwrap();
+    let mut p = lp.subprocess_exec("sh", ["-c", "sleep 0.05; exit 4"]).spawn().unwrap();
     let h = lp.handle();
     run_bounded(&h, async move {
         assert_eq!(p.returncode(), None);
@@ -390,7 +401,12 @@ fn returncode_is_none_while_running_then_the_status() {
 fn subprocess_shell_runs_a_pipeline() {
     let _g = serial();
     let lp = EventLoop::new().unwrap();
-    let mut p = lp.subprocess_shell_with("echo hi | tr a-z A-Z", &piped_out()).unwrap();
+    let mut p = lp
+        .subprocess_shell("echo hi | tr a-z A-Z")
+        .stdout(Stdio::Pipe)
+        .stderr(Stdio::Pipe)
+        .spawn()
+        .unwrap();
     let out = run_bounded(&lp.handle(), async move { p.communicate(None).await }).unwrap();
     assert_eq!(out.stdout, b"HI\n");
     assert!(out.status.success());
@@ -400,17 +416,15 @@ fn subprocess_shell_runs_a_pipeline() {
 fn environment_working_directory_and_devnull() {
     let _g = serial();
     let lp = EventLoop::new().unwrap();
-    let opts = piped_out()
+    let mut p = lp
+        .subprocess_exec("/bin/sh", ["-c", "echo \"$EVLOOP_FOO $HOME\"; pwd; cat; echo end"])
+        .stdout(Stdio::Pipe)
+        .stderr(Stdio::Pipe)
         .stdin(Stdio::Null)
         .env_clear()
         .env("EVLOOP_FOO", "bar")
-        .current_dir("/");
-    let mut p = lp
-        .subprocess_exec_with(
-            "/bin/sh",
-            ["-c", "echo \"$EVLOOP_FOO $HOME\"; pwd; cat; echo end"],
-            &opts,
-        )
+        .current_dir("/")
+        .spawn()
         .unwrap();
     let out = run_bounded(&lp.handle(), async move { p.communicate(None).await }).unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "bar \n/\nend\n");
@@ -422,9 +436,9 @@ fn spawning_on_a_closed_loop_is_an_error_naming_the_operation() {
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
     lp.close().unwrap();
-    let e = h.subprocess_exec("true", NO_ARGS).unwrap_err();
+    let e = h.subprocess_exec("true", NO_ARGS).spawn().unwrap_err();
     assert!(e.to_string().contains("subprocess_exec"), "{e}");
-    let e = h.subprocess_shell("true").unwrap_err();
+    let e = h.subprocess_shell("true").spawn().unwrap_err();
     assert!(e.to_string().contains("subprocess_shell"), "{e}");
 }
 
@@ -433,8 +447,11 @@ fn a_child_starts_with_sigpipe_unblocked_and_at_its_default_while_the_loop_block
     let _g = serial();
     let lp = EventLoop::new().unwrap();
     // A piped stdin makes the loop block SIGPIPE on this thread (see evloop::pipe).
-    let opts = SubprocessOptions::piped();
-    let mut p = lp.subprocess_exec_with("cat", ["/proc/self/status"], &opts).unwrap();
+    let mut p = lp
+        .subprocess_exec("cat", ["/proc/self/status"])
+        .piped()
+        .spawn()
+        .unwrap();
     let parent = std::fs::read_to_string("/proc/thread-self/status").unwrap();
     let out = run_bounded(&lp, async move { p.communicate(None).await }).unwrap();
     let child = String::from_utf8(out.stdout).unwrap();
@@ -475,7 +492,12 @@ fn a_child_inherits_only_its_stdio_fds() {
         // Open some of the loop's fds in the parent: a listener, a pipe, a timer-driven task.
         let _listener = evloop::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (_r, _w) = evloop::pipe::pipe().unwrap();
-        let mut p = h.subprocess_exec_with("ls", ["/proc/self/fd"], &piped_out()).unwrap();
+        let mut p = h
+            .subprocess_exec("ls", ["/proc/self/fd"])
+            .stdout(Stdio::Pipe)
+            .stderr(Stdio::Pipe)
+            .spawn()
+            .unwrap();
         let out = p.communicate(None).await.unwrap();
         assert!(out.status.success(), "{:?}", out.status);
         String::from_utf8(out.stdout).unwrap()
@@ -532,7 +554,10 @@ fn a_child_spawned_while_the_loop_blocks_sigpipe_starts_with_an_empty_mask() {
     let child = run_bounded(&lp, async move {
         let (_r, _w) = evloop::pipe::pipe().unwrap(); // the loop now blocks SIGPIPE here
         let mut p = h
-            .subprocess_exec_with("cat", ["/proc/self/status"], &piped_out())
+            .subprocess_exec("cat", ["/proc/self/status"])
+            .stdout(Stdio::Pipe)
+            .stderr(Stdio::Pipe)
+            .spawn()
             .unwrap();
         String::from_utf8(p.communicate(None).await.unwrap().stdout).unwrap()
     });
@@ -552,12 +577,13 @@ fn leaky_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
     (r, w)
 }
 
-/// Whether a child started with `opts` has descriptor `fd` open.
-fn child_has_fd(lp: &LoopHandle, fd: i32, opts: SubprocessOptions) -> bool {
+/// Whether a child started as `configure` says has descriptor `fd` open.
+fn child_has_fd(lp: &LoopHandle, fd: i32, configure: impl FnOnce(Subprocess) -> Subprocess + 'static) -> bool {
     let script = format!("[ -e /proc/self/fd/{fd} ] && echo kept || echo closed");
     let h = lp.clone();
     let out = run_bounded(lp, async move {
-        let mut child = h.subprocess_shell_with(&script, &opts.stdout(Stdio::Pipe)).unwrap();
+        let shell = h.subprocess_shell(&script).stdout(Stdio::Pipe);
+        let mut child = configure(shell).await.unwrap();
         child.communicate(None).await.unwrap()
     });
     match out.stdout.as_slice() {
@@ -573,12 +599,8 @@ fn a_child_gets_only_stdio_by_default_like_asyncios_close_fds() {
     let _g = serial();
     let lp = EventLoop::new().unwrap();
     let (_r, w) = leaky_pipe();
-    assert!(!child_has_fd(&lp.handle(), w.as_raw_fd(), SubprocessOptions::new()));
-    assert!(child_has_fd(
-        &lp.handle(),
-        w.as_raw_fd(),
-        SubprocessOptions::new().close_fds(false)
-    ));
+    assert!(!child_has_fd(&lp.handle(), w.as_raw_fd(), |b| b));
+    assert!(child_has_fd(&lp.handle(), w.as_raw_fd(), |b| b.close_fds(false)));
     // The parent's own descriptor is untouched: the hook runs in the child only.
     assert!(evloop_syscalls::fd_is_open(w.as_raw_fd()));
     lp.close().unwrap();
@@ -596,7 +618,7 @@ fn a_reader_sees_end_of_file_while_a_child_runs_on() {
     evloop_syscalls::set_nonblocking(std::os::fd::AsFd::as_fd(&r), false).unwrap();
     let mut child = run_bounded(&h, {
         let h = h.clone();
-        async move { h.subprocess_exec("sleep", ["30"]).unwrap() }
+        async move { h.subprocess_exec("sleep", ["30"]).await.unwrap() }
     });
     drop(w);
     let mut rest = Vec::new();
@@ -621,17 +643,13 @@ fn pass_fds_hands_the_child_a_close_on_exec_descriptor_under_its_number() {
         let (r, w) = evloop_syscalls::pipe2().unwrap(); // close-on-exec
         let number = w.as_raw_fd();
         let (_r2, other) = leaky_pipe();
-        let opts = SubprocessOptions::new().close_fds(close).pass_fds([w.as_raw_fd()]);
-        assert!(child_has_fd(&h, w.as_raw_fd(), opts.clone()), "close_fds({close})");
-        assert_eq!(
-            child_has_fd(&h, other.as_raw_fd(), opts.clone()),
-            !close,
-            "close_fds({close})"
-        );
+        let opts = move |b: Subprocess| b.close_fds(close).pass_fds([number]);
+        assert!(child_has_fd(&h, w.as_raw_fd(), opts), "close_fds({close})");
+        assert_eq!(child_has_fd(&h, other.as_raw_fd(), opts), !close, "close_fds({close})");
         let script = format!("printf 'fd %s' {0} >&{0}", w.as_raw_fd());
         let status = run_bounded(&h, {
             let h = h.clone();
-            async move { h.subprocess_shell_with(&script, &opts).unwrap().wait().await.unwrap() }
+            async move { opts(h.subprocess_shell(&script)).await.unwrap().wait().await.unwrap() }
         });
         assert!(status.success());
         drop(w);

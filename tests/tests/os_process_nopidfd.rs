@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use evloop::event_loop::EventLoop;
-use evloop::process::{Stdio, SubprocessOptions};
+use evloop::process::Stdio;
 use evloop::signal::Signal;
 use evloop::sys::{Syscall, counters, fault};
 use evloop_tests::children::{my_children, wait_reaped};
@@ -30,7 +30,7 @@ fn enosys_selects_the_waiter_thread_and_wait_gives_exit_codes_and_signals() {
     no_pidfds(libc::ENOSYS);
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
-    let mut p = h.subprocess_exec("sh", ["-c", "exit 7"]).unwrap();
+    let mut p = h.subprocess_exec("sh", ["-c", "exit 7"]).spawn().unwrap();
     let pid = p.pid();
     let waitids = counters::snapshot().get(Syscall::Waitid);
     let s = run_bounded(&h, async move { p.wait().await }).unwrap();
@@ -41,7 +41,7 @@ fn enosys_selects_the_waiter_thread_and_wait_gives_exit_codes_and_signals() {
         "reaped with waitid(P_PID)"
     );
 
-    let mut p = h.subprocess_exec("sleep", ["60"]).unwrap();
+    let mut p = h.subprocess_exec("sleep", ["60"]).spawn().unwrap();
     assert!(p.returncode().is_none());
     p.send_signal(Signal::TERM).unwrap();
     let s = run_bounded(&h, async move {
@@ -62,13 +62,15 @@ fn eperm_from_a_seccomp_filter_selects_it_too_and_communicate_works() {
     no_pidfds(libc::EPERM);
     let lp = EventLoop::new().unwrap();
     let h = lp.handle();
-    let opts = SubprocessOptions::piped();
-    let mut p = h.subprocess_exec_with("cat", [""; 0], &opts).unwrap();
+    let mut p = h.subprocess_exec("cat", [""; 0]).piped().spawn().unwrap();
     let out = run_bounded(&h, async move { p.communicate(Some(vec![b'z'; 200 * 1024])).await }).unwrap();
     assert_eq!(out.stdout.len(), 200 * 1024);
     assert!(out.status.success());
-    let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
-    let mut p = h.subprocess_shell_with("echo one two | wc -w", &opts).unwrap();
+    let mut p = h
+        .subprocess_shell("echo one two | wc -w")
+        .stdout(Stdio::Pipe)
+        .spawn()
+        .unwrap();
     let out = run_bounded(&h, async move { p.communicate(None).await }).unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
     fault::clear();
@@ -80,7 +82,7 @@ fn other_pidfd_open_errors_still_fail_the_spawn() {
     fault::clear();
     fault::fail_nth(Syscall::PidfdOpen, 1, libc::EMFILE);
     let lp = EventLoop::new().unwrap();
-    let err = lp.handle().subprocess_exec("true", [""; 0]).unwrap_err();
+    let err = lp.handle().subprocess_exec("true", [""; 0]).spawn().unwrap_err();
     assert!(err.to_string().contains("pidfd_open"), "{err}");
     fault::clear();
 }
@@ -94,13 +96,13 @@ fn a_dropped_process_is_reaped_by_its_waiter_thread() {
     // Still running when dropped: the thread reaps it when it exits, with no loop running
     // (long enough, under valgrind's slowdown, to be still running at the check).
     let secs = if evloop_tests::under_valgrind() { "2" } else { "0.1" };
-    let p = h.subprocess_exec("sleep", [secs]).unwrap();
+    let p = h.subprocess_exec("sleep", [secs]).spawn().unwrap();
     let pid = p.pid();
     drop(p);
     assert!(my_children().contains(&pid), "still running, not reaped yet");
     wait_reaped(pid);
     // Exited (the thread saw it) when dropped: reaped at once.
-    let p = h.subprocess_exec("true", [""; 0]).unwrap();
+    let p = h.subprocess_exec("true", [""; 0]).spawn().unwrap();
     let pid = p.pid();
     run_bounded(&h, async move {
         evloop::time::sleep(Duration::from_millis(100)).await;
@@ -122,7 +124,7 @@ fn two_hundred_children_leave_no_zombie_and_their_threads_end() {
         let lp = evloop::event_loop::get_running_loop().unwrap();
         let mut pids = Vec::new();
         for _ in 0..200 {
-            let mut p = lp.subprocess_exec("true", [""; 0]).unwrap();
+            let mut p = lp.subprocess_exec("true", [""; 0]).spawn().unwrap();
             pids.push(p.pid());
             assert!(p.wait().await.unwrap().success());
         }

@@ -51,6 +51,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::error::Error;
 use std::fmt;
+use std::future::IntoFuture;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -104,37 +105,11 @@ pub trait DatagramProtocol: 'static {
     }
 }
 
-/// Socket options for [`LoopHandle::create_datagram_endpoint_with`] (a small builder).
-///
-/// ```
-/// let opts = evloop::protocol::DatagramOptions::new().reuse_port(true).allow_broadcast(true);
-/// assert_ne!(opts, evloop::protocol::DatagramOptions::new());
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[must_use = "builders do nothing until they are built, run or awaited"]
-pub struct DatagramOptions {
+/// Socket options a [`CreateDatagramEndpoint`] sets before `bind`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Options {
     reuse_port: bool,
     allow_broadcast: bool,
-}
-
-impl DatagramOptions {
-    /// No options set (the defaults of [`LoopHandle::create_datagram_endpoint`]).
-    pub fn new() -> DatagramOptions {
-        DatagramOptions::default()
-    }
-
-    /// `SO_REUSEPORT` before `bind`: several sockets may bind the same address and port, and
-    /// the kernel spreads incoming datagrams over them.
-    pub fn reuse_port(mut self, on: bool) -> Self {
-        self.reuse_port = on;
-        self
-    }
-
-    /// `SO_BROADCAST`: allows sending to broadcast addresses.
-    pub fn allow_broadcast(mut self, on: bool) -> Self {
-        self.allow_broadcast = on;
-        self
-    }
 }
 
 /// The error `error_received` gets when a datagram was dropped because the transport's write
@@ -687,7 +662,7 @@ fn open_socket(
     domain: Domain,
     local: Option<&SockAddr>,
     remote: Option<&SockAddr>,
-    opts: &DatagramOptions,
+    opts: Options,
 ) -> io::Result<OwnedFd> {
     let fd = sys::socket(domain, SockType::Datagram)?;
     if opts.reuse_port {
@@ -723,59 +698,59 @@ fn open_socket(
 }
 
 impl LoopHandle {
-    /// Creates a UDP endpoint running `protocol` (asyncio's `create_datagram_endpoint`): binds
-    /// to `local` if given (port 0 picks a free port), connects to `remote` if given (then
-    /// `sendto(data, None)` sends there and only its datagrams are received). The address
-    /// family is that of the addresses; at least one is required.
+    /// Creates a UDP endpoint running `protocol` (asyncio's `create_datagram_endpoint`): returns
+    /// the [`CreateDatagramEndpoint`] builder, whose methods set socket options; awaiting it binds
+    /// to `local` if given (port 0 picks a free port) and connects to `remote` if given (then
+    /// `sendto(data, None)` sends there and only its datagrams are received). The address family
+    /// is that of the addresses; at least one is required.
     ///
     /// `connection_made` runs in the next iteration. Errors: neither address given, or the two
     /// of different families (`InvalidInput`); the loop is closed; `socket`, `bind` or
     /// `connect` failed (the message names the call and the address).
+    ///
+    /// ```
+    /// use std::{cell::RefCell, rc::Rc};
+    /// use evloop::net::SockAddr;
+    /// use evloop::protocol::{DatagramProtocol, DatagramTransport};
+    ///
+    /// struct Inbox(Rc<RefCell<Vec<Vec<u8>>>>);
+    /// impl DatagramProtocol for Inbox {
+    ///     fn datagram_received(&mut self, data: &[u8], _from: SockAddr) {
+    ///         self.0.borrow_mut().push(data.to_vec());
+    ///     }
+    /// }
+    ///
+    /// evloop::run(async {
+    ///     let lp = evloop::event_loop::get_running_loop()?;
+    ///     let inbox = Rc::new(RefCell::new(Vec::new()));
+    ///     // transport, protocol = await loop.create_datagram_endpoint(..., local_addr=('127.0.0.1', 0))
+    ///     let server = lp.create_datagram_endpoint(Inbox(inbox.clone()), Some("127.0.0.1:0".parse()?), None).await?;
+    ///     let to = server.local_addr().and_then(|a| a.as_inet());
+    ///     let client = lp.create_datagram_endpoint(Inbox(Rc::default()), None, to).await?;
+    ///     client.sendto(b"ping", None)?; // connected: to the server
+    ///     while inbox.borrow().is_empty() {
+    ///         evloop::time::sleep(std::time::Duration::from_millis(1)).await;
+    ///     }
+    ///     assert_eq!(inbox.borrow()[0], b"ping");
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn create_datagram_endpoint<P: DatagramProtocol>(
         &self,
         protocol: P,
         local: Option<SocketAddr>,
         remote: Option<SocketAddr>,
-    ) -> io::Result<DatagramTransport> {
-        self.create_datagram_endpoint_with(protocol, local, remote, &DatagramOptions::default())
-    }
-
-    /// [`create_datagram_endpoint`](LoopHandle::create_datagram_endpoint) with socket options
-    /// (`SO_REUSEPORT`, `SO_BROADCAST`).
-    #[track_caller]
-    pub fn create_datagram_endpoint_with<P: DatagramProtocol>(
-        &self,
-        protocol: P,
-        local: Option<SocketAddr>,
-        remote: Option<SocketAddr>,
-        options: &DatagramOptions,
-    ) -> io::Result<DatagramTransport> {
-        let site = Location::caller();
-        let domain = match (&local, &remote) {
-            (Some(l), Some(r)) if domain_of(l) != domain_of(r) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "create_datagram_endpoint: local address {l} and remote address {r} are of different families"
-                    ),
-                ));
-            }
-            (Some(a), _) | (None, Some(a)) => domain_of(a),
-            (None, None) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "create_datagram_endpoint: give a local address, a remote address or both (the socket's family comes from them)",
-                ));
-            }
-        };
-        if self.is_closed() {
-            return Err(LoopError::new(LoopErrorKind::Closed, "create_datagram_endpoint").into());
+    ) -> CreateDatagramEndpoint<P> {
+        CreateDatagramEndpoint {
+            lp: self.clone(),
+            protocol,
+            local,
+            remote,
+            options: Options::default(),
+            site: Location::caller(),
         }
-        let local = local.map(SockAddr::Inet);
-        let remote = remote.map(SockAddr::Inet);
-        let fd = open_socket(domain, local.as_ref(), remote.as_ref(), options)?;
-        DatagramTransport::start(&self.inner, fd, Box::new(protocol), site, None)
     }
 
     /// Creates a Unix datagram endpoint running `protocol`: binds to `local` if given, connects
@@ -798,16 +773,154 @@ impl LoopHandle {
         }
         let local = local.cloned().map(SockAddr::Unix);
         let remote = remote.cloned().map(SockAddr::Unix);
-        let fd = open_socket(
-            Domain::Unix,
-            local.as_ref(),
-            remote.as_ref(),
-            &DatagramOptions::default(),
-        )?;
+        let fd = open_socket(Domain::Unix, local.as_ref(), remote.as_ref(), Options::default())?;
         let unlink = match &local {
             Some(SockAddr::Unix(UnixAddr::Pathname(p))) => Some(p.clone()),
             _ => None,
         };
         DatagramTransport::start(&self.inner, fd, Box::new(protocol), site, unlink)
+    }
+}
+
+/// The builder [`LoopHandle::create_datagram_endpoint`] returns: set socket options, then await
+/// it for the [`DatagramTransport`] (or call [`open`](CreateDatagramEndpoint::open) where there is
+/// no task to await in).
+///
+/// ```
+/// use evloop::net::SockAddr;
+/// use evloop::protocol::DatagramProtocol;
+///
+/// struct Quiet;
+/// impl DatagramProtocol for Quiet {
+///     fn datagram_received(&mut self, _data: &[u8], _from: SockAddr) {}
+/// }
+///
+/// evloop::run(async {
+///     let lp = evloop::event_loop::get_running_loop()?;
+///     let endpoint = lp.create_datagram_endpoint(Quiet, Some("127.0.0.1:0".parse()?), None);
+///     let t = endpoint.reuse_port(true).allow_broadcast(true).await?; // SO_REUSEPORT, SO_BROADCAST
+///     assert!(t.local_addr().is_some());
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "builders do nothing until they are built, run or awaited"]
+pub struct CreateDatagramEndpoint<P> {
+    lp: LoopHandle,
+    protocol: P,
+    local: Option<SocketAddr>,
+    remote: Option<SocketAddr>,
+    options: Options,
+    /// Where `create_datagram_endpoint` was called: the site of `connection_made`.
+    site: &'static Location<'static>,
+}
+
+impl<P> fmt::Debug for CreateDatagramEndpoint<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CreateDatagramEndpoint")
+            .field("local", &self.local)
+            .field("remote", &self.remote)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: DatagramProtocol> CreateDatagramEndpoint<P> {
+    /// `SO_REUSEPORT` before `bind`: several sockets may bind the same address and port, and
+    /// the kernel spreads incoming datagrams over them (asyncio's `reuse_port=True`).
+    ///
+    /// ```
+    /// # use evloop::{net::SockAddr, protocol::DatagramProtocol};
+    /// # struct Quiet;
+    /// # impl DatagramProtocol for Quiet { fn datagram_received(&mut self, _: &[u8], _: SockAddr) {} }
+    /// evloop::run(async {
+    ///     let lp = evloop::event_loop::get_running_loop()?;
+    ///     let a = lp.create_datagram_endpoint(Quiet, Some("127.0.0.1:0".parse()?), None).reuse_port(true).await?;
+    ///     let port = a.local_addr().and_then(|a| a.as_inet());
+    ///     let b = lp.create_datagram_endpoint(Quiet, port, None).reuse_port(true).await?; // the same port
+    ///     assert_eq!(b.local_addr().and_then(|a| a.as_inet()), port);
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reuse_port(mut self, on: bool) -> Self {
+        self.options.reuse_port = on;
+        self
+    }
+
+    /// `SO_BROADCAST`: allows sending to broadcast addresses (asyncio's `allow_broadcast=True`).
+    ///
+    /// ```
+    /// # use evloop::{net::SockAddr, protocol::DatagramProtocol};
+    /// # struct Quiet;
+    /// # impl DatagramProtocol for Quiet { fn datagram_received(&mut self, _: &[u8], _: SockAddr) {} }
+    /// evloop::run(async {
+    ///     let lp = evloop::event_loop::get_running_loop()?;
+    ///     let t = lp.create_datagram_endpoint(Quiet, Some("127.0.0.1:0".parse()?), None).allow_broadcast(true).await?;
+    ///     t.sendto(b"to all", Some(&SockAddr::Inet("127.255.255.255:9".parse()?)))?;
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn allow_broadcast(mut self, on: bool) -> Self {
+        self.options.allow_broadcast = on;
+        self
+    }
+
+    /// Creates the endpoint now, without a task to await in (the loop need not be running); the
+    /// same as awaiting the builder.
+    ///
+    /// ```
+    /// # use evloop::{net::SockAddr, protocol::DatagramProtocol};
+    /// # struct Quiet;
+    /// # impl DatagramProtocol for Quiet { fn datagram_received(&mut self, _: &[u8], _: SockAddr) {} }
+    /// let lp = evloop::event_loop::EventLoop::new()?;
+    /// let t = lp.handle().create_datagram_endpoint(Quiet, Some("127.0.0.1:0".parse()?), None).open()?;
+    /// assert!(t.local_addr().is_some()); // bound at once; connection_made runs when the loop does
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(self) -> io::Result<DatagramTransport> {
+        let CreateDatagramEndpoint {
+            lp,
+            protocol,
+            local,
+            remote,
+            options,
+            site,
+        } = self;
+        let domain = match (&local, &remote) {
+            (Some(l), Some(r)) if domain_of(l) != domain_of(r) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "create_datagram_endpoint: local address {l} and remote address {r} are of different families"
+                    ),
+                ));
+            }
+            (Some(a), _) | (None, Some(a)) => domain_of(a),
+            (None, None) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "create_datagram_endpoint: give a local address, a remote address or both (the socket's family comes from them)",
+                ));
+            }
+        };
+        if lp.is_closed() {
+            return Err(LoopError::new(LoopErrorKind::Closed, "create_datagram_endpoint").into());
+        }
+        let local = local.map(SockAddr::Inet);
+        let remote = remote.map(SockAddr::Inet);
+        let fd = open_socket(domain, local.as_ref(), remote.as_ref(), options)?;
+        DatagramTransport::start(&lp.inner, fd, Box::new(protocol), site, None)
+    }
+}
+
+impl<P: DatagramProtocol> IntoFuture for CreateDatagramEndpoint<P> {
+    type Output = io::Result<DatagramTransport>;
+    /// The endpoint is created when the builder is awaited (`into_future`): nothing in it waits.
+    type IntoFuture = std::future::Ready<io::Result<DatagramTransport>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        std::future::ready(self.open())
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use evloop::net::Socket;
 use evloop::pipe::{PipeReader, PipeWriter, pipe, pipe_with_loop};
-use evloop::process::{Stdio, SubprocessOptions};
+use evloop::process::Stdio;
 use evloop::sys::Syscall;
 use evloop::sys::counters;
 use evloop::{
@@ -269,9 +269,7 @@ fn sigpipe_scenario() {
         until_lost(&log).await;
         assert_eq!(entries(&log).last().unwrap(), &format!("lost:errno Some({EPIPE})"));
         // A child's stdin, the child gone before reading it.
-        let mut p = lp
-            .subprocess_exec_with("true", [""; 0], &SubprocessOptions::new().stdin(Stdio::Pipe))
-            .unwrap();
+        let mut p = lp.subprocess_exec("true", [""; 0]).stdin(Stdio::Pipe).spawn().unwrap();
         let out = p.communicate(Some(vec![0u8; 1 << 20])).await.unwrap();
         assert!(out.status.success());
     });
@@ -425,10 +423,9 @@ fn connect_read_pipe_drives_a_child_process_stdout() {
     let log = log();
     let (proto, _t) = Rec::new(&log);
     let mut p = lp
-        .subprocess_shell_with(
-            "printf abc; sleep 0.05; printf def",
-            &SubprocessOptions::new().stdout(Stdio::Pipe),
-        )
+        .subprocess_shell("printf abc; sleep 0.05; printf def")
+        .stdout(Stdio::Pipe)
+        .spawn()
         .unwrap();
     let stdout: PipeReader = p.stdout.take().unwrap();
     lp.connect_read_pipe(proto, stdout).unwrap();

@@ -29,12 +29,10 @@ use crate::task::combinator::gather;
 /// exits (see the [`process`](crate::process) module docs).
 ///
 /// ```
-/// use evloop::process::SubprocessOptions;
-///
 /// let (stdout, code) = evloop::run(async {
 ///     let lp = evloop::event_loop::get_running_loop()?;
 ///     // proc = await asyncio.create_subprocess_exec('sh', '-c', ..., stdout=PIPE)
-///     let mut proc = lp.subprocess_exec_with("sh", ["-c", "echo hi; exit 2"], &SubprocessOptions::piped())?;
+///     let mut proc = lp.subprocess_exec("sh", ["-c", "echo hi; exit 2"]).piped().await?;
 ///     let out = proc.communicate(None).await?;
 ///     Ok::<_, std::io::Error>((out.stdout, proc.returncode().and_then(|s| s.code())))
 /// })??;
@@ -62,12 +60,11 @@ impl Process {
     /// The child's process id.
     ///
     /// ```
-    /// use evloop::process::{Stdio, SubprocessOptions};
+    /// use evloop::process::Stdio;
     ///
     /// let (pid, said) = evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
-    ///     let mut child = lp.subprocess_shell_with("echo $$", &opts)?;
+    ///     let mut child = lp.subprocess_shell("echo $$").stdout(Stdio::Pipe).await?;
     ///     let pid = child.pid();
     ///     let out = child.communicate(None).await?;
     ///     Ok::<_, std::io::Error>((pid, String::from_utf8_lossy(&out.stdout).trim().to_string()))
@@ -85,7 +82,7 @@ impl Process {
     /// ```
     /// evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["60"]).await?;
     ///     assert!(child.returncode().is_none()); // still running: no system call made
     ///     child.kill()?;
     ///     child.wait().await?;
@@ -115,7 +112,7 @@ impl Process {
     /// ```
     /// evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let mut child = lp.subprocess_exec("sh", ["-c", "exit 4"])?;
+    ///     let mut child = lp.subprocess_exec("sh", ["-c", "exit 4"]).await?;
     ///     let status = child.wait().await?; // sleeps in epoll until the pidfd is readable
     ///     assert_eq!(status.code(), Some(4));
     ///     assert_eq!(child.wait().await?.code(), Some(4)); // the same status again, at once
@@ -190,7 +187,7 @@ impl Process {
     ///
     /// evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let mut child = lp.subprocess_exec("sleep", ["10"])?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["10"]).await?;
     ///     child.send_signal(Signal::TERM)?;
     ///     let status = child.wait().await?;
     ///     assert_eq!(status.signal(), Some(Signal::TERM.raw()));
@@ -226,7 +223,7 @@ impl Process {
     ///
     /// evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["60"]).await?;
     ///     child.terminate()?; // SIGTERM
     ///     assert_eq!(child.wait().await?.signal(), Some(Signal::TERM.raw()));
     ///     assert!(child.terminate().is_err()); // reaped: ESRCH, never another process
@@ -245,7 +242,7 @@ impl Process {
     ///
     /// evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let mut child = lp.subprocess_shell("trap '' TERM; sleep 60")?; // ignores SIGTERM ...
+    ///     let mut child = lp.subprocess_shell("trap '' TERM; sleep 60").await?; // ignores SIGTERM ...
     ///     child.kill()?; // ... but not SIGKILL
     ///     assert_eq!(child.wait().await?.signal(), Some(Signal::KILL.raw()));
     ///     Ok::<(), std::io::Error>(())
@@ -265,11 +262,9 @@ impl Process {
     /// ignored, as asyncio does). `input` without a stdin pipe is an `InvalidInput` error.
     ///
     /// ```
-    /// use evloop::process::SubprocessOptions;
-    ///
     /// let out = evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let mut child = lp.subprocess_exec_with("cat", [""; 0], &SubprocessOptions::piped())?;
+    ///     let mut child = lp.subprocess_exec("cat", [""; 0]).piped().await?;
     ///     // More than a pipe holds, both ways at once: no deadlock.
     ///     child.communicate(Some(vec![b'z'; 256 * 1024])).await
     /// })??;

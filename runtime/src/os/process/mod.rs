@@ -3,7 +3,7 @@
 //!
 //! # Spawning
 //! [`LoopHandle::subprocess_exec`](crate::event_loop::LoopHandle::subprocess_exec) builds a
-//! [`std::process::Command`] and spawns it: the child gets only the fds asked for (every fd
+//! [`std::process::Command`], and awaiting the [`Subprocess`] it returns spawns it: the child gets only the fds asked for (every fd
 //! evloop opens is close-on-exec), and its signal mask and `SIGPIPE` disposition are reset to
 //! the defaults before `exec` (`reset_signals_on_exec`: std's `Command` alone would keep the
 //! mask, and the loop blocks `SIGPIPE` while it has pipe writers). The pipe ends evloop keeps
@@ -53,7 +53,7 @@
 //! kernel or that code may reap our children first: `wait` then reports `ECHILD`.
 //!
 //! # Files
-//! `options` ([`SubprocessOptions`], [`Stdio`]), `status` ([`ExitStatus`], [`Output`]), `spawn`
+//! `options` (the [`Subprocess`] builder, [`Stdio`]), `status` ([`ExitStatus`], [`Output`]), `spawn`
 //! (`subprocess_exec` and `subprocess_shell` on the loop handle: from a `Command` to a
 //! registered pidfd and pipe ends), `child` ([`Process`]: waiting, signals, `communicate`),
 //! `orphan` (a dropped `Process`'s child, reaped by its loop), `reaper` (the process-wide
@@ -69,5 +69,5 @@ mod status;
 mod watcher;
 
 pub use self::child::Process;
-pub use self::options::{Stdio, SubprocessOptions};
+pub use self::options::{Stdio, Subprocess};
 pub use self::status::{ExitStatus, Output};

@@ -1,7 +1,9 @@
 //! Spawning: `subprocess_exec` and `subprocess_shell` on the loop handle. Each builds a
-//! `std::process::Command`, applies the [`SubprocessOptions`], spawns it, opens the child's
-//! pidfd (or, without pidfds, starts its waiter thread: `watcher`) and registers it with the loop, and wraps the pipe ends it kept as the loop's
-//! [`PipeWriter`] / [`PipeReader`]; the result is a [`Process`].
+//! `std::process::Command` and returns it in a [`Subprocess`] builder; awaiting the builder (or its
+//! `spawn`) comes back here: `spawn` applies the options, starts the child, opens the child's
+//! pidfd (or, without pidfds, starts its waiter thread: `watcher`) and registers it with the
+//! loop, and wraps the pipe ends it kept as the loop's [`PipeWriter`] / [`PipeReader`]; the
+//! result is a [`Process`].
 
 use std::cell::{Cell, RefCell};
 use std::ffi::OsStr;
@@ -17,53 +19,32 @@ use crate::io::AsyncFd;
 use crate::io::error::with_context;
 use crate::io::pipe::{PipeReader, PipeWriter};
 use crate::os::process::child::Process;
-use crate::os::process::options::SubprocessOptions;
+use crate::os::process::options::{Options, Subprocess};
 use crate::os::process::reaper::reap_later;
 use crate::os::process::watcher::Watch;
 
 impl LoopHandle {
-    /// Starts `program` with `args`, inheriting stdin, stdout and stderr (asyncio's
-    /// `create_subprocess_exec` with the defaults). `program` is looked up in `PATH` unless it
-    /// contains a `/`.
+    /// Starts `program` with `args` (asyncio's `create_subprocess_exec`): returns the
+    /// [`Subprocess`] builder, whose methods set the stdio, environment and working directory
+    /// (by default all inherited); awaiting it starts the child. `program` is looked up in `PATH`
+    /// unless it contains a `/`.
     ///
     /// ```
+    /// use evloop::process::Stdio;
+    ///
     /// evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let status = lp.subprocess_exec("sh", ["-c", "exit 0"])?.wait().await?; // stdio inherited
+    ///     let status = lp.subprocess_exec("sh", ["-c", "exit 0"]).await?.wait().await?; // stdio inherited
     ///     assert!(status.success());
-    ///     let err = lp.subprocess_exec("no-such-program-here", [""; 0]).unwrap_err();
+    ///     let mut out = lp.subprocess_exec("printf", ["%s-%s", "a", "b"]).stdout(Stdio::Pipe).await?;
+    ///     assert_eq!(out.communicate(None).await?.stdout, b"a-b");
+    ///     let err = lp.subprocess_exec("no-such-program-here", [""; 0]).await.unwrap_err();
     ///     assert!(err.to_string().contains("no-such-program-here"), "{err}"); // names the program
     ///     Ok::<(), std::io::Error>(())
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn subprocess_exec<I, S>(&self, program: impl AsRef<OsStr>, args: I) -> io::Result<Process>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        self.subprocess_exec_with(program, args, &SubprocessOptions::new())
-    }
-
-    /// Starts `program` with `args` and `opts` (stdio pipes, environment, working directory).
-    ///
-    /// ```
-    /// use evloop::process::{Stdio, SubprocessOptions};
-    ///
-    /// let out = evloop::run(async {
-    ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
-    ///     lp.subprocess_exec_with("printf", ["%s-%s", "a", "b"], &opts)?.communicate(None).await
-    /// })??;
-    /// assert_eq!(out.stdout, b"a-b");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn subprocess_exec_with<I, S>(
-        &self,
-        program: impl AsRef<OsStr>,
-        args: I,
-        opts: &SubprocessOptions,
-    ) -> io::Result<Process>
+    pub fn subprocess_exec<I, S>(&self, program: impl AsRef<OsStr>, args: I) -> Subprocess
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -71,63 +52,41 @@ impl LoopHandle {
         let program = program.as_ref();
         let mut cmd = Command::new(program);
         cmd.args(args);
-        spawn(
-            self,
-            "subprocess_exec",
-            program.to_string_lossy().into_owned(),
-            cmd,
-            opts,
-        )
+        Subprocess::new(self, "subprocess_exec", program.to_string_lossy().into_owned(), cmd)
     }
 
-    /// Runs `cmd` with `/bin/sh -c`, inheriting stdin, stdout and stderr (asyncio's
-    /// `create_subprocess_shell`). Quoting is the caller's business.
+    /// Runs `cmd` with `/bin/sh -c` (asyncio's `create_subprocess_shell`): returns the
+    /// [`Subprocess`] builder, as [`subprocess_exec`](LoopHandle::subprocess_exec) does. Quoting
+    /// is the caller's business.
     ///
     /// ```
-    /// let status = evloop::run(async {
+    /// use evloop::process::Stdio;
+    ///
+    /// evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     lp.subprocess_shell("test 2 -gt 1 && exit 5")?.wait().await // /bin/sh -c
+    ///     let status = lp.subprocess_shell("test 2 -gt 1 && exit 5").await?.wait().await?; // /bin/sh -c
+    ///     assert_eq!(status.code(), Some(5));
+    ///     let mut wc = lp.subprocess_shell("echo one two | wc -w").stdout(Stdio::Pipe).await?;
+    ///     assert_eq!(String::from_utf8_lossy(&wc.communicate(None).await?.stdout).trim(), "2");
+    ///     Ok::<(), std::io::Error>(())
     /// })??;
-    /// assert_eq!(status.code(), Some(5));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn subprocess_shell(&self, cmd: impl AsRef<OsStr>) -> io::Result<Process> {
-        self.subprocess_shell_with(cmd, &SubprocessOptions::new())
-    }
-
-    /// Runs `cmd` with `/bin/sh -c` and `opts`.
-    ///
-    /// ```
-    /// use evloop::process::{Stdio, SubprocessOptions};
-    ///
-    /// let out = evloop::run(async {
-    ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let opts = SubprocessOptions::new().stdout(Stdio::Pipe);
-    ///     lp.subprocess_shell_with("echo one two | wc -w", &opts)?.communicate(None).await
-    /// })??;
-    /// assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn subprocess_shell_with(&self, cmd: impl AsRef<OsStr>, opts: &SubprocessOptions) -> io::Result<Process> {
+    pub fn subprocess_shell(&self, cmd: impl AsRef<OsStr>) -> Subprocess {
         let cmd = cmd.as_ref();
         let mut command = Command::new("/bin/sh");
         command.arg("-c").arg(cmd);
-        spawn(
-            self,
-            "subprocess_shell",
-            cmd.to_string_lossy().into_owned(),
-            command,
-            opts,
-        )
+        Subprocess::new(self, "subprocess_shell", cmd.to_string_lossy().into_owned(), command)
     }
 }
 
-fn spawn(
+/// Starts the child a [`Subprocess`] describes (its `spawn` and `into_future`).
+pub(super) fn spawn(
     lp: &LoopHandle,
     op: &'static str,
     label: String,
     mut cmd: Command,
-    opts: &SubprocessOptions,
+    opts: &Options,
 ) -> io::Result<Process> {
     if lp.is_closed() {
         return Err(LoopError::new(LoopErrorKind::Closed, op).into());

@@ -10,7 +10,7 @@ use evloop_syscalls as sys;
 /// ```
 /// let status = evloop::run(async {
 ///     let lp = evloop::event_loop::get_running_loop()?;
-///     lp.subprocess_exec("sh", ["-c", "exit 7"])?.wait().await
+///     lp.subprocess_exec("sh", ["-c", "exit 7"]).await?.wait().await
 /// })??;
 /// assert_eq!((status.code(), status.success(), status.returncode()), (Some(7), false, 7));
 /// assert_eq!(status.to_string(), "exit code 7");
@@ -25,7 +25,7 @@ impl ExitStatus {
     /// ```
     /// let status = evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     lp.subprocess_exec("false", [""; 0])?.wait().await
+    ///     lp.subprocess_exec("false", [""; 0]).await?.wait().await
     /// })??;
     /// assert_eq!(status.code(), Some(1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -44,7 +44,7 @@ impl ExitStatus {
     ///
     /// let status = evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["60"]).await?;
     ///     child.kill()?;
     ///     child.wait().await
     /// })??;
@@ -63,7 +63,7 @@ impl ExitStatus {
     /// ```
     /// let status = evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["60"]).await?;
     ///     child.terminate()?; // SIGTERM does not dump core
     ///     child.wait().await
     /// })??;
@@ -79,8 +79,8 @@ impl ExitStatus {
     /// ```
     /// let (ok, failed) = evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let ok = lp.subprocess_exec("true", [""; 0])?.wait().await?;
-    ///     let failed = lp.subprocess_exec("false", [""; 0])?.wait().await?;
+    ///     let ok = lp.subprocess_exec("true", [""; 0]).await?.wait().await?;
+    ///     let failed = lp.subprocess_exec("false", [""; 0]).await?.wait().await?;
     ///     Ok::<_, std::io::Error>((ok, failed))
     /// })??;
     /// assert!(ok.success() && !failed.success());
@@ -97,7 +97,7 @@ impl ExitStatus {
     ///
     /// let status = evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let mut child = lp.subprocess_exec("sleep", ["60"])?;
+    ///     let mut child = lp.subprocess_exec("sleep", ["60"]).await?;
     ///     child.send_signal(Signal::TERM)?;
     ///     child.wait().await
     /// })??;
@@ -169,11 +169,9 @@ impl fmt::Display for ExitStatus {
 /// What [`Process::communicate`](crate::process::Process::communicate) collected.
 ///
 /// ```
-/// use evloop::process::SubprocessOptions;
-///
 /// let out = evloop::run(async {
 ///     let lp = evloop::event_loop::get_running_loop()?;
-///     let mut child = lp.subprocess_exec_with("sh", ["-c", "cat; echo done >&2"], &SubprocessOptions::piped())?;
+///     let mut child = lp.subprocess_exec("sh", ["-c", "cat; echo done >&2"]).piped().await?;
 ///     child.communicate(Some(b"input".to_vec())).await
 /// })??;
 /// assert!(out.status.success());
