@@ -50,8 +50,8 @@
 //!
 //! | rank | folder | public modules it holds |
 //! |---|---|---|
-//! | 4 | `fiber/` | [`fiber`] (greenlet's switch on guarded stacks: blocking-style code on the loop; its register switch is, with the raw task cell, the only unsafe code outside `evloop-syscalls`); a sibling of `os/` that does not import it |
-//! | 4 | `os/` | [`signal`] (asyncio's `add_signal_handler`, awaitable signals), [`process`] (subprocesses through pidfds) |
+//! | 4 | `fiber/` | [`fiber`] (greenlet's switch on guarded stacks: blocking-style code on the loop; weak handles for fibers that refer back to a parent or sibling; its register switch is, with the raw task cell, the only unsafe code outside `evloop-syscalls`); a sibling of `os/` that does not import it |
+//! | 4 | `os/` | [`signal`] (asyncio's `add_signal_handler`, awaitable signals), [`process`] (subprocesses through pidfds, or a waiter thread per child where `pidfd_open` is refused) |
 //! | 3 | `io/` | [`io`] (the I/O traits, [`io::AsyncFd`], buffered readers and writers, copies), [`net`] (TCP/UDP/Unix sockets), [`streams`] (`open_connection`, `start_server`), [`protocol`] (transports and protocols, datagram endpoints), [`pipe`] |
 //! | 3 | `sync/` | [`sync`] (Event, Lock, Mutex, Semaphore, Condition, Barrier, the queue and the channels), the macros [`select!`], [`join!`], [`try_join!`] |
 //! | 2 | `task/` | [`task`] (tasks, promises, the combinators, [`task::TaskGroup`], [`task::Runner`]), [`time`] (sleep, timeout), [`spawn`], [`run`] |
