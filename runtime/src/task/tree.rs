@@ -32,7 +32,7 @@
 //! ```
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::panic::Location;
 
@@ -42,8 +42,10 @@ use crate::event_loop::trace::Awaiting;
 use crate::task::handle::{AWAITED_TASK, TaskRef};
 use crate::task::state::{Core, TaskState};
 
-/// The noted awaited-by edges of a loop, as (awaited task, awaiter) numbers.
-static NOTED: LoopKey<RefCell<Vec<(u64, u64)>>> = LoopKey::new();
+/// The noted awaited-by edges of a loop, as (awaited task, awaiter) numbers. A set, not a list:
+/// every child's end removes its edge, and a scan of a list would make a group of n children
+/// cost O(n^2); ordered, so that the snapshot is the same from run to run.
+static NOTED: LoopKey<RefCell<BTreeSet<(u64, u64)>>> = LoopKey::new();
 
 /// Notes that `awaiter` awaits `task` although no waker says so yet (a task group's owner and
 /// its child, from the child's creation).
@@ -52,14 +54,13 @@ pub(crate) fn add_awaited_by(lp: &LoopHandle, task: &TaskRef, awaiter: &TaskRef)
         return;
     }
     let noted = lp.inner.slot_or_init(&NOTED, RefCell::default);
-    noted.borrow_mut().push((task.number(), awaiter.number()));
+    noted.borrow_mut().insert((task.number(), awaiter.number()));
 }
 
 /// Drops the note [`add_awaited_by`] made (the child is done).
 pub(crate) fn discard_awaited_by(lp: &LoopHandle, task: &TaskRef, awaiter: &TaskRef) {
     if let Some(noted) = lp.inner.slot(&NOTED) {
-        let edge = (task.number(), awaiter.number());
-        noted.borrow_mut().retain(|e| *e != edge);
+        noted.borrow_mut().remove(&(task.number(), awaiter.number()));
     }
 }
 
