@@ -27,14 +27,17 @@
 //! (`#![recursion_limit = "256"]` in the calling crate raises the limit when needed). A
 //! malformed branch is a compile error saying so, not a runaway recursion.
 //!
-//! The size of the future: what lives across the `.await` is each branch's pinned future and
-//! one reference to it (the references are moved into the `poll_fn` closure; counts and indices
-//! are constant expressions, outputs come back as the closure's value). tokio keeps no
-//! reference per branch because its expansion projects its pinned tuple with `unsafe`; this
-//! one is safe code, as it is compiled in the caller's crate. A `join!` of one future is the
-//! future itself.
+//! The size of the future: what lives across the `.await` is each branch's future, owned by
+//! the branch when it is `Unpin`, otherwise pinned in place with one reference to it kept by the
+//! branch (the branches are moved into the `poll_fn` closure; counts and indices are constant
+//! expressions, outputs come back as the closure's value; `macro_support` tells the two kinds
+//! apart at compile time). tokio keeps no reference for either kind because its expansion
+//! projects its pinned tuple with `unsafe`; this one is safe code, as it is compiled in the
+//! caller's crate, so it is smaller than tokio's for `Unpin` futures and a pointer per branch
+//! larger for the others. A `join!` of one future is the future itself.
 //!
-//! The layer: these macros use only `core` and `std`, so they could live anywhere; they sit in
+//! The layer: these macros use only `core`, `std` and their own branch type
+//! (`macro_support`), so they could live anywhere; they sit in
 //! `sync/` beside the function forms of the same ideas (`gather`, `select`, `race` in
 //! `combinator`).
 
@@ -223,9 +226,10 @@ macro_rules! select {
         $crate::select!(@pat $mode $n $done [] $($rest)+)
     };
 
-    // ---- @expand: the code. Only the pinned futures and one reference to each are kept across
-    // the `.await` (the state of the `select!` future); the branch count and indices are constant
-    // expressions, and the outputs come back as the `poll_fn`'s value.
+    // ---- @expand: the code. Only the futures (an `Unpin` one owned by its branch, any other
+    // pinned with one reference to it) are kept across the `.await` (the state of the `select!`
+    // future); the branch count and indices are constant expressions, and the outputs come back
+    // as the `poll_fn`'s value.
     (@expand $mode:tt [$($n:tt)*] [] ($else:expr)) => {{
         $else
     }};
@@ -246,7 +250,7 @@ macro_rules! select {
                 ::core::mem::drop($fut);
                 ::core::option::Option::None
             };
-            let mut $fut = ::core::pin::pin!($fut);
+            $crate::select!(@branch_of $fut = $fut);
         )+
         ::core::future::poll_fn(move |__cx| {
             $( let mut $on = ::core::option::Option::None; )+
@@ -258,13 +262,12 @@ macro_rules! select {
                 let __b = (__start + __turn) % (0 $(+ $n)*);
                 $(
                     if __b == (0 $(+ $i)*) {
-                        if let ::core::option::Option::Some(__f) = $fut.as_mut().as_pin_mut() {
+                        if let ::core::option::Option::Some(__poll) = $crate::sync::macro_support::Branch::poll_branch(&mut $fut, __cx) {
                             // `unreachable_code`: a future whose output is `!` (never ready)
                             // makes this arm unreachable, which is no fault of the caller's.
                             #[allow(unreachable_code)]
-                            match ::core::future::Future::poll(__f, __cx) {
+                            match __poll {
                                 ::core::task::Poll::Ready(__v) => {
-                                    $fut.set(::core::option::Option::None);
                                     #[allow(unused_variables, unreachable_patterns, clippy::redundant_pattern_matching)]
                                     let __matches = match &__v {
                                         $crate::select!(@clean [] [] $($pat)*) => true,
@@ -317,6 +320,20 @@ macro_rules! select {
             __first
         })
     }};
+
+    // ---- @branch_of: one branch (of `select!`, `join!` or `try_join!`) made from an
+    // `Option` of its future, as `let mut $fut` in the caller's block: an `Unpin` future is
+    // owned by the branch; any other is pinned here and the branch keeps the reference
+    // (sync/macro_support.rs says how the two are told apart).
+    (@branch_of $fut:ident = $opt:expr) => {
+        let ($fut, __owned) = {
+            #[allow(unused_imports)]
+            use $crate::sync::macro_support::{SplitPinned as _, SplitUnpin as _};
+            (&&$crate::sync::macro_support::Probe::new($opt)).__evloop_split()
+        };
+        let $fut = ::core::pin::pin!($fut);
+        let mut $fut = $crate::sync::macro_support::IntoBranch::into_branch(($fut, __owned));
+    };
 
     // An internal step that matched no rule: a malformed branch. Say so, rather than let the
     // entry rules below take it for a new `select!` and recurse until the compiler's limit.
@@ -381,19 +398,18 @@ macro_rules! join {
         // long as the `join!`.
         let ($($fut,)+) = ($($e,)+);
         $(
-            let mut $fut = ::core::pin::pin!(::core::option::Option::Some(::core::future::IntoFuture::into_future($fut)));
+            $crate::select!(@branch_of $fut = ::core::option::Option::Some(::core::future::IntoFuture::into_future($fut)));
             let mut $out = ::core::option::Option::None;
         )+
-        // The closure owns the outputs and one reference to each pinned future: nothing else is
-        // kept across the `.await`.
+        // The closure owns the outputs and the branches: nothing else is kept across the
+        // `.await`.
         ::core::future::poll_fn(move |__cx| {
             let mut __all = true;
             $(
-                if let ::core::option::Option::Some(__f) = $fut.as_mut().as_pin_mut() {
+                if let ::core::option::Option::Some(__poll) = $crate::sync::macro_support::Branch::poll_branch(&mut $fut, __cx) {
                     #[allow(unreachable_code)]
-                    match ::core::future::Future::poll(__f, __cx) {
+                    match __poll {
                         ::core::task::Poll::Ready(__v) => {
-                            $fut.set(::core::option::Option::None);
                             $out = ::core::option::Option::Some(__v);
                         }
                         ::core::task::Poll::Pending => __all = false,
@@ -470,17 +486,16 @@ macro_rules! try_join {
     (@expand [$({ $fut:ident $out:ident ($e:expr) })+]) => {{
         let ($($fut,)+) = ($($e,)+);
         $(
-            let mut $fut = ::core::pin::pin!(::core::option::Option::Some(::core::future::IntoFuture::into_future($fut)));
+            $crate::select!(@branch_of $fut = ::core::option::Option::Some(::core::future::IntoFuture::into_future($fut)));
             let mut $out = ::core::option::Option::None;
         )+
         ::core::future::poll_fn(move |__cx| {
             let mut __all = true;
             $(
-                if let ::core::option::Option::Some(__f) = $fut.as_mut().as_pin_mut() {
+                if let ::core::option::Option::Some(__poll) = $crate::sync::macro_support::Branch::poll_branch(&mut $fut, __cx) {
                     #[allow(unreachable_code)]
-                    match ::core::future::Future::poll(__f, __cx) {
+                    match __poll {
                         ::core::task::Poll::Ready(::core::result::Result::Ok(__v)) => {
-                            $fut.set(::core::option::Option::None);
                             $out = ::core::option::Option::Some(__v);
                         }
                         ::core::task::Poll::Ready(::core::result::Result::Err(__e)) => {

@@ -113,7 +113,8 @@
 //! and the [`mpsc`] channel (`wait_queue`), the operations a task waits in (`ops`: the layer's
 //! kinds of `Awaiting` and the names in its errors), the loop binding (`binding`) and
 //! [`SyncError`] (`error`); the channels live in `channel/`; this file re-exports their public
-//! names. Beside them: the `select!` / `join!` / `try_join!` macros (`macros`). The folder builds
+//! names. Beside them: the `select!` / `join!` / `try_join!` macros (`macros`) and the branch type
+//! their expansions use (`macro_support`). The folder builds
 //! on `task/` and `event_loop/`, and does not use `io/` (its sibling at the same rank).
 
 mod barrier;
@@ -124,6 +125,9 @@ mod error;
 mod event;
 mod lock;
 pub(crate) mod macros;
+// What the macros expand to (their branch type); hidden: a path for `$crate::`, not an API.
+#[doc(hidden)]
+pub mod macro_support;
 mod mutex;
 mod ops;
 mod pool;
