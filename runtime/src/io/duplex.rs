@@ -8,14 +8,17 @@
 //! one the reader. `shutdown` closes the writer's direction (the peer reads what is queued, then
 //! end of stream); dropping an end closes both its directions (the peer's writes then fail with
 //! `BrokenPipe`). The pipes sit behind `Arc<Mutex<..>>`, as tokio's do, so an end may move to
-//! another thread's loop; a lock is only held inside one poll.
+//! another thread's loop; a lock is only held inside one poll. A read or write spends one unit
+//! of the task's budget (`event_loop::budget`): a task that writes and reads its own pair
+//! in a loop never waits, and yields every 128 operations as tokio's duplex does.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Waker, ready};
 
+use crate::event_loop::budget;
 use crate::io::{AsyncRead, AsyncWrite};
 
 /// Two connected in-memory streams (tokio's `duplex`): what one writes the other reads. Each
@@ -162,6 +165,7 @@ fn finish<T>((poll, waker): (Poll<T>, Option<Waker>)) -> Poll<T> {
 
 impl AsyncRead for DuplexStream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        ready!(budget::poll_proceed(cx));
         let step = lock(&self.read).poll_read(cx, buf);
         finish(step)
     }
@@ -169,6 +173,7 @@ impl AsyncRead for DuplexStream {
 
 impl AsyncWrite for DuplexStream {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        ready!(budget::poll_proceed(cx));
         let step = lock(&self.write).poll_write(cx, &[IoSlice::new(buf)]);
         finish(step)
     }
@@ -178,6 +183,7 @@ impl AsyncWrite for DuplexStream {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        ready!(budget::poll_proceed(cx));
         let step = lock(&self.write).poll_write(cx, bufs);
         finish(step)
     }

@@ -33,7 +33,8 @@
 //! (`split`), buffered readers and writers (`buf`), copies between streams (`copy`), tokio's
 //! read shapes (`read_buf`: `ReadBuf`, `BufMut`), the integer reads and writes (`ints`), `take`
 //! and `chain` (`adapters`), `std::io::Cursor`'s impls (`memory`), seeking (`seek`), in-memory
-//! stream pairs (`duplex`), the halves of any stream (`generic_split`), protocols
+//! stream pairs (`duplex`), the halves of any stream (`generic_split`), `empty`, `sink` and
+//! `repeat` (`util`), protocols
 //! and transports (`protocol/`), streams on top of them (`stream/`), datagram endpoints
 //! (`datagram`), the lifecycle the stream and datagram transports share (`lifecycle`) and async
 //! pipes (`pipe`). `traits` also holds `forward_io!`, the macro that writes every impl which
@@ -65,6 +66,7 @@ mod seek;
 pub(crate) mod split;
 pub(crate) mod stream;
 mod traits;
+mod util;
 
 pub use self::adapters::{Chain, Take};
 pub(crate) use self::async_fd::fd_context;
@@ -79,6 +81,7 @@ pub use self::generic_split::{ReadHalf, WriteHalf, split};
 pub use self::read_buf::{BufMut, ReadBuf};
 pub use self::seek::{AsyncSeek, AsyncSeekExt};
 pub use self::traits::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+pub use self::util::{Empty, Repeat, Sink, empty, repeat, sink};
 
 // std's names, at tokio's paths (`tokio::io::{Error, ErrorKind, Result, SeekFrom}` are these).
 pub use std::io::{Error, ErrorKind, Result, SeekFrom};

@@ -259,7 +259,16 @@ impl<'a> ReadBuf<'a> {
 /// assert_eq!(s.remaining_mut(), 4);
 /// ```
 pub trait BufMut {
-    /// How many more bytes fit.
+    /// How many more bytes fit (`read_buf` returns 0 without reading when none do).
+    ///
+    /// ```
+    /// use evloop::io::{BufMut, ReadBuf};
+    ///
+    /// let mut storage = [0u8; 4];
+    /// let mut buf = ReadBuf::new(&mut storage);
+    /// buf.put_slice(b"abc");
+    /// assert_eq!(buf.remaining_mut(), 1);
+    /// ```
     fn remaining_mut(&self) -> usize;
 
     /// One read of `reader` into the free space; returns how many bytes it put there.

@@ -232,7 +232,8 @@ pub trait AsyncWrite {
 forward_io!([R: AsyncRead + Unpin + ?Sized] AsyncRead for &mut R => inner |r| **r);
 forward_io!([W: AsyncWrite + Unpin + ?Sized] AsyncWrite for &mut W => inner |w| **w);
 
-/// The async helpers every reader gets: `read`, `read_exact`, `read_to_end`.
+/// The async helpers every reader gets: `read`, `read_exact`, `read_to_end`, `read_to_string`,
+/// `read_buf`, `take`, `chain` and the integer reads (`read_u8` ... `read_f64_le`).
 ///
 /// ```
 /// use evloop::io::AsyncReadExt;
@@ -437,7 +438,7 @@ pub(crate) fn invalid_utf8() -> io::Error {
 }
 
 /// The async helpers every writer gets: `write`, `write_all`, `write_vectored`, `flush`,
-/// `shutdown`.
+/// `shutdown` and the integer writes (`write_u8` ... `write_f64_le`).
 ///
 /// ```
 /// use evloop::io::AsyncWriteExt;

@@ -12,6 +12,7 @@ mod seek;
 mod split;
 mod take_chain;
 mod tcp;
+mod util;
 mod write_vectored;
 
 /// Runs `f` on a new loop and returns its output (tokio's `#[tokio::test]` body).
