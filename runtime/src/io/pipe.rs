@@ -428,6 +428,10 @@ impl AsyncWrite for PipeWriter {
         fd_context("writev", fd.as_raw_fd(), r)
     }
 
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
     /// Closes the write end (deregistered first). Idempotent.
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();

@@ -311,11 +311,13 @@ impl BufMut for Vec<u8> {
         // No uninitialized memory in this crate: zero the spare capacity, read into it, and
         // cut back to what was read.
         self.resize(self.capacity(), 0);
-        let mut buf = ReadBuf::new(&mut self[start..]);
-        let r = reader.poll_read_buf(cx, &mut buf);
-        let n = buf.filled().len();
+        let r = ReadBuf::new(&mut self[start..]).poll_read_from(reader, cx);
+        let n = match r {
+            Poll::Ready(Ok(n)) => n,
+            _ => 0,
+        };
         self.truncate(start + n);
-        r.map_ok(|()| n)
+        r
     }
 }
 
@@ -329,12 +331,12 @@ impl BufMut for &mut [u8] {
         reader: Pin<&mut R>,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<usize>> {
-        let mut buf = ReadBuf::new(self);
-        let r = reader.poll_read_buf(cx, &mut buf);
-        let n = buf.filled().len();
-        let rest = std::mem::take(self);
-        *self = &mut rest[n..];
-        r.map_ok(|()| n)
+        let r = ReadBuf::new(self).poll_read_from(reader, cx);
+        if let Poll::Ready(Ok(n)) = r {
+            let rest = std::mem::take(self);
+            *self = &mut rest[n..];
+        }
+        r
     }
 }
 

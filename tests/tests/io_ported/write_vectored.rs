@@ -34,3 +34,20 @@ fn vectored_write_to_a_vec_takes_every_buffer() {
         assert_eq!((n, &out[..]), (3, &b"abc"[..]));
     });
 }
+
+#[test]
+fn pipes_and_stream_writers_write_vectored() {
+    run(async {
+        let (_rd, wr) = evloop::pipe::pipe().unwrap();
+        assert!(wr.is_write_vectored());
+        let (mut rd, mut wr) = evloop::pipe::pipe().unwrap();
+        let n = wr
+            .write_vectored(&[IoSlice::new(b"one "), IoSlice::new(b"writev")])
+            .await
+            .unwrap();
+        assert_eq!(n, 10);
+        let mut got = [0; 10];
+        evloop::io::AsyncReadExt::read_exact(&mut rd, &mut got).await.unwrap();
+        assert_eq!(&got, b"one writev");
+    });
+}
