@@ -159,11 +159,13 @@ pub mod net {
 
     /// The halves of a split [`TcpStream`] (tokio's `tokio::net::tcp`).
     pub mod tcp {
+        pub use crate::io::split::tcp::ReuniteError;
         pub use crate::io::split::tcp::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
     }
 
     /// The halves of a split [`UnixStream`] (tokio's `tokio::net::unix`).
     pub mod unix {
+        pub use crate::io::split::unix::ReuniteError;
         pub use crate::io::split::unix::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
     }
 }

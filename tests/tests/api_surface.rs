@@ -28,7 +28,7 @@ const ROOT: &[&str] = &[
     "time",
 ];
 
-const MACROS: &[&str] = &["join", "select", "try_join"];
+const MACROS: &[&str] = &["join", "pin", "select", "try_join"];
 
 fn lib_rs() -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../runtime/src/lib.rs");

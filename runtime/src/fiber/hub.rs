@@ -438,7 +438,7 @@ pub fn read<R: AsyncRead + Unpin + ?Sized>(reader: &mut R, buf: &mut [u8]) -> io
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn read_exact<R: AsyncRead + Unpin + ?Sized>(reader: &mut R, buf: &mut [u8]) -> io::Result<()> {
-    block_on(reader.read_exact(buf))?
+    block_on(reader.read_exact(buf))?.map(drop)
 }
 
 /// Writes some of `buf`, blocking this fiber until the socket takes at least one byte.

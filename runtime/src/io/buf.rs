@@ -33,6 +33,7 @@ use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use crate::io::seek::SeekState;
 use crate::io::traits::{forward_io, invalid_utf8};
 use crate::io::{AsyncRead, AsyncWrite};
 
@@ -50,10 +51,10 @@ pub trait AsyncBufRead: AsyncRead {
     fn consume(self: Pin<&mut Self>, amt: usize);
 }
 
-forward_io!([R: AsyncBufRead + Unpin + ?Sized] AsyncBufRead for &mut R => inner |r| &mut **r);
-forward_io!([R: AsyncBufRead + Unpin + ?Sized] AsyncBufRead for Box<R> => inner |r| &mut **r);
-forward_io!([R: AsyncRead + Unpin + ?Sized] AsyncRead for Box<R> => inner |r| &mut **r);
-forward_io!([W: AsyncWrite + Unpin + ?Sized] AsyncWrite for Box<W> => inner |w| &mut **w);
+forward_io!([R: AsyncBufRead + Unpin + ?Sized] AsyncBufRead for &mut R => inner |r| **r);
+forward_io!([R: AsyncBufRead + Unpin + ?Sized] AsyncBufRead for Box<R> => inner |r| **r);
+forward_io!([R: AsyncRead + Unpin + ?Sized] AsyncRead for Box<R> => inner |r| **r);
+forward_io!([W: AsyncWrite + Unpin + ?Sized] AsyncWrite for Box<W> => inner |w| **w);
 
 // ---------------------------------------------------------------------------------------------
 // The helpers.
@@ -401,6 +402,9 @@ impl AsyncWrite for Vec<u8> {
         }
         Poll::Ready(Ok(n))
     }
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }
@@ -428,11 +432,13 @@ impl AsyncWrite for Vec<u8> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct BufReader<R> {
-    inner: R,
+    pub(super) inner: R,
     buf: Box<[u8]>,
     /// Unread bytes are `buf[pos..filled]`.
-    pos: usize,
-    filled: usize,
+    pub(super) pos: usize,
+    pub(super) filled: usize,
+    /// Where a seek is (`seek`'s `AsyncSeek` impl).
+    pub(super) seek_state: SeekState,
 }
 
 impl<R> BufReader<R> {
@@ -448,7 +454,14 @@ impl<R> BufReader<R> {
             buf: vec![0; capacity.max(1)].into_boxed_slice(),
             pos: 0,
             filled: 0,
+            seek_state: SeekState::Init,
         }
+    }
+
+    /// Forgets the buffered bytes (after a seek, they are not the ones at the new position).
+    pub(super) fn discard_buffer(&mut self) {
+        self.pos = 0;
+        self.filled = 0;
     }
 }
 
@@ -514,7 +527,7 @@ impl<R: AsyncRead + Unpin> AsyncBufRead for BufReader<R> {
 }
 
 // The other direction passes through untouched.
-forward_io!([R: AsyncWrite + Unpin] AsyncWrite for BufReader<R> => inner |r| &mut r.inner);
+forward_io!([R: AsyncWrite + Unpin] AsyncWrite for BufReader<R> => inner |r| r.inner);
 
 impl<R: std::fmt::Debug> std::fmt::Debug for BufReader<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -548,11 +561,13 @@ impl<R: std::fmt::Debug> std::fmt::Debug for BufReader<R> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct BufWriter<W> {
-    inner: W,
+    pub(super) inner: W,
     buf: Vec<u8>,
     /// Bytes of `buf` already handed to the inner writer by an interrupted flush.
     written: usize,
     capacity: usize,
+    /// Where a seek is (`seek`'s `AsyncSeek` impl).
+    pub(super) seek_state: SeekState,
 }
 
 impl<W> BufWriter<W> {
@@ -569,6 +584,7 @@ impl<W> BufWriter<W> {
             buf: Vec::with_capacity(capacity),
             written: 0,
             capacity,
+            seek_state: SeekState::Init,
         }
     }
 }
@@ -602,7 +618,7 @@ impl<W> BufWriter<W> {
 
 impl<W: AsyncWrite + Unpin> BufWriter<W> {
     /// Writes the buffer out to the inner writer (without flushing the inner writer).
-    fn poll_flush_buf(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    pub(super) fn poll_flush_buf(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while self.written < self.buf.len() {
             let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.buf[self.written..]))?;
             if n == 0 {
@@ -652,6 +668,11 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for BufWriter<W> {
         Poll::Ready(Ok(total))
     }
 
+    // Many small buffers are collected into the buffer, so a vectored write is always worth it.
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         ready!(this.poll_flush_buf(cx))?;
@@ -666,8 +687,8 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for BufWriter<W> {
 }
 
 // The other direction passes through untouched.
-forward_io!([W: AsyncRead + Unpin] AsyncRead for BufWriter<W> => inner |w| &mut w.inner);
-forward_io!([W: AsyncBufRead + Unpin] AsyncBufRead for BufWriter<W> => inner |w| &mut w.inner);
+forward_io!([W: AsyncRead + Unpin] AsyncRead for BufWriter<W> => inner |w| w.inner);
+forward_io!([W: AsyncBufRead + Unpin] AsyncBufRead for BufWriter<W> => inner |w| w.inner);
 
 impl<W: std::fmt::Debug> std::fmt::Debug for BufWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -685,7 +706,7 @@ impl<W: std::fmt::Debug> std::fmt::Debug for BufWriter<W> {
 /// Both buffers on one stream (tokio's `BufStream`): a [`BufReader`] over a [`BufWriter`].
 #[derive(Debug)]
 pub struct BufStream<S> {
-    inner: BufReader<BufWriter<S>>,
+    pub(super) inner: BufReader<BufWriter<S>>,
 }
 
 impl<S: AsyncRead + AsyncWrite> BufStream<S> {
@@ -721,4 +742,4 @@ impl<S> BufStream<S> {
     }
 }
 
-forward_io!([S: AsyncRead + AsyncWrite + Unpin] AsyncRead, AsyncBufRead, AsyncWrite for BufStream<S> => inner |s| &mut s.inner);
+forward_io!([S: AsyncRead + AsyncWrite + Unpin] AsyncRead, AsyncBufRead, AsyncWrite for BufStream<S> => inner |s| s.inner);

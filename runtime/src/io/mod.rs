@@ -30,7 +30,11 @@
 //! `async_fd` holds [`AsyncFd`] and `traits` the I/O traits; beside them are sockets and the
 //! `sock_*` API (`net/`), the address forms they take (`addr`), the context of a failed call
 //! (`error`: `OpError`, `os_error`), stream halves, borrowed and owned
-//! (`split`), buffered readers and writers (`buf`), copies between streams (`copy`), protocols
+//! (`split`), buffered readers and writers (`buf`), copies between streams (`copy`), tokio's
+//! read shapes (`read_buf`: `ReadBuf`, `BufMut`), the integer reads and writes (`ints`), `take`
+//! and `chain` (`adapters`), `std::io::Cursor`'s impls (`memory`), seeking (`seek`), in-memory
+//! stream pairs (`duplex`), the halves of any stream (`generic_split`), `empty`, `sink` and
+//! `repeat` (`util`), protocols
 //! and transports (`protocol/`), streams on top of them (`stream/`), datagram endpoints
 //! (`datagram`), the lifecycle the stream and datagram transports share (`lifecycle`) and async
 //! pipes (`pipe`). `traits` also holds `forward_io!`, the macro that writes every impl which
@@ -39,27 +43,45 @@
 //! same rank).
 //!
 //! As `evloop::io` this module is also the tokio-shaped namespace: `evloop::io::{AsyncReadExt,
-//! AsyncWriteExt, AsyncBufReadExt, BufReader, BufWriter, copy}` are where `tokio::io` has them.
+//! AsyncWriteExt, AsyncBufReadExt, BufReader, BufWriter, copy, ReadBuf, AsyncSeek, duplex, split,
+//! Error, ErrorKind, Result, SeekFrom}` are where `tokio::io` has them.
 
+mod adapters;
 pub(crate) mod addr;
 mod async_fd;
 pub(crate) mod buf;
 pub(crate) mod copy;
 pub(crate) mod datagram;
+mod duplex;
 pub(crate) mod error;
+mod generic_split;
+pub(crate) mod ints;
 mod lifecycle;
+mod memory;
 pub(crate) mod net;
 pub(crate) mod pipe;
 pub(crate) mod protocol;
+mod read_buf;
+mod seek;
 pub(crate) mod split;
 pub(crate) mod stream;
 mod traits;
+mod util;
 
+pub use self::adapters::{Chain, Take};
 pub(crate) use self::async_fd::fd_context;
 pub use self::async_fd::{AsyncFd, Interest};
 pub use self::buf::{
     AsyncBufRead, AsyncBufReadExt, BufReader, BufStream, BufWriter, DEFAULT_BUF_SIZE, FillBuf, Lines, Split,
 };
 pub use self::copy::{copy, copy_bidirectional, copy_buf};
+pub use self::duplex::{DuplexStream, duplex};
 pub use self::error::{OpError, os_error};
+pub use self::generic_split::{ReadHalf, WriteHalf, split};
+pub use self::read_buf::{BufMut, ReadBuf};
+pub use self::seek::{AsyncSeek, AsyncSeekExt};
 pub use self::traits::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+pub use self::util::{Empty, Repeat, Sink, empty, repeat, sink};
+
+// std's names, at tokio's paths (`tokio::io::{Error, ErrorKind, Result, SeekFrom}` are these).
+pub use std::io::{Error, ErrorKind, Result, SeekFrom};

@@ -76,7 +76,7 @@ pub fn pipe() -> io::Result<(PipeReader, PipeWriter)> {
 /// let got = lp.run_until_complete(async move {
 ///     wr.write_all(b"x").await?;
 ///     let mut b = [0; 1];
-///     rd.read_exact(&mut b).await.map(|()| b)
+///     rd.read_exact(&mut b).await.map(|_| b)
 /// })??;
 /// assert_eq!(&got, b"x");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -426,6 +426,10 @@ impl AsyncWrite for PipeWriter {
         }
         let r = fd.poll_io(cx, Interest::Write, |fd| sys::writev_nosigpipe(fd.as_fd(), bufs));
         fd_context("writev", fd.as_raw_fd(), r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
     }
 
     /// Closes the write end (deregistered first). Idempotent.

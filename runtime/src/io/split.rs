@@ -13,13 +13,20 @@
 //! dropped; dropping the owned write half alone shuts the write side down (tokio's rule), while
 //! dropping a borrowed `WriteHalf` does nothing (it owns nothing).
 
+use std::future::poll_fn;
+use std::io;
+use std::task::{Context, Poll, ready};
+
+use crate::io::ReadBuf;
 use crate::io::net::{TcpStream, UnixStream};
 
 /// Writes the four half types of one stream kind in the current module. `$pair` is a doc-test
 /// expression (inside `evloop::run(async { .. })`) giving two connected streams of the kind.
 macro_rules! halves {
-    ($stream:literal, $pair:literal) => {
+    ($ty:ident, $stream:literal, $pair:literal) => {
         use std::rc::Rc;
+
+        use crate::io::net::$ty;
 
         use crate::io::net::Socket;
         use crate::io::traits::forward_io;
@@ -255,12 +262,98 @@ macro_rules! halves {
 
         forward_io!([] AsyncRead for OwnedReadHalf => socket |h| &h.sock);
         forward_io!([] AsyncWrite for OwnedWriteHalf => socket |h| &h.sock);
+
+        impl OwnedReadHalf {
+            #[doc = concat!("The ", $stream, " back from its two owned halves (tokio's `reunite`); the")]
+            /// halves back in a [`ReuniteError`] if they come from different streams.
+            ///
+            /// ```
+            /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
+            ///
+            /// evloop::run(async {
+            #[doc = concat!("    let (a, mut b) = ", $pair, ";")]
+            #[doc = concat!("    let (c, _d) = ", $pair, ";")]
+            ///     let (rd, wr) = a.into_split();
+            ///     let (rd2, wr2) = c.into_split();
+            ///     let err = rd.reunite(wr2).unwrap_err(); // not a pair: both halves come back
+            ///     let (rd, _wr2) = (err.0, err.1);
+            ///     let mut a = rd.reunite(wr).unwrap(); // no FIN was sent on the way
+            ///     a.write_all(b"whole again").await?;
+            ///     let mut got = [0; 11];
+            ///     b.read_exact(&mut got).await?;
+            ///     assert_eq!(&got, b"whole again");
+            ///     drop(rd2);
+            ///     Ok::<(), std::io::Error>(())
+            /// })??;
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn reunite(self, other: OwnedWriteHalf) -> Result<$ty, ReuniteError> {
+                reunite(self, other)
+            }
+        }
+
+        impl OwnedWriteHalf {
+            /// The stream back from its two owned halves: [`OwnedReadHalf::reunite`] from this
+            /// side.
+            ///
+            /// ```
+            /// evloop::run(async {
+            #[doc = concat!("    let (a, _b) = ", $pair, ";")]
+            ///     let (rd, wr) = a.into_split();
+            ///     let a = wr.reunite(rd).unwrap();
+            ///     assert!(a.peer_addr().is_ok());
+            ///     Ok::<(), std::io::Error>(())
+            /// })??;
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn reunite(self, other: OwnedReadHalf) -> Result<$ty, ReuniteError> {
+                reunite(other, self)
+            }
+        }
+
+        fn reunite(read: OwnedReadHalf, mut write: OwnedWriteHalf) -> Result<$ty, ReuniteError> {
+            if !Rc::ptr_eq(&read.sock, &write.sock) {
+                return Err(ReuniteError(read, write));
+            }
+            // The stream lives on: its write side stays open.
+            write.shutdown_on_drop = false;
+            drop(write);
+            let sock = Rc::try_unwrap(read.sock).expect("both owned halves were given, so no other reference is left");
+            Ok($ty::from_socket(sock))
+        }
+
+        #[doc = concat!("Two owned halves of different ", $stream, "s given to `reunite`; they come back")]
+        /// in the error (tokio's `ReuniteError`).
+        ///
+        /// ```
+        /// evloop::run(async {
+        #[doc = concat!("    let (a, _b) = ", $pair, ";")]
+        #[doc = concat!("    let (c, _d) = ", $pair, ";")]
+        ///     let (rd, _wr) = a.into_split();
+        ///     let (_rd2, wr2) = c.into_split();
+        ///     let err = rd.reunite(wr2).unwrap_err();
+        ///     assert_eq!(err.to_string(), "tried to reunite halves that are not from the same socket");
+        ///     Ok::<(), std::io::Error>(())
+        /// })??;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        #[derive(Debug)]
+        pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
+
+        impl std::fmt::Display for ReuniteError {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("tried to reunite halves that are not from the same socket")
+            }
+        }
+
+        impl std::error::Error for ReuniteError {}
     };
 }
 
 /// The halves of a [`TcpStream`] (`evloop::net::tcp`).
 pub(crate) mod tcp {
     halves!(
+        TcpStream,
         "`TcpStream`",
         "{ let l = evloop::net::TcpListener::bind(\"127.0.0.1:0\").await?; \
          let c = evloop::net::TcpStream::connect(l.local_addr()?).await?; (c, l.accept().await?.0) }"
@@ -269,7 +362,7 @@ pub(crate) mod tcp {
 
 /// The halves of a [`UnixStream`] (`evloop::net::unix`).
 pub(crate) mod unix {
-    halves!("`UnixStream`", "evloop::net::UnixStream::pair()?");
+    halves!(UnixStream, "`UnixStream`", "evloop::net::UnixStream::pair()?");
 }
 
 impl TcpStream {
@@ -329,5 +422,128 @@ impl UnixStream {
     /// ```
     pub fn split(&mut self) -> (unix::ReadHalf<'_>, unix::WriteHalf<'_>) {
         unix::halves(self.socket())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// peek: tokio has it on a TCP stream's read halves (and the stream); a peek never takes bytes,
+// so it does not disturb the reads.
+
+/// `poll_peek` of a socket into a `ReadBuf`, tokio's shape: the bytes go in the free part and
+/// are counted filled; the count is returned too.
+pub(crate) fn poll_peek_into(
+    sock: &crate::io::net::Socket,
+    cx: &mut Context<'_>,
+    buf: &mut ReadBuf<'_>,
+) -> Poll<io::Result<usize>> {
+    let n = ready!(sock.poll_peek(cx, buf.initialize_unfilled()))?;
+    buf.advance(n);
+    Poll::Ready(Ok(n))
+}
+
+impl tcp::ReadHalf<'_> {
+    /// Copies the next received bytes into `buf` without taking them (`recv(MSG_PEEK)`); waits
+    /// for data like a read; 0 is end of stream.
+    ///
+    /// ```
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let mut client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (mut server, _) = listener.accept().await?;
+    ///     client.write_all(b"GET /").await?;
+    ///     let (mut rd, _wr) = server.split();
+    ///     let mut first = [0; 3];
+    ///     let n = rd.peek(&mut first).await?;
+    ///     assert_eq!(&first[..n], &b"GET"[..n]);
+    ///     let mut all = [0; 5];
+    ///     rd.read_exact(&mut all).await?; // the peeked bytes are still there
+    ///     assert_eq!(&all, b"GET /");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn peek(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.socket().poll_peek(cx, buf)).await
+    }
+
+    /// `poll` form of [`peek`](Self::peek), into a [`ReadBuf`]; returns how many bytes it
+    /// copied.
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use evloop::io::{AsyncWriteExt, ReadBuf};
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let mut client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (mut server, _) = listener.accept().await?;
+    ///     client.write_all(b"x").await?;
+    ///     let (mut rd, _wr) = server.split();
+    ///     let mut storage = [0; 4];
+    ///     let mut buf = ReadBuf::new(&mut storage);
+    ///     assert_eq!(poll_fn(|cx| rd.poll_peek(cx, &mut buf)).await?, 1);
+    ///     assert_eq!(buf.filled(), b"x");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn poll_peek(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<usize>> {
+        poll_peek_into(self.socket(), cx, buf)
+    }
+}
+
+impl tcp::OwnedReadHalf {
+    /// Copies the next received bytes into `buf` without taking them, as
+    /// [`ReadHalf::peek`](tcp::ReadHalf::peek) does.
+    ///
+    /// ```
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let mut client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (server, _) = listener.accept().await?;
+    ///     client.write_all(b"hi").await?;
+    ///     let (mut rd, _wr) = server.into_split();
+    ///     let mut buf = [0; 2];
+    ///     let n = rd.peek(&mut buf).await?;
+    ///     assert_eq!(&buf[..n], &b"hi"[..n]);
+    ///     rd.read_exact(&mut buf).await?;
+    ///     assert_eq!(&buf, b"hi");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn peek(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.socket().poll_peek(cx, buf)).await
+    }
+
+    /// `poll` form of [`peek`](Self::peek), into a [`ReadBuf`].
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use evloop::io::{AsyncWriteExt, ReadBuf};
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let mut client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (server, _) = listener.accept().await?;
+    ///     client.write_all(b"y").await?;
+    ///     let (mut rd, _wr) = server.into_split();
+    ///     let mut storage = [0; 4];
+    ///     let mut buf = ReadBuf::new(&mut storage);
+    ///     assert_eq!(poll_fn(|cx| rd.poll_peek(cx, &mut buf)).await?, 1);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn poll_peek(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<usize>> {
+        poll_peek_into(self.socket(), cx, buf)
     }
 }

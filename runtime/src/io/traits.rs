@@ -11,7 +11,11 @@
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
+
+use crate::io::adapters::{Chain, Take};
+use crate::io::ints::{read_int_methods, write_int_methods};
+use crate::io::read_buf::{BufMut, ReadBuf};
 
 /// Reading bytes asynchronously (evloop's own trait: the runtime has no dependencies).
 ///
@@ -58,6 +62,31 @@ pub trait AsyncRead {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>>;
+
+    /// Reads into the free part of `buf` and advances its filled part (tokio's `poll_read`
+    /// shape); nothing filled means end of stream (or no free space). The default is one
+    /// [`poll_read`](Self::poll_read) into [`ReadBuf::initialize_unfilled`].
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use evloop::io::{AsyncRead, ReadBuf};
+    ///
+    /// evloop::run(async {
+    ///     let mut src: &[u8] = b"abc";
+    ///     let mut storage = [0; 8];
+    ///     let mut buf = ReadBuf::new(&mut storage);
+    ///     poll_fn(|cx| Pin::new(&mut src).poll_read_buf(cx, &mut buf)).await?;
+    ///     assert_eq!(buf.filled(), b"abc");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn poll_read_buf(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let n = ready!(self.poll_read(cx, buf.initialize_unfilled()))?;
+        buf.advance(n);
+        Poll::Ready(Ok(()))
+    }
 }
 
 /// Writing bytes asynchronously.
@@ -139,6 +168,26 @@ pub trait AsyncWrite {
         self.poll_write(cx, first)
     }
 
+    /// Whether [`poll_write_vectored`](Self::poll_write_vectored) writes several buffers at
+    /// once (tokio's `is_write_vectored`): `false` means the default, which writes only the
+    /// first non-empty one, so a caller with many small buffers should join them first.
+    ///
+    /// ```
+    /// use evloop::io::{AsyncWrite, BufWriter};
+    ///
+    /// evloop::run(async {
+    ///     let (a, _b) = evloop::net::UnixStream::pair()?;
+    ///     assert!(a.is_write_vectored()); // one sendmsg for all buffers
+    ///     assert!(Vec::<u8>::new().is_write_vectored());
+    ///     assert!(BufWriter::new(a).is_write_vectored());
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn is_write_vectored(&self) -> bool {
+        false
+    }
+
     /// Flushes buffered data (unbuffered types return `Ready(Ok(()))`).
     ///
     /// ```
@@ -180,10 +229,11 @@ pub trait AsyncWrite {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 }
 
-forward_io!([R: AsyncRead + Unpin + ?Sized] AsyncRead for &mut R => inner |r| &mut **r);
-forward_io!([W: AsyncWrite + Unpin + ?Sized] AsyncWrite for &mut W => inner |w| &mut **w);
+forward_io!([R: AsyncRead + Unpin + ?Sized] AsyncRead for &mut R => inner |r| **r);
+forward_io!([W: AsyncWrite + Unpin + ?Sized] AsyncWrite for &mut W => inner |w| **w);
 
-/// The async helpers every reader gets: `read`, `read_exact`, `read_to_end`.
+/// The async helpers every reader gets: `read`, `read_exact`, `read_to_end`, `read_to_string`,
+/// `read_buf`, `take`, `chain` and the integer reads (`read_u8` ... `read_f64_le`).
 ///
 /// ```
 /// use evloop::io::AsyncReadExt;
@@ -225,7 +275,8 @@ pub trait AsyncReadExt: AsyncRead + Unpin {
         poll_fn(|cx| Pin::new(&mut *self).poll_read(cx, buf)).await
     }
 
-    /// Fills `buf` completely; `UnexpectedEof` if the stream ends first.
+    /// Fills `buf` completely and returns its length (tokio's signature); `UnexpectedEof` if
+    /// the stream ends first.
     ///
     /// ```
     /// use std::io::ErrorKind;
@@ -234,7 +285,7 @@ pub trait AsyncReadExt: AsyncRead + Unpin {
     /// evloop::run(async {
     ///     let mut src: &[u8] = b"12345";
     ///     let mut four = [0; 4];
-    ///     src.read_exact(&mut four).await?;
+    ///     assert_eq!(src.read_exact(&mut four).await?, 4);
     ///     assert_eq!(&four, b"1234");
     ///     let err = src.read_exact(&mut four).await.unwrap_err(); // only one byte left
     ///     assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
@@ -242,7 +293,7 @@ pub trait AsyncReadExt: AsyncRead + Unpin {
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    async fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<()> {
+    async fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let mut done = 0;
         while done < buf.len() {
             let n = self.read(&mut buf[done..]).await?;
@@ -254,7 +305,7 @@ pub trait AsyncReadExt: AsyncRead + Unpin {
             }
             done += n;
         }
-        Ok(())
+        Ok(done)
     }
 
     /// Reads until end of stream, appending to `out`; returns how many bytes were read.
@@ -311,6 +362,71 @@ pub trait AsyncReadExt: AsyncRead + Unpin {
         out.push_str(std::str::from_utf8(&bytes).map_err(|_| invalid_utf8())?);
         Ok(n)
     }
+
+    /// One read into the free space of `buf` (tokio's `read_buf`): a `Vec<u8>` is appended to
+    /// and grows when full, so a loop of `read_buf` calls collects a stream without sizing a
+    /// buffer. Returns how many bytes were read: 0 is end of stream, or a `buf` with no room.
+    ///
+    /// ```
+    /// use evloop::io::AsyncReadExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut src: &[u8] = b"a growing buffer";
+    ///     let mut all = Vec::new();
+    ///     while src.read_buf(&mut all).await? != 0 {}
+    ///     assert_eq!(all, b"a growing buffer");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn read_buf<B: BufMut + ?Sized>(&mut self, buf: &mut B) -> io::Result<usize> {
+        if buf.remaining_mut() == 0 {
+            return Ok(0);
+        }
+        poll_fn(|cx| buf.poll_read_from(Pin::new(&mut *self), cx)).await
+    }
+
+    /// A reader that ends after at most `limit` bytes of this one (tokio's `take`).
+    ///
+    /// ```
+    /// use evloop::io::AsyncReadExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut head = Vec::new();
+    ///     (&b"header|body"[..]).take(6).read_to_end(&mut head).await?;
+    ///     assert_eq!(head, b"header");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn take(self, limit: u64) -> Take<Self>
+    where
+        Self: Sized,
+    {
+        Take::new(self, limit)
+    }
+
+    /// A reader that reads this one to its end, then `next` (tokio's `chain`).
+    ///
+    /// ```
+    /// use evloop::io::AsyncReadExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut all = String::new();
+    ///     (&b"first, "[..]).chain(&b"then second"[..]).read_to_string(&mut all).await?;
+    ///     assert_eq!(all, "first, then second");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn chain<R: AsyncRead>(self, next: R) -> Chain<Self, R>
+    where
+        Self: Sized,
+    {
+        Chain::new(self, next)
+    }
+
+    read_int_methods!();
 }
 
 impl<R: AsyncRead + Unpin + ?Sized> AsyncReadExt for R {}
@@ -322,7 +438,7 @@ pub(crate) fn invalid_utf8() -> io::Error {
 }
 
 /// The async helpers every writer gets: `write`, `write_all`, `write_vectored`, `flush`,
-/// `shutdown`.
+/// `shutdown` and the integer writes (`write_u8` ... `write_f64_le`).
 ///
 /// ```
 /// use evloop::io::AsyncWriteExt;
@@ -457,6 +573,8 @@ pub trait AsyncWriteExt: AsyncWrite + Unpin {
     async fn shutdown(&mut self) -> io::Result<()> {
         poll_fn(|cx| Pin::new(&mut *self).poll_shutdown(cx)).await
     }
+
+    write_int_methods!();
 }
 
 impl<W: AsyncWrite + Unpin + ?Sized> AsyncWriteExt for W {}
@@ -470,9 +588,10 @@ impl<W: AsyncWrite + Unpin + ?Sized> AsyncWriteExt for W {}
 /// trait's default and change what the wrapper does.
 ///
 /// `forward_io!([generics] Trait, ... for Type => how |this| target);` where `how` is
-/// - `inner`: `target` (computed from `this: &mut Self`) is a `&mut` to a value implementing
-///   the traits, and every method is passed on, defaults included (`&mut R`, `Box<R>`, the
-///   buffered wrappers' other side);
+/// - `inner`: `target` (computed from `this`, a `&mut Self` or, for `is_write_vectored`, a
+///   `&Self`) is a place holding a value implementing the traits (`**r`, `w.inner`), and
+///   every method is passed on, defaults included (`&mut R`, `Box<R>`, the buffered wrappers'
+///   other side);
 /// - `socket`: `target` (computed from `this: &Self`) is the [`Socket`](crate::net::Socket)
 ///   of a byte stream: reads are `recv`, writes `send`/`sendmsg`, shutdown is
 ///   `shutdown(SHUT_WR)`, flush has nothing to do (TCP and Unix streams and their halves).
@@ -486,7 +605,16 @@ macro_rules! forward_io {
                 buf: &mut [u8],
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
                 let $this = ::std::pin::Pin::get_mut(self);
-                $crate::io::AsyncRead::poll_read(::std::pin::Pin::new($target), cx, buf)
+                $crate::io::AsyncRead::poll_read(::std::pin::Pin::new(&mut $target), cx, buf)
+            }
+            #[inline]
+            fn poll_read_buf(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                buf: &mut $crate::io::ReadBuf<'_>,
+            ) -> ::std::task::Poll<::std::io::Result<()>> {
+                let $this = ::std::pin::Pin::get_mut(self);
+                $crate::io::AsyncRead::poll_read_buf(::std::pin::Pin::new(&mut $target), cx, buf)
             }
         }
     };
@@ -498,12 +626,12 @@ macro_rules! forward_io {
                 cx: &mut ::std::task::Context<'_>,
             ) -> ::std::task::Poll<::std::io::Result<&[u8]>> {
                 let $this = ::std::pin::Pin::get_mut(self);
-                $crate::io::AsyncBufRead::poll_fill_buf(::std::pin::Pin::new($target), cx)
+                $crate::io::AsyncBufRead::poll_fill_buf(::std::pin::Pin::new(&mut $target), cx)
             }
             #[inline]
             fn consume(self: ::std::pin::Pin<&mut Self>, amt: usize) {
                 let $this = ::std::pin::Pin::get_mut(self);
-                $crate::io::AsyncBufRead::consume(::std::pin::Pin::new($target), amt)
+                $crate::io::AsyncBufRead::consume(::std::pin::Pin::new(&mut $target), amt)
             }
         }
     };
@@ -516,7 +644,7 @@ macro_rules! forward_io {
                 buf: &[u8],
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
                 let $this = ::std::pin::Pin::get_mut(self);
-                $crate::io::AsyncWrite::poll_write(::std::pin::Pin::new($target), cx, buf)
+                $crate::io::AsyncWrite::poll_write(::std::pin::Pin::new(&mut $target), cx, buf)
             }
             #[inline]
             fn poll_write_vectored(
@@ -525,7 +653,12 @@ macro_rules! forward_io {
                 bufs: &[::std::io::IoSlice<'_>],
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
                 let $this = ::std::pin::Pin::get_mut(self);
-                $crate::io::AsyncWrite::poll_write_vectored(::std::pin::Pin::new($target), cx, bufs)
+                $crate::io::AsyncWrite::poll_write_vectored(::std::pin::Pin::new(&mut $target), cx, bufs)
+            }
+            #[inline]
+            fn is_write_vectored(&self) -> bool {
+                let $this = self;
+                $crate::io::AsyncWrite::is_write_vectored(&$target)
             }
             #[inline]
             fn poll_flush(
@@ -533,7 +666,7 @@ macro_rules! forward_io {
                 cx: &mut ::std::task::Context<'_>,
             ) -> ::std::task::Poll<::std::io::Result<()>> {
                 let $this = ::std::pin::Pin::get_mut(self);
-                $crate::io::AsyncWrite::poll_flush(::std::pin::Pin::new($target), cx)
+                $crate::io::AsyncWrite::poll_flush(::std::pin::Pin::new(&mut $target), cx)
             }
             #[inline]
             fn poll_shutdown(
@@ -541,7 +674,7 @@ macro_rules! forward_io {
                 cx: &mut ::std::task::Context<'_>,
             ) -> ::std::task::Poll<::std::io::Result<()>> {
                 let $this = ::std::pin::Pin::get_mut(self);
-                $crate::io::AsyncWrite::poll_shutdown(::std::pin::Pin::new($target), cx)
+                $crate::io::AsyncWrite::poll_shutdown(::std::pin::Pin::new(&mut $target), cx)
             }
         }
     };
@@ -577,6 +710,9 @@ macro_rules! forward_io {
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
                 let $this: &Self = &self;
                 $crate::io::net::Socket::poll_send_vectored($target, cx, bufs)
+            }
+            fn is_write_vectored(&self) -> bool {
+                true
             }
             fn poll_shutdown(
                 self: ::std::pin::Pin<&mut Self>,

@@ -41,7 +41,8 @@
 //! timeout object (`timeouts`: `Timeout`, `TimeoutHandle`), `Runner` (`runner`), the task tree
 //! (`tree`: who awaits whom, deadlocks), the combinators that wait on several futures or tasks at
 //! once (`combinator`: `gather`, `wait`, `as_completed`, `select`, `shield`) and structured
-//! concurrency (`group`: `TaskGroup`): the futures the loop drives, built on `event_loop/` only.
+//! concurrency (`group`: `TaskGroup`): the futures the loop drives, built on `event_loop/` only;
+//! `pin` holds tokio's [`pin!`](crate::pin!) for polling them by reference.
 //! `io/`, `sync/` and `os/` build on them. `evloop::time` re-exports `time` and `timeouts`;
 //! this module (`evloop::task`) re-exports the rest.
 
@@ -49,6 +50,7 @@ pub(crate) mod combinator;
 pub(crate) mod error;
 pub(crate) mod group;
 mod handle;
+mod pin;
 pub(crate) mod promise;
 pub(crate) mod runner;
 pub(crate) mod spawn;

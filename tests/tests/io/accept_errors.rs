@@ -65,7 +65,7 @@ async fn outcomes(clients: Vec<std::net::TcpStream>, limit: Duration) -> Vec<Opt
         }
         let mut buf = [0u8; 4];
         out.push(match evloop::time::timeout(limit, s.read_exact(&mut buf)).await {
-            Ok(Ok(())) => Some(&buf == b"ping"),
+            Ok(Ok(_)) => Some(&buf == b"ping"),
             Ok(Err(_)) => Some(false),
             Err(_) => None,
         });

@@ -60,7 +60,7 @@ async fn served(c: &mut TcpStream) -> Option<bool> {
     }
     let mut buf = [0u8; 4];
     match evloop::time::timeout(Duration::from_secs(1), c.read_exact(&mut buf)).await {
-        Ok(Ok(())) => Some(&buf == b"ping"),
+        Ok(Ok(_)) => Some(&buf == b"ping"),
         Ok(Err(_)) => Some(false),
         Err(_) => None,
     }
@@ -318,7 +318,7 @@ async fn served_within(c: &mut TcpStream, limit: Duration) -> Option<bool> {
     }
     let mut buf = [0u8; 4];
     match evloop::time::timeout(limit, c.read_exact(&mut buf)).await {
-        Ok(Ok(())) => Some(&buf == b"ping"),
+        Ok(Ok(_)) => Some(&buf == b"ping"),
         Ok(Err(_)) => Some(false),
         Err(_) => None,
     }

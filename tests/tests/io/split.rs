@@ -30,7 +30,7 @@ fn tcp_halves_read_and_write_at_the_same_time_in_one_task() {
         });
         let (sent, received) = evloop::join!(wr.write_all(&big), async {
             let mut got = vec![0u8; 1 << 20];
-            rd.read_exact(&mut got).await.map(|()| got)
+            rd.read_exact(&mut got).await.map(|_| got)
         });
         sent.unwrap();
         assert!(received.unwrap().iter().all(|&b| b == 9));

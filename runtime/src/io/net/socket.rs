@@ -539,6 +539,19 @@ impl Socket {
         fd_context("recv", self.as_raw_fd(), r)
     }
 
+    /// Copies the next bytes of a stream's receive queue into `buf` without taking them
+    /// (`recv(MSG_PEEK)`), for the streams' `peek`. Readiness is kept on a short peek: unlike a
+    /// short read, it does not drain the queue, so only `EAGAIN` clears it.
+    pub(crate) fn poll_peek(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let r = self
+            .fd
+            .poll_io(cx, Interest::Read, |fd| sys::recv_peek(fd.as_fd(), buf));
+        fd_context("recv", self.as_raw_fd(), r)
+    }
+
     /// Receives into `buf`.
     ///
     /// ```

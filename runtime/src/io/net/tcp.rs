@@ -8,14 +8,17 @@
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
+use std::task::{Context, Poll};
 
 use evloop_syscalls as sys;
 use evloop_syscalls::{SockAddr, SockType};
 
+use crate::io::ReadBuf;
 use crate::io::addr::{Resolving, ToSocketAddrs, each_addr};
 use crate::io::error::with_context;
 use crate::io::net::Socket;
 use crate::io::net::socket::{Kind, domain_of, inet};
+use crate::io::split::poll_peek_into;
 use crate::io::split::tcp::{OwnedReadHalf, OwnedWriteHalf, owned_halves};
 use crate::io::traits::forward_io;
 
@@ -182,6 +185,11 @@ impl TcpStream {
         .await
     }
 
+    /// The stream of a socket (`reunite` of the owned halves).
+    pub(crate) fn from_socket(sock: Socket) -> TcpStream {
+        TcpStream { sock }
+    }
+
     fn from_accepted(fd: OwnedFd) -> io::Result<TcpStream> {
         let sock = Socket::own(None, fd, Kind::Stream)?;
         sock.set_nodelay(true)?;
@@ -284,6 +292,81 @@ impl TcpStream {
         sys::nodelay(self.sock.as_fd())
     }
 
+    /// Copies the next received bytes into `buf` without taking them (`recv(MSG_PEEK)`,
+    /// tokio's `peek`): waits for data like a read; 0 is end of stream. Several peeks see the
+    /// same bytes; the next read takes them.
+    ///
+    /// ```
+    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let mut client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (mut server, _) = listener.accept().await?;
+    ///     client.write_all(b"hello").await?;
+    ///     let mut buf = [0; 5];
+    ///     let n = server.peek(&mut buf).await?;
+    ///     assert_eq!(&buf[..n], &b"hello"[..n]);
+    ///     server.read_exact(&mut buf).await?; // still all there
+    ///     assert_eq!(&buf, b"hello");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        std::future::poll_fn(|cx| self.sock.poll_peek(cx, buf)).await
+    }
+
+    /// `poll` form of [`peek`](Self::peek), into a [`ReadBuf`]: the bytes are counted filled,
+    /// and their number returned.
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use evloop::io::{AsyncWriteExt, ReadBuf};
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let mut client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (server, _) = listener.accept().await?;
+    ///     client.write_all(b"z").await?;
+    ///     let mut storage = [0; 4];
+    ///     let mut buf = ReadBuf::new(&mut storage);
+    ///     assert_eq!(poll_fn(|cx| server.poll_peek(cx, &mut buf)).await?, 1);
+    ///     assert_eq!(buf.filled(), b"z");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn poll_peek(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<usize>> {
+        poll_peek_into(&self.sock, cx, buf)
+    }
+
+    /// Makes the socket's close abort the connection (`SO_LINGER` on with a zero timeout,
+    /// tokio's `set_zero_linger`): dropping the stream then discards unsent data and sends an
+    /// RST instead of a FIN, and the socket skips `TIME_WAIT`.
+    ///
+    /// ```
+    /// use evloop::io::AsyncReadExt;
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (mut server, _) = listener.accept().await?;
+    ///     client.set_zero_linger()?;
+    ///     drop(client); // RST
+    ///     let err = server.read(&mut [0; 8]).await.unwrap_err();
+    ///     assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_zero_linger(&self) -> io::Result<()> {
+        sys::set_linger_zero(self.sock.as_fd())
+    }
+
     /// The underlying socket (for `shutdown(Shutdown::Read)` and socket options; the write
     /// side's half-close is `AsyncWriteExt::shutdown`).
     ///
@@ -334,6 +417,28 @@ impl TcpStream {
 }
 
 forward_io!([] AsyncRead, AsyncWrite for TcpStream => socket |s| &s.sock);
+
+/// [`TcpStream::from_std`] as a conversion (tokio has it: `std_stream.try_into()?`).
+///
+/// ```
+/// use evloop::net::{TcpListener, TcpStream};
+///
+/// evloop::run(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+///     let std_stream = std::net::TcpStream::connect(listener.local_addr()?)?;
+///     let stream: TcpStream = std_stream.try_into()?;
+///     assert_eq!(stream.peer_addr()?, listener.local_addr()?);
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl TryFrom<std::net::TcpStream> for TcpStream {
+    type Error = io::Error;
+
+    fn try_from(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        TcpStream::from_std(stream)
+    }
+}
 
 /// Connects to each address in turn until one succeeds (asyncio's `create_connection` over the
 /// resolved list); the last error, naming `host`, when none does.

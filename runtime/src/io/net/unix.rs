@@ -145,6 +145,11 @@ pub struct UnixStream {
 }
 
 impl UnixStream {
+    /// The stream of a socket (`reunite` of the owned halves).
+    pub(crate) fn from_socket(sock: Socket) -> UnixStream {
+        UnixStream { sock }
+    }
+
     /// Connects to `addr`.
     ///
     /// ```

@@ -432,6 +432,10 @@ impl AsyncWrite for StreamWriter {
         Poll::Ready(Ok(total))
     }
 
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.poll_drain(cx, "flush")
     }
