@@ -22,6 +22,8 @@ mod time;
 // The behaviour-contract suites, a second time on the simulated kernel (contracts.rs says how).
 use contracts::run_on_simulated_kernel;
 use evloop_macros::simulated_test as contract_test;
+#[path = "../event_loop/fds.rs"]
+mod contract_fds;
 #[path = "../event_loop/contract.rs"]
 mod contract_loop;
 #[path = "../task/promise_contract.rs"]
