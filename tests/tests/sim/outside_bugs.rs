@@ -42,30 +42,43 @@ async fn connect_completes_only_after_the_handshake() {
     server.await.unwrap().unwrap();
 }
 
+/// A server for one connection: it reads 10 bytes, sends `answer` (if any) and closes, with
+/// whatever else came left unread (a reset). Its port and its task.
+async fn resetting_server(answer: &'static [u8]) -> (u16, evloop::task::Task<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = evloop::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut b = [0u8; 10];
+        if s.read_exact(&mut b).await.is_ok() && !answer.is_empty() {
+            let _ = s.write_all(answer).await;
+        }
+        drop(s);
+    });
+    (port, server)
+}
+
+/// A producer's loop: writes 1,000 bytes and drains, up to 200,000 times; whether a drain
+/// failed (the loop ended) before that.
+async fn write_and_drain_until_it_fails(w: &evloop::streams::StreamWriter) -> bool {
+    for _ in 0..200_000u32 {
+        w.write(&[7u8; 1000]);
+        if w.drain().await.is_err() {
+            return true;
+        }
+    }
+    false
+}
+
 /// A producer that writes and drains in a loop stops with an error once its peer resets the
 /// connection, instead of spinning on a closing transport (ad6b6a4, asyncio bpo-25441).
 #[evloop::test(simulate(seeds = 50))]
 async fn a_write_and_drain_loop_ends_after_a_reset() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     // The server reads a little and closes with data unread: a reset.
-    let server = evloop::spawn(async move {
-        let (mut s, _) = listener.accept().await.unwrap();
-        let mut b = [0u8; 10];
-        let _ = s.read_exact(&mut b).await;
-        drop(s);
-    });
+    let (port, server) = resetting_server(b"").await;
     let (_r, w) = evloop::streams::open_connection("127.0.0.1", port).await.unwrap();
-    let mut ended = None;
-    for i in 0..200_000u32 {
-        w.write(&[7u8; 1000]);
-        if let Err(e) = w.drain().await {
-            ended = Some((i, e));
-            break;
-        }
-    }
     assert!(
-        ended.is_some(),
+        write_and_drain_until_it_fails(&w).await,
         "write + drain kept succeeding 200,000 times after the peer reset the connection"
     );
     server.await.unwrap();
@@ -80,30 +93,14 @@ async fn a_write_and_drain_loop_ends_after_a_reset() {
 /// writes went nowhere, and the loop never yielded (ad6b6a4's reset case).
 #[evloop::test(simulate(seeds = 50))]
 async fn a_write_and_drain_loop_ends_after_a_reset_that_came_with_an_answer() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = evloop::spawn(async move {
-        let (mut s, _) = listener.accept().await.unwrap();
-        let mut hello = [0u8; 10];
-        s.read_exact(&mut hello).await.unwrap();
-        evloop::io::AsyncWriteExt::write_all(&mut s, b"go").await.unwrap();
-        // Half of the hello unread: the close is a reset.
-        drop(s);
-    });
+    // Half of the hello unread when the server closes: a reset.
+    let (port, server) = resetting_server(b"go").await;
     let (r, w) = evloop::streams::open_connection("127.0.0.1", port).await.unwrap();
     w.write(&[1u8; 20]);
     w.drain().await.unwrap();
     let go = r.read(2).await.unwrap();
-    let mut ended = None;
-    for i in 0..200_000u32 {
-        w.write(&[7u8; 1000]);
-        if let Err(e) = w.drain().await {
-            ended = Some((i, e));
-            break;
-        }
-    }
     assert!(
-        ended.is_some(),
+        write_and_drain_until_it_fails(&w).await,
         "write + drain kept succeeding 200,000 times after the peer answered {go:?} and reset the connection"
     );
     server.await.unwrap();
