@@ -40,6 +40,18 @@ fi
 rm -rf "$src"
 mkdir -p "$src"
 tar -C "$root" --exclude=./target --exclude=./.git -cf - . | tar -C "$src" -xf -
+# Every file whose content changed since the previous run's copy is touched as well (all of
+# them when there is no record of that copy): a file edited after an earlier run had copied the
+# workspace, but before that run built, keeps an edit time older than the build it missed, and
+# cargo would take the stale build for today's (a changed attribute macro was seen so).
+(cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha1sum) >"$scratch/manifest.new"
+if [ -f "$scratch/manifest" ]; then
+    diff "$scratch/manifest" "$scratch/manifest.new" | sed -n 's/^> [0-9a-f]*  //p' |
+        while read -r f; do touch "$src/$f"; done
+else
+    find "$src" -type f -exec touch {} +
+fi
+mv "$scratch/manifest.new" "$scratch/manifest"
 sed -n 's|^+++ b/||p' "$root"/scripts/sim-bugs/*.patch "${patches[@]}" | sort -u |
     while read -r f; do touch "$src/$f"; done
 

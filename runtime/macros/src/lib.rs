@@ -108,6 +108,43 @@ pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
     expand(Kind::Test, args, item)
 }
 
+/// Not for direct use: the `#[test]` of a test binary that runs plain (not `async`) tests a
+/// second time on evloop's simulated kernel (the behaviour-contract suites in
+/// `tests/tests/sim/contracts.rs`, which import it as `test`). `fn name() { BODY }` becomes a
+/// built-in `#[test]` whose body is `crate::run_on_simulated_kernel("path::name", || BODY)`:
+/// the crate root provides that function (it runs the body under the simulation driver, or
+/// says why the test needs the real kernel). Other attributes are kept.
+#[doc(hidden)]
+#[proc_macro_attribute]
+pub fn simulated_test(args: TokenStream, item: TokenStream) -> TokenStream {
+    if !args.is_empty() {
+        return Error::new(Span::call_site(), "`simulated_test` takes no arguments").into_tokens();
+    }
+    let mut tokens: Vec<TokenTree> = item.into_iter().collect();
+    let name = tokens.windows(2).find_map(|w| match (&w[0], &w[1]) {
+        (TokenTree::Ident(f), TokenTree::Ident(n)) if f.to_string() == "fn" => Some(n.to_string()),
+        _ => None,
+    });
+    let body = match tokens.pop() {
+        Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace => g,
+        _ => return Error::new(Span::call_site(), "`simulated_test` goes on a `fn` with a body").into_tokens(),
+    };
+    let Some(name) = name else {
+        return Error::new(Span::call_site(), "`simulated_test` goes on a `fn`").into_tokens();
+    };
+    // `crate::run_on_simulated_kernel("module::path::name", || BODY)`
+    let mut args = parse(&format!("::core::concat!(::core::module_path!(), \"::{name}\"), ||"));
+    args.extend([TokenTree::Group(body.clone())]);
+    let mut call = parse("crate::run_on_simulated_kernel");
+    call.extend([TokenTree::Group(Group::new(Delimiter::Parenthesis, args))]);
+    let mut out = parse("#[::core::prelude::v1::test]");
+    out.extend(tokens);
+    let mut new_body = Group::new(Delimiter::Brace, call);
+    new_body.set_span(body.span());
+    out.extend([TokenTree::Group(new_body)]);
+    out
+}
+
 /// Whether the item is an `async fn` (the keyword comes before `fn`, after any attributes).
 fn is_async_fn(item: &TokenStream) -> bool {
     for tt in item.clone() {

@@ -193,6 +193,19 @@ pub(crate) fn same_file(raw: RawFd, backing: Option<RawFd>) -> bool {
     }
 }
 
+/// The device and inode of `raw` if it is an open pipe (a backing pipe's two ends share them).
+pub(crate) fn pipe_inode(raw: RawFd) -> Option<(u64, u64)> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::zeroed();
+    // SAFETY: fstat writes one `struct stat` into `st`, a live local of that type.
+    let r = unsafe { libc::fstat(raw, st.as_mut_ptr()) };
+    if r != 0 {
+        return None;
+    }
+    // SAFETY: on success fstat has initialised the whole structure (and it started zeroed).
+    let st = unsafe { st.assume_init() };
+    (st.st_mode & libc::S_IFMT == libc::S_IFIFO).then_some((st.st_dev, st.st_ino))
+}
+
 /// Whether `raw` is an open descriptor of this process (for numbers the simulation does not
 /// know: `epoll_ctl` on such a number is `EPERM`, not `EBADF`).
 pub(crate) fn is_open(raw: RawFd) -> bool {

@@ -248,6 +248,32 @@ impl State {
         self.fds.get(&raw).copied()
     }
 
+    /// [`lookup`](State::lookup), learning the numbers the program made behind the kernel's
+    /// back: a `dup` of a simulated descriptor (`OwnedFd::try_clone`, `fcntl(F_DUPFD)`) leads
+    /// to the same backing pipe, which `fstat` recognises (a pipe's two ends share an inode),
+    /// and Linux reads, writes and registers a dup exactly as the original. Unknown to the
+    /// simulation, such a number went to the real kernel, where it is the write end of a pipe
+    /// (`EBADF` on a read): the loop's fd contract (`tests/tests/event_loop/fds.rs`, run on the
+    /// simulated kernel) found it. Only a miss on an open pipe pays the scan.
+    pub(crate) fn resolve(&mut self, raw: RawFd) -> Option<FileId> {
+        if let Some(id) = self.lookup(raw) {
+            return Some(id);
+        }
+        let inode = crate::sim::backing::pipe_inode(raw)?;
+        let id = self
+            .files
+            .iter()
+            .filter(|(_, f)| f.life == Life::Open)
+            .find(|(_, f)| {
+                f.backing
+                    .as_ref()
+                    .is_some_and(|b| crate::sim::backing::pipe_inode(b.as_raw_fd()) == Some(inode))
+            })
+            .map(|(&id, _)| id)?;
+        self.map_number(raw, id);
+        Some(id)
+    }
+
     pub(crate) fn file(&self, id: FileId) -> Option<&File> {
         self.files.get(&id)
     }

@@ -21,8 +21,9 @@ use evloop::{
     task::{Promise, RunError, TaskState},
     time::sleep,
 };
-// `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
-use std::prelude::v1::test;
+// The built-in `#[test]` in this binary; the `sim` binary's runs the body on the simulated
+// kernel (sim/contracts.rs).
+use crate::contract_test as test;
 // The shared log helpers under this file's names: `new_log()` for a log of any element type,
 // `taken(&log)` for what it holds so far.
 use evloop_tests::{Log, entries as taken, log as new_log, record_exceptions_with, spin_once};

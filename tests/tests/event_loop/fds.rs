@@ -9,9 +9,11 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 
 use evloop::event_loop::{EventLoop, ExceptionKind, LoopHandle};
-// `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
 use evloop_tests::{record_exceptions_with, spin_once};
-use std::prelude::v1::test;
+
+// The built-in `#[test]` in this binary; the `sim` binary's runs the body on the simulated
+// kernel (sim/contracts.rs).
+use crate::contract_test as test;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).

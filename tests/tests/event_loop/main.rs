@@ -19,3 +19,7 @@ mod prop_timers;
 mod syscall_level;
 mod threads;
 mod threadsafe_order;
+
+// The `#[test]` of the contract files: the built-in one here; the `sim` binary, which includes
+// them too, runs them on the simulated kernel with its own (sim/contracts.rs).
+use std::prelude::v1::test as contract_test;

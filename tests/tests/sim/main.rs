@@ -11,9 +11,24 @@
 
 mod attribute;
 mod boundary;
+mod contracts;
 mod determinism;
 mod faults;
 mod outside_bugs;
 mod support;
 mod threads;
 mod time;
+
+// The behaviour-contract suites, a second time on the simulated kernel (contracts.rs says how).
+use contracts::run_on_simulated_kernel;
+use evloop_macros::simulated_test as contract_test;
+#[path = "../event_loop/fds.rs"]
+mod contract_fds;
+#[path = "../event_loop/contract.rs"]
+mod contract_loop;
+#[path = "../task/promise_contract.rs"]
+mod contract_promise;
+#[path = "../task/contract.rs"]
+mod contract_task;
+#[path = "../task/time_contract.rs"]
+mod contract_time;

@@ -13,9 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use evloop::io::AsyncReadExt;
-use evloop::net::{Socket, TcpListener, UdpSocket};
+use std::os::fd::AsRawFd;
+
+use evloop::event_loop::{EventLoop, TimerHandle};
+use evloop::io::{AsyncReadExt, AsyncWriteExt};
+use evloop::net::{Socket, TcpListener, TcpStream, UdpSocket};
+use evloop::protocol::{Protocol, Transport};
 use evloop::sys::sim::{FaultClass, Kernel};
+use evloop::task::{Promise, PromiseError, TaskError};
 use evloop_syscalls::{Domain, SockType};
 
 /// A socket registered (and polled) before its `connect`: it reported itself writable and hung
@@ -37,31 +42,66 @@ async fn connect_completes_only_after_the_handshake() {
     server.await.unwrap().unwrap();
 }
 
+/// A server for one connection: it reads 10 bytes, sends `answer` (if any) and closes, with
+/// whatever else came left unread (a reset). Its port and its task.
+async fn resetting_server(answer: &'static [u8]) -> (u16, evloop::task::Task<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = evloop::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut b = [0u8; 10];
+        if s.read_exact(&mut b).await.is_ok() && !answer.is_empty() {
+            let _ = s.write_all(answer).await;
+        }
+        drop(s);
+    });
+    (port, server)
+}
+
+/// A producer's loop: writes 1,000 bytes and drains, up to 200,000 times; whether a drain
+/// failed (the loop ended) before that.
+async fn write_and_drain_until_it_fails(w: &evloop::streams::StreamWriter) -> bool {
+    for _ in 0..200_000u32 {
+        w.write(&[7u8; 1000]);
+        if w.drain().await.is_err() {
+            return true;
+        }
+    }
+    false
+}
+
 /// A producer that writes and drains in a loop stops with an error once its peer resets the
 /// connection, instead of spinning on a closing transport (ad6b6a4, asyncio bpo-25441).
 #[evloop::test(simulate(seeds = 50))]
 async fn a_write_and_drain_loop_ends_after_a_reset() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     // The server reads a little and closes with data unread: a reset.
-    let server = evloop::spawn(async move {
-        let (mut s, _) = listener.accept().await.unwrap();
-        let mut b = [0u8; 10];
-        let _ = s.read_exact(&mut b).await;
-        drop(s);
-    });
+    let (port, server) = resetting_server(b"").await;
     let (_r, w) = evloop::streams::open_connection("127.0.0.1", port).await.unwrap();
-    let mut ended = None;
-    for i in 0..200_000u32 {
-        w.write(&[7u8; 1000]);
-        if let Err(e) = w.drain().await {
-            ended = Some((i, e));
-            break;
-        }
-    }
     assert!(
-        ended.is_some(),
+        write_and_drain_until_it_fails(&w).await,
         "write + drain kept succeeding 200,000 times after the peer reset the connection"
+    );
+    server.await.unwrap();
+}
+
+/// The reset case in the order that spins: the peer answers and resets at once, so the answer
+/// and the reset can reach the client in one poll (the seed decides: the reset's latency may
+/// be no longer than the answer's). Then one pass over the socket reads the answer, which
+/// wakes the client's task, and meets the reset, which closes the transport and queues
+/// `connection_lost` behind that task: the task starts its write + drain loop on a closing
+/// transport whose loss it has not heard of yet. With the bug, `drain` returned `Ok` there, the
+/// writes went nowhere, and the loop never yielded (ad6b6a4's reset case).
+#[evloop::test(simulate(seeds = 50))]
+async fn a_write_and_drain_loop_ends_after_a_reset_that_came_with_an_answer() {
+    // Half of the hello unread when the server closes: a reset.
+    let (port, server) = resetting_server(b"go").await;
+    let (r, w) = evloop::streams::open_connection("127.0.0.1", port).await.unwrap();
+    w.write(&[1u8; 20]);
+    w.drain().await.unwrap();
+    let go = r.read(2).await.unwrap();
+    assert!(
+        write_and_drain_until_it_fails(&w).await,
+        "write + drain kept succeeding 200,000 times after the peer answered {go:?} and reset the connection"
     );
     server.await.unwrap();
 }
@@ -198,4 +238,169 @@ async fn past_deadlines_run_in_deadline_order() {
         .unwrap();
     evloop::time::sleep(Duration::from_millis(10)).await;
     assert_eq!(*order.borrow(), ["2 s ago", "1 s ago"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Round 3: closures kept alive, cycles at close, waits across loops.
+
+/// Runs a body that builds and closes its own loop under the simulation driver, once per seed
+/// (what `#[evloop::test(simulate)]` does for an `async fn`, which runs inside a loop the
+/// attribute owns and so cannot look at the world after that loop's `close`).
+fn each_seed(name: &'static str, seeds: u64, body: impl Fn()) {
+    evloop::sys::sim::__run_test(
+        evloop::sys::sim::TestOptions {
+            name,
+            seeds,
+            faults: false,
+        },
+        body,
+    )
+}
+
+/// User state whose drop the tests watch (through a `Weak`).
+#[derive(Default)]
+struct Held {
+    transports: RefCell<Vec<Transport>>,
+    handles: RefCell<Vec<TimerHandle>>,
+}
+
+/// A protocol that keeps its transport in the user state the server's factory captured.
+struct Keeper(Rc<Held>);
+
+impl Protocol for Keeper {
+    fn connection_made(&mut self, t: Transport) {
+        self.0.transports.borrow_mut().push(t);
+    }
+    fn data_received(&mut self, _: &[u8]) {}
+}
+
+/// Cancelling a handle drops its closure, and what the closure captured, at once: not when the
+/// loop reaches the cancelled entry, nor when the handle is dropped (7a88bd7; asyncio's
+/// `Handle.cancel` does the same).
+#[evloop::test(simulate(seeds = 20))]
+async fn a_cancelled_callback_lets_go_of_its_closure_at_once() {
+    let lp = evloop::event_loop::get_running_loop().unwrap();
+    let state = Rc::new(());
+    let weak = Rc::downgrade(&state);
+    let s = state.clone();
+    let soon = lp.call_soon(move || drop(s)).unwrap();
+    let s = state.clone();
+    let later = lp.call_later(Duration::from_secs(5), move || drop(s)).unwrap();
+    // A reader on a socket of the syscall layer's (the loop's own sockets are registered
+    // already), registered across one iteration, then removed.
+    let raw = evloop_syscalls::socket(Domain::Inet, SockType::Datagram).unwrap();
+    let s = state.clone();
+    let fd = raw.as_raw_fd();
+    lp.add_reader(fd, move || {
+        let _ = &s;
+    })
+    .unwrap();
+    evloop::time::sleep(Duration::from_millis(1)).await;
+    assert!(lp.remove_reader(fd));
+    soon.cancel();
+    later.cancel();
+    drop(state);
+    // The handles are still held, and the loop has not run since the cancels.
+    assert!(
+        weak.upgrade().is_none(),
+        "a cancelled callback's closure is still alive ({} references to what it captured)",
+        weak.strong_count()
+    );
+    drop((soon, later));
+}
+
+/// Closing a loop with a server's connection open frees the user state its protocol factory
+/// captured, though that state holds the connection's transport: server -> factory -> state ->
+/// transport -> close callback -> server was a cycle that outlived the loop (94875e9).
+#[test]
+fn closing_a_loop_frees_the_state_its_connections_hold() {
+    each_seed(
+        concat!(module_path!(), "::closing_a_loop_frees_the_state_its_connections_hold"),
+        20,
+        || {
+            let state = Rc::new(Held::default());
+            let weak = Rc::downgrade(&state);
+            let lp = EventLoop::new().unwrap();
+            let h = lp.handle();
+            let (server, client) = lp
+                .run_until_complete(async move {
+                    let st = state.clone();
+                    let server = h
+                        .create_server(move || Keeper(st.clone()), "127.0.0.1", 0)
+                        .await
+                        .unwrap();
+                    let mut client = TcpStream::connect(server.local_addr()).await.unwrap();
+                    client.write_all(b"hello").await.unwrap();
+                    while state.transports.borrow().is_empty() {
+                        evloop::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    (server, client)
+                })
+                .unwrap();
+            lp.close().unwrap();
+            drop((client, server, lp));
+            assert!(
+                weak.upgrade().is_none(),
+                "the state captured by the protocol factory outlived the closed loop (a reference cycle)"
+            );
+        },
+    );
+}
+
+/// Closing a loop drops the closures of callbacks that never ran, even while their handles are
+/// held: a timer whose closure holds (through user state) its own handle was a cycle nothing
+/// could run or cancel any more (f482b84).
+#[test]
+fn closing_a_loop_frees_a_pending_closure_that_holds_its_own_handle() {
+    each_seed(
+        concat!(
+            module_path!(),
+            "::closing_a_loop_frees_a_pending_closure_that_holds_its_own_handle"
+        ),
+        20,
+        || {
+            let state = Rc::new(Held::default());
+            let weak = Rc::downgrade(&state);
+            let lp = EventLoop::new().unwrap();
+            let h = lp.handle();
+            lp.run_until_complete(async move {
+                // A timer that does not come due before the loop closes, and one more that
+                // does, so the loop has run with both in its heap.
+                let st = state.clone();
+                let t = h.call_later(Duration::from_secs(3600), move || drop(st)).unwrap();
+                state.handles.borrow_mut().push(t);
+                evloop::time::sleep(Duration::from_millis(2)).await;
+            })
+            .unwrap();
+            lp.close().unwrap();
+            drop(lp);
+            assert!(
+                weak.upgrade().is_none(),
+                "a closure that holds its own handle outlived the closed loop (a reference cycle)"
+            );
+        },
+    );
+}
+
+/// A task of one loop that awaits a promise or a task of another fails at once with an error
+/// naming both loops, instead of waiting for a loop that cannot run meanwhile (f6ff3c9, the
+/// cross-loop hangs).
+#[evloop::test(simulate(seeds = 20))]
+async fn awaiting_another_loops_promise_or_task_fails_at_once() {
+    let other = EventLoop::new().unwrap();
+    let p: Promise<u32> = other.create_future();
+    let t = other.create_task(async { 5u32 }).unwrap();
+    let start = evloop::event_loop::get_running_loop().unwrap().time();
+    let promise = evloop::time::timeout(Duration::from_secs(60), p.wait()).await;
+    let task = evloop::time::timeout(Duration::from_secs(60), t).await;
+    let waited = evloop::event_loop::get_running_loop().unwrap().time() - start;
+    assert!(
+        matches!(promise, Ok(Err(PromiseError::WrongLoop(_)))),
+        "awaiting another loop's promise: {promise:?} after {waited:?}"
+    );
+    assert!(
+        matches!(task, Ok(Err(TaskError::WrongLoop(_)))),
+        "awaiting another loop's task: {task:?} after {waited:?}"
+    );
+    other.close().unwrap();
 }

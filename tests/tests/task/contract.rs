@@ -32,6 +32,9 @@ use evloop::{
     time::sleep,
 };
 use evloop_tests::watchdog::Watchdog;
+// The built-in `#[test]` in this binary; the `sim` binary's runs the body on the simulated
+// kernel (sim/contracts.rs).
+use crate::contract_test as test;
 use evloop_tests::{DropFlag, Log, entries, flag, log, push, record_exceptions_with, run_bounded, run_one};
 
 /// What the exception handler saw: (kind, task name, panic message).

@@ -16,3 +16,7 @@ mod runner;
 mod time_contract;
 mod timeouts;
 mod tree;
+
+// The `#[test]` of the contract files: the built-in one here; the `sim` binary, which includes
+// them too, runs them on the simulated kernel with its own (sim/contracts.rs).
+use std::prelude::v1::test as contract_test;

@@ -18,6 +18,9 @@ use evloop::{
     time::{sleep, timeout},
 };
 use evloop_tests::{entries, log, push, run_bounded, run_one};
+// The built-in `#[test]` in this binary; the `sim` binary's runs the body on the simulated
+// kernel (sim/contracts.rs).
+use crate::contract_test as test;
 
 // ---------------------------------------------------------------------------------------------
 // States.

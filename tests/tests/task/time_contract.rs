@@ -22,6 +22,9 @@ use evloop::{
     time::{Elapsed, sleep, sleep_until, timeout},
 };
 use evloop_tests::{CountPolls, DropFlag, HANG, Rng, flag, run_bounded, virtual_loop};
+// The built-in `#[test]` in this binary; the `sim` binary's runs the body on the simulated
+// kernel (sim/contracts.rs).
+use crate::contract_test as test;
 
 /// How long `sleep(d)` took, checked against "never early" in both clocks.
 async fn timed_sleep(d: Duration) -> Duration {

@@ -110,7 +110,7 @@ pub(crate) fn epoll_ctl(
         // The number may have been closed while a `dup` keeps its file open: Linux then says
         // EBADF (or ENOENT when another file has the number now), and the reactor relies on it.
         let target = st
-            .lookup(fd)
+            .resolve(fd)
             .filter(|&t| crate::sim::backing::same_file(fd, st.backing_fd(t)));
         let ctl = match op {
             libc::EPOLL_CTL_ADD => Some(Ctl::Add),
@@ -323,7 +323,7 @@ pub(crate) fn readv(fd: BorrowedFd<'_>, bufs: &mut [IoSliceMut<'_>]) -> Option<i
 }
 
 pub(crate) fn writev(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>], s: Syscall) -> Option<io::Result<usize>> {
-    if !with_current(|sh, _| sh.lock().lookup(fd.as_raw_fd()).is_some()).unwrap_or(false) {
+    if !with_current(|sh, _| sh.lock().resolve(fd.as_raw_fd()).is_some()).unwrap_or(false) {
         return None;
     }
     let data = gather(bufs);

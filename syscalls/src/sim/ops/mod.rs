@@ -124,7 +124,7 @@ fn on_fd<T>(
 ) -> Option<io::Result<T>> {
     with_current(|sh, me| {
         let mut st = sh.lock();
-        let id = st.lookup(raw)?;
+        let id = st.resolve(raw)?;
         Some(run(&mut st, me, s, id, a, b, retry, |st| op(st, id)))
     })
     .flatten()

@@ -119,7 +119,7 @@ pub(crate) fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> Option<io::Result<usize>> 
 }
 
 pub(crate) fn send_vectored(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> Option<io::Result<usize>> {
-    if !with_current(|sh, _| sh.lock().lookup(fd.as_raw_fd()).is_some()).unwrap_or(false) {
+    if !with_current(|sh, _| sh.lock().resolve(fd.as_raw_fd()).is_some()).unwrap_or(false) {
         return None;
     }
     let data = gather(bufs);
