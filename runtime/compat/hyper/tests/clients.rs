@@ -1,6 +1,6 @@
-//! The hyper examples under real clients: `hello` (HTTP/1.1) under curl and wrk, `hello
+//! The hyper examples under real clients: `hyper_hello` (HTTP/1.1) under curl and wrk, `hyper_hello
 //! --http2` under `curl --http2-prior-knowledge` and h2load, and the `fetch` client (HTTP/1.1)
-//! against the gallery's server (runtime/examples/http_server.rs) and (HTTP/2) against `hello`.
+//! against the gallery's server (runtime/examples/http_server.rs) and (HTTP/2) against `hyper_hello`.
 //! A client that is missing is installed with apt (wrk, nghttp2-client); when that is impossible
 //! (offline, not root) the test prints why and skips. Each server runs on a thread of its own
 //! with its own loop, for the life of this test binary.
@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, mpsc};
 
 #[allow(dead_code)]
-#[path = "../examples/hello.rs"]
+#[path = "../examples/hyper_hello.rs"]
 mod hello;
 
 #[allow(dead_code)]
@@ -169,7 +169,7 @@ fn hyper_http2_client_fetches_from_the_http2_server() {
     assert_eq!((status, &body[..]), (200, &b"Hello, World!"[..]));
 }
 
-/// `hello_tokio.rs` is `hello.rs` but for its `use` lines and its opening paragraph.
+/// `hyper_hello_tokio.rs` is `hyper_hello.rs` but for its `use` lines and its opening paragraph.
 #[test]
 fn the_tokio_twin_differs_only_in_use_lines() {
     let body = |text: &str| -> Vec<String> {
@@ -179,7 +179,7 @@ fn the_tokio_twin_differs_only_in_use_lines() {
             .collect()
     };
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let evloop = std::fs::read_to_string(dir.join("hello.rs")).expect("hello.rs");
-    let tokio = std::fs::read_to_string(dir.join("hello_tokio.rs")).expect("hello_tokio.rs");
+    let evloop = std::fs::read_to_string(dir.join("hyper_hello.rs")).expect("hello.rs");
+    let tokio = std::fs::read_to_string(dir.join("hyper_hello_tokio.rs")).expect("hello_tokio.rs");
     assert_eq!(body(&evloop), body(&tokio));
 }

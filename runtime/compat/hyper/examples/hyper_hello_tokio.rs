@@ -1,9 +1,6 @@
-//! hyper's hello world on evloop: `cargo run -p evloop-hyper --example hello -- [ADDR] [--http2]`
-//! serves `Hello, World!` over HTTP/1.1 (keep-alive) or, with `--http2`, HTTP/2 with prior
-//! knowledge (`curl --http2-prior-knowledge`, `h2load`), one task per connection. It prints
-//! `listening on ADDR` once bound (`make bench` and the tests read that line). Its tokio twin,
-//! `hello_tokio.rs`, is this file with its `use` lines pointing at tokio and hyper-util instead
-//! (tests/twins.rs checks that nothing else differs), on tokio's current-thread runtime.
+//! The tokio twin of `hyper_hello.rs` (make bench's reference): the same file but for its `use` lines,
+//! hyper on tokio's current-thread runtime with hyper-util's `TokioIo`, `TokioExecutor` and
+//! `TokioTimer` under the evloop names.
 
 use std::convert::Infallible;
 use std::io;
@@ -14,9 +11,9 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 
-use evloop::net::TcpListener;
-use evloop::{main, spawn};
-use evloop_hyper::{EvloopExecutor, EvloopTimer, HyperIo};
+use hyper_util::rt::{TokioExecutor as EvloopExecutor, TokioIo as HyperIo, TokioTimer as EvloopTimer};
+use tokio::net::TcpListener;
+use tokio::{main, spawn};
 
 async fn hello(_: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     Ok(Response::new(Full::new(Bytes::from_static(b"Hello, World!"))))

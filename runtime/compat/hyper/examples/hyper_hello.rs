@@ -1,6 +1,9 @@
-//! The tokio twin of `hello.rs` (make bench's reference): the same file but for its `use` lines,
-//! hyper on tokio's current-thread runtime with hyper-util's `TokioIo`, `TokioExecutor` and
-//! `TokioTimer` under the evloop names.
+//! hyper's hello world on evloop: `cargo run -p evloop-hyper --example hyper_hello -- [ADDR] [--http2]`
+//! serves `Hello, World!` over HTTP/1.1 (keep-alive) or, with `--http2`, HTTP/2 with prior
+//! knowledge (`curl --http2-prior-knowledge`, `h2load`), one task per connection. It prints
+//! `listening on ADDR` once bound (`make bench` and the tests read that line). Its tokio twin,
+//! `hyper_hello_tokio.rs`, is this file with its `use` lines pointing at tokio and hyper-util instead
+//! (tests/twins.rs checks that nothing else differs), on tokio's current-thread runtime.
 
 use std::convert::Infallible;
 use std::io;
@@ -11,9 +14,9 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 
-use hyper_util::rt::{TokioExecutor as EvloopExecutor, TokioIo as HyperIo, TokioTimer as EvloopTimer};
-use tokio::net::TcpListener;
-use tokio::{main, spawn};
+use evloop::net::TcpListener;
+use evloop::{main, spawn};
+use evloop_hyper::{EvloopExecutor, EvloopTimer, HyperIo};
 
 async fn hello(_: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     Ok(Response::new(Full::new(Bytes::from_static(b"Hello, World!"))))
