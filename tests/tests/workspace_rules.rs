@@ -142,6 +142,15 @@ fn runtime_crates_resolved_tree_is_libc_and_static_assertions() {
             assert!(!manifest.contains(compat), "{krate}/Cargo.toml names {compat}");
         }
     }
+    // Their `Send + Sync` is what their fields are: they forbid unsafe code (which also rules out
+    // `unsafe impl Send`); the unsafe-word scan below covers their files as part of `runtime/`.
+    for dir in ["runtime/compat/futures-io", "runtime/compat/hyper"] {
+        let lib = fs::read_to_string(r.join(dir).join("src/lib.rs")).expect("lib.rs");
+        assert!(
+            lib.contains("#![forbid(unsafe_code)]"),
+            "{dir}/src/lib.rs must forbid unsafe code"
+        );
+    }
 }
 
 /// The value of `key = ...` in the `[package]` section of a manifest (the raw text after `=`).
