@@ -53,6 +53,7 @@ bench-instr-baseline: bench-build
 bench-build:
 	$(CARGO) build --release -p evloop --examples
 	$(CARGO) build --release -p evloop-tests --no-default-features --features bench-internals --examples
+	$(CARGO) build --release -p evloop-hyper --example hyper_hello --example hyper_hello_tokio
 
 ## bench-venv: a virtual environment with uvloop and greenlet for the Python peers ($(BENCH_VENV)/, gitignored).
 ## Never fails: without venv or pip (offline), asyncio runs on python3 and uvloop and greenlet show as n/a.

@@ -2,7 +2,8 @@
 //! The project's structural rules (docs/design.md "Ground rules" and "Layout"), checked on the source
 //! tree so a change that breaks one fails `make test`:
 //! - the runtime's dependency tree is `libc` and `static_assertions` below the four crates (the
-//!   attribute macros' crate has no dependency at all);
+//!   attribute macros' crate has no dependency at all), in the manifests and in `cargo tree`, so
+//!   the interop crates of `runtime/compat/` stay out of it;
 //! - `unsafe` appears only in `syscalls/` and the two modules docs/design.md names (the raw task
 //!   cell, the fiber switch), every unsafe block, impl, fn and extern block has its `// SAFETY:`
 //!   comment directly above it, `runtime/` denies unsafe code outside those modules and `timers/`
@@ -77,6 +78,78 @@ fn runtime_crates_depend_only_on_libc_static_assertions_and_each_other() {
     for krate in ["timers", "syscalls", "runtime"] {
         let dev = deps(&r.join(krate).join("Cargo.toml"), "dev-dependencies");
         assert!(dev.iter().all(|d| d == "proptest"), "{krate} dev-dependencies: {dev:?}");
+    }
+}
+
+/// The interop crates of `runtime/compat/` (issue 21): they depend on the runtime, never the
+/// other way round.
+const COMPAT_CRATES: &[&str] = &["evloop-futures", "evloop-hyper"];
+
+/// The resolved tree, not only the manifests: `cargo tree` of each runtime crate (normal and
+/// build edges, the ones a user of the crate compiles) names the four crates, libc and
+/// static_assertions and nothing else, so neither an interop crate of `runtime/compat/` nor a
+/// crate it brings (hyper, futures-io, ...) can slip under the runtime through a feature or a
+/// workspace dependency. `--offline`: the build that runs this test has fetched everything.
+#[test]
+fn runtime_crates_resolved_tree_is_libc_and_static_assertions() {
+    let r = workspace_root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let allowed = [
+        "evloop",
+        "evloop-syscalls",
+        "evloop-timers",
+        "evloop-macros",
+        "libc",
+        "static_assertions",
+    ];
+    for krate in ["evloop-syscalls", "evloop-timers", "evloop-macros", "evloop"] {
+        let out = std::process::Command::new(&cargo)
+            .args([
+                "tree",
+                "--offline",
+                "-p",
+                krate,
+                "-e",
+                "normal,build",
+                "--prefix",
+                "none",
+            ])
+            .current_dir(&r)
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            out.status.success(),
+            "cargo tree -p {krate}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let name = line.split_whitespace().next().unwrap_or("");
+            assert!(
+                allowed.contains(&name),
+                "{krate} depends on {name} (cargo tree: {line})"
+            );
+        }
+    }
+    // And the compat crates are workspace members that nothing of the runtime names.
+    let workspace = fs::read_to_string(r.join("Cargo.toml")).expect("workspace manifest");
+    for dir in ["runtime/compat/futures-io", "runtime/compat/hyper"] {
+        assert!(workspace.contains(&format!("\"{dir}\"")), "{dir} is a workspace member");
+    }
+    for krate in ["timers", "syscalls", "runtime", "runtime/macros"] {
+        let manifest = fs::read_to_string(r.join(krate).join("Cargo.toml")).expect("manifest");
+        for compat in COMPAT_CRATES {
+            assert!(!manifest.contains(compat), "{krate}/Cargo.toml names {compat}");
+        }
+    }
+    // Their `Send + Sync` is what their fields are: they forbid unsafe code (which also rules out
+    // `unsafe impl Send`); the unsafe-word scan below covers their files as part of `runtime/`.
+    for dir in ["runtime/compat/futures-io", "runtime/compat/hyper"] {
+        let lib = fs::read_to_string(r.join(dir).join("src/lib.rs")).expect("lib.rs");
+        assert!(
+            lib.contains("#![forbid(unsafe_code)]"),
+            "{dir}/src/lib.rs must forbid unsafe code"
+        );
     }
 }
 

@@ -5,7 +5,8 @@
 //! measurement. The figure that separates runtimes on a two-core machine shared with the load
 //! tool is the server's CPU time per request (from the scheduler's per-thread accounting);
 //! requests per second are reported too. A tool that is not installed makes its rows n/a: the
-//! harness installs nothing (`apt install wrk redis-tools` provides both).
+//! harness installs nothing (`apt install wrk redis-tools` provides both). hyper's hello world
+//! on evloop and on tokio (bench/hyper_apps.rs) joins this section with the same comparison.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -18,11 +19,13 @@ use std::time::{Duration, Instant};
 use crate::procs::{Env, cpu_ns, tail, wait_until};
 use crate::table::{Row, Table, col};
 
-/// One side of a comparison: a label and the example binary's name.
-struct Side {
-    label: &'static str,
-    bin: &'static str,
-    is_evloop: bool,
+/// One side of a comparison: a label, the example binary's name and its arguments after the
+/// address.
+pub(super) struct Side {
+    pub(super) label: &'static str,
+    pub(super) bin: &'static str,
+    pub(super) is_evloop: bool,
+    pub(super) args: &'static [&'static str],
 }
 
 const HTTP: [Side; 2] = [
@@ -30,11 +33,13 @@ const HTTP: [Side; 2] = [
         label: "evloop http_server",
         bin: "http_server",
         is_evloop: true,
+        args: &[],
     },
     Side {
         label: "tokio current_thread (same code)",
         bin: "peer_tokio_http",
         is_evloop: false,
+        args: &[],
     },
 ];
 
@@ -43,11 +48,13 @@ const REDIS: [Side; 2] = [
         label: "evloop redis_server",
         bin: "redis_server",
         is_evloop: true,
+        args: &[],
     },
     Side {
         label: "tokio current_thread (same code)",
         bin: "peer_tokio_redis",
         is_evloop: false,
+        args: &[],
     },
 ];
 
@@ -58,9 +65,10 @@ struct AppServer {
 }
 
 impl AppServer {
-    fn start(path: &Path) -> Result<AppServer, String> {
+    fn start(path: &Path, args: &[&str]) -> Result<AppServer, String> {
         let mut child = Command::new(path)
             .arg("127.0.0.1:0")
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -122,7 +130,7 @@ struct Measured {
     server_cpu_ns: u64,
 }
 
-fn run_tool(mut cmd: Command, limit: Duration) -> Result<String, String> {
+pub(super) fn run_tool(mut cmd: Command, limit: Duration) -> Result<String, String> {
     let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -146,7 +154,7 @@ fn run_tool(mut cmd: Command, limit: Duration) -> Result<String, String> {
 }
 
 /// `wrk -t1 -c50 -dS --latency`, parsed: total requests, requests/s, p50.
-fn wrk(addr: SocketAddr, seconds: f64) -> Result<(f64, f64, Option<f64>), String> {
+pub(super) fn wrk(addr: SocketAddr, seconds: f64) -> Result<(f64, f64, Option<f64>), String> {
     let mut cmd = Command::new("wrk");
     cmd.args(["-t1", "-c50", &format!("-d{}s", seconds.ceil() as u64), "--latency"])
         .arg(format!("http://{addr}/"));
@@ -226,9 +234,10 @@ fn redis_benchmark(addr: SocketAddr, n: usize, pipeline: usize) -> Result<(f64, 
 
 fn measure(
     path: &Path,
+    args: &[&str],
     load: &dyn Fn(SocketAddr) -> Result<(f64, f64, Option<f64>), String>,
 ) -> Result<Measured, String> {
-    let server = AppServer::start(path)?;
+    let server = AppServer::start(path, args)?;
     // A short warm-up: connections, allocator, caches.
     let _ = load(server.addr);
     let before = cpu_ns(server.pid()).ok_or("cannot read the server's CPU time")?;
@@ -242,7 +251,7 @@ fn measure(
     })
 }
 
-fn compare(
+pub(super) fn compare(
     env: &Env,
     title: String,
     sides: &[Side; 2],
@@ -270,7 +279,7 @@ fn compare(
                     continue;
                 }
                 eprintln!("   {} run {}/{runs}", side.label, run + 1);
-                match measure(&path, load) {
+                match measure(&path, side.args, load) {
                     Ok(m) => {
                         row.cell_mut("cpu_us", runs).runs[run] =
                             Some(m.server_cpu_ns as f64 / 1e3 / m.requests.max(1.0));
@@ -302,6 +311,7 @@ fn compare(
 fn package(tool: &str) -> &'static str {
     match tool {
         "wrk" => "wrk",
+        "h2load" => "nghttp2-client",
         _ => "redis-tools",
     }
 }
@@ -342,5 +352,6 @@ pub fn apps(env: &Env, runs: usize, quick: bool) -> Vec<Table> {
             ),
         ));
     }
+    tables.extend(super::hyper_apps::hyper(env, runs, quick));
     tables
 }

@@ -19,6 +19,7 @@
 mod apps;
 mod cases;
 mod fibers;
+mod hyper_apps;
 mod instr;
 mod json;
 mod procs;

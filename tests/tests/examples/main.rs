@@ -11,6 +11,7 @@
 mod chat;
 mod http;
 mod port;
+mod pubsub;
 mod readme;
 mod redis;
 mod tiny_loop;

@@ -40,6 +40,11 @@ const PAIRS: &[(&str, &str)] = &[
     ),
     ("runtime/examples/http_server.rs", "tests/examples/peer_tokio_http.rs"),
     ("runtime/examples/redis_server.rs", "tests/examples/peer_tokio_redis.rs"),
+    // Issue 21: a pub/sub server written for tokio (tests/tests/examples/pubsub.rs runs both).
+    (
+        "runtime/examples/pubsub_server.rs",
+        "tests/examples/port_tokio_pubsub.rs",
+    ),
 ];
 
 #[test]
