@@ -375,8 +375,10 @@ async fn accept_until_stop(st: &LoopState, sock: &Socket, mut take: impl FnMut(O
     Ok(())
 }
 
-/// The least-connections choice: the loop with the fewest live connections (ties broken by a
-/// rotating start), counted there at once; then the fd travels to it.
+/// The least-connections choice: the loop with the fewest live connections, ties going to the
+/// one that accepted fewest so far (short connections leave most loops at zero live, where the
+/// totals keep the spread even), then to a rotating start; counted there at once, then the fd
+/// travels to it.
 fn hand_off(shared: &Shared, pool: &Pool, senders: &[Sender<Conn>], fd: OwnedFd, peer: SocketAddr) {
     let n = senders.len();
     if n == 0 {
@@ -385,7 +387,7 @@ fn hand_off(shared: &Shared, pool: &Pool, senders: &[Sender<Conn>], fd: OwnedFd,
     let start = shared.next.fetch_add(1, Relaxed) % n;
     let target = (0..n)
         .map(|k| (start + k) % n)
-        .min_by_key(|&i| pool.loops[i].load.live())
+        .min_by_key(|&i| (pool.loops[i].load.live(), pool.loops[i].load.accepted()))
         .unwrap_or(0);
     let load = &pool.loops[target].load;
     load.connection_opened();

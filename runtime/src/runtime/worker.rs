@@ -302,8 +302,10 @@ async fn stop_sequence(st: Rc<LoopState>, grace: Duration) {
     while (load.live() > 0 || st.serving.get() > 0) && Instant::now() < deadline {
         sleep(Duration::from_millis(1)).await;
     }
-    trace(format!(
-        "  stop: {} connection(s) left after the grace period: cancelled",
-        load.live()
-    ));
+    match load.live() {
+        0 => trace("  stop: every connection finished".to_string()),
+        n => trace(format!(
+            "  stop: {n} connection(s) still open after the grace period: cancelled"
+        )),
+    }
 }
