@@ -209,7 +209,7 @@ fn imbalance(env: &Env, runs: usize, conns: usize, w: &mut String) {
 /// The section, as Markdown.
 pub fn run(env: &Env, runs: usize, quick: bool) -> String {
     let mut w = String::new();
-    let _ = writeln!(w, "## 7. Thread-per-core: several loops (evloop::runtime)\n");
+    let _ = writeln!(w, "## 8. Thread-per-core: several loops (evloop::runtime)\n");
     let conns = if quick { 2_000 } else { 10_000 };
     imbalance(env, runs, conns, &mut w);
     if Command::new("wrk").arg("--version").output().is_err() {
