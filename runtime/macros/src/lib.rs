@@ -632,22 +632,7 @@ fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
         body = parse(&format!("{krate}::sys::sim::__run_test"));
         body.extend([TokenTree::Group(Group::new(Delimiter::Parenthesis, args))]);
     }
-    let mut out = TokenStream::new();
-    if kind == Kind::Test {
-        out.extend(parse("#[::core::prelude::v1::test]"));
-    }
-    out.extend(f.attrs);
-    out.extend(f.vis);
-    out.extend([TokenTree::Ident(f.fn_token), TokenTree::Ident(f.name)]);
-    out.extend([TokenTree::Group(Group::new(Delimiter::Parenthesis, f.params))]);
-    if !f.ret.is_empty() {
-        out.extend(parse("->"));
-        out.extend(f.ret);
-    }
-    let mut group = Group::new(Delimiter::Brace, body);
-    group.set_span(f.body.span());
-    out.extend([TokenTree::Group(group)]);
-    out
+    emit(kind, f, body)
 }
 
 /// `loops = N`: the body, built by a `Send` closure, runs on loop 0 of a multi-loop runtime
@@ -684,6 +669,11 @@ fn expand_loops(kind: Kind, opts: &Options, loops: u64, f: Function) -> TokenStr
             }}
         }}"
     )));
+    emit(kind, f, body)
+}
+
+/// The function again, its body replaced by `body` (and `#[test]` in front for a test).
+fn emit(kind: Kind, f: Function, body: TokenStream) -> TokenStream {
     let mut out = TokenStream::new();
     if kind == Kind::Test {
         out.extend(parse("#[::core::prelude::v1::test]"));

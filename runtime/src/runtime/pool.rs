@@ -95,8 +95,6 @@ impl Pool {
 /// A `Send + Sync` handle to a running [`Runtime`]: reach any loop from any thread or loop.
 ///
 /// ```
-/// use evloop::sync::threadsafe;
-///
 /// let rt = evloop::runtime::Builder::new().loops(2).build()?;
 /// let handle = rt.handle().clone();
 /// let (tx, rx) = std::sync::mpsc::channel();
@@ -105,7 +103,6 @@ impl Pool {
 /// })?;
 /// assert_eq!(rx.recv()?, Some(1)); // the future was built and ran on loop 1
 /// rt.shutdown()?;
-/// # let _ = threadsafe::channel::<u8>();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]

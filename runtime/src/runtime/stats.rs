@@ -86,7 +86,9 @@ impl PoolStats {
     ///
     /// ```
     /// let rt = evloop::runtime::Builder::new().loops(2).build()?;
-    /// rt.block_on(|| async {})?;
+    /// let handle = rt.handle().clone();
+    /// rt.block_on(|| async {})?; // loop 0 ran a little; loop 1 maybe not at all
+    /// assert!(handle.stats().busy_imbalance().is_none_or(|r| r >= 1.0));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn busy_imbalance(&self) -> Option<f64> {

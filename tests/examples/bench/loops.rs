@@ -129,7 +129,6 @@ fn scaling(env: &Env, runs: usize, seconds: u64, w: &mut String) {
     let _ = writeln!(
         w,
         "### CPU-bound HTTP handler (about 200 us of work per request) under wrk\n\n\
-         <!-- measured: make bench (loops section) -->\n\n\
          | server | requests/s (median of {runs}) | over evloop 1 loop | over tokio multi-thread | server CPU / request | wrk's share of the CPU |\n\
          |---|---|---|---|---|---|"
     );
@@ -165,7 +164,6 @@ fn imbalance(env: &Env, runs: usize, conns: usize, w: &mut String) {
     let _ = writeln!(
         w,
         "### Imbalance under {conns} short connections, 2 loops\n\n\
-         <!-- measured: make bench (loops section) -->\n\n\
          | policy | accepted per loop (last run) | accepted busiest/idlest (median of {runs}) | busy time busiest/idlest (median) |\n\
          |---|---|---|---|"
     );
