@@ -86,6 +86,9 @@ mod os;
 pub mod sync;
 pub mod task;
 
+// Issue 20: the multi-loop runtime (layer 5, above os/ and fiber/).
+pub mod runtime;
+
 pub use os::{process, signal};
 pub use task::spawn::{run, spawn};
 

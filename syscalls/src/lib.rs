@@ -160,6 +160,7 @@ compile_error!("evloop-syscalls wraps Linux system calls and builds only for tar
 
 mod call;
 pub mod counters;
+mod cpu;
 mod epoll;
 mod eventfd;
 #[cfg(feature = "fault-injection")]
@@ -187,6 +188,9 @@ mod timer;
 pub use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 pub use std::time::Duration;
 
+pub use cpu::{
+    allowed_cpus, attach_reuseport_cpu_program, current_cpu, incoming_cpu, pin_thread_to_cpu, set_incoming_cpu,
+};
 #[cfg(feature = "fault-injection")]
 pub use epoll::force_epoll_wait_fallback;
 pub use epoll::{

@@ -136,6 +136,12 @@ pub enum Syscall {
     Sigaltstack,
     /// `rt_sigqueueinfo(2)` (a `SIGPIPE` that was not this process's own put back)
     Sigqueueinfo,
+    /// `sched_setaffinity(2)`
+    SchedSetaffinity,
+    /// `sched_getaffinity(2)`
+    SchedGetaffinity,
+    /// `getcpu(2)` (glibc's `sched_getcpu`, answered by the vDSO on x86_64)
+    Getcpu,
 }
 
 /// Number of [`Syscall`] variants (the length of [`Syscall::ALL`]).
@@ -197,6 +203,9 @@ impl Syscall {
         Syscall::Madvise,
         Syscall::Sigaltstack,
         Syscall::Sigqueueinfo,
+        Syscall::SchedSetaffinity,
+        Syscall::SchedGetaffinity,
+        Syscall::Getcpu,
     ];
 
     /// The name of the C function, e.g. `"epoll_ctl"`.
@@ -255,6 +264,9 @@ impl Syscall {
             Syscall::Madvise => "madvise",
             Syscall::Sigaltstack => "sigaltstack",
             Syscall::Sigqueueinfo => "rt_sigqueueinfo",
+            Syscall::SchedSetaffinity => "sched_setaffinity",
+            Syscall::SchedGetaffinity => "sched_getaffinity",
+            Syscall::Getcpu => "sched_getcpu",
         }
     }
 
@@ -316,7 +328,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Syscall::ALL.len());
-        assert_eq!(SYSCALL_COUNT, 53);
+        assert_eq!(SYSCALL_COUNT, 56);
     }
 
     #[test]

@@ -18,6 +18,7 @@ const ROOT: &[&str] = &[
     "process",
     "protocol",
     "run",
+    "runtime",
     "signal",
     "spawn",
     "streams",

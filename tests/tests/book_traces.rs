@@ -90,6 +90,7 @@ book_programs!(
     book_task_tree,
     fiber_trace,
     book_simulation,
+    book_loops,
 );
 
 fn program_path(name: &str) -> Option<&'static str> {

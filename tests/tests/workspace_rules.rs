@@ -519,6 +519,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("sync", 3),
     ("os", 4),
     ("fiber", 4),
+    ("runtime", 5),
 ];
 
 /// The code of a source file with comments and string literals blanked out, so that doc links

@@ -29,7 +29,10 @@
 //! (the body runs on the simulated kernel once per seed, see [`macro@test`]),
 //! `crate = "path"` (where the `evloop` crate is, if it was renamed), and tokio's
 //! `flavor = "current_thread"`, accepted so that a tokio program's attribute ports unchanged
-//! (evloop's loop is always one thread; `"multi_thread"` is a compile error saying so).
+//! (evloop's loop is always one thread; `"multi_thread"` is a compile error saying so), and
+//! `loops = N`: the body runs on loop 0 of an `evloop::runtime` of N loops, one thread each
+//! (`Runtime::block_on`; `main` also stops it on SIGINT/SIGTERM), so the body must be `Send`
+//! to build and its output `Send`.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -48,7 +51,9 @@ use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenSt
 /// ```
 ///
 /// Options: `#[evloop::main(trace)]`, `#[evloop::main(virtual_clock)]`, both separated by a
-/// comma, and `crate = "path"`. The return type is the function's own: `()`, a `Result`, or
+/// comma, and `crate = "path"`. `#[evloop::main(loops = 4)]` runs the body on loop 0 of a
+/// multi-loop runtime (`evloop::runtime`, one loop per thread; SIGINT/SIGTERM stop it
+/// gracefully), where it can reach the other loops through `evloop::runtime::Context`. The return type is the function's own: `()`, a `Result`, or
 /// anything `main` may return. A panic in the body ends the program as a panic in a plain
 /// `main` would (exit code 101); a loop that cannot be created (out of file descriptors)
 /// panics with the OS error. On another function or a method (`async fn run(self) -> T` in an
@@ -218,6 +223,8 @@ struct Options {
     virtual_clock: bool,
     krate: String,
     simulate: Option<Simulate>,
+    /// `loops = N`: the body runs on loop 0 of an `evloop::runtime` of N loops.
+    loops: Option<u64>,
 }
 
 /// `simulate(seeds = N, faults)`: run the test on a simulated kernel, once per seed.
@@ -273,9 +280,10 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
         virtual_clock: false,
         krate: "::evloop".to_string(),
         simulate: None,
+        loops: None,
     };
     let tokens: Vec<TokenTree> = args.into_iter().collect();
-    let expected = "expected `trace`, `virtual_clock`, `simulate`, `crate = \"path\"` or `flavor = \"current_thread\"`";
+    let expected = "expected `trace`, `virtual_clock`, `simulate`, `loops = N`, `crate = \"path\"` or `flavor = \"current_thread\"`";
     let mut i = 0;
     while i < tokens.len() {
         match &tokens[i] {
@@ -327,6 +335,21 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
                                     "`flavor` takes \"current_thread\" (evloop's only flavor)",
                                 ));
                             }
+                        }
+                        i += 2;
+                    }
+                    "loops" if opts.loops.is_some() => {
+                        return Err(Error::new(id.span(), "the option `loops` is given twice"));
+                    }
+                    "loops" => {
+                        let eq = matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '=');
+                        let n = match tokens.get(i + 2) {
+                            Some(TokenTree::Literal(lit)) if eq => lit.to_string().replace('_', "").parse::<u64>().ok(),
+                            _ => None,
+                        };
+                        match n {
+                            Some(n) if n > 0 => opts.loops = Some(n),
+                            _ => return Err(Error::new(id.span(), "`loops` takes a positive number: `loops = 2`")),
                         }
                         i += 2;
                     }
@@ -591,6 +614,16 @@ fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let krate = &opts.krate;
+    if let Some(loops) = opts.loops {
+        if opts.virtual_clock || opts.simulate.is_some() {
+            return Error::new(
+                Span::call_site(),
+                "`loops = N` runs real threads: it cannot be combined with `virtual_clock` or `simulate`",
+            )
+            .into_tokens();
+        }
+        return expand_loops(kind, &opts, loops, f);
+    }
     let mut builder = format!("{krate}::event_loop::Builder::new()");
     if opts.trace {
         builder.push_str(".trace(true)");
@@ -636,6 +669,48 @@ fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
         body = parse(&format!("{krate}::sys::sim::__run_test"));
         body.extend([TokenTree::Group(Group::new(Delimiter::Parenthesis, args))]);
     }
+    emit(kind, f, body)
+}
+
+/// `loops = N`: the body, built by a `Send` closure, runs on loop 0 of a multi-loop runtime
+/// (`Runtime::block_on`); `main` also stops the runtime gracefully on SIGINT/SIGTERM. A loop's
+/// panic resumes as that panic; any other failure panics with the runtime's error.
+fn expand_loops(kind: Kind, opts: &Options, loops: u64, f: Function) -> TokenStream {
+    let krate = &opts.krate;
+    let mut builder = format!("{krate}::runtime::Builder::new().loops({loops})");
+    if opts.trace {
+        builder.push_str(".trace(true)");
+    }
+    if kind == Kind::Main {
+        builder.push_str(".shutdown_on_signals(true)");
+    }
+    let label = match kind {
+        Kind::Main => "evloop::main",
+        Kind::Test => "evloop::test",
+    };
+    let mut body = parse("let __evloop_body = move || async move");
+    body.extend([TokenTree::Group(f.body.clone())]);
+    body.extend(parse(&format!(
+        "; match {builder}.build().and_then(|__evloop_rt| __evloop_rt.block_on(__evloop_body)) {{
+            ::core::result::Result::Ok(__evloop_value) => __evloop_value,
+            ::core::result::Result::Err(__evloop_error) => {{
+                let __evloop_message = ::std::format!(\"{label}: {{}}\", __evloop_error);
+                for __evloop_failure in __evloop_error.into_failures() {{
+                    if let {krate}::runtime::Failure::Panic(mut __evloop_panic) = __evloop_failure.into_kind() {{
+                        if let ::core::option::Option::Some(__evloop_payload) = __evloop_panic.take_payload() {{
+                            ::std::panic::resume_unwind(__evloop_payload);
+                        }}
+                    }}
+                }}
+                ::core::panic!(\"{{}}\", __evloop_message)
+            }}
+        }}"
+    )));
+    emit(kind, f, body)
+}
+
+/// The function again, its body replaced by `body` (and `#[test]` in front for a test).
+fn emit(kind: Kind, f: Function, body: TokenStream) -> TokenStream {
     let mut out = TokenStream::new();
     if kind == Kind::Test {
         out.extend(parse("#[::core::prelude::v1::test]"));

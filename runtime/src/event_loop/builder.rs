@@ -57,6 +57,7 @@ pub struct Builder {
     timer_slack: Option<Duration>,
     eager_tasks: bool,
     executor_threads: usize,
+    measure_busy: bool,
 }
 
 impl Default for Builder {
@@ -95,6 +96,7 @@ impl Builder {
             timer_slack: Some(Duration::from_nanos(1)),
             eager_tasks: false,
             executor_threads: default_executor_threads(),
+            measure_busy: false,
         }
     }
 
@@ -243,6 +245,22 @@ impl Builder {
         self
     }
 
+    /// Measures every iteration's busy time (everything but the wait in the poll) into
+    /// [`LoopStats::busy`](crate::event_loop::LoopStats::busy): two clock reads per iteration,
+    /// so it is off by default (debug and trace modes measure it anyway). The multi-loop
+    /// runtime turns it on for its loops, to compare their load.
+    ///
+    /// ```
+    /// let lp = evloop::event_loop::Builder::new().measure_busy(true).build()?;
+    /// lp.run_until_complete(async { std::thread::sleep(std::time::Duration::from_millis(2)) })?;
+    /// assert!(lp.stats().busy >= std::time::Duration::from_millis(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn measure_busy(mut self, on: bool) -> Self {
+        self.measure_busy = on;
+        self
+    }
+
     /// Creates the loop: an epoll instance and a wake-up eventfd (both `O_CLOEXEC`).
     ///
     /// Errors: an option out of its range ([`LoopErrorKind::InvalidConfig`], naming the
@@ -315,6 +333,8 @@ impl Builder {
             deferred_flushes: RefCell::new(Vec::new()),
             spare_extras: RefCell::new(Vec::new()),
             last_site: Cell::new((0, 0)),
+            load: Arc::default(),
+            measure_busy: self.measure_busy,
         };
         let handle = LoopHandle { inner: Rc::new(inner) };
         waker::register(&handle.inner.shared);

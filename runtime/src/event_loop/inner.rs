@@ -20,6 +20,7 @@ use evloop_timers::{TimerId, TimerQueue};
 use crate::event_loop::clock::Clock;
 use crate::event_loop::exception::ExceptionHandler;
 use crate::event_loop::handle::{Callback, HandleKind, OnceCallback, TimerCancels};
+use crate::event_loop::load::Load;
 use crate::event_loop::raw_task::{self, CurrentTask, OwnerToken, TaskPtr};
 use crate::event_loop::reactor::Reactor;
 use crate::event_loop::remote::{Remote, Shared};
@@ -129,6 +130,10 @@ pub(crate) struct LoopInner {
     pub(super) spare_extras: RefCell<Vec<Box<raw_task::TaskExtra>>>,
     /// The last task creation site interned, by address, with its id: most spawns repeat it.
     pub(super) last_site: Cell<(usize, u32)>,
+    /// Busy time and connection counts, readable from other threads (`load`).
+    pub(crate) load: Arc<Load>,
+    /// Whether every iteration adds its busy time to `load` (the builder's `measure_busy`).
+    pub(super) measure_busy: bool,
 }
 
 impl LoopInner {

@@ -148,6 +148,15 @@ pub struct LoopStats {
     /// Work other threads (or wakes made while the loop was not running) left in the remote
     /// queue: the next iteration will not block.
     pub remote_pending: bool,
+    /// Time the loop spent running its iterations (everything but waiting in the poll), when
+    /// it measures it: [`Builder::measure_busy`](crate::event_loop::Builder::measure_busy),
+    /// debug or trace mode; zero otherwise.
+    pub busy: std::time::Duration,
+    /// Connections accepted for this loop by the multi-loop runtime's listeners
+    /// (`evloop::runtime`); zero for a loop outside a runtime.
+    pub accepted: u64,
+    /// Of those, the connections still open.
+    pub connections: usize,
 }
 
 impl LoopHandle {
@@ -230,6 +239,9 @@ impl LoopHandle {
             io_registrations: lp.reactor.borrow().as_ref().map_or(0, |r| r.io_len()),
             executor_threads: executor::threads(lp),
             remote_pending: lp.shared.has_pending(),
+            busy: lp.load.busy(),
+            accepted: lp.load.accepted(),
+            connections: lp.load.live(),
         }
     }
 

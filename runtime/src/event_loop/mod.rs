@@ -47,7 +47,7 @@
 //! Beside them are the mechanisms the loop is made of: `handle` (callback cells), `budget` (the
 //! per-task budget of ready operations, spent by the I/O layer), `clock` (loop time), `reactor` (epoll registrations), `slab` (keyed tables), `waker` (task wakers), `trace`
 //! (trace lines), `error` (the loop's own errors: `LoopError`, `Panic`, `WrongLoopError`),
-//! `executor` (`run_in_executor`'s thread pool), `raw_task`, `task_table` and `sites` (the raw
+//! `executor` (`run_in_executor`'s thread pool), `load` (busy time and connection counts other threads may read), `raw_task`, `task_table` and `sites` (the raw
 //! task cells, the table of live tasks, interned spawn sites). Nothing here imports `task`,
 //! `io`, `sync` or `os`.
 
@@ -56,6 +56,7 @@ pub(crate) mod clock;
 pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod handle;
+pub(crate) mod load;
 pub(crate) mod reactor;
 // The raw task cell: one of the two modules of this crate allowed `unsafe` (docs/design.md).
 #[allow(unsafe_code)]

@@ -33,7 +33,7 @@ impl LoopInner {
     pub(crate) fn run_once(self: &Rc<Self>) -> Result<(), LoopError> {
         let iteration = self.iteration.get() + 1;
         self.iteration.set(iteration);
-        let timed = self.debug() || self.tracing();
+        let timed = self.measure_busy || self.debug() || self.tracing();
         let started = timed.then(Instant::now);
 
         // Trace lines of phases 1-4 (remote wakes, stale events) are held back so that they
@@ -93,6 +93,7 @@ impl LoopInner {
         if let Some(started) = started {
             // The iteration's busy time: everything but the wait inside the poll.
             let busy = started.elapsed().saturating_sub(polled.waited);
+            self.load.add_busy(busy);
             self.trace(|| {
                 format!(
                     "[iter {iteration}] end: ran {ran} handle{} in {} busy",

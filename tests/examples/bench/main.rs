@@ -12,7 +12,7 @@
 //! ```text
 //! cargo build --release -p evloop --examples
 //! cargo build --release -p evloop-tests --no-default-features --features bench-internals --examples
-//! target/release/examples/bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps,fibers] [--runs N] [--out FILE]
+//! target/release/examples/bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps,fibers,loops] [--runs N] [--out FILE]
 //! target/release/examples/bench instr ...   # instructions per operation under callgrind (instr.rs)
 //! ```
 
@@ -22,6 +22,8 @@ mod fibers;
 mod hyper_apps;
 mod instr;
 mod json;
+// Issue 20: the multi-loop runtime's section.
+mod loops;
 mod procs;
 mod report;
 mod svg;
@@ -143,6 +145,8 @@ pub struct Results {
     pub apps: Vec<Table>,
     /// The fibers section (fibers.rs).
     pub fibers: fibers::FiberResults,
+    /// The multi-loop runtime's section, as Markdown (loops.rs).
+    pub loops: String,
     /// Seconds per section, and what other processes used of the machine meanwhile.
     pub timings: Vec<(String, f64, Option<procs::ForeignLoad>)>,
     /// The same over the whole run.
@@ -459,6 +463,9 @@ fn run_all(env: &Env, plan: &Plan, only: &[String]) -> Results {
     section(&mut results, only, "fibers", |r| {
         r.fibers = fibers::run(env, plan);
     });
+    section(&mut results, only, "loops", |r| {
+        r.loops = loops::run(env, runs, plan.quick);
+    });
     results.foreign = procs::load_sample()
         .zip(start)
         .map(|(end, start)| end.since(&start, cores()));
@@ -474,7 +481,7 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "bench: {e}\nusage: bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps,fibers] [--runs N] [--out FILE]"
+                "bench: {e}\nusage: bench [--quick] [--only echo,pipelined,timers,sched,memory,syscalls,apps,fibers,loops] [--runs N] [--out FILE]"
             );
             return ExitCode::from(2);
         }

@@ -1005,6 +1005,7 @@ pub fn write(
         }
     }
     let _ = write!(w, "{}", crate::fibers::markdown(&res.fibers));
+    let _ = write!(w, "{}", res.loops);
 
     let _ = writeln!(w, "## Run time\n");
     let parts: Vec<String> = res

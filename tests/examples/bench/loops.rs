@@ -1,0 +1,222 @@
+//! The multi-loop runtime (issue 20): a CPU-bound HTTP handler (about 200 us of work per
+//! request) under `wrk` on 1 and 2 evloop loops, beside tokio's multi-thread runtime with 2
+//! workers and 2 tokio current-thread runtimes on `SO_REUSEPORT` (all in
+//! `tests/examples/peer_loops.rs`), alternating within each run; and the imbalance between
+//! loops under 10,000 short connections for each listening policy. Writes a Markdown section
+//! (`docs/benchmarks.md`, and `docs/13-thread-per-core.md` quotes it).
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::procs::{Env, cpu_ns, tail};
+use crate::table::median;
+
+/// One server of the scaling table: its label and `peer_loops` arguments.
+const SIDES: [(&str, &[&str]); 6] = [
+    ("evloop, 1 loop", &["evloop", "1", "least"]),
+    ("evloop, 2 loops, least connections", &["evloop", "2", "least"]),
+    ("evloop, 2 loops, SO_REUSEPORT", &["evloop", "2", "reuseport"]),
+    ("evloop, 2 loops, SO_REUSEPORT + CPU BPF", &["evloop", "2", "cpu"]),
+    ("tokio multi-thread, 2 workers", &["tokio-mt", "2"]),
+    ("2 x tokio current-thread, SO_REUSEPORT", &["tokio-ct", "2"]),
+];
+
+/// One measurement: requests/s, the server's CPU per request (us), the load client's share of
+/// the machine's CPU.
+struct Sample {
+    rps: f64,
+    server_us: f64,
+    client_share: f64,
+}
+
+fn measure(env: &Env, args: &[&str], seconds: u64, conns: usize) -> Result<Sample, String> {
+    let mut server = Command::new(env.examples.join("peer_loops"))
+        .args(args)
+        .arg("127.0.0.1:0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("peer_loops: {e}"))?;
+    let mut line = String::new();
+    let stdout = server.stdout.take().ok_or("no stdout")?;
+    BufReader::new(stdout).read_line(&mut line).map_err(|e| e.to_string())?;
+    let addr: SocketAddr = match line.trim().strip_prefix("listening on ").map(str::parse) {
+        Some(Ok(a)) => a,
+        _ => {
+            let _ = server.kill();
+            let _ = server.wait();
+            return Err(format!("peer_loops did not listen: {}", tail(&line, 100)));
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let server_before = cpu_ns(server.id()).unwrap_or(0);
+    let started = Instant::now();
+    let mut wrk = Command::new("wrk")
+        .args(["-t1", &format!("-c{conns}"), &format!("-d{seconds}s")])
+        .arg(format!("http://{addr}/"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("wrk: {e}"))?;
+    // The client's CPU: its last sample before it exits (sampled every 20 ms).
+    let mut client_ns = 0;
+    let out = loop {
+        if let Some(ns) = cpu_ns(wrk.id()) {
+            client_ns = client_ns.max(ns);
+        }
+        match wrk.try_wait() {
+            Ok(Some(_)) => break wrk.wait_with_output().map_err(|e| e.to_string())?,
+            Ok(None) if started.elapsed() < Duration::from_secs(seconds + 30) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            _ => {
+                let _ = wrk.kill();
+                let _ = server.kill();
+                let _ = server.wait();
+                return Err("wrk ran too long".into());
+            }
+        }
+    };
+    let wall = started.elapsed().as_secs_f64();
+    let server_ns = cpu_ns(server.id()).unwrap_or(0).saturating_sub(server_before);
+    let _ = server.kill();
+    let _ = server.wait();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut rps = None;
+    let mut requests = None;
+    for l in text.lines() {
+        let t = l.trim();
+        if let Some(v) = t.strip_prefix("Requests/sec:") {
+            rps = v.trim().parse::<f64>().ok();
+        } else if t.contains(" requests in ") {
+            requests = t.split_whitespace().next().and_then(|n| n.parse::<f64>().ok());
+        } else if t.starts_with("Non-2xx") || t.starts_with("Socket errors") {
+            return Err(format!("wrk reported errors: {t}"));
+        }
+    }
+    match (rps, requests) {
+        (Some(rps), Some(n)) if n > 0.0 => Ok(Sample {
+            rps,
+            server_us: server_ns as f64 / 1e3 / n,
+            client_share: client_ns as f64 / 1e9 / wall / cores,
+        }),
+        _ => Err(format!("cannot read wrk's output: {}", tail(&text, 200))),
+    }
+}
+
+/// The scaling table.
+fn scaling(env: &Env, runs: usize, seconds: u64, w: &mut String) {
+    let conns = 32;
+    let mut samples: Vec<Vec<Sample>> = SIDES.iter().map(|_| Vec::new()).collect();
+    let mut errors = Vec::new();
+    for run in 0..runs {
+        // Alternating: every side once per run, the order rotated from run to run.
+        for k in 0..SIDES.len() {
+            let i = (k + run) % SIDES.len();
+            eprintln!("-- loops: {} (run {})", SIDES[i].0, run + 1);
+            match measure(env, SIDES[i].1, seconds, conns) {
+                Ok(s) => samples[i].push(s),
+                Err(e) => errors.push(format!("{}: {e}", SIDES[i].0)),
+            }
+        }
+    }
+    let med = |i: usize, f: fn(&Sample) -> f64| median(samples[i].iter().map(f).collect());
+    let base = med(0, |s| s.rps);
+    let tokio_mt = med(4, |s| s.rps);
+    let _ = writeln!(
+        w,
+        "### CPU-bound HTTP handler (about 200 us of work per request) under wrk\n\n\
+         | server | requests/s (median of {runs}) | over evloop 1 loop | over tokio multi-thread | server CPU / request | wrk's share of the CPU |\n\
+         |---|---|---|---|---|---|"
+    );
+    for (i, (label, _)) in SIDES.iter().enumerate() {
+        let rps = med(i, |s| s.rps);
+        let fmt = |v: Option<f64>, d: Option<f64>| match (v, d) {
+            (Some(v), Some(d)) if d > 0.0 => format!("{:.2}x", v / d),
+            _ => "n/a".into(),
+        };
+        let _ = writeln!(
+            w,
+            "| {label} | {} | {} | {} | {} | {} |",
+            rps.map_or("n/a".into(), |v| format!("{v:.0}")),
+            fmt(rps, base),
+            fmt(rps, tokio_mt),
+            med(i, |s| s.server_us).map_or("n/a".into(), |v| format!("{v:.0} us")),
+            med(i, |s| s.client_share).map_or("n/a".into(), |v| format!("{:.1}%", v * 100.0)),
+        );
+    }
+    let _ = writeln!(
+        w,
+        "\n`wrk -t1 -c{conns} -d{seconds}s` against `peer_loops` (tests/examples/peer_loops.rs), {runs} runs, every \
+         server once per run in rotated order; the ratios are of the medians. The CPU BPF row pins its loops."
+    );
+    for e in errors {
+        let _ = writeln!(w, "\n- failed: {e}");
+    }
+    let _ = writeln!(w);
+}
+
+/// The imbalance table: `peer_loops imbalance 2 POLICY 10000` per policy.
+fn imbalance(env: &Env, runs: usize, conns: usize, w: &mut String) {
+    let _ = writeln!(
+        w,
+        "### Imbalance under {conns} short connections, 2 loops\n\n\
+         | policy | accepted per loop (last run) | accepted busiest/idlest (median of {runs}) | busy time busiest/idlest (median) |\n\
+         |---|---|---|---|"
+    );
+    for (label, pol) in [
+        ("SO_REUSEPORT (kernel hash)", "reuseport"),
+        ("SO_REUSEPORT + CPU BPF (pinned loops)", "cpu"),
+        ("least connections (one acceptor)", "least"),
+    ] {
+        let (mut acc, mut busy, mut last) = (Vec::new(), Vec::new(), String::from("n/a"));
+        for _ in 0..runs {
+            let out = Command::new(env.examples.join("peer_loops"))
+                .args(["imbalance", "2", pol, &conns.to_string()])
+                .output();
+            let Ok(out) = out else { continue };
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            let field = |k: &str| {
+                text.split_whitespace()
+                    .find_map(|f| f.strip_prefix(k))
+                    .map(str::to_string)
+            };
+            if let Some(a) = field("accepted=") {
+                last = a;
+            }
+            if let Some(v) = field("accepted_imbalance=").and_then(|v| v.parse::<f64>().ok()) {
+                acc.push(v);
+            }
+            if let Some(v) = field("busy_imbalance=").and_then(|v| v.parse::<f64>().ok()) {
+                busy.push(v);
+            }
+        }
+        let f = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3}"));
+        let _ = writeln!(w, "| {label} | {last} | {} | {} |", f(median(acc)), f(median(busy)));
+    }
+    let _ = writeln!(
+        w,
+        "\nEach connection: connect, one byte each way with about 200 us of work, close; 4 client threads on \
+         loopback; `peer_loops imbalance 2 POLICY {conns}`, {runs} runs.\n"
+    );
+}
+
+/// The section, as Markdown.
+pub fn run(env: &Env, runs: usize, quick: bool) -> String {
+    let mut w = String::new();
+    let _ = writeln!(w, "## 8. Thread-per-core: several loops (evloop::runtime)\n");
+    let conns = if quick { 2_000 } else { 10_000 };
+    imbalance(env, runs, conns, &mut w);
+    if Command::new("wrk").arg("--version").output().is_err() {
+        let _ = writeln!(
+            w,
+            "CPU-bound HTTP rows: n/a (wrk is not installed: `apt-get install -y wrk`).\n"
+        );
+    } else {
+        scaling(env, runs, if quick { 1 } else { 3 }, &mut w);
+    }
+    w
+}

@@ -1,0 +1,241 @@
+//! The multi-loop benchmarks' servers and imbalance probe (issue 20, `make bench`'s "loops"
+//! section, tests/examples/bench/loops.rs):
+//!
+//! ```text
+//! peer_loops evloop N POLICY ADDR     # evloop::runtime, N loops, reuseport|cpu|least
+//! peer_loops tokio-mt N ADDR          # tokio's multi-thread runtime, N workers
+//! peer_loops tokio-ct N ADDR          # N tokio current-thread runtimes on SO_REUSEPORT
+//! peer_loops imbalance N POLICY CONNS # evloop: CONNS short connections, per-loop counts
+//! ```
+//!
+//! Every server runs the same CPU-bound HTTP/1.1 keep-alive handler: read a request head, spin
+//! for about 200 us (the work), answer `200 OK` with a two-byte body; each prints
+//! `listening on ADDR` once it accepts.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+/// The work each request costs the server.
+const WORK: Duration = Duration::from_micros(200);
+const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
+
+/// About 200 us of CPU: the server's work per request.
+fn work() {
+    let start = Instant::now();
+    let mut x = 0u64;
+    while start.elapsed() < WORK {
+        for i in 0..64u64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
+    }
+    std::hint::black_box(x);
+}
+
+/// Where a request head ends in `buf`, if it does.
+fn head_end(buf: &[u8]) -> Option<usize> {
+    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
+}
+
+async fn evloop_conn(mut conn: evloop::net::TcpStream) {
+    use evloop::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = conn.set_nodelay(true);
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(end) = head_end(&buf) {
+            buf.drain(..end);
+            work();
+            if conn.write_all(RESPONSE).await.is_err() {
+                return;
+            }
+        }
+        match conn.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+async fn tokio_conn(mut conn: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = conn.set_nodelay(true);
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(end) = head_end(&buf) {
+            buf.drain(..end);
+            work();
+            if conn.write_all(RESPONSE).await.is_err() {
+                return;
+            }
+        }
+        match conn.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn policy(name: &str) -> evloop::runtime::Policy {
+    use evloop::runtime::Policy;
+    match name {
+        "reuseport" => Policy::ReusePort,
+        "cpu" => Policy::ReusePortCpu,
+        "least" => Policy::LeastConnections,
+        other => panic!("unknown policy {other}: reuseport, cpu or least"),
+    }
+}
+
+fn evloop_server(loops: usize, pol: &str, addr: SocketAddr) {
+    use evloop::runtime::{Builder, TcpListeners};
+    let p = policy(pol);
+    let rt = Builder::new()
+        .loops(loops)
+        .pin_to_cpus(p == evloop::runtime::Policy::ReusePortCpu)
+        .shutdown_on_signals(true)
+        .build()
+        .expect("runtime");
+    let l = TcpListeners::bind(rt.handle(), addr, p).expect("bind");
+    println!("listening on {}", l.local_addr());
+    rt.spawn_on_each(move |_| {
+        let l = l.clone();
+        async move { l.serve(|conn, _| evloop_conn(conn)).await }
+    });
+    rt.wait().expect("runtime");
+}
+
+fn tokio_mt_server(workers: usize, addr: SocketAddr) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .expect("tokio");
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
+        println!("listening on {}", listener.local_addr().unwrap());
+        loop {
+            if let Ok((conn, _)) = listener.accept().await {
+                tokio::spawn(tokio_conn(conn));
+            }
+        }
+    });
+}
+
+/// A `SO_REUSEPORT` listener of the group on `addr`.
+fn reuseport_listener(addr: SocketAddr) -> std::net::TcpListener {
+    use evloop_syscalls as sys;
+    let fd = sys::socket(sys::Domain::Inet, sys::SockType::Stream).expect("socket");
+    sys::set_reuseaddr(fd.as_fd(), true).unwrap();
+    sys::set_reuseport(fd.as_fd(), true).unwrap();
+    sys::bind(fd.as_fd(), &sys::SockAddr::Inet(addr)).expect("bind");
+    sys::listen(fd.as_fd(), 1024).expect("listen");
+    std::net::TcpListener::from(fd)
+}
+
+fn tokio_ct_servers(n: usize, addr: SocketAddr) {
+    let first = reuseport_listener(addr);
+    let addr = first.local_addr().unwrap();
+    let mut listeners = vec![first];
+    for _ in 1..n {
+        listeners.push(reuseport_listener(addr));
+    }
+    println!("listening on {addr}");
+    let threads: Vec<_> = listeners
+        .into_iter()
+        .map(|l| {
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(l).unwrap();
+                    loop {
+                        if let Ok((conn, _)) = listener.accept().await {
+                            tokio::spawn(tokio_conn(conn));
+                        }
+                    }
+                });
+            })
+        })
+        .collect();
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+/// `conns` short connections (connect, one byte each way, close) from 4 client threads;
+/// prints one line: policy, accepted per loop, busy per loop, both imbalances.
+fn imbalance(loops: usize, pol: &str, conns: usize) {
+    use evloop::io::{AsyncReadExt, AsyncWriteExt};
+    use evloop::runtime::{Builder, TcpListeners};
+    let p = policy(pol);
+    let rt = Builder::new()
+        .loops(loops)
+        .pin_to_cpus(p == evloop::runtime::Policy::ReusePortCpu)
+        .build()
+        .expect("runtime");
+    let l = TcpListeners::bind(rt.handle(), "127.0.0.1:0".parse().unwrap(), p).expect("bind");
+    let addr = l.local_addr();
+    rt.spawn_on_each(move |_| {
+        let l = l.clone();
+        async move {
+            l.serve(|mut c, _| async move {
+                let mut b = [0; 1];
+                if c.read_exact(&mut b).await.is_ok() {
+                    work(); // each connection costs the same work, so busy time follows the spread
+                    let _ = c.write_all(&b).await;
+                }
+            })
+            .await
+        }
+    });
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            std::thread::spawn(move || {
+                for _ in (c..conns).step_by(4) {
+                    let mut s = TcpStream::connect(addr).expect("connect");
+                    s.write_all(b"x").unwrap();
+                    let mut b = [0; 1];
+                    s.read_exact(&mut b).unwrap();
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let stats = rt.handle().stats();
+    rt.shutdown().expect("runtime");
+    let accepted: Vec<u64> = stats.loops().iter().map(|l| l.accepted).collect();
+    let busy: Vec<String> = stats
+        .loops()
+        .iter()
+        .map(|l| format!("{:.0}", l.busy.as_secs_f64() * 1e3))
+        .collect();
+    println!(
+        "policy={pol} accepted={} busy_ms={} accepted_imbalance={:.3} busy_imbalance={:.3}",
+        accepted.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+        busy.join(","),
+        stats.accepted_imbalance().unwrap_or(f64::INFINITY),
+        stats.busy_imbalance().unwrap_or(f64::INFINITY),
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_default();
+    let addr = |i: usize| -> SocketAddr { args.get(i).map_or("127.0.0.1:0", String::as_str).parse().expect("addr") };
+    let n: usize = arg(1).parse().unwrap_or(2);
+    match arg(0) {
+        "evloop" => evloop_server(n, arg(2), addr(3)),
+        "tokio-mt" => tokio_mt_server(n, addr(2)),
+        "tokio-ct" => tokio_ct_servers(n, addr(2)),
+        "imbalance" => imbalance(n, arg(2), arg(3).parse().unwrap_or(10_000)),
+        _ => eprintln!(
+            "usage: peer_loops evloop N POLICY ADDR | tokio-mt N ADDR | tokio-ct N ADDR | imbalance N POLICY CONNS"
+        ),
+    }
+}
