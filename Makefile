@@ -134,7 +134,7 @@ fault-matrix:
 ## sim-bugs: the simulation's bug-finding proof (scripts/sim-reintroduce.sh): puts back, one at a
 ## time in a scratch copy under $TMPDIR, each outside-found bug of scripts/sim-bugs/*.patch, runs
 ## the simulated tests its header names with up to 1,000 seeds, and prints per bug: found or not,
-## the seed, the shrunk schedule (docs/12-simulation.md, 12.9). A few minutes per bug on 2 CPUs.
+## the seed, the shrunk schedule (docs/13-simulation.md, 13.9). A few minutes per bug on 2 CPUs.
 sim-bugs:
 	CARGO=$(CARGO) scripts/sim-reintroduce.sh
 

@@ -1,4 +1,4 @@
-//! Chapter 13's traced run (docs/13-thread-per-core.md): two loops behind one least-connections
+//! Chapter 12's traced run (docs/12-thread-per-core.md): two loops behind one least-connections
 //! acceptor, two clients, one shutdown. Run with `EVLOOP_TRACE=1`: every loop's trace lines are
 //! collected (each names its loop) and printed loop by loop at the end, so that the two
 //! threads' lines do not interleave at random.

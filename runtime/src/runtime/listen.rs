@@ -37,7 +37,7 @@ use crate::task::combinator::{Either, select};
 use crate::task::spawn::spawn;
 use crate::task::time::sleep;
 
-/// How connections are spread over the loops (each measured in `docs/13-thread-per-core.md`).
+/// How connections are spread over the loops (each measured in `docs/12-thread-per-core.md`).
 ///
 /// ```
 /// assert_eq!(evloop::runtime::Policy::default(), evloop::runtime::Policy::LeastConnections);

@@ -3,7 +3,7 @@
 //! workers and 2 tokio current-thread runtimes on `SO_REUSEPORT` (all in
 //! `tests/examples/peer_loops.rs`), alternating within each run; and the imbalance between
 //! loops under 10,000 short connections for each listening policy. Writes a Markdown section
-//! (`docs/benchmarks.md`, and `docs/13-thread-per-core.md` quotes it).
+//! (`docs/benchmarks.md`, and `docs/12-thread-per-core.md` quotes it).
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};

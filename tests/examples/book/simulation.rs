@@ -1,4 +1,4 @@
-//! The program chapter 12 of the book quotes (`docs/12-simulation.md`): a small user program
+//! The program chapter 13 of the book quotes (`docs/13-simulation.md`): a small user program
 //! with an ordering bug, run on the simulated kernel under one seed after another until a seed
 //! makes it fail, then that seed replayed and its schedule shrunk, each step printed.
 //!
