@@ -131,6 +131,23 @@ pub mod time {
     pub use crate::task::timeouts::{Timeout, TimeoutHandle};
 }
 
+/// Asynchronous sequences: the [`Stream`](stream::Stream) trait (futures-core's shape, owned
+/// here), its combinators in [`StreamExt`](stream::StreamExt) and the constructors `iter`,
+/// `once`, `empty`, `pending` (tokio-stream's `tokio_stream`).
+///
+/// ```
+/// use evloop::stream::{self, StreamExt};
+///
+/// evloop::run(async {
+///     let mut s = stream::iter([1, 2, 3]);
+///     assert_eq!(s.next().await, Some(1));
+/// })?;
+/// # Ok::<(), evloop::task::RunError>(())
+/// ```
+pub mod stream {
+    pub use crate::task::stream::{Empty, Iter, Next, Once, Pending, Stream, StreamExt, empty, iter, once, pending};
+}
+
 /// Sockets for tasks: TCP, UDP and Unix-domain sockets (tokio's `tokio::net`), each registered
 /// with the loop's reactor once, edge-triggered; [`Socket`](net::Socket) is the generic socket
 /// they wrap. The halves of a split stream are in [`tcp`](net::tcp) and [`unix`](net::unix).

@@ -20,6 +20,7 @@ const ROOT: &[&str] = &[
     "run",
     "signal",
     "spawn",
+    "stream",
     "streams",
     "sync",
     "sys",

@@ -54,6 +54,7 @@ pub(crate) mod runner;
 pub(crate) mod spawn;
 mod state;
 mod step;
+pub(crate) mod stream;
 pub(crate) mod time;
 pub(crate) mod timeouts;
 pub(crate) mod tree;
