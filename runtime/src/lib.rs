@@ -115,7 +115,8 @@ pub mod prelude {
 }
 
 /// Time: [`sleep`](time::sleep), [`timeout`](time::timeout) and their deadline forms, and
-/// asyncio's [`Timeout`](time::Timeout) object (tokio's `tokio::time`).
+/// asyncio's [`Timeout`](time::Timeout) object (tokio's `tokio::time`), with the loop's
+/// [`Instant`](time::Instant) (a virtual clock governs it) and [`interval`](time::interval).
 ///
 /// ```
 /// use std::time::Duration;
@@ -129,6 +130,9 @@ pub mod prelude {
 pub mod time {
     pub use crate::task::time::{Elapsed, Sleep, sleep, sleep_until, timeout, timeout_at};
     pub use crate::task::timeouts::{Timeout, TimeoutHandle};
+    // Issue 21: the loop's `Instant` and intervals (tokio's names).
+    pub use crate::task::instant::Instant;
+    pub use crate::task::interval::{Interval, MissedTickBehavior, interval, interval_at};
 }
 
 /// Asynchronous sequences: the [`Stream`](stream::Stream) trait (futures-core's shape, owned

@@ -4,3 +4,4 @@
 //! trait with its combinators, and `block_on`. One binary, one module per area.
 
 mod errors;
+mod time;
