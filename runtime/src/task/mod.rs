@@ -48,6 +48,7 @@
 //! re-exports `time`, `timeouts`, `instant` and `interval`, `evloop::stream` re-exports `stream`;
 //! this module (`evloop::task`) re-exports the rest.
 
+mod block_on;
 pub(crate) mod combinator;
 pub(crate) mod error;
 pub(crate) mod group;
@@ -65,6 +66,7 @@ pub(crate) mod timeouts;
 pub(crate) mod tree;
 mod yield_now;
 
+pub use block_on::block_on;
 pub use handle::{Task, TaskRef};
 pub(crate) use spawn::cancel_leftover_tasks;
 pub use spawn::{TaskBuilder, current_task};

@@ -4,4 +4,6 @@
 //! trait with its combinators, and `block_on`. One binary, one module per area.
 
 mod errors;
+mod block_on;
+mod notify;
 mod time;
