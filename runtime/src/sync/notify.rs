@@ -189,7 +189,7 @@ impl Notify {
     /// let notify = evloop::sync::Notify::new();
     /// let early = notify.notified(); // created before the call, not yet polled
     /// notify.notify_waiters();
-    /// evloop::run(async move { early.await })?; // completes
+    /// evloop::task::block_on(early)?; // completes (block_on: `early` borrows `notify`)
     /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn notify_waiters(&self) {

@@ -76,7 +76,8 @@ impl Semaphore {
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
     pub fn try_acquire_owned(self: Rc<Self>) -> Option<OwnedSemaphorePermit> {
-        self.pool.try_take().then_some(OwnedSemaphorePermit {
+        // Lazily (`then`, not `then_some`): a permit built and dropped would give one back.
+        self.pool.try_take().then(|| OwnedSemaphorePermit {
             sem: self,
             forgotten: false,
         })

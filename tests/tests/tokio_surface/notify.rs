@@ -146,3 +146,13 @@ fn a_cancelled_acquire_owned_passes_its_permit_on() {
         assert_eq!(sem.available_permits(), 1);
     });
 }
+
+#[test]
+fn a_failed_try_acquire_owned_gives_nothing_back() {
+    let sem = Rc::new(Semaphore::new(1));
+    let held = sem.clone().try_acquire_owned().unwrap();
+    assert!(sem.clone().try_acquire_owned().is_none());
+    assert_eq!(sem.available_permits(), 0);
+    drop(held);
+    assert_eq!(sem.available_permits(), 1);
+}
