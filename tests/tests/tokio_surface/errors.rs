@@ -48,6 +48,9 @@ fn every_public_error_converts_into_a_send_sync_box_with_question_mark() {
     let _ = question_mark::<RunError>;
     let _ = question_mark::<TaskError>;
     let _ = question_mark::<Elapsed>;
+    let _ = question_mark::<evloop::sync::broadcast::error::SendError<String>>;
+    let _ = question_mark::<evloop::sync::broadcast::error::RecvError>;
+    let _ = question_mark::<evloop::sync::broadcast::error::TryRecvError>;
 }
 
 #[test]

@@ -5,5 +5,6 @@
 
 mod errors;
 mod block_on;
+mod broadcast;
 mod notify;
 mod time;
