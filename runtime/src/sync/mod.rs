@@ -136,7 +136,7 @@ mod wait_queue;
 
 pub use self::barrier::{Barrier, BarrierWait};
 pub(crate) use self::binding::LoopBinding;
-pub use self::channel::{broadcast, mpsc, oneshot, threadsafe};
+pub use self::channel::{broadcast, mpsc, oneshot, threadsafe, watch};
 pub use self::condition::Condition;
 pub use self::error::SyncError;
 pub use self::event::{Event, EventWait};

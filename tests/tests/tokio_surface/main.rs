@@ -8,3 +8,4 @@ mod block_on;
 mod broadcast;
 mod notify;
 mod time;
+mod watch;
