@@ -149,7 +149,10 @@ pub mod time {
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub mod stream {
-    pub use crate::task::stream::{Empty, Iter, Next, Once, Pending, Stream, StreamExt, empty, iter, once, pending};
+    pub use crate::task::stream::{Empty, Iter, Next, Once, Pending, Stream, StreamExt, StreamMap, empty, iter, once, pending};
+    pub use crate::task::stream::{
+        Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout,
+    };
 }
 
 /// Sockets for tasks: TCP, UDP and Unix-domain sockets (tokio's `tokio::net`), each registered

@@ -7,5 +7,6 @@ mod errors;
 mod block_on;
 mod broadcast;
 mod notify;
+mod stream;
 mod time;
 mod watch;

@@ -5,7 +5,7 @@
 //! A consumer polls `poll_next` until it returns `Ready(None)`; `Pending` means the stream has
 //! stored the waker of the context and will wake it when an item (or the end) is ready, the
 //! same contract as a future's `poll`. The combinators of [`StreamExt`] (`ext`) wrap a stream
-//! in another; `StreamMap` (`map`) merges keyed streams; the adapters over evloop's own
+//! in another; [`StreamMap`] (`map`) merges keyed streams; the adapters over evloop's own
 //! sources (receivers, intervals, lines, listeners) live with those sources and are gathered
 //! in `evloop::stream::wrappers`. The trait sits in the task layer because its `timeout`
 //! combinator and the interval adapter need the task layer's timers; nothing in it needs more.
@@ -99,8 +99,12 @@ where
     }
 }
 
+mod adapters;
 mod ext;
+mod map;
 mod source;
 
+pub use adapters::{Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout};
 pub use ext::{Next, StreamExt};
+pub use map::StreamMap;
 pub use source::{Empty, Iter, Once, Pending, empty, iter, once, pending};
