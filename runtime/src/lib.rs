@@ -136,8 +136,9 @@ pub mod time {
 }
 
 /// Asynchronous sequences: the [`Stream`](stream::Stream) trait (futures-core's shape, owned
-/// here), its combinators in [`StreamExt`](stream::StreamExt) and the constructors `iter`,
-/// `once`, `empty`, `pending` (tokio-stream's `tokio_stream`).
+/// here), its combinators in [`StreamExt`](stream::StreamExt), the keyed merge
+/// [`StreamMap`](stream::StreamMap), the constructors `iter`, `once`, `empty`, `pending`, and
+/// evloop's sources as streams in [`wrappers`](stream::wrappers) (tokio-stream's `tokio_stream`).
 ///
 /// ```
 /// use evloop::stream::{self, StreamExt};
@@ -153,6 +154,28 @@ pub mod stream {
     pub use crate::task::stream::{
         Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout,
     };
+
+    /// evloop's sources as streams (tokio-stream's `wrappers`): receivers, intervals, lines and
+    /// listeners.
+    ///
+    /// ```
+    /// use evloop::stream::{StreamExt, wrappers::ReceiverStream};
+    ///
+    /// evloop::run(async {
+    ///     let (tx, rx) = evloop::sync::mpsc::unbounded();
+    ///     tx.send(1).unwrap();
+    ///     drop(tx);
+    ///     assert_eq!(ReceiverStream::new(rx).collect::<Vec<_>>().await, [1]);
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    pub mod wrappers {
+        pub use crate::io::stream_wrappers::{LinesStream, SplitStream, TcpListenerStream, UnixListenerStream};
+        pub use crate::sync::stream_wrappers::{
+            BroadcastStream, BroadcastStreamRecvError, ReceiverStream, WatchStream,
+        };
+        pub use crate::task::stream::wrappers::IntervalStream;
+    }
 }
 
 /// Sockets for tasks: TCP, UDP and Unix-domain sockets (tokio's `tokio::net`), each registered

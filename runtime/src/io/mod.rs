@@ -53,6 +53,7 @@ pub(crate) mod pipe;
 pub(crate) mod protocol;
 pub(crate) mod split;
 pub(crate) mod stream;
+pub(crate) mod stream_wrappers;
 mod traits;
 
 pub(crate) use self::async_fd::fd_context;

@@ -132,6 +132,7 @@ mod pool;
 pub mod queue;
 mod semaphore;
 mod semaphore_owned;
+pub(crate) mod stream_wrappers;
 mod wait_queue;
 
 pub use self::barrier::{Barrier, BarrierWait};

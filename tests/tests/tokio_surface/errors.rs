@@ -53,6 +53,7 @@ fn every_public_error_converts_into_a_send_sync_box_with_question_mark() {
     let _ = question_mark::<evloop::sync::broadcast::error::TryRecvError>;
     let _ = question_mark::<evloop::sync::watch::error::SendError<String>>;
     let _ = question_mark::<evloop::sync::watch::error::RecvError>;
+    let _ = question_mark::<evloop::stream::wrappers::BroadcastStreamRecvError>;
 }
 
 #[test]

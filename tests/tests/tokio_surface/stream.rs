@@ -111,3 +111,71 @@ fn stream_map_is_fair_between_always_ready_streams() {
     let ones = got.iter().filter(|(k, _)| *k == 1).count();
     assert_eq!(ones, 10, "{got:?}");
 }
+
+mod wrappers {
+    use super::*;
+    use evloop::stream::wrappers::{
+        BroadcastStream, BroadcastStreamRecvError, IntervalStream, ReceiverStream, TcpListenerStream, WatchStream,
+    };
+
+    #[test]
+    fn a_receiver_stream_keeps_its_place_while_pending_and_ends_with_the_senders() {
+        let got: Vec<u32> = virtual_run(async {
+            let (tx, rx) = evloop::sync::mpsc::channel(1);
+            evloop::spawn(async move {
+                for i in 0..3 {
+                    sleep(Duration::from_secs(1)).await;
+                    tx.send(i).await.unwrap();
+                }
+            });
+            ReceiverStream::new(rx).timeout(Duration::from_millis(1500)).map(|r| r.unwrap()).collect().await
+        });
+        assert_eq!(got, [0, 1, 2]);
+    }
+
+    #[test]
+    fn a_broadcast_stream_reports_lag_and_ends_on_close() {
+        let got = virtual_run(async {
+            let (tx, rx) = evloop::sync::broadcast::channel(2);
+            for i in 0..4 {
+                tx.send(i).unwrap();
+            }
+            drop(tx);
+            BroadcastStream::new(rx).collect::<Vec<_>>().await
+        });
+        assert_eq!(got, [Err(BroadcastStreamRecvError::Lagged(2)), Ok(2), Ok(3)]);
+    }
+
+    #[test]
+    fn a_watch_stream_gives_the_current_value_then_changes() {
+        let got = virtual_run(async {
+            let (tx, rx) = evloop::sync::watch::channel(0);
+            evloop::spawn(async move {
+                for i in 1..=2 {
+                    sleep(Duration::from_secs(1)).await;
+                    tx.send(i).unwrap();
+                }
+            });
+            WatchStream::new(rx).collect::<Vec<_>>().await
+        });
+        assert_eq!(got, [0, 1, 2]);
+    }
+
+    #[test]
+    fn interval_and_listener_streams() {
+        virtual_run(async {
+            let ticks: Vec<_> = IntervalStream::new(evloop::time::interval(Duration::from_secs(60))).take(3).collect().await;
+            assert_eq!(ticks[2] - ticks[0], Duration::from_secs(120));
+        });
+        evloop::run(async {
+            let listener = evloop::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let mut incoming = TcpListenerStream::new(listener);
+            for _ in 0..2 {
+                let _c = evloop::net::TcpStream::connect(addr).await.unwrap();
+                assert!(incoming.next().await.unwrap().is_ok());
+            }
+        })
+        .unwrap();
+    }
+}

@@ -155,7 +155,7 @@ pub trait StreamExt: Stream {
     /// use evloop::stream::{self, StreamExt};
     ///
     /// evloop::run(async {
-    ///     let v: Vec<u8> = stream::iter(["1", "x", "3"]).filter_map(|s| s.parse().ok()).collect().await;
+    ///     let v: Vec<u8> = stream::iter(["1", "x", "3"]).filter_map(|s| s.parse::<u8>().ok()).collect().await;
     ///     assert_eq!(v, [1, 3]);
     /// })?;
     /// # Ok::<(), evloop::task::RunError>(())

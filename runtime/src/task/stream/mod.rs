@@ -102,7 +102,9 @@ where
 mod adapters;
 mod ext;
 mod map;
+pub(crate) mod owned;
 mod source;
+pub(crate) mod wrappers;
 
 pub use adapters::{Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout};
 pub use ext::{Next, StreamExt};
