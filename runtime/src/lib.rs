@@ -150,9 +150,11 @@ pub mod time {
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
 pub mod stream {
-    pub use crate::task::stream::{Empty, Iter, Next, Once, Pending, Stream, StreamExt, StreamMap, empty, iter, once, pending};
     pub use crate::task::stream::{
         Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout,
+    };
+    pub use crate::task::stream::{
+        Empty, Iter, Next, Once, Pending, Stream, StreamExt, StreamMap, empty, iter, once, pending,
     };
 
     /// evloop's sources as streams (tokio-stream's `wrappers`): receivers, intervals, lines and

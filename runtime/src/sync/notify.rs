@@ -244,7 +244,12 @@ impl Notified<'_> {
     /// from now on can choose it. True if it is already notified.
     pub fn enable(self: Pin<&mut Self>) -> bool {
         let this = self.get_mut();
-        poll_notified(&mut this.waiter, &mut this.done, &mut Context::from_waker(Waker::noop())).is_ready()
+        poll_notified(
+            &mut this.waiter,
+            &mut this.done,
+            &mut Context::from_waker(Waker::noop()),
+        )
+        .is_ready()
     }
 }
 
@@ -259,7 +264,9 @@ impl Future for Notified<'_> {
 
 impl fmt::Debug for Notified<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Notified").field("queued", &self.waiter.is_queued()).finish()
+        f.debug_struct("Notified")
+            .field("queued", &self.waiter.is_queued())
+            .finish()
     }
 }
 
@@ -301,7 +308,9 @@ impl Future for OwnedNotified {
 
 impl fmt::Debug for OwnedNotified {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnedNotified").field("queued", &self.waiter.is_queued()).finish()
+        f.debug_struct("OwnedNotified")
+            .field("queued", &self.waiter.is_queued())
+            .finish()
     }
 }
 

@@ -44,7 +44,9 @@ fn leftover_tasks_are_cancelled_and_the_loop_closed_as_after_run() {
 #[test]
 fn a_panic_unwinds_into_the_caller_and_the_loop_stays_usable() {
     let lp = EventLoop::new().unwrap();
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lp.block_on(async { panic!("in block_on") })));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lp.block_on(async { panic!("in block_on") })
+    }));
     assert!(r.is_err());
     assert_eq!(lp.block_on(async { 5 }).unwrap(), 5);
     assert_eq!(lp.run_until_complete(async { 6 }).unwrap(), 6);

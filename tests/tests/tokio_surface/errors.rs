@@ -64,6 +64,8 @@ fn a_task_panic_crosses_into_a_send_sync_box_with_its_message() {
     }
     let err = run().unwrap_err();
     assert!(err.to_string().contains("boom"), "{err}");
-    let task_error = err.downcast_ref::<evloop::task::TaskError>().expect("the TaskError itself");
+    let task_error = err
+        .downcast_ref::<evloop::task::TaskError>()
+        .expect("the TaskError itself");
     assert_eq!(task_error.panic().map(|p| p.message()), Some("boom"));
 }

@@ -3,9 +3,9 @@
 //! `interval`, the sync additions (`broadcast`, `Notify`, `watch`, owned permits), the `Stream`
 //! trait with its combinators, and `block_on`. One binary, one module per area.
 
-mod errors;
 mod block_on;
 mod broadcast;
+mod errors;
 mod notify;
 mod stream;
 mod time;

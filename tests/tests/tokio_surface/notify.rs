@@ -68,7 +68,10 @@ fn notify_waiters_wakes_all_stores_nothing_and_reaches_futures_created_before() 
             t.await.unwrap();
         }
         created_before.await;
-        assert!(timeout(Duration::from_secs(1), notify.notified()).await.is_err(), "no permit stored");
+        assert!(
+            timeout(Duration::from_secs(1), notify.notified()).await.is_err(),
+            "no permit stored"
+        );
     });
 }
 

@@ -37,7 +37,10 @@ fn combinators_chain_like_iterators() {
 #[test]
 fn merge_interleaves_by_arrival_and_ends_with_both() {
     let got: Vec<&str> = virtual_run(async {
-        timed(vec![(10, "a1"), (20, "a2")]).merge(timed(vec![(15, "b1"), (1, "b2")])).collect().await
+        timed(vec![(10, "a1"), (20, "a2")])
+            .merge(timed(vec![(15, "b1"), (1, "b2")]))
+            .collect()
+            .await
     });
     assert_eq!(got, ["a1", "b1", "b2", "a2"]);
 }
@@ -65,7 +68,10 @@ fn timeout_yields_one_elapsed_per_silence_and_goes_on() {
 #[test]
 fn fold_any_all_chain_then() {
     virtual_run(async {
-        assert_eq!(stream::iter(1..=3).chain(stream::once(4)).fold(0, |a, x| a + x).await, 10);
+        assert_eq!(
+            stream::iter(1..=3).chain(stream::once(4)).fold(0, |a, x| a + x).await,
+            10
+        );
         let mut s = stream::iter([1, 2, 3]);
         assert!(s.any(|x| x == 2).await);
         assert_eq!(s.next().await, Some(3), "any stops at the first match");
@@ -96,7 +102,10 @@ fn stream_map_yields_keyed_values_and_drops_ended_streams() {
         let left = map.len();
         (got, left)
     });
-    assert_eq!(got, [("fast", 10), ("fast", 20), ("slow", 1), ("fast", 30), ("slow", 2)]);
+    assert_eq!(
+        got,
+        [("fast", 10), ("fast", 20), ("slow", 1), ("fast", 30), ("slow", 2)]
+    );
     assert_eq!(left, 1, "fast ended and was removed (when polled after its end)");
 }
 
@@ -128,7 +137,11 @@ mod wrappers {
                     tx.send(i).await.unwrap();
                 }
             });
-            ReceiverStream::new(rx).timeout(Duration::from_millis(1500)).map(|r| r.unwrap()).collect().await
+            ReceiverStream::new(rx)
+                .timeout(Duration::from_millis(1500))
+                .map(|r| r.unwrap())
+                .collect()
+                .await
         });
         assert_eq!(got, [0, 1, 2]);
     }
@@ -164,7 +177,10 @@ mod wrappers {
     #[test]
     fn interval_and_listener_streams() {
         virtual_run(async {
-            let ticks: Vec<_> = IntervalStream::new(evloop::time::interval(Duration::from_secs(60))).take(3).collect().await;
+            let ticks: Vec<_> = IntervalStream::new(evloop::time::interval(Duration::from_secs(60)))
+                .take(3)
+                .collect()
+                .await;
             assert_eq!(ticks[2] - ticks[0], Duration::from_secs(120));
         });
         evloop::run(async {

@@ -39,7 +39,10 @@ fn instant_now_is_the_loop_time_inside_and_the_monotonic_clock_outside() {
         assert_eq!(Instant::now().into_std(), lp.time());
         sleep(Duration::from_secs(86_400)).await;
         assert_eq!(Instant::now().into_std(), lp.time());
-        assert!(Instant::now().into_std() > std::time::Instant::now(), "a day ahead of real time");
+        assert!(
+            Instant::now().into_std() > std::time::Instant::now(),
+            "a day ahead of real time"
+        );
     });
 }
 
@@ -52,7 +55,11 @@ fn timeout_at_and_sleep_until_take_either_instant() {
         assert_eq!(Instant::now(), deadline);
         assert!(timeout_at(lp.time() + Duration::from_secs(1), async {}).await.is_ok());
         sleep_until(lp.time() + Duration::from_secs(1)).await;
-        assert!(timeout(Duration::from_secs(3600), sleep(Duration::from_secs(3599))).await.is_ok());
+        assert!(
+            timeout(Duration::from_secs(3600), sleep(Duration::from_secs(3599)))
+                .await
+                .is_ok()
+        );
     });
 }
 
@@ -81,7 +88,12 @@ fn s(ms: u64) -> Duration {
 fn burst_catches_up_at_once_then_keeps_the_schedule() {
     assert_eq!(
         ticks(MissedTickBehavior::Burst, s(2500), 4),
-        [(s(1000), s(2500)), (s(2000), s(2500)), (s(3000), s(3000)), (s(4000), s(4000))]
+        [
+            (s(1000), s(2500)),
+            (s(2000), s(2500)),
+            (s(3000), s(3000)),
+            (s(4000), s(4000))
+        ]
     );
 }
 

@@ -19,7 +19,10 @@ fn receivers_see_the_latest_value_not_every_value() {
         tx.send(2).unwrap();
         rx.changed().await.unwrap();
         assert_eq!(*rx.borrow(), 2);
-        assert!(timeout(Duration::from_secs(1), rx.changed()).await.is_err(), "seen already");
+        assert!(
+            timeout(Duration::from_secs(1), rx.changed()).await.is_err(),
+            "seen already"
+        );
     });
 }
 

@@ -230,10 +230,7 @@ pub fn channel<T: Clone>(capacity: usize) -> (Sender<T>, Receiver<T>) {
         queue: WaitQueue::new(),
         binding: LoopBinding::never(),
     }));
-    (
-        Sender { shared: shared.clone() },
-        Receiver { shared, next: 0 },
-    )
+    (Sender { shared: shared.clone() }, Receiver { shared, next: 0 })
 }
 
 /// The sending side; clone it for more senders. The channel closes when the last one is
@@ -419,7 +416,7 @@ impl<T: Clone> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
     /// ```
     pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        let out = {
+        {
             let mut st = self.shared.borrow_mut();
             let (mask, tail, cap) = (st.mask(), st.tail, st.slots.len() as u64);
             let slot = &mut st.slots[(self.next & mask) as usize];
@@ -446,8 +443,7 @@ impl<T: Clone> Receiver<T> {
                 self.next = oldest;
                 Err(TryRecvError::Lagged(missed))
             }
-        };
-        out
+        }
     }
 }
 

@@ -371,7 +371,9 @@ impl<T> Drop for Sender<T> {
 
 impl<T: fmt::Debug> fmt::Debug for Sender<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("watch::Sender").field("value", &self.shared.borrow().value).finish()
+        f.debug_struct("watch::Sender")
+            .field("value", &self.shared.borrow().value)
+            .finish()
     }
 }
 

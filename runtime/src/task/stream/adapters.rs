@@ -189,7 +189,9 @@ impl<S: Stream + Unpin, Fut: Future, F: FnMut(S::Item) -> Fut> Stream for Then<S
 
 impl<S: std::fmt::Debug, Fut, F> std::fmt::Debug for Then<S, Fut, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Then").field("stream", &self.stream).finish_non_exhaustive()
+        f.debug_struct("Then")
+            .field("stream", &self.stream)
+            .finish_non_exhaustive()
     }
 }
 
@@ -327,7 +329,10 @@ impl<A: Stream + Unpin, B: Stream<Item = A::Item> + Unpin> Stream for Chain<A, B
             None => (lo2, hi2),
             Some(a) => {
                 let (lo1, hi1) = a.size_hint();
-                (lo1.saturating_add(lo2), hi1.zip(hi2).and_then(|(a, b)| a.checked_add(b)))
+                (
+                    lo1.saturating_add(lo2),
+                    hi1.zip(hi2).and_then(|(a, b)| a.checked_add(b)),
+                )
             }
         }
     }

@@ -9,7 +9,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use super::Stream;
-use super::adapters::{Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout};
+use super::adapters::{
+    Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout,
+};
 use crate::task::time::sleep;
 
 /// The methods of every [`Stream`] (tokio-stream's `StreamExt`), implemented for all streams.
@@ -240,7 +242,10 @@ pub trait StreamExt: Stream {
     where
         Self: Sized,
     {
-        SkipWhile { stream: self, f: Some(f) }
+        SkipWhile {
+            stream: self,
+            f: Some(f),
+        }
     }
 
     /// This stream's values, then `other`'s.

@@ -106,7 +106,9 @@ pub(crate) mod owned;
 mod source;
 pub(crate) mod wrappers;
 
-pub use adapters::{Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout};
+pub use adapters::{
+    Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout,
+};
 pub use ext::{Next, StreamExt};
 pub use map::StreamMap;
 pub use source::{Empty, Iter, Once, Pending, empty, iter, once, pending};

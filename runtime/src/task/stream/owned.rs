@@ -29,7 +29,10 @@ impl<S, T> OwnedPoll<S, T> {
 
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<T> {
         if self.op.is_none() {
-            let source = self.source.take().expect("OwnedPoll: the source is here between operations");
+            let source = self
+                .source
+                .take()
+                .expect("OwnedPoll: the source is here between operations");
             self.op = Some((self.start)(source));
         }
         let op = self.op.as_mut().expect("started above");
