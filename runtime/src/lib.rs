@@ -165,7 +165,7 @@ pub mod stream {
     ///
     /// evloop::run(async {
     ///     let (tx, rx) = evloop::sync::mpsc::unbounded();
-    ///     tx.send(1).unwrap();
+    ///     tx.try_send(1).unwrap();
     ///     drop(tx);
     ///     assert_eq!(ReceiverStream::new(rx).collect::<Vec<_>>().await, [1]);
     /// })?;
