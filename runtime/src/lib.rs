@@ -118,7 +118,8 @@ pub mod prelude {
 }
 
 /// Time: [`sleep`](time::sleep), [`timeout`](time::timeout) and their deadline forms, and
-/// asyncio's [`Timeout`](time::Timeout) object (tokio's `tokio::time`).
+/// asyncio's [`Timeout`](time::Timeout) object (tokio's `tokio::time`), with the loop's
+/// [`Instant`](time::Instant) (a virtual clock governs it) and [`interval`](time::interval).
 ///
 /// ```
 /// use std::time::Duration;
@@ -132,6 +133,54 @@ pub mod prelude {
 pub mod time {
     pub use crate::task::time::{Elapsed, Sleep, sleep, sleep_until, timeout, timeout_at};
     pub use crate::task::timeouts::{Timeout, TimeoutHandle};
+    // Issue 21: the loop's `Instant` and intervals (tokio's names).
+    pub use crate::task::instant::Instant;
+    pub use crate::task::interval::{Interval, MissedTickBehavior, interval, interval_at};
+}
+
+/// Asynchronous sequences: the [`Stream`](stream::Stream) trait (futures-core's shape, owned
+/// here), its combinators in [`StreamExt`](stream::StreamExt), the keyed merge
+/// [`StreamMap`](stream::StreamMap), the constructors `iter`, `once`, `empty`, `pending`, and
+/// evloop's sources as streams in [`wrappers`](stream::wrappers) (tokio-stream's `tokio_stream`).
+///
+/// ```
+/// use evloop::stream::{self, StreamExt};
+///
+/// evloop::run(async {
+///     let mut s = stream::iter([1, 2, 3]);
+///     assert_eq!(s.next().await, Some(1));
+/// })?;
+/// # Ok::<(), evloop::task::RunError>(())
+/// ```
+pub mod stream {
+    pub use crate::task::stream::{
+        Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout,
+    };
+    pub use crate::task::stream::{
+        Empty, Iter, Next, Once, Pending, Stream, StreamExt, StreamMap, empty, iter, once, pending,
+    };
+
+    /// evloop's sources as streams (tokio-stream's `wrappers`): receivers, intervals, lines and
+    /// listeners.
+    ///
+    /// ```
+    /// use evloop::stream::{StreamExt, wrappers::ReceiverStream};
+    ///
+    /// evloop::run(async {
+    ///     let (tx, rx) = evloop::sync::mpsc::unbounded();
+    ///     tx.try_send(1).unwrap();
+    ///     drop(tx);
+    ///     assert_eq!(ReceiverStream::new(rx).collect::<Vec<_>>().await, [1]);
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    pub mod wrappers {
+        pub use crate::io::stream_wrappers::{LinesStream, SplitStream, TcpListenerStream, UnixListenerStream};
+        pub use crate::sync::stream_wrappers::{
+            BroadcastStream, BroadcastStreamRecvError, ReceiverStream, WatchStream,
+        };
+        pub use crate::task::stream::wrappers::IntervalStream;
+    }
 }
 
 /// Sockets for tasks: TCP, UDP and Unix-domain sockets (tokio's `tokio::net`), each registered

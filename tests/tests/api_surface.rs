@@ -21,6 +21,7 @@ const ROOT: &[&str] = &[
     "runtime",
     "signal",
     "spawn",
+    "stream",
     "streams",
     "sync",
     "sys",

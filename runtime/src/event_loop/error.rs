@@ -11,6 +11,7 @@ use std::any::Any;
 use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::{Mutex, PoisonError};
 
 /// What went wrong with a loop operation; see [`LoopError`].
 ///
@@ -166,6 +167,10 @@ impl From<LoopError> for io::Error {
 
 /// A panic caught by the loop: its message and, when it is still there, the original payload.
 ///
+/// `Send + Sync`, like every error of the crate (so the errors that carry it convert with `?`
+/// into a `Box<dyn Error + Send + Sync>`): the payload is only `Send`, so it sits behind a
+/// mutex that only [`take_payload`](Panic::take_payload) reaches, through `&mut self`.
+///
 /// The payload can be re-raised with [`std::panic::resume_unwind`] by code that wants the panic
 /// to continue past the loop.
 ///
@@ -176,7 +181,7 @@ impl From<LoopError> for io::Error {
 /// ```
 pub struct Panic {
     message: String,
-    payload: Option<Box<dyn Any + Send>>,
+    payload: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
 impl Panic {
@@ -190,7 +195,7 @@ impl Panic {
         };
         Panic {
             message,
-            payload: Some(payload),
+            payload: Mutex::new(Some(payload)),
         }
     }
 
@@ -221,7 +226,8 @@ impl Panic {
     /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn take_payload(&mut self) -> Option<Box<dyn Any + Send>> {
-        self.payload.take()
+        // Never locked elsewhere, so never poisoned; `get_mut` takes no lock at all.
+        self.payload.get_mut().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
 

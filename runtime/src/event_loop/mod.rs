@@ -68,6 +68,7 @@ pub(crate) mod task_table;
 pub(crate) mod trace;
 pub(crate) mod waker;
 
+mod block_on;
 mod builder;
 mod exception;
 mod fds;

@@ -65,6 +65,7 @@ mod read_buf;
 mod seek;
 pub(crate) mod split;
 pub(crate) mod stream;
+pub(crate) mod stream_wrappers;
 mod traits;
 mod util;
 

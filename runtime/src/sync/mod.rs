@@ -108,7 +108,8 @@
 //! any loop: it exists to cross threads and loops.
 //!
 //! # The `sync/` folder (layer 3)
-//! One file per primitive (`lock`, `mutex`, `semaphore`, `event`, `condition`, `barrier`), the
+//! One file per primitive (`lock`, `mutex`, `semaphore` with its owned permits in
+//! `semaphore_owned`, `event`, `condition`, `barrier`, tokio's `notify`), the
 //! permit pool behind the first three (`pool`), the wait queue all of them share with [`queue`]
 //! and the [`mpsc`] channel (`wait_queue`), the operations a task waits in (`ops`: the layer's
 //! kinds of `Awaiting` and the names in its errors), the loop binding (`binding`) and
@@ -129,18 +130,23 @@ pub(crate) mod macros;
 #[doc(hidden)]
 pub mod macro_support;
 mod mutex;
+mod notify;
 mod ops;
 mod pool;
 pub mod queue;
 mod semaphore;
+mod semaphore_owned;
+pub(crate) mod stream_wrappers;
 mod wait_queue;
 
 pub use self::barrier::{Barrier, BarrierWait};
 pub(crate) use self::binding::LoopBinding;
-pub use self::channel::{mpsc, oneshot, threadsafe};
+pub use self::channel::{broadcast, mpsc, oneshot, threadsafe, watch};
 pub use self::condition::Condition;
 pub use self::error::SyncError;
 pub use self::event::{Event, EventWait};
 pub use self::lock::{Lock, LockAcquire, LockGuard};
 pub use self::mutex::{Mutex, MutexGuard, MutexLock};
+pub use self::notify::{Notified, Notify, OwnedNotified};
 pub use self::semaphore::{BoundedSemaphore, Semaphore, SemaphoreAcquire, SemaphorePermit};
+pub use self::semaphore_owned::OwnedSemaphorePermit;

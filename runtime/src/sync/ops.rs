@@ -42,10 +42,18 @@ pub(crate) enum WaitOp {
     MpscRecv,
     /// `threadsafe::Receiver::recv`: a value from another thread.
     ThreadsafeRecv,
+    /// `Notify::notified`: a notification.
+    Notified,
+    /// `broadcast::Receiver::recv`: a value.
+    BroadcastRecv,
+    /// `watch::Receiver::changed`: a new value.
+    WatchChanged,
+    /// `watch::Sender::closed`: every receiver gone.
+    WatchClosed,
 }
 
 /// Every [`WaitOp`], in the order of their ids in [`Awaiting::Object`].
-const ALL: [WaitOp; 15] = [
+const ALL: [WaitOp; 19] = [
     WaitOp::LockAcquire,
     WaitOp::MutexLock,
     WaitOp::SemaphoreAcquire,
@@ -61,6 +69,10 @@ const ALL: [WaitOp; 15] = [
     WaitOp::MpscSend,
     WaitOp::MpscRecv,
     WaitOp::ThreadsafeRecv,
+    WaitOp::Notified,
+    WaitOp::BroadcastRecv,
+    WaitOp::WatchChanged,
+    WaitOp::WatchClosed,
 ];
 
 /// A task waiting in one of the sync layer's operations; the id is the operation's place in
@@ -95,6 +107,10 @@ impl WaitOp {
             WaitOp::MpscSend => "mpsc::Sender::send",
             WaitOp::MpscRecv => "mpsc::Receiver::recv",
             WaitOp::ThreadsafeRecv => "threadsafe::Receiver::recv",
+            WaitOp::Notified => "Notify::notified",
+            WaitOp::BroadcastRecv => "broadcast::Receiver::recv",
+            WaitOp::WatchChanged => "watch::Receiver::changed",
+            WaitOp::WatchClosed => "watch::Sender::closed",
         }
     }
 
@@ -112,6 +128,9 @@ impl WaitOp {
             WaitOp::OneshotRecv => "the oneshot channel",
             WaitOp::MpscSend | WaitOp::MpscRecv => "the mpsc channel",
             WaitOp::ThreadsafeRecv => "the threadsafe channel",
+            WaitOp::Notified => "the Notify",
+            WaitOp::BroadcastRecv => "the broadcast channel",
+            WaitOp::WatchChanged | WaitOp::WatchClosed => "the watch channel",
         }
     }
 }

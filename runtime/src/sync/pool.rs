@@ -159,4 +159,9 @@ impl Pool {
     pub(crate) fn waiter(&self) -> PermitWaiter<'_> {
         Waiter::new(&self.state, ())
     }
+
+    /// The state, for a waiter that owns the pool's owner (`Semaphore::acquire_owned`).
+    pub(crate) fn state(&self) -> &RefCell<PoolState> {
+        &self.state
+    }
 }

@@ -47,7 +47,7 @@ use crate::sync::pool::{PermitWaiter, Pool};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Semaphore {
-    pool: Pool,
+    pub(super) pool: Pool,
 }
 
 impl Semaphore {

@@ -142,7 +142,7 @@ impl From<TaskError> for io::Error {
         } else {
             io::ErrorKind::Other
         };
-        // The panic payload is `Send` but not `Sync`, so only the message crosses over.
+        // Only the message crosses over: the payload stays with the caller's `TaskError`.
         io::Error::new(kind, e.to_string())
     }
 }

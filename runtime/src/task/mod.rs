@@ -37,30 +37,38 @@
 //! task's end (`step`), the handles (`handle`: [`Task`], [`TaskRef`]) and creating and running
 //! them (`spawn`: [`TaskBuilder`], [`spawn`](crate::spawn), [`run`](crate::run)); their errors (`error`: `TaskError`,
 //! `RunError`, and the promise's `PromiseError` and `InvalidStateError`); [`yield_now`]
-//! (`yield_now`); promises (`promise`), time (`time`: `sleep`, `timeout`, `timeout_at`), asyncio's
+//! (`yield_now`); promises (`promise`), time (`time`: `sleep`, `timeout`, `timeout_at`; `instant`:
+//! the loop's `Instant`; `interval`: `Interval`, `MissedTickBehavior`), asyncio's
 //! timeout object (`timeouts`: `Timeout`, `TimeoutHandle`), `Runner` (`runner`), the task tree
 //! (`tree`: who awaits whom, deadlocks), the combinators that wait on several futures or tasks at
 //! once (`combinator`: `gather`, `wait`, `as_completed`, `select`, `shield`) and structured
 //! concurrency (`group`: `TaskGroup`): the futures the loop drives, built on `event_loop/` only;
 //! `pin` holds tokio's [`pin!`](crate::pin!) for polling them by reference.
-//! `io/`, `sync/` and `os/` build on them. `evloop::time` re-exports `time` and `timeouts`;
+//! The `Stream` trait and its combinators (`stream/`) sit here too, beside the timers their
+//! `timeout` and interval adapter need. `io/`, `sync/` and `os/` build on them. `evloop::time`
+//! re-exports `time`, `timeouts`, `instant` and `interval`, `evloop::stream` re-exports `stream`;
 //! this module (`evloop::task`) re-exports the rest.
 
+mod block_on;
 pub(crate) mod combinator;
 pub(crate) mod error;
 pub(crate) mod group;
 mod handle;
+pub(crate) mod instant;
+pub(crate) mod interval;
 mod pin;
 pub(crate) mod promise;
 pub(crate) mod runner;
 pub(crate) mod spawn;
 mod state;
 mod step;
+pub(crate) mod stream;
 pub(crate) mod time;
 pub(crate) mod timeouts;
 pub(crate) mod tree;
 mod yield_now;
 
+pub use block_on::block_on;
 pub use handle::{Task, TaskRef};
 pub(crate) use spawn::cancel_leftover_tasks;
 pub use spawn::{TaskBuilder, current_task};

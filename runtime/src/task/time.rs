@@ -20,6 +20,7 @@ use evloop_timers::TimerId;
 use crate::event_loop::clock::duration_to_ns;
 use crate::event_loop::trace::{Awaiting, note_awaiting};
 use crate::event_loop::{LoopInner, TimerEntry, get_running_loop, with_running};
+use crate::task::instant::Instant as LoopInstant;
 
 enum Deadline {
     /// Known in loop time (the loop was running when the sleep was created).
@@ -97,7 +98,9 @@ pub fn sleep(delay: Duration) -> Sleep {
     }
 }
 
-/// Sleeps until `when` (loop time, see [`LoopHandle::time`](crate::event_loop::LoopHandle::time)).
+/// Sleeps until `when` (loop time, see [`LoopHandle::time`](crate::event_loop::LoopHandle::time)):
+/// an [`evloop::time::Instant`](crate::time::Instant) (tokio's spelling) or a
+/// `std::time::Instant` (what `LoopHandle::time` returns).
 ///
 /// ```
 /// use std::time::Duration;
@@ -112,7 +115,8 @@ pub fn sleep(delay: Duration) -> Sleep {
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn sleep_until(when: Instant) -> Sleep {
+pub fn sleep_until(when: impl Into<LoopInstant>) -> Sleep {
+    let when = when.into().into_std();
     let deadline = with_running(|lp| Deadline::At(lp.clock.ns_of(when))).unwrap_or(Deadline::Instant(when));
     Sleep {
         deadline,
@@ -308,6 +312,8 @@ pub async fn timeout<F: Future>(limit: Duration, fut: F) -> Result<F::Output, El
 
 /// [`timeout`] with a deadline instead of a duration (asyncio's `timeout_at`): the
 /// inner future is dropped once loop time reaches `deadline`; it is always polled at least once.
+/// The deadline is an [`evloop::time::Instant`](crate::time::Instant) or a `std::time::Instant`,
+/// as for [`sleep_until`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -323,7 +329,8 @@ pub async fn timeout<F: Future>(limit: Duration, fut: F) -> Result<F::Output, El
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
+pub async fn timeout_at<F: Future>(deadline: impl Into<LoopInstant>, fut: F) -> Result<F::Output, Elapsed> {
+    let deadline = deadline.into().into_std();
     // Loop time: under a virtual clock it differs from `Instant::now()`.
     let started = get_running_loop().map_or_else(|_| Instant::now(), |lp| lp.time());
     race_timer(fut, sleep_until(deadline), deadline.saturating_duration_since(started)).await

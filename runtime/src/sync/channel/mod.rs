@@ -5,6 +5,8 @@
 //! | [`oneshot`](mod@oneshot) | [`oneshot()`](fn@oneshot) | one loop's thread | one value | the receiver is a future |
 //! | [`mpsc`] | [`mpsc::channel`], [`mpsc::unbounded`] | one loop's thread | bounded (`send` waits) or unbounded | `recv().await` |
 //! | [`threadsafe`] | [`threadsafe::channel`] | senders on any thread | unbounded | `recv().await` on the loop |
+//! | [`watch`] | [`watch::channel`] | one loop's thread | the latest value only | `changed().await`, `borrow()` |
+//! | [`broadcast`] | [`broadcast::channel`] | one loop's thread | the last `capacity` values, every receiver gets each | `recv().await`, `Lagged(n)` when behind |
 //!
 //! All three close the same way: when every sender is gone the receiver gets what is left, then
 //! learns that nothing more will come (`Err(Closed)` / `None`); when the receiver is gone (or
@@ -28,9 +30,11 @@
 //! [`threadsafe`] receive holds no value while it waits (the value stays in the channel until a
 //! poll takes it), so dropping one loses nothing either.
 
+pub mod broadcast;
 pub mod mpsc;
 pub mod oneshot;
 pub mod threadsafe;
+pub mod watch;
 
 /// A new [one-shot channel](mod@oneshot): one value, from one sender to one receiver.
 ///
