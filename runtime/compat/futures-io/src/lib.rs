@@ -25,8 +25,24 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The `Stream` half (`futures_core::Stream` to and from evloop's own `Stream`) waits for
-//! `evloop::stream` (issue 21, part A); [`futures_core`] is re-exported for it.
+//! The same wrapper carries streams of values: `futures_core::Stream` for a value that
+//! implements evloop's [`evloop::stream::Stream`], and evloop's `Stream` for a value that
+//! implements futures-core's, so that futures' stream combinators and evloop's `StreamExt` (and
+//! `StreamMap`) work on either.
+//!
+//! ```
+//! use evloop::stream::StreamExt;
+//! use evloop_futures::CompatExt;
+//!
+//! evloop::run(async {
+//!     // evloop's stream seen as futures-core's, and back: the values pass through unchanged.
+//!     let there = evloop::stream::iter([1, 2, 3]).compat();
+//!     let back = there.compat();
+//!     let got: Vec<i32> = back.collect().await;
+//!     assert_eq!(got, [1, 2, 3]);
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -207,5 +223,32 @@ impl<T: futures_io::AsyncWrite> evloop::io::AsyncWrite for Compat<T> {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.project().inner.poll_close(cx)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams of values, both ways.
+
+impl<T: evloop::stream::Stream> futures_core::Stream for Compat<T> {
+    type Item = T::Item;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T::Item>> {
+        self.project().inner.poll_next(cx)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl<T: futures_core::Stream> evloop::stream::Stream for Compat<T> {
+    type Item = T::Item;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T::Item>> {
+        self.project().inner.poll_next(cx)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
     }
 }
