@@ -111,6 +111,11 @@ impl Watch {
     /// is not part of the simulation). `backing` finds a file's read end.
     pub(crate) fn reap(&mut self, mut backing: impl FnMut(FileId) -> Option<RawFd>) -> Vec<Reaped> {
         let mut out = Vec::new();
+        // The watch is level-triggered and a hang-up stays reported until the caller closes the
+        // file: with a full batch of hung-up pipes (a loop closing 100 descriptors at once), each
+        // wait would return the same batch again. Each close is taken once, and a batch that
+        // brings nothing new ends the reap.
+        let mut closed_seen = std::collections::BTreeSet::new();
         loop {
             self.real_calls += 1;
             // SAFETY: the kernel writes at most `events.len()` epoll_events into the vector's
@@ -126,6 +131,7 @@ impl Watch {
             if n <= 0 {
                 break;
             }
+            let mut progress = false;
             for ev in &self.events[..n as usize] {
                 let id = ev.u64;
                 let flags = ev.events;
@@ -135,12 +141,13 @@ impl Watch {
                         drain(fd, &mut written, &mut self.real_calls);
                     }
                 }
-                let closed = flags & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
+                let closed = flags & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 && closed_seen.insert(id);
                 if !written.is_empty() || closed {
+                    progress = true;
                     out.push(Reaped { id, written, closed });
                 }
             }
-            if (n as usize) < self.events.len() {
+            if (n as usize) < self.events.len() || !progress {
                 break;
             }
         }
