@@ -132,3 +132,31 @@ fn the_original_echo_server_echoes_on_tokio() {
     });
     echo_round_trips(server.addr());
 }
+
+/// The ported server's shutdown: a `Notify` ends its accept loop (a `select!` over the listener's
+/// `Stream`, its `interval` and the notification), and its `broadcast` tells the open connection
+/// to finish, which the client sees as end of file after its echo.
+#[test]
+fn the_ported_server_stops_on_notify_and_closes_its_connections() {
+    use evloop::io::{AsyncReadExt, AsyncWriteExt};
+    evloop::run(async {
+        let listener = evloop::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shutdown = evloop::sync::Notify::new();
+        let client = async {
+            let mut c = evloop::net::TcpStream::connect(addr).await.unwrap();
+            c.write_all(b"ping").await.unwrap();
+            let mut back = [0u8; 4];
+            c.read_exact(&mut back).await.unwrap();
+            assert_eq!(&back, b"ping");
+            shutdown.notify_one();
+            // The connection's task was told to stop: its socket closes, the client reads EOF.
+            let mut rest = Vec::new();
+            c.read_to_end(&mut rest).await.unwrap();
+            assert!(rest.is_empty(), "{rest:?}");
+        };
+        let (served, ()) = evloop::join!(port_from_tokio::serve_until(listener, &shutdown), client);
+        served.unwrap();
+    })
+    .unwrap();
+}
