@@ -170,3 +170,51 @@ fn set_zero_linger_resets_the_connection() {
     let err = peer.join().unwrap().unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset);
 }
+
+/// tokio's tcp_stream.rs `try_read_write`: try_write until the send buffer is full
+/// (`WouldBlock`), the peer drains it with readable + try_read, and the writer is writable
+/// again; every byte arrives once, in order.
+#[evloop::test]
+async fn try_read_write() {
+    let listener = evloop::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let client = evloop::net::TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (server, _) = listener.accept().await.unwrap();
+    // Nothing sent yet: no data, and no system call needed to say so.
+    assert_eq!(
+        server.try_read(&mut [0; 8]).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock
+    );
+
+    let chunk: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+    let mut written = 0usize;
+    client.writable().await.unwrap();
+    loop {
+        // Each write continues the pattern where the last one stopped (a short write included).
+        match client.try_write(&chunk[written % chunk.len()..]) {
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(written < 256 << 20, "the send buffer never filled");
+    }
+    assert!(written > 0);
+
+    let mut received = Vec::with_capacity(written);
+    let mut buf = vec![0u8; 65536];
+    while received.len() < written {
+        server.readable().await.unwrap();
+        match server.try_read(&mut buf) {
+            Ok(0) => panic!("end of file before every byte"),
+            Ok(n) => received.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(received.len(), written);
+    assert!(received.iter().enumerate().all(|(i, &b)| b == ((i % 4096) % 251) as u8));
+    // Drained: the writer can write again.
+    client.writable().await.unwrap();
+    assert!(client.try_write(b"more").unwrap() > 0);
+}

@@ -17,12 +17,14 @@
 //! # The `net/` folder
 //! `socket` holds [`Socket`], the generic socket; the typed sockets wrap one: `tcp`
 //! ([`TcpListener`], [`TcpStream`]), `udp` ([`UdpSocket`]), `unix` ([`UnixListener`],
-//! [`UnixStream`], [`UnixDatagram`]); their split halves are in `io/split.rs`. `resolve` is the
+//! [`UnixStream`], [`UnixDatagram`]); their split halves are in `io/split.rs`; `readiness` gives the
+//! connected streams tokio's `readable`/`writable`/`try_read`/`try_write`. `resolve` is the
 //! loop's `getaddrinfo`/`getnameinfo`, `sock_api` asyncio's `sock_*` methods. This file only
 //! declares the modules and re-exports.
 //!
 //! [`AsyncFd`]: crate::io::AsyncFd
 
+mod readiness;
 mod resolve;
 mod sock_api;
 mod socket;
