@@ -279,7 +279,9 @@ mod tests {
     fn cbpf_opcodes_match_the_kernel_headers() {
         assert_eq!(LD_W_ABS, (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16);
         assert_eq!(ALU_MOD_K, (libc::BPF_ALU | libc::BPF_MOD | libc::BPF_K) as u16);
-        assert_eq!(RET_A, (libc::BPF_RET | libc::BPF_A) as u16);
+        // `BPF_A` (0x10, linux/filter.h's return-the-accumulator source) is missing from libc
+        // before 0.2.171, below the declared minimum; spelled out here.
+        assert_eq!(RET_A, (libc::BPF_RET | 0x10) as u16);
         assert_eq!(RET_K, (libc::BPF_RET | libc::BPF_K) as u16);
         assert_eq!(JEQ_K, (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16);
         assert_eq!(SKF_AD_OFF, libc::SKF_AD_OFF);
