@@ -213,6 +213,19 @@ pub(crate) fn cpu_program(cpus: &[usize]) -> io::Result<Vec<libc::sock_filter>> 
     Ok(code)
 }
 
+/// `struct sock_fprog` with its padding as a field: the kernel copies all of the struct, and
+/// libc's version leaves the bytes between `len` and `filter` uninitialised (memcheck reports
+/// the `setsockopt` as reading them).
+#[repr(C)]
+struct Fprog {
+    len: u16,
+    _pad: [u8; size_of::<usize>() - 2],
+    filter: *mut libc::sock_filter,
+}
+
+static_assertions::assert_eq_size!(Fprog, libc::sock_fprog);
+static_assertions::assert_eq_align!(Fprog, libc::sock_fprog);
+
 /// `setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog))`
 /// with a classic-BPF program that steers each new connection of the socket's
 /// `SO_REUSEPORT` group to the group's socket number `i` when CPU `cpus[i]`
@@ -250,8 +263,9 @@ pub(crate) fn cpu_program(cpus: &[usize]) -> io::Result<Vec<libc::sock_filter>> 
 #[doc(alias = "SO_ATTACH_REUSEPORT_CBPF")]
 pub fn attach_reuseport_cpu_program(fd: BorrowedFd<'_>, cpus: &[usize]) -> io::Result<()> {
     let mut code = cpu_program(cpus)?;
-    let prog = libc::sock_fprog {
+    let prog = Fprog {
         len: code.len() as u16,
+        _pad: [0; size_of::<usize>() - 2],
         filter: code.as_mut_ptr(),
     };
     call(Syscall::Setsockopt, || {
@@ -263,8 +277,8 @@ pub fn attach_reuseport_cpu_program(fd: BorrowedFd<'_>, cpus: &[usize]) -> io::R
                 fd.as_raw_fd(),
                 libc::SOL_SOCKET,
                 libc::SO_ATTACH_REUSEPORT_CBPF,
-                (&prog as *const libc::sock_fprog).cast(),
-                size_of::<libc::sock_fprog>() as libc::socklen_t,
+                (&prog as *const Fprog).cast(),
+                size_of::<Fprog>() as libc::socklen_t,
             )
         }
     })?;
