@@ -1,8 +1,8 @@
 //! [`HyperIo`]: an evloop stream under hyper's own I/O traits (`hyper::rt::Read`/`Write`).
 //!
 //! Writes pass straight through. A read goes through a per-thread scratch buffer and is copied
-//! into hyper's cursor: hyper hands out its buffer as uninitialised memory, which only `unsafe`
-//! code may read into, and this crate has none; the copy is of the bytes one `read` returned,
+//! into hyper's cursor: hyper hands out its buffer as uninitialised memory, which only
+//! code outside safe Rust may read into, and this crate forbids such code; the copy is of the bytes one `read` returned,
 //! into memory hyper has just touched.
 
 use std::cell::RefCell;

@@ -10,8 +10,8 @@
 //!   requires, by holding only atomics, a mutex-guarded waker and the loop's `Send + Sync`
 //!   remote handle, while the loop-bound timer itself stays on the loop's thread.
 //!
-//! No `unsafe` anywhere in this crate, and no `unsafe impl Send/Sync`: the `Send + Sync` of the
-//! sleep is what its fields are.
+//! The crate root forbids code outside safe Rust (the attribute below), so no impl asserts
+//! a thread-safety it does not have: the `Send + Sync` of the sleep is what its fields are.
 //!
 //! ```
 //! use bytes::Bytes;
