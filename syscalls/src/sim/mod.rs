@@ -76,7 +76,10 @@
 //! When the kernel looks (a *reap*: one `epoll_wait(0)` on the watch) decides when a close
 //! takes effect, so it looks at points fixed by the program's order of calls: every simulated
 //! poll, every `epoll_ctl`, every call on a pipe, an eventfd or a Unix socket (Linux makes their
-//! closes visible at once), and when a simulated thread sleeps, joins or leaves. Calls on
+//! closes visible at once), every call that makes a new descriptor (before the backing pipe is
+//! made: otherwise a dropped file would be seen closed when its number happened to come back, and
+//! which numbers come back depends on the other threads of the process), and when a simulated
+//! thread sleeps, joins or leaves. Calls on
 //! Internet sockets do not look: the peer of a TCP socket hears of its close through a FIN or
 //! RST that travels the simulated network anyway, so a close seen at the next poll is a close
 //! seen a little later, and the per-byte path stays free of real system calls. A wrapper

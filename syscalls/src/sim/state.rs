@@ -307,6 +307,7 @@ impl State {
 
     /// A new open file with a descriptor: returns its id and the number for the program.
     pub(crate) fn install(&mut self, kind: Kind) -> io::Result<(FileId, RawFd)> {
+        self.settle_closes();
         let id = self.new_id();
         let (raw, backing) = self.watch.back(id)?;
         self.files.insert(
@@ -341,6 +342,7 @@ impl State {
 
     /// Gives an embryo its descriptor (accept).
     pub(crate) fn adopt(&mut self, id: FileId) -> io::Result<RawFd> {
+        self.settle_closes();
         let (raw, backing) = self.watch.back(id)?;
         if let Some(f) = self.files.get_mut(&id) {
             f.backing = Some(backing);
@@ -352,9 +354,20 @@ impl State {
 
     /// A second descriptor for an open file (`dup`).
     pub(crate) fn dup(&mut self, id: FileId, raw: RawFd) -> io::Result<RawFd> {
+        self.settle_closes();
         let new = self.watch.dup(raw)?;
         self.map_number(new, id);
         Ok(new)
+    }
+
+    /// Reaps before a new real descriptor is made. Every close the program made before this
+    /// call (a drop of an `OwnedFd`, which bypasses the wrapper) is then seen here, at a point
+    /// fixed by the program's order of calls. Without it, a dropped file was seen closed when
+    /// its number happened to come back from `pipe2` (`map_number`), and whether it comes back
+    /// depends on descriptors that other threads of the process open and close meanwhile: a
+    /// seed's trace then depended on the tests running beside it.
+    fn settle_closes(&mut self) {
+        self.reap();
     }
 
     /// Records that `raw` leads to `id`. A number the kernel hands out again was closed: the
