@@ -41,14 +41,16 @@ pub(crate) fn pipe2() -> Option<io::Result<(OwnedFd, OwnedFd)>> {
 }
 
 /// A real call created descriptor `raw` (a file, a pidfd): if the simulation still maps that
-/// number, the file it led to was closed behind its back.
+/// number, the file it led to was closed behind its back. The reap is made whether or not the
+/// number came back (which depends on the other threads of the process), so that a close is
+/// seen at a point fixed by the program's calls.
 pub(crate) fn real_fd_created(raw: RawFd) {
     with_current(|sh, _| {
         let mut st = sh.lock();
         if st.lookup(raw).is_some() {
             st.fds.remove(&raw);
-            st.reap();
         }
+        st.reap();
     });
 }
 
