@@ -8,8 +8,8 @@
 //! peer_loops imbalance N POLICY CONNS # evloop: CONNS short connections, per-loop counts
 //! ```
 //!
-//! Every server runs the same CPU-bound HTTP/1.1 keep-alive handler: read a request head, spin
-//! for about 200 us (the work), answer `200 OK` with a two-byte body; each prints
+//! Every server runs the same CPU-bound HTTP/1.1 keep-alive handler: read a request head, do
+//! about 200 us of CPU work (a fixed count of arithmetic blocks, calibrated at start-up), answer `200 OK` with a two-byte body; each prints
 //! `listening on ADDR` once it accepts.
 
 use std::io::{Read, Write};
@@ -21,14 +21,45 @@ use std::time::{Duration, Instant};
 const WORK: Duration = Duration::from_micros(200);
 const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
 
+/// One block of the work: 64 dependent multiply-adds.
+#[inline(never)]
+fn block(x: u64) -> u64 {
+    let mut x = x;
+    for i in 0..64u64 {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }
+    x
+}
+
+/// How many blocks make `WORK` of CPU time, measured once: the fastest of 30 timed batches, so
+/// that a batch cut by preemption (other load on the machine) does not count. A fixed count of
+/// blocks, unlike spinning until the wall clock says 200 us, costs the same CPU whether or not
+/// the thread is preempted meanwhile: under load, a wall-clock spin would do less work per
+/// request for whichever server happens to be preempted more.
+fn blocks_per_request() -> u64 {
+    static BLOCKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *BLOCKS.get_or_init(|| {
+        const BATCH: u64 = 2_000;
+        let mut best = Duration::MAX;
+        let mut x = 1u64;
+        for _ in 0..30 {
+            let start = Instant::now();
+            for _ in 0..BATCH {
+                x = block(x);
+            }
+            best = best.min(start.elapsed());
+        }
+        std::hint::black_box(x);
+        let per_block = best.as_nanos().max(1) as f64 / BATCH as f64;
+        ((WORK.as_nanos() as f64 / per_block) as u64).max(1)
+    })
+}
+
 /// About 200 us of CPU: the server's work per request.
 fn work() {
-    let start = Instant::now();
     let mut x = 0u64;
-    while start.elapsed() < WORK {
-        for i in 0..64u64 {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
-        }
+    for _ in 0..blocks_per_request() {
+        x = block(x);
     }
     std::hint::black_box(x);
 }
@@ -225,6 +256,8 @@ fn imbalance(loops: usize, pol: &str, conns: usize) {
 }
 
 fn main() {
+    // Calibrated before any server thread starts (a few milliseconds).
+    let _ = blocks_per_request();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_default();
     let addr = |i: usize| -> SocketAddr { args.get(i).map_or("127.0.0.1:0", String::as_str).parse().expect("addr") };
