@@ -177,9 +177,10 @@ impl<A> Servers<A> {
         lock(&self.shared.state).active
     }
 
-    /// Stops accepting on every loop (from any thread; asyncio's `Server.close`): each loop
-    /// serves what its accept queue already holds, then closes its listening socket; open
-    /// connections are left to finish. A pathname's socket file is removed.
+    /// Stops accepting on every loop (from any thread; asyncio's `Server.close`) and returns
+    /// at once: each loop, when it next runs, serves what its accept queue already holds, then
+    /// closes its listening socket (a connection that arrives meanwhile is served, not reset);
+    /// open connections are left to finish. A pathname's socket file is removed now.
     ///
     /// ```
     /// let rt = evloop::runtime::Builder::new().loops(2).build()?;
