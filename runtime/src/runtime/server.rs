@@ -345,16 +345,7 @@ impl Handle {
         H: Fn(StreamReader, StreamWriter) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + 'static,
     {
-        let group = Group::bind_inet(self, addr, policy)?;
-        let bound = group.addr().as_inet().unwrap_or(addr);
-        Ok(start(
-            self,
-            group,
-            bound,
-            None,
-            streams(handler),
-            "Handle::start_server",
-        ))
+        start_inet(self, policy, addr, streams(handler), "Handle::start_server")
     }
 
     /// asyncio's `create_server` on every loop: each connection the `policy` gives a loop
@@ -394,16 +385,7 @@ impl Handle {
         P: Protocol + 'static,
         F: Fn() -> P + Send + Sync + 'static,
     {
-        let group = Group::bind_inet(self, addr, policy)?;
-        let bound = group.addr().as_inet().unwrap_or(addr);
-        Ok(start(
-            self,
-            group,
-            bound,
-            None,
-            protocols(factory),
-            "Handle::create_server",
-        ))
+        start_inet(self, policy, addr, protocols(factory), "Handle::create_server")
     }
 
     /// asyncio's `start_unix_server` on every loop, as [`start_server`](Handle::start_server)
@@ -441,16 +423,7 @@ impl Handle {
         H: Fn(StreamReader, StreamWriter) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + 'static,
     {
-        let group = Group::bind_unix(self, addr, policy)?;
-        let path = addr.as_pathname().map(PathBuf::from);
-        Ok(start(
-            self,
-            group,
-            addr.clone(),
-            path,
-            streams(handler),
-            "Handle::start_unix_server",
-        ))
+        start_unix(self, policy, addr, streams(handler), "Handle::start_unix_server")
     }
 
     /// asyncio's `create_unix_server` on every loop, as [`create_server`](Handle::create_server)
@@ -482,17 +455,34 @@ impl Handle {
         P: Protocol + 'static,
         F: Fn() -> P + Send + Sync + 'static,
     {
-        let group = Group::bind_unix(self, addr, policy)?;
-        let path = addr.as_pathname().map(PathBuf::from);
-        Ok(start(
-            self,
-            group,
-            addr.clone(),
-            path,
-            protocols(factory),
-            "Handle::create_unix_server",
-        ))
+        start_unix(self, policy, addr, protocols(factory), "Handle::create_unix_server")
     }
+}
+
+/// Binds a TCP address and starts the servers' parts.
+fn start_inet(
+    handle: &Handle,
+    policy: Policy,
+    addr: SocketAddr,
+    per_loop: PerLoop,
+    what: &'static str,
+) -> io::Result<Servers> {
+    let group = Group::bind_inet(handle, addr, policy)?;
+    let bound = group.addr().as_inet().unwrap_or(addr);
+    Ok(start(handle, group, bound, None, per_loop, what))
+}
+
+/// Binds a Unix address (refusing the reuse-port policies) and starts the servers' parts.
+fn start_unix(
+    handle: &Handle,
+    policy: Policy,
+    addr: &UnixAddr,
+    per_loop: PerLoop,
+    what: &'static str,
+) -> io::Result<Servers<UnixAddr>> {
+    let group = Group::bind_unix(handle, addr, policy)?;
+    let path = addr.as_pathname().map(PathBuf::from);
+    Ok(start(handle, group, addr.clone(), path, per_loop, what))
 }
 
 /// Each loop's factory of `start_server`'s protocols, running `handler` on each connection.
