@@ -546,3 +546,49 @@ fn start_and_stop_many_times_leaves_no_fd_and_no_thread() {
     assert_eq!(settle("/proc/self/fd", fds), fds, "fds left behind");
     assert_eq!(settle("/proc/self/task", tasks), tasks, "threads left behind");
 }
+
+/// Never answers, never closes: only the runtime's stop ends its connection.
+struct Silent;
+
+impl Protocol for Silent {
+    fn data_received(&mut self, _data: &[u8]) {}
+}
+
+#[test]
+fn connections_cut_by_the_grace_period_still_end_the_count_and_wait_closed() {
+    let _g = serial();
+    for kind in [Kind::Streams, Kind::Protocol] {
+        let rt = Builder::new()
+            .loops(2)
+            .grace_period(Duration::from_millis(50))
+            .build()
+            .unwrap();
+        let addr = "127.0.0.1:0".parse().unwrap();
+        let policy = Policy::LeastConnections;
+        let s = match kind {
+            Kind::Streams => rt.handle().start_server(policy, addr, |reader, _writer| async move {
+                let _ = reader.read_to_end().await; // until the client closes: never, here
+            }),
+            Kind::Protocol => rt.handle().create_server(policy, addr, || Silent),
+        }
+        .unwrap();
+        let _held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(s.local_addr()).unwrap()).collect();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while s.active_connections() < 3 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(s.active_connections(), 3);
+        rt.shutdown().unwrap();
+        assert_eq!(
+            s.active_connections(),
+            0,
+            "{kind:?}: the loop's close ended the connections"
+        );
+        // Awaited on another runtime's loop: done, not hung.
+        let other = Builder::new().loops(1).build().unwrap();
+        let done = other
+            .block_on(move || async move { evloop::time::timeout(Duration::from_secs(5), s.wait_closed()).await })
+            .unwrap();
+        assert!(done.is_ok(), "{kind:?}: wait_closed after the runtime stopped");
+    }
+}
