@@ -2,12 +2,15 @@
 //! start. A loop thread records its failure in the pool as it happens (which also stops the
 //! other loops); [`Runtime::shutdown`](crate::runtime::Runtime::shutdown) and
 //! [`Runtime::wait`](crate::runtime::Runtime::wait) return all of them, so none is lost.
+//! Also the one refusal of binding on N loops that is a matter of the policy, not of the
+//! address: [`UnsupportedPolicy`].
 
 use std::error::Error;
 use std::fmt;
 use std::io;
 
 use crate::event_loop::Panic;
+use crate::runtime::policy::Policy;
 
 /// How one loop failed.
 ///
@@ -176,3 +179,64 @@ impl fmt::Display for RuntimeError {
 }
 
 impl Error for RuntimeError {}
+
+/// A [`Policy`] that does not apply to the address: `SO_REUSEPORT` (policies
+/// [`ReusePort`](Policy::ReusePort) and [`ReusePortCpu`](Policy::ReusePortCpu)) balances TCP
+/// and UDP sockets only; Linux has no reuse-port group for Unix sockets (a second bind of the
+/// same path or abstract name fails with `EADDRINUSE`), so a Unix address takes
+/// [`Policy::LeastConnections`]. It comes as the inner error of an `io::Error` of kind
+/// `Unsupported`, from [`UnixListeners::bind`](crate::runtime::UnixListeners::bind) and the
+/// Unix servers of [`Handle`](crate::runtime::Handle).
+///
+/// ```
+/// use evloop::net::UnixAddr;
+/// use evloop::runtime::{Builder, Policy, UnsupportedPolicy};
+///
+/// let rt = Builder::new().loops(2).build()?;
+/// let addr = UnixAddr::abstract_name(format!("evloop-doc-up-{}", std::process::id()).as_bytes())?;
+/// let err = rt.handle().start_unix_server(Policy::ReusePortCpu, &addr, |_r, _w| async {}).unwrap_err();
+/// let typed = err.get_ref().and_then(|e| e.downcast_ref::<UnsupportedPolicy>()).unwrap();
+/// assert_eq!(typed.policy(), Policy::ReusePortCpu);
+/// assert!(typed.to_string().contains("LeastConnections"));
+/// # rt.shutdown()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnsupportedPolicy {
+    policy: Policy,
+}
+
+impl UnsupportedPolicy {
+    pub(crate) fn new(policy: Policy) -> UnsupportedPolicy {
+        UnsupportedPolicy { policy }
+    }
+
+    /// The policy that was refused.
+    ///
+    /// ```
+    /// use evloop::runtime::{Builder, Policy, UnixListeners, UnsupportedPolicy};
+    /// let rt = Builder::new().loops(1).build()?;
+    /// let addr = evloop::net::UnixAddr::abstract_name(b"evloop-doc-upp")?;
+    /// let err = UnixListeners::bind(rt.handle(), &addr, Policy::ReusePort).unwrap_err();
+    /// let typed = err.into_inner().unwrap().downcast::<UnsupportedPolicy>().unwrap();
+    /// assert_eq!(typed.policy(), Policy::ReusePort);
+    /// # rt.shutdown()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+}
+
+impl fmt::Display for UnsupportedPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Policy::{:?} does not apply to Unix sockets (Linux has no SO_REUSEPORT group for AF_UNIX): \
+             use Policy::LeastConnections",
+            self.policy
+        )
+    }
+}
+
+impl Error for UnsupportedPolicy {}

@@ -56,7 +56,14 @@
 //!   `listen`ed one after the other on one thread, in loop order, so socket `i` is index `i` of
 //!   the kernel's group (`reuseport_add_sock` appends); none leaves the group before the
 //!   runtime stops (the kernel would move the last socket into the hole). Unix sockets have no
-//!   `SO_REUSEPORT`: only the acceptor's hand-off applies to them.
+//!   `SO_REUSEPORT` group in Linux: only the acceptor's hand-off applies to them
+//!   ([`UnixListeners`]); the other two policies give an [`UnsupportedPolicy`] error.
+//! - **asyncio's servers on N loops**: [`Handle::start_server`], [`Handle::create_server`],
+//!   [`Handle::start_unix_server`] and [`Handle::create_unix_server`] bind under a policy as
+//!   the listeners do (the same machinery) and serve on every loop: each connection's streams
+//!   or protocol are made on the loop that serves it, from a `Send + Sync` handler or factory.
+//!   The pool-wide [`Servers`] closes them all from any thread and waits for them; the
+//!   runtime's stop stops them as it stops listeners.
 //! - **Observability.** Each loop counts its accepted and live connections and measures its
 //!   busy time ([`LoopStats`](crate::event_loop::LoopStats) on the loop,
 //!   [`Handle::stats`] from any thread, with the pool's imbalance, busiest over idlest). Trace
@@ -64,20 +71,26 @@
 //!
 //! # The `runtime/` folder (layer 5, above `os/` and `fiber/`)
 //! `builder` ([`Builder`], the start), `pool` ([`Runtime`], [`Handle`], the shared state),
-//! `worker` (a loop's thread, [`Context`], the stop sequence), `listen` ([`TcpListeners`],
-//! [`Policy`], the acceptor), `stats` ([`PoolStats`], [`LoopLoad`]), `error`
-//! ([`RuntimeError`], [`LoopFailure`], [`Failure`]).
+//! `worker` (a loop's thread, [`Context`], the stop sequence), `policy` ([`Policy`], the
+//! bound sockets of one address under it, the accept loops and the acceptor's hand-off),
+//! `listen` ([`TcpListeners`], [`UnixListeners`]), `server` ([`Servers`] and the `Handle`
+//! methods that start them), `stats` ([`PoolStats`], [`LoopLoad`]), `error`
+//! ([`RuntimeError`], [`LoopFailure`], [`Failure`], [`UnsupportedPolicy`]).
 
 mod builder;
 mod error;
 mod listen;
+mod policy;
 mod pool;
+mod server;
 mod stats;
 mod worker;
 
 pub use self::builder::Builder;
-pub use self::error::{Failure, LoopFailure, RuntimeError};
-pub use self::listen::{Policy, TcpListeners};
+pub use self::error::{Failure, LoopFailure, RuntimeError, UnsupportedPolicy};
+pub use self::listen::{TcpListeners, UnixListeners};
+pub use self::policy::Policy;
 pub use self::pool::{Handle, Runtime};
+pub use self::server::Servers;
 pub use self::stats::{LoopLoad, PoolStats};
 pub use self::worker::Context;

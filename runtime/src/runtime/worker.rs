@@ -49,8 +49,9 @@ pub(crate) struct LoopState {
     pub(crate) pool: Arc<Pool>,
     /// Set once when the runtime stops: listeners stop accepting.
     pub(crate) stop: Promise<()>,
-    /// `TcpListeners::serve` calls running on this loop: the stop waits for them too (a
-    /// least-connections `serve` still receives the fds the acceptor sent before it stopped).
+    /// Listener and server parts (`Group::serve`) running on this loop: the stop waits for
+    /// them too (a least-connections part still receives the fds the acceptor sent before it
+    /// stopped).
     pub(crate) serving: std::cell::Cell<usize>,
 }
 

@@ -10,6 +10,7 @@
 mod server;
 mod transport;
 
+pub(crate) use self::server::start_accepted;
 pub use self::server::{DEFAULT_ACCEPT_RETRY_DELAY, Server};
 pub(crate) use self::transport::TransportKind;
 pub use self::transport::{DEFAULT_HIGH_WATER, Protocol, Transport};

@@ -556,6 +556,24 @@ fn listen_socket(addr: &SockAddr, backlog: i32) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Starts `protocol` on a connection accepted elsewhere, as the accept loop above starts one
+/// (`TCP_NODELAY` on a TCP socket), with `on_close` run when the connection ends: the hook of
+/// the servers of `evloop::runtime`, whose acceptor may run on another loop's thread and hands
+/// the fd to the loop that serves it.
+#[track_caller]
+pub(crate) fn start_accepted(
+    lp: &LoopHandle,
+    fd: OwnedFd,
+    peer: SockAddr,
+    protocol: Box<dyn Protocol>,
+    on_close: Box<dyn FnOnce()>,
+) -> io::Result<Transport> {
+    if peer.as_inet().is_some() {
+        let _ = sys::set_nodelay(fd.as_fd(), true);
+    }
+    Transport::start_accepted(&lp.inner, fd, peer, protocol, Location::caller(), Some(on_close))
+}
+
 impl LoopHandle {
     /// Serves `factory`'s protocols on every address `host` resolves to (asyncio's
     /// `create_server`). `host` may be a name (resolved with `getaddrinfo` on the executor) or

@@ -88,6 +88,7 @@ mod writer;
 
 pub use self::config::DEFAULT_LIMIT;
 pub use self::error::StreamError;
+pub(crate) use self::open::boxed_server_protocols;
 pub use self::open::{
     OpenConnection, OpenUnixConnection, StartServer, StartUnixServer, open_connection, open_unix_connection,
     start_server, start_unix_server,

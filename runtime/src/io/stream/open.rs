@@ -46,6 +46,20 @@ where
     }
 }
 
+/// `start_server`'s protocols (default options), boxed: for servers that start each connection
+/// themselves (the servers of `evloop::runtime`, one factory per loop).
+pub(crate) fn boxed_server_protocols<H, Fut>(
+    lp: &LoopHandle,
+    handler: H,
+) -> impl Fn() -> Box<dyn crate::io::protocol::Protocol> + 'static
+where
+    H: Fn(StreamReader, StreamWriter) -> Fut + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let protocols = server_protocols(lp, handler, StreamConfig::new());
+    move || Box::new(protocols())
+}
+
 /// The hook a server's protocols call on each connection: spawns `handler(reader, writer)` as a
 /// detached task (a panic in it reaches the loop's exception handler).
 fn connect_hook<H, Fut>(lp: &LoopHandle, handler: H) -> Rc<ConnectHook>
