@@ -52,7 +52,7 @@ mod async_fd;
 pub(crate) mod buf;
 pub(crate) mod copy;
 pub(crate) mod datagram;
-mod duplex;
+pub(crate) mod duplex;
 pub(crate) mod error;
 mod generic_split;
 pub(crate) mod ints;
@@ -68,6 +68,11 @@ pub(crate) mod stream;
 pub(crate) mod stream_wrappers;
 mod traits;
 mod util;
+// Issue 21, round 2: tokio's join, simplex and write_buf.
+mod join;
+mod ready;
+mod simplex;
+pub(crate) mod write_buf;
 
 pub use self::adapters::{Chain, Take};
 pub(crate) use self::async_fd::fd_context;
@@ -86,3 +91,8 @@ pub use self::util::{Empty, Repeat, Sink, empty, repeat, sink};
 
 // std's names, at tokio's paths (`tokio::io::{Error, ErrorKind, Result, SeekFrom}` are these).
 pub use std::io::{Error, ErrorKind, Result, SeekFrom};
+
+pub use self::join::{Join, join};
+pub use self::ready::Ready;
+pub use self::simplex::{SimplexStream, simplex};
+pub use self::write_buf::Buf;

@@ -182,6 +182,46 @@ impl Notify {
         wakers.wake();
     }
 
+    /// Wakes the task that started waiting last (LIFO), or stores one permit if nobody waits:
+    /// tokio's `notify_last`, the mirror of [`notify_one`](Notify::notify_one).
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use evloop::sync::Notify;
+    ///
+    /// evloop::run(async {
+    ///     let notify = Rc::new(Notify::new());
+    ///     let order = Rc::new(std::cell::RefCell::new(Vec::new()));
+    ///     let tasks: Vec<_> = (0..2)
+    ///         .map(|i| {
+    ///             let (n, o) = (notify.clone(), order.clone());
+    ///             evloop::spawn(async move {
+    ///                 n.notified().await;
+    ///                 o.borrow_mut().push(i);
+    ///             })
+    ///         })
+    ///         .collect();
+    ///     evloop::task::yield_now().await; // both wait now, 0 first
+    ///     notify.notify_last();
+    ///     notify.notify_last();
+    ///     for t in tasks {
+    ///         t.await.unwrap();
+    ///     }
+    ///     assert_eq!(*order.borrow(), [1, 0]); // the newest waiter was woken first
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    pub fn notify_last(&self) {
+        let mut wakers = WakeList::default();
+        {
+            let mut st = self.state.borrow_mut();
+            if st.queue.grant_last(Grant::One, &mut wakers).is_err() {
+                st.permit = true;
+            }
+        }
+        wakers.wake();
+    }
+
     /// Wakes every waiting task, and completes every [`Notified`] created before this call;
     /// stores no permit.
     ///

@@ -279,6 +279,25 @@ impl<G> WaitQueue<G> {
         }
     }
 
+    /// Grants `value` to the last waiter (the newest; tokio's `Notify::notify_last`), as
+    /// [`grant_first`](Self::grant_first) does to the first.
+    pub(crate) fn grant_last(&mut self, value: G, wakers: &mut WakeList) -> Result<(), G> {
+        let Some(key) = self.tail else {
+            return Err(value);
+        };
+        self.unlink(key);
+        match self.nodes.get_mut(key) {
+            Some(node) => {
+                if let Slot::Waiting(w) = std::mem::replace(&mut node.slot, Slot::Granted(value)) {
+                    wakers.push(w);
+                }
+                Ok(())
+            }
+            // Unreachable: a key in the line always has a node.
+            None => Err(value),
+        }
+    }
+
     /// Grants waiters front to back, each the value `next` gives, until `next` gives none or
     /// nobody is left waiting; `next` is called only when there is a waiter to take the value.
     /// Returns how many were granted.

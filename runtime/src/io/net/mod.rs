@@ -18,13 +18,16 @@
 //! `socket` holds [`Socket`], the generic socket; the typed sockets wrap one: `tcp`
 //! ([`TcpListener`], [`TcpStream`]), `udp` ([`UdpSocket`]), `unix` ([`UnixListener`],
 //! [`UnixStream`], [`UnixDatagram`]); their split halves are in `io/split.rs`; `readiness` gives the
-//! connected streams tokio's `readable`/`writable`/`try_read`/`try_write`. `resolve` is the
+//! connected streams tokio's `readable`/`writable`/`try_read`/`try_write`, `ready` the rest of
+//! tokio's readiness API (`ready(Interest)`, `poll_read_ready`, `try_read_vectored`, `into_std`). `resolve` is the
 //! loop's `getaddrinfo`/`getnameinfo`, `sock_api` asyncio's `sock_*` methods. This file only
 //! declares the modules and re-exports.
 //!
 //! [`AsyncFd`]: crate::io::AsyncFd
 
 mod readiness;
+// Issue 21, round 2: `ready(Interest)`, the poll and vectored forms, `into_std`.
+mod ready;
 mod resolve;
 mod sock_api;
 mod socket;

@@ -190,6 +190,11 @@ impl TcpStream {
         TcpStream { sock }
     }
 
+    /// The socket back (`into_std`).
+    pub(crate) fn into_socket(self) -> Socket {
+        self.sock
+    }
+
     fn from_accepted(fd: OwnedFd) -> io::Result<TcpStream> {
         let sock = Socket::own(None, fd, Kind::Stream)?;
         sock.set_nodelay(true)?;

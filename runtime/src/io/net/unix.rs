@@ -150,6 +150,11 @@ impl UnixStream {
         UnixStream { sock }
     }
 
+    /// The socket back (`into_std`).
+    pub(crate) fn into_socket(self) -> Socket {
+        self.sock
+    }
+
     /// Connects to `addr`.
     ///
     /// ```
