@@ -17,7 +17,7 @@ use crate::io::{AsyncRead, AsyncWrite, ReadHalf, WriteHalf, split};
 
 /// A one-way in-memory pipe of at most `max_buf_size` buffered bytes, already split (tokio's
 /// `simplex`): the writer waits for room beyond that; the reader sees end of stream after the
-/// writer's `shutdown`.
+/// writer's `shutdown`. Panics (at the caller) if `max_buf_size` is 0, as tokio's.
 ///
 /// ```
 /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
@@ -33,6 +33,7 @@ use crate::io::{AsyncRead, AsyncWrite, ReadHalf, WriteHalf, split};
 /// })??;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[track_caller]
 pub fn simplex(max_buf_size: usize) -> (ReadHalf<SimplexStream>, WriteHalf<SimplexStream>) {
     split(SimplexStream::new_unsplit(max_buf_size))
 }
@@ -59,12 +60,15 @@ pub struct SimplexStream {
 
 impl SimplexStream {
     /// A pipe that buffers at most `max_buf_size` bytes, not split (tokio's `new_unsplit`).
+    /// Panics (at the caller) if `max_buf_size` is 0: no byte could ever pass.
     ///
     /// ```
     /// let pipe = evloop::io::SimplexStream::new_unsplit(1024);
     /// let (_rd, _wr) = evloop::io::split(pipe);
     /// ```
+    #[track_caller]
     pub fn new_unsplit(max_buf_size: usize) -> SimplexStream {
+        assert!(max_buf_size > 0, "`max_buf_size` must be greater than 0");
         SimplexStream {
             pipe: Pipe::new(max_buf_size),
         }

@@ -134,16 +134,19 @@ impl<S: Stream> ChunksTimeout<S> {
         }
     }
 
-    /// The values gathered so far and not yet yielded (tokio-stream's `into_remainder`).
+    /// Takes the values gathered so far and not yet yielded (tokio-stream's `into_remainder`,
+    /// with its pinned receiver).
     ///
     /// ```
+    /// use std::pin::Pin;
     /// use std::time::Duration;
     /// use evloop::stream::{self, StreamExt};
-    /// let s = stream::iter([1]).chunks_timeout(4, Duration::from_secs(1));
-    /// assert!(s.into_remainder().is_empty()); // nothing polled yet
+    /// let mut s = stream::iter([1]).chunks_timeout(4, Duration::from_secs(1));
+    /// assert!(Pin::new(&mut s).into_remainder().is_empty()); // nothing polled yet
     /// ```
-    pub fn into_remainder(self) -> Vec<S::Item> {
-        self.items
+    pub fn into_remainder(mut self: Pin<&mut Self>) -> Vec<S::Item> {
+        self.deadline = None;
+        std::mem::take(&mut self.items)
     }
 
     fn take_chunk(&mut self) -> Vec<S::Item> {

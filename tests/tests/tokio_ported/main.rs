@@ -1,0 +1,176 @@
+//! tokio's own tests of the APIs issue 21's second round added (tokio/tests/io_*.rs,
+//! macros_*.rs, tcp_*.rs, plus the sync and tokio-stream tests of the sync and stream methods
+//! added beside them), ported by changing imports where they run unchanged. Each module names
+//! the tokio file it comes from and says what changed beyond imports and why.
+//!
+//! # tokio 1.38's io_*.rs, macros_*.rs and tcp_*.rs against evloop
+//! "have" = every API the file uses exists under the ported name; "ported" = where its tests
+//! run (io_ported/ and macros_ported.rs are the first round's; tokio_ported/ is this one).
+//!
+//! | tokio file | APIs it uses | evloop has them | ported |
+//! |---|---|---|---|
+//! | io_async_fd.rs | `AsyncFd` guards (`readable()` -> `AsyncFdReadyGuard`, `clear_ready`, `try_io` on the guard), `with_interest`, nix | no: evloop's `AsyncFd` takes closures (`io`, `try_io`) instead of guards (deliberate, porting guide) | no |
+//! | io_async_read.rs | `AsyncRead` is object safe | yes | trivially (the trait is used as `dyn` in io_ported) |
+//! | io_buf_reader.rs | `BufReader`, `AsyncSeek` through it, `fill_buf`, `consume` | yes | io_ported (seek, util) |
+//! | io_buf_writer.rs | `BufWriter`, `AsyncSeekExt`, `write_vectored` | yes | io_ported (seek, write_vectored) |
+//! | io_chain.rs | `chain` | yes | io_ported/take_chain.rs |
+//! | io_copy.rs | `copy`, a `ReadBuf` `poll_read` | yes (`poll_read` over `&mut [u8]`) | io_ported |
+//! | io_copy_bidirectional.rs | `copy_bidirectional`, `TcpStream` | yes | tests/tests/io (issue 18) |
+//! | io_driver.rs, io_driver_drop.rs | tokio's runtime builder and driver shutdown | tokio-internal | no |
+//! | io_fill_buf.rs | `tokio::fs::File` | no `fs` module (asyncio has none; deliberate) | no |
+//! | io_join.rs | `join`, `Join` | yes (this round) | tokio_ported/io_join.rs |
+//! | io_lines.rs | `lines()` on `&[u8]` | yes | io_ported/util.rs |
+//! | io_mem_stream.rs | `duplex` | yes | io_ported/duplex.rs |
+//! | io_panic.rs | `#[track_caller]` panic locations of tokio's constructors | partly: `simplex` (this round), `AsyncFd::with_interest` missing | tokio_ported/io_simplex.rs (simplex) |
+//! | io_poll_aio.rs | FreeBSD AIO | not Linux | no |
+//! | io_read.rs, io_read_buf.rs, io_read_exact.rs | `read`, `read_buf`, `read_exact`, `ReadBuf` | yes | io_ported/read_buf.rs |
+//! | io_read_line.rs, io_read_until.rs, io_read_to_end.rs, io_read_to_string.rs | tokio_test's mock `io::Builder` | the APIs yes; the mock is tokio_test's | io_ported (with hand-written readers) |
+//! | io_repeat.rs, io_sink.rs, io_util_empty.rs | `repeat`, `sink`, `empty` | yes | io_ported/util.rs |
+//! | io_split.rs | `split`, `unsplit`, `is_pair_of` | yes | io_ported/split.rs |
+//! | io_take.rs | `take` | yes | io_ported/take_chain.rs |
+//! | io_write.rs, io_write_all.rs, io_write_int.rs | `write`, `write_all`, `write_u8`... | yes | io_ported |
+//! | io_write_buf.rs, io_write_all_buf.rs | `write_buf`, `write_all_buf` over `bytes::Buf` | yes (this round; over evloop's `io::Buf`) | tokio_ported/io_write_buf.rs |
+//! | macros_join.rs, macros_try_join.rs | `join!`, `try_join!`, `biased;` | yes | macros_ported.rs |
+//! | macros_pin.rs | `pin!` | yes | io_ported/pin.rs |
+//! | macros_select.rs | `select!` with `biased;`, `else`, `Some(x) =` patterns, `, if cond` | yes | macros_ported.rs |
+//! | macros_test.rs, macros_rename_test.rs | `#[tokio::test(flavor, crate = ..)]` | `#[evloop::test]` (one flavor); no `crate =` option | partly (macros tests in tests/tests/macros) |
+//! | tcp_accept.rs | `accept`, `TcpListener::poll_accept`, `mpsc::unbounded_channel` | yes (`poll_accept` this round); `unbounded_channel` is `mpsc::unbounded` | tokio_ported/tcp_accept.rs |
+//! | tcp_connect.rs | `connect` with every address form | yes | tokio_ported/tcp_connect.rs |
+//! | tcp_echo.rs, tcp_shutdown.rs | `copy`, `split`, `shutdown` | yes | tokio_ported/tcp_echo.rs |
+//! | tcp_into_split.rs, tcp_split.rs, tcp_peek.rs | `into_split`, `split`, `peek` | yes | io_ported/tcp.rs |
+//! | tcp_into_std.rs | `into_std`, `from_std` | yes (this round) | tokio_ported/tcp_into_std.rs |
+//! | tcp_socket.rs | `TcpSocket`, `set_linger` | no: needs socket options evloop-syscalls lacks | no |
+//! | tcp_stream.rs | `ready(Interest)` -> `Ready`, `poll_read_ready`, `try_read_vectored`, `try_read_buf`, `set_linger`/`linger` | yes (this round) but `set_linger`/`linger` | tokio_ported/tcp_stream.rs (all but `set_linger`) |
+
+/// tokio_test's `assert_ok!`: the `Ok` value, or a panic naming the error.
+macro_rules! assert_ok {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => panic!("assertion failed: Err({:?})", e),
+        }
+    };
+}
+
+/// tokio_test's `assert_err!`.
+macro_rules! assert_err {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => panic!("assertion failed: Ok({:?})", v),
+            Err(e) => e,
+        }
+    };
+}
+
+/// tokio_test's `assert_pending!`.
+macro_rules! assert_pending {
+    ($e:expr) => {
+        match $e {
+            std::task::Poll::Pending => {}
+            std::task::Poll::Ready(v) => panic!("ready; value = {:?}", v),
+        }
+    };
+}
+
+/// tokio_test's `assert_ready!`: the value of a `Ready` poll.
+macro_rules! assert_ready {
+    ($e:expr) => {
+        match $e {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("pending"),
+        }
+    };
+}
+
+/// tokio_test's `assert_ready_ok!`.
+macro_rules! assert_ready_ok {
+    ($e:expr) => {
+        assert_ok!(assert_ready!($e))
+    };
+}
+
+// The macros above are in scope in the modules declared after them.
+mod io_join;
+mod io_simplex;
+mod io_write_buf;
+mod stream;
+mod sync;
+mod tcp_into_std;
+mod tcp_stream;
+
+/// tokio_test's `task`: a future or stream polled by hand with a waker that records whether it
+/// was woken.
+pub mod task {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context, Poll, Wake, Waker};
+
+    use evloop::stream::Stream;
+
+    struct Flag(AtomicBool);
+
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// tokio_test's `task::Spawn`.
+    pub struct Spawn<T> {
+        inner: Pin<Box<T>>,
+        woken: Arc<Flag>,
+    }
+
+    /// tokio_test's `task::spawn`.
+    pub fn spawn<T>(inner: T) -> Spawn<T> {
+        Spawn {
+            inner: Box::pin(inner),
+            woken: Arc::new(Flag(AtomicBool::new(false))),
+        }
+    }
+
+    impl<T> Spawn<T> {
+        /// Whether the waker was woken since the last poll.
+        pub fn is_woken(&self) -> bool {
+            self.woken.0.load(Ordering::SeqCst)
+        }
+
+        /// Runs `f` with a context of the recording waker and the pinned value.
+        pub fn enter<R>(&mut self, f: impl FnOnce(&mut Context<'_>, Pin<&mut T>) -> R) -> R {
+            self.woken.0.store(false, Ordering::SeqCst);
+            let waker = Waker::from(self.woken.clone());
+            let mut cx = Context::from_waker(&waker);
+            f(&mut cx, self.inner.as_mut())
+        }
+    }
+
+    impl<T: Future> Spawn<T> {
+        /// Polls the future once.
+        pub fn poll(&mut self) -> Poll<T::Output> {
+            self.enter(|cx, f| f.poll(cx))
+        }
+    }
+
+    impl<T: Stream> Spawn<T> {
+        /// Polls the stream once.
+        pub fn poll_next(&mut self) -> Poll<Option<T::Item>> {
+            self.enter(|cx, s| s.poll_next(cx))
+        }
+    }
+
+    impl<T: Future> Future for Spawn<T> {
+        type Output = T::Output;
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
+            self.inner.as_mut().poll(cx)
+        }
+    }
+
+    impl<T: Stream> Stream for Spawn<T> {
+        type Item = T::Item;
+        fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T::Item>> {
+            self.inner.as_mut().poll_next(cx)
+        }
+    }
+}
