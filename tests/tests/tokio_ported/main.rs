@@ -95,6 +95,9 @@ mod io_simplex;
 mod io_write_buf;
 mod stream;
 mod sync;
+mod tcp_accept;
+mod tcp_connect;
+mod tcp_echo;
 mod tcp_into_std;
 mod tcp_stream;
 

@@ -116,6 +116,28 @@ impl TcpListener {
         Ok((TcpStream::from_accepted(fd)?, inet(addr, "accept")?))
     }
 
+    /// Accepts a connection if one is waiting, else parks the task's waker: tokio's
+    /// `poll_accept`, for hand-written futures and streams.
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (_conn, peer) = poll_fn(|cx| listener.poll_accept(cx)).await?;
+    ///     assert_eq!(peer, client.local_addr()?);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn poll_accept(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<(TcpStream, SocketAddr)>> {
+        self.sock
+            .poll_accept(cx)
+            .map(|r| r.and_then(|(fd, addr)| Ok((TcpStream::from_accepted(fd)?, inet(addr, "accept")?))))
+    }
+
     /// The underlying socket.
     ///
     /// ```
