@@ -213,6 +213,8 @@ pub mod net {
         Domain, Shutdown, SockAddr, SockType, Socket, TcpListener, TcpStream, ToSocketAddrs, UdpSocket, UnixAddr,
         UnixDatagram, UnixListener, UnixStream,
     };
+    // Issue 21, round 2: tokio's `TcpSocket`.
+    pub use crate::io::net::TcpSocket;
 
     /// The halves of a split [`TcpStream`] (tokio's `tokio::net::tcp`).
     pub mod tcp {

@@ -39,7 +39,7 @@
 //! | tcp_echo.rs, tcp_shutdown.rs | `copy`, `split`, `shutdown` | yes | tokio_ported/tcp_echo.rs |
 //! | tcp_into_split.rs, tcp_split.rs, tcp_peek.rs | `into_split`, `split`, `peek` | yes | io_ported/tcp.rs |
 //! | tcp_into_std.rs | `into_std`, `from_std` | yes (this round) | tokio_ported/tcp_into_std.rs |
-//! | tcp_socket.rs | `TcpSocket`, `set_linger` | no: needs socket options evloop-syscalls lacks | no |
+//! | tcp_socket.rs | `TcpSocket`, `set_linger` | `TcpSocket` yes (this round); `set_linger` no (a socket option evloop-syscalls lacks) | tokio_ported/tcp_socket.rs (all but `basic_linger`) |
 //! | tcp_stream.rs | `ready(Interest)` -> `Ready`, `poll_read_ready`, `try_read_vectored`, `try_read_buf`, `set_linger`/`linger` | yes (this round) but `set_linger`/`linger` | tokio_ported/tcp_stream.rs (all but `set_linger`) |
 
 /// tokio_test's `assert_ok!`: the `Ok` value, or a panic naming the error.
@@ -99,6 +99,7 @@ mod tcp_accept;
 mod tcp_connect;
 mod tcp_echo;
 mod tcp_into_std;
+mod tcp_socket;
 mod tcp_stream;
 
 /// tokio_test's `task`: a future or stream polled by hand with a waker that records whether it

@@ -16,10 +16,11 @@
 //!
 //! # The `net/` folder
 //! `socket` holds [`Socket`], the generic socket; the typed sockets wrap one: `tcp`
-//! ([`TcpListener`], [`TcpStream`]), `udp` ([`UdpSocket`]), `unix` ([`UnixListener`],
-//! [`UnixStream`], [`UnixDatagram`]); their split halves are in `io/split.rs`; `readiness` gives the
-//! connected streams tokio's `readable`/`writable`/`try_read`/`try_write`, `ready` the rest of
-//! tokio's readiness API (`ready(Interest)`, `poll_read_ready`, `try_read_vectored`, `into_std`). `resolve` is the
+//! ([`TcpListener`], [`TcpStream`]), `tcp_socket` ([`TcpSocket`], one to configure first),
+//! `udp` ([`UdpSocket`]), `unix` ([`UnixListener`], [`UnixStream`], [`UnixDatagram`]); their
+//! split halves are in `io/split.rs`; `readiness` gives the connected streams tokio's
+//! `readable`/`writable`/`try_read`/`try_write`, `ready` the rest of tokio's readiness API
+//! (`ready(Interest)`, `poll_read_ready`, `try_read_vectored`, `into_std`). `resolve` is the
 //! loop's `getaddrinfo`/`getnameinfo`, `sock_api` asyncio's `sock_*` methods. This file only
 //! declares the modules and re-exports.
 //!
@@ -32,6 +33,8 @@ mod resolve;
 mod sock_api;
 mod socket;
 mod tcp;
+// Issue 21, round 2: tokio's `TcpSocket`.
+mod tcp_socket;
 mod udp;
 mod unix;
 
@@ -41,6 +44,7 @@ pub use self::socket::Socket;
 pub(crate) use self::socket::domain_of;
 pub(crate) use self::tcp::connect_any;
 pub use self::tcp::{TcpListener, TcpStream};
+pub use self::tcp_socket::TcpSocket;
 pub use self::udp::UdpSocket;
 pub use self::unix::{UnixDatagram, UnixListener, UnixStream};
 pub use crate::io::addr::ToSocketAddrs;

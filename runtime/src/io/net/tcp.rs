@@ -79,6 +79,11 @@ impl TcpListener {
         .await
     }
 
+    /// The listener of a socket that already listens (`TcpSocket::listen`).
+    pub(super) fn from_listening(sock: Socket) -> TcpListener {
+        TcpListener { sock }
+    }
+
     /// The bound address.
     ///
     /// ```
