@@ -34,7 +34,9 @@
 //! read shapes (`read_buf`: `ReadBuf`, `BufMut`), the integer reads and writes (`ints`), `take`
 //! and `chain` (`adapters`), `std::io::Cursor`'s impls (`memory`), seeking (`seek`), in-memory
 //! stream pairs (`duplex`), the halves of any stream (`generic_split`), `empty`, `sink` and
-//! `repeat` (`util`), protocols
+//! `repeat` (`util`), a reader and a writer as one stream (`join`), one-way in-memory pipes
+//! (`simplex`), writes from a [`Buf`] (`write_buf`), the readiness set [`Ready`] and tokio's
+//! spellings of [`Interest`] (`ready`), protocols
 //! and transports (`protocol/`), streams on top of them (`stream/`), datagram endpoints
 //! (`datagram`), the lifecycle the stream and datagram transports share (`lifecycle`) and async
 //! pipes (`pipe`). `traits` also holds `forward_io!`, the macro that writes every impl which
@@ -44,7 +46,8 @@
 //!
 //! As `evloop::io` this module is also the tokio-shaped namespace: `evloop::io::{AsyncReadExt,
 //! AsyncWriteExt, AsyncBufReadExt, BufReader, BufWriter, copy, ReadBuf, AsyncSeek, duplex, split,
-//! Error, ErrorKind, Result, SeekFrom}` are where `tokio::io` has them.
+//! join, simplex, Interest, Ready, Error, ErrorKind, Result, SeekFrom}` are where `tokio::io` has
+//! them.
 
 mod adapters;
 pub(crate) mod addr;
