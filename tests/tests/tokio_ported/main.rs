@@ -90,6 +90,7 @@ macro_rules! assert_ready_ok {
 }
 
 // The macros above are in scope in the modules declared after them.
+mod halves;
 mod io_join;
 mod io_simplex;
 mod io_write_buf;

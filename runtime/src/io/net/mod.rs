@@ -20,7 +20,8 @@
 //! `udp` ([`UdpSocket`]), `unix` ([`UnixListener`], [`UnixStream`], [`UnixDatagram`]); their
 //! split halves are in `io/split.rs`; `readiness` gives the connected streams tokio's
 //! `readable`/`writable`/`try_read`/`try_write`, `ready` the rest of tokio's readiness API
-//! (`ready(Interest)`, `poll_read_ready`, `try_read_vectored`, `into_std`). `resolve` is the
+//! (`ready(Interest)`, `poll_read_ready`, `try_read_vectored`, `into_std`), `half_ready` the same
+//! on the halves of a split stream (with `local_addr`, `peer_addr`). `resolve` is the
 //! loop's `getaddrinfo`/`getnameinfo`, `sock_api` asyncio's `sock_*` methods. This file only
 //! declares the modules and re-exports.
 //!
@@ -29,6 +30,8 @@
 mod readiness;
 // Issue 21, round 2: `ready(Interest)`, the poll and vectored forms, `into_std`.
 mod ready;
+// Issue 21, round 2: the same API on the halves of a split stream.
+mod half_ready;
 mod resolve;
 mod sock_api;
 mod socket;

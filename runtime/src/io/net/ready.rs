@@ -12,18 +12,18 @@
 
 use std::future::poll_fn;
 use std::io::{self, IoSlice, IoSliceMut};
-use std::os::fd::AsFd;
 use std::task::{Context, Poll};
 
 use evloop_syscalls as sys;
 
+use crate::io::net::readiness::attempt;
 use crate::io::net::socket::{Kind, Socket};
 use crate::io::net::{TcpStream, UnixStream};
 use crate::io::{Interest, Ready};
 
 /// Waits until the socket is ready for any interest in `want`; the events seen, restricted to
 /// those interests (tokio's `ready`).
-fn poll_ready_set(sock: &Socket, cx: &mut Context<'_>, want: Ready) -> Poll<io::Result<Ready>> {
+pub(super) fn poll_ready_set(sock: &Socket, cx: &mut Context<'_>, want: Ready) -> Poll<io::Result<Ready>> {
     let fd = sock.async_fd();
     let mask = want.interest_bits();
     let mut any = false;
@@ -43,24 +43,15 @@ fn poll_ready_set(sock: &Socket, cx: &mut Context<'_>, want: Ready) -> Poll<io::
     }
 }
 
-/// One non-blocking call if the socket is known to be ready for `interest`.
-fn attempt<R>(
-    sock: &Socket,
-    interest: Interest,
-    call: impl FnOnce(std::os::fd::BorrowedFd<'_>) -> io::Result<R>,
-) -> io::Result<R> {
-    sock.async_fd().try_io(interest, |owned| call(owned.as_fd()))
-}
-
 /// Reads into the spare capacity of `buf` (64 bytes are reserved when there is none, as the
 /// `bytes` crate's `Vec` does), growing its length by what was read.
-fn try_read_vec(sock: &Socket, buf: &mut Vec<u8>) -> io::Result<usize> {
+pub(super) fn try_read_vec(sock: &Socket, buf: &mut Vec<u8>) -> io::Result<usize> {
     if buf.capacity() == buf.len() {
         buf.reserve(64);
     }
     let len = buf.len();
     buf.resize(buf.capacity(), 0);
-    let r = attempt(sock, Interest::Read, |fd| sys::recv(fd, &mut buf[len..]));
+    let r = attempt(sock, Interest::Read, "recv", |fd| sys::recv(fd, &mut buf[len..]));
     buf.truncate(len + *r.as_ref().unwrap_or(&0));
     r
 }
@@ -147,7 +138,7 @@ macro_rules! ready_methods {
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
             pub fn try_read_vectored(&self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-                attempt(self.socket(), Interest::Read, |fd| sys::readv(fd, bufs))
+                attempt(self.socket(), Interest::Read, "readv", |fd| sys::readv(fd, bufs))
             }
 
             /// Writes from several buffers without waiting (one `sendmsg`, `MSG_NOSIGNAL`), or
@@ -169,7 +160,9 @@ macro_rules! ready_methods {
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
             pub fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-                attempt(self.socket(), Interest::Write, |fd| sys::send_vectored(fd, bufs))
+                attempt(self.socket(), Interest::Write, "sendmsg", |fd| {
+                    sys::send_vectored(fd, bufs)
+                })
             }
 
             /// Reads into the spare capacity of `buf` without waiting, growing its length by
