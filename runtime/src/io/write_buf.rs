@@ -140,35 +140,27 @@ impl Buf for VecDeque<u8> {
     }
 }
 
-impl<B: Buf + ?Sized> Buf for &mut B {
-    fn remaining(&self) -> usize {
-        (**self).remaining()
-    }
-    fn chunk(&self) -> &[u8] {
-        (**self).chunk()
-    }
-    fn advance(&mut self, cnt: usize) {
-        (**self).advance(cnt)
-    }
-    fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
-        (**self).chunks_vectored(dst)
-    }
+/// `Buf` through a pointer: every method passed on (the default `has_remaining` included).
+macro_rules! forward_buf {
+    ($($ptr:ty),*) => {
+        $(impl<B: Buf + ?Sized> Buf for $ptr {
+            fn remaining(&self) -> usize {
+                (**self).remaining()
+            }
+            fn chunk(&self) -> &[u8] {
+                (**self).chunk()
+            }
+            fn advance(&mut self, cnt: usize) {
+                (**self).advance(cnt)
+            }
+            fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+                (**self).chunks_vectored(dst)
+            }
+        })*
+    };
 }
 
-impl<B: Buf + ?Sized> Buf for Box<B> {
-    fn remaining(&self) -> usize {
-        (**self).remaining()
-    }
-    fn chunk(&self) -> &[u8] {
-        (**self).chunk()
-    }
-    fn advance(&mut self, cnt: usize) {
-        (**self).advance(cnt)
-    }
-    fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
-        (**self).chunks_vectored(dst)
-    }
-}
+forward_buf!(&mut B, Box<B>);
 
 /// How many chunks one vectored write offers at most (tokio's `MAX_VECTOR_ELEMENTS`).
 const MAX_VECTOR_ELEMENTS: usize = 64;

@@ -263,7 +263,13 @@ impl<G> WaitQueue<G> {
     /// when nobody waits.
     #[inline]
     pub(crate) fn grant_first(&mut self, value: G, wakers: &mut WakeList) -> Result<(), G> {
-        let Some(key) = self.head else {
+        self.grant_at(self.head, value, wakers)
+    }
+
+    /// Grants `value` to the waiter at `key` (the line's head or tail), or gives it back.
+    #[inline]
+    fn grant_at(&mut self, key: Option<Key>, value: G, wakers: &mut WakeList) -> Result<(), G> {
+        let Some(key) = key else {
             return Err(value);
         };
         self.unlink(key);
@@ -282,20 +288,7 @@ impl<G> WaitQueue<G> {
     /// Grants `value` to the last waiter (the newest; tokio's `Notify::notify_last`), as
     /// [`grant_first`](Self::grant_first) does to the first.
     pub(crate) fn grant_last(&mut self, value: G, wakers: &mut WakeList) -> Result<(), G> {
-        let Some(key) = self.tail else {
-            return Err(value);
-        };
-        self.unlink(key);
-        match self.nodes.get_mut(key) {
-            Some(node) => {
-                if let Slot::Waiting(w) = std::mem::replace(&mut node.slot, Slot::Granted(value)) {
-                    wakers.push(w);
-                }
-                Ok(())
-            }
-            // Unreachable: a key in the line always has a node.
-            None => Err(value),
-        }
+        self.grant_at(self.tail, value, wakers)
     }
 
     /// Grants waiters front to back, each the value `next` gives, until `next` gives none or

@@ -22,6 +22,7 @@ use crate::io::split::{tcp, unix as unix_halves};
 use crate::io::{Interest, Ready};
 
 macro_rules! half_methods {
+    // What both halves have: the addresses and `ready`.
     (@addr $half:ty, $addr:ty, $conv:ident, $setup:literal) => {
         impl $half {
             /// The local address of the shared socket (tokio's `local_addr` on a half).
@@ -51,6 +52,27 @@ macro_rules! half_methods {
             pub fn peer_addr(&self) -> io::Result<$addr> {
                 $conv(self.socket().peer_addr()?, "peer_addr")
             }
+
+            /// Waits until the shared socket is ready for one of the interests and returns the
+            /// events seen (tokio's `ready` on a half; a read half asks for `READABLE`, a write
+            /// half for `WRITABLE`).
+            ///
+            /// ```
+            /// use evloop::io::Interest;
+            ///
+            /// evloop::run(async {
+            #[doc = $setup]
+            ///     let ready = h.ready(Interest::READABLE | Interest::WRITABLE).await?;
+            ///     assert!(ready.is_writable()); // an empty send buffer
+            ///     # drop(b);
+            ///     Ok::<(), std::io::Error>(())
+            /// })??;
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub async fn ready(&self, interest: impl Into<Ready>) -> io::Result<Ready> {
+                let want = interest.into();
+                poll_fn(|cx| poll_ready_set(self.socket(), cx, want)).await
+            }
         }
     };
     (read $half:ty, $addr:ty, $conv:ident, $setup:literal) => {
@@ -74,25 +96,6 @@ macro_rules! half_methods {
             /// ```
             pub async fn readable(&self) -> io::Result<()> {
                 self.socket().async_fd().readable().await
-            }
-
-            /// Waits for readiness for `interest` and returns the events seen (tokio's `ready`;
-            /// a read half reports the read side).
-            ///
-            /// ```
-            /// use evloop::io::{AsyncWriteExt, Interest};
-            ///
-            /// evloop::run(async {
-            #[doc = $setup]
-            ///     b.write_all(b"x").await?;
-            ///     assert!(h.ready(Interest::READABLE).await?.is_readable());
-            ///     Ok::<(), std::io::Error>(())
-            /// })??;
-            /// # Ok::<(), Box<dyn std::error::Error>>(())
-            /// ```
-            pub async fn ready(&self, interest: impl Into<Ready>) -> io::Result<Ready> {
-                let want = interest.into();
-                poll_fn(|cx| poll_ready_set(self.socket(), cx, want)).await
             }
 
             /// Reads what is there without waiting (one `recv`), or `WouldBlock`.
@@ -170,25 +173,6 @@ macro_rules! half_methods {
             /// ```
             pub async fn writable(&self) -> io::Result<()> {
                 self.socket().async_fd().writable().await
-            }
-
-            /// Waits for readiness for `interest` and returns the events seen (tokio's `ready`;
-            /// a write half reports the write side).
-            ///
-            /// ```
-            /// use evloop::io::Interest;
-            ///
-            /// evloop::run(async {
-            #[doc = $setup]
-            ///     assert!(h.ready(Interest::WRITABLE).await?.is_writable());
-            ///     # drop(b);
-            ///     Ok::<(), std::io::Error>(())
-            /// })??;
-            /// # Ok::<(), Box<dyn std::error::Error>>(())
-            /// ```
-            pub async fn ready(&self, interest: impl Into<Ready>) -> io::Result<Ready> {
-                let want = interest.into();
-                poll_fn(|cx| poll_ready_set(self.socket(), cx, want)).await
             }
 
             /// Writes what fits without waiting (one `send`, `MSG_NOSIGNAL`), or `WouldBlock`.
