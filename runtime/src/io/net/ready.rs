@@ -1,8 +1,8 @@
 //! The rest of tokio's readiness API on the connected streams, beside `readiness.rs`'s
 //! `readable`/`writable`/`try_read`/`try_write`: [`ready`](TcpStream::ready) with an interest
 //! set returning the [`Ready`] events seen, the poll forms `poll_read_ready`/`poll_write_ready`,
-//! the vectored and growable-buffer `try_*` calls, and the conversions to and from std's
-//! streams (`into_std`, and `UnixStream::from_std`).
+//! and the vectored and growable-buffer `try_*` calls (the conversions to and from std's
+//! sockets are in `std_conv.rs`).
 //!
 //! Data flow is `readiness.rs`'s: every wait goes to the stream's
 //! [`AsyncFd`](crate::io::AsyncFd) registration (parking the task's waker for each direction
@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use evloop_syscalls as sys;
 
 use crate::io::net::readiness::attempt;
-use crate::io::net::socket::{Kind, Socket};
+use crate::io::net::socket::Socket;
 use crate::io::net::{TcpStream, UnixStream};
 use crate::io::{Interest, Ready};
 
@@ -57,7 +57,7 @@ pub(super) fn try_read_vec(sock: &Socket, buf: &mut Vec<u8>) -> io::Result<usize
 }
 
 macro_rules! ready_methods {
-    ($ty:ident, $std:ty, $pair:literal) => {
+    ($ty:ident, $pair:literal) => {
         impl $ty {
             /// Waits until the socket is ready for one of the interests (`Interest::READABLE`,
             /// `Interest::WRITABLE`, or both joined with `|`) and returns the events seen:
@@ -186,65 +186,12 @@ macro_rules! ready_methods {
             pub fn try_read_buf(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
                 try_read_vec(self.socket(), buf)
             }
-
-            /// The std stream of the same socket, deregistered from the loop and still in
-            /// non-blocking mode (tokio's `into_std`; `set_nonblocking(false)` for blocking
-            /// calls).
-            ///
-            /// ```
-            /// use std::io::Read;
-            /// use evloop::io::AsyncWriteExt;
-            ///
-            /// evloop::run(async {
-            #[doc = $pair]
-            ///     b.write_all(b"std").await?;
-            ///     let mut std_a = a.into_std()?;
-            ///     std_a.set_nonblocking(false)?;
-            ///     let mut got = [0; 3];
-            ///     std_a.read_exact(&mut got)?;
-            ///     assert_eq!(&got, b"std");
-            ///     Ok::<(), std::io::Error>(())
-            /// })??;
-            /// # Ok::<(), Box<dyn std::error::Error>>(())
-            /// ```
-            pub fn into_std(self) -> io::Result<$std> {
-                Ok(<$std>::from(self.into_socket().into_fd()))
-            }
         }
     };
 }
 
 ready_methods!(
     TcpStream,
-    std::net::TcpStream,
     "    let listener = evloop::net::TcpListener::bind(\"127.0.0.1:0\").await?;\n    let mut a = evloop::net::TcpStream::connect(listener.local_addr()?).await?;\n    let (mut b, _) = listener.accept().await?;"
 );
-ready_methods!(
-    UnixStream,
-    std::os::unix::net::UnixStream,
-    "    let (mut a, mut b) = evloop::net::UnixStream::pair()?;"
-);
-
-impl UnixStream {
-    /// Adopts a connected std stream (switched to non-blocking mode): tokio's
-    /// `UnixStream::from_std`.
-    ///
-    /// ```
-    /// use evloop::io::{AsyncReadExt, AsyncWriteExt};
-    ///
-    /// evloop::run(async {
-    ///     let (a, b) = std::os::unix::net::UnixStream::pair()?;
-    ///     let mut a = evloop::net::UnixStream::from_std(a)?;
-    ///     let mut b = evloop::net::UnixStream::from_std(b)?;
-    ///     a.write_all(b"hi").await?;
-    ///     let mut got = [0; 2];
-    ///     b.read_exact(&mut got).await?;
-    ///     assert_eq!(&got, b"hi");
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
-        Ok(UnixStream::from_socket(Socket::adopt(stream.into(), Kind::Stream)?))
-    }
-}
+ready_methods!(UnixStream, "    let (mut a, mut b) = evloop::net::UnixStream::pair()?;");

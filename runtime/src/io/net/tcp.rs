@@ -84,6 +84,11 @@ impl TcpListener {
         TcpListener { sock }
     }
 
+    /// The socket back (`into_std`).
+    pub(super) fn into_socket(self) -> Socket {
+        self.sock
+    }
+
     /// The bound address.
     ///
     /// ```
