@@ -12,7 +12,7 @@
 //! | io_async_fd.rs | `AsyncFd` guards (`readable()` -> `AsyncFdReadyGuard`, `clear_ready`, `try_io` on the guard), `with_interest`, nix | no: evloop's `AsyncFd` takes closures (`io`, `try_io`) instead of guards (deliberate, porting guide) | no |
 //! | io_async_read.rs | `AsyncRead` is object safe | yes | tokio_ported/io_small.rs |
 //! | io_buf_reader.rs | `BufReader`, `AsyncSeek` through it, `fill_buf`, `consume` | yes | tokio_ported/io_buf_reader.rs (the readers rewritten to evloop's `poll_read`) |
-//! | io_buf_writer.rs | `BufWriter`, `AsyncSeekExt`, `write_vectored` | yes | partly: io_ported/seek.rs (the seek tests); the rest not yet |
+//! | io_buf_writer.rs | `BufWriter`, `AsyncSeekExt`, `write_vectored` | yes | tokio_ported/io_buf_writer.rs |
 //! | io_chain.rs | `chain` | yes | io_ported/take_chain.rs |
 //! | io_copy.rs | `copy`, a reader that implements tokio's `ReadBuf` `poll_read`, `BytesMut` | yes (`poll_read` over `&mut [u8]`) | tokio_ported/io_copy.rs (3 of 3; the reader rewritten to evloop's `poll_read`) |
 //! | io_copy_bidirectional.rs | `copy_bidirectional`, `TcpStream`, tokio_test's mock | yes | tokio_ported/io_copy_bidirectional.rs (6 of 6) |
@@ -94,6 +94,7 @@ macro_rules! assert_ready_ok {
 // The macros above are in scope in the modules declared after them.
 mod halves;
 mod io_buf_reader;
+mod io_buf_writer;
 mod io_copy;
 mod io_copy_bidirectional;
 mod io_join;
