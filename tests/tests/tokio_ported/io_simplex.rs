@@ -1,26 +1,8 @@
 //! `io::simplex` and `SimplexStream` (tokio 1.4x): tokio has no test file of its own for them
-//! beyond io_panic.rs's zero-capacity panics (ported here with the panic location checked as
-//! tokio checks it); the rest asserts the behaviour tokio documents.
+//! beyond io_panic.rs's zero-capacity panics (in io_panic.rs here); these assert the behaviour
+//! tokio documents.
 
-use evloop::io::{AsyncReadExt, AsyncWriteExt, SimplexStream, simplex};
-
-/// tokio/tests/io_panic.rs `simplex_zero_capacity_panic_caller` and
-/// `new_unsplit_zero_capacity_panic_caller`: the panic points at the caller.
-#[test]
-fn zero_capacity_panics_at_the_caller() {
-    for f in [(|| drop(simplex(0))) as fn(), || drop(SimplexStream::new_unsplit(0))] {
-        let location = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let seen = location.clone();
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            *seen.lock().unwrap() = info.location().map(|l| l.file().to_string());
-        }));
-        let r = std::panic::catch_unwind(f);
-        std::panic::set_hook(prev);
-        assert!(r.is_err());
-        assert_eq!(location.lock().unwrap().as_deref(), Some(file!()));
-    }
-}
+use evloop::io::{AsyncReadExt, AsyncWriteExt, simplex};
 
 #[evloop::test]
 async fn bytes_flow_one_way_and_shutdown_ends_the_stream() {

@@ -21,7 +21,7 @@
 //! | io_join.rs | `join`, `Join` | yes (this round) | tokio_ported/io_join.rs |
 //! | io_lines.rs | `lines()` on `&[u8]` | yes | tokio_ported/io_read_helpers.rs |
 //! | io_mem_stream.rs | `duplex` | yes | io_ported/duplex.rs |
-//! | io_panic.rs | `#[track_caller]` panic locations of tokio's constructors | partly: `simplex` (this round), `AsyncFd::with_interest` missing | tokio_ported/io_simplex.rs (simplex) |
+//! | io_panic.rs | `#[track_caller]` panic locations of `ReadBuf`'s methods, `unsplit`, `simplex`, `AsyncFd` on a runtime without I/O | yes (`#[track_caller]` added this round) but the `AsyncFd` case (no such runtime) | tokio_ported/io_panic.rs (5 of 9, and tokio 1.4x's two `simplex` tests) |
 //! | io_poll_aio.rs | FreeBSD AIO | not Linux | no |
 //! | io_read.rs, io_read_buf.rs, io_read_exact.rs | `read`, `read_buf`, `read_exact`, `ReadBuf` | yes | io_ported/read_buf.rs, memory.rs |
 //! | io_read_line.rs, io_read_until.rs, io_read_to_string.rs | `read_line`, `read_until`, `read_to_string`, tokio_test's mock `io::Builder` | yes (the mock is `mock.rs` here) | tokio_ported/io_read_helpers.rs (12 of 12) |
@@ -98,6 +98,7 @@ mod io_buf_writer;
 mod io_copy;
 mod io_copy_bidirectional;
 mod io_join;
+mod io_panic;
 mod io_read_helpers;
 mod io_read_to_end;
 mod io_simplex;
