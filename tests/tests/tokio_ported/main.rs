@@ -3,6 +3,16 @@
 //! added beside them), ported by changing imports where they run unchanged. Each module names
 //! the tokio file it comes from and says what changed beyond imports and why.
 //!
+//! # The count
+//! This target runs 105 of tokio's tests (113 tests in all; the 8 others assert tokio's
+//! documented behaviour where tokio has no test): 87 of the 96 tests of the 22 tokio 1.38 files
+//! it took on (the table's "tokio_ported" rows), tokio 1.4x's 2 `simplex` panic tests, 6 sync
+//! tests (`notify_last`, broadcast `len`/`closed`) and 10 tokio-stream tests (`throttle`,
+//! `chunks_timeout`, `peekable`). The 9 of the 96 that do not run: `set_linger`/`linger` twice
+//! (no such socket option in evloop-syscalls yet), `accept_many` (one waiter per direction),
+//! four `AsyncFd` panics on a runtime without an I/O driver, `read_to_end_uninit` (counts
+//! `ReadBuf` initialisation) and `read_to_end_grows_capacity_if_unfit` (tokio's growth policy).
+
 //! # tokio 1.38's io_*.rs, macros_*.rs and tcp_*.rs against evloop
 //! "have" = every API the file uses exists under the ported name; "ported" = where its tests
 //! run (io_ported/ and macros_ported.rs are the first round's; tokio_ported/ is this one).
