@@ -2,9 +2,6 @@
 //! Changed beyond imports: `R` implements `poll_read` over `&mut [u8]` (evloop's shape; tokio's
 //! `ReadBuf` form is `poll_read_buf`), and `tokio_test::block_on` is `evloop::task::block_on`.
 
-// tokio's text writes `&[b'x']`; kept as it is.
-#![allow(clippy::byte_char_slices)]
-
 use evloop::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Join, join};
 
 use std::io;

@@ -54,6 +54,9 @@
 //! | tcp_socket.rs | `TcpSocket`, `set_linger` | `TcpSocket` yes (this round); `set_linger` no (a socket option evloop-syscalls lacks) | tokio_ported/tcp_socket.rs (all but `basic_linger`) |
 //! | tcp_stream.rs | `ready(Interest)` -> `Ready`, `poll_read_ready`, `try_read_vectored`, `try_read_buf`, `set_linger`/`linger` | yes (this round) but `set_linger`/`linger` | tokio_ported/tcp_stream.rs (all but `set_linger`) |
 
+// tokio's text is kept as tokio wrote it, older idioms included.
+#![allow(clippy::io_other_error, clippy::byte_char_slices)]
+
 /// tokio_test's `assert_ok!`: the `Ok` value, or a panic naming the error.
 macro_rules! assert_ok {
     ($e:expr) => {
