@@ -96,7 +96,7 @@ pub use task::spawn::{run, spawn};
 /// options `trace` and `virtual_clock`. See the crate documentation's first example.
 pub use evloop_macros::{main, test};
 
-/// The I/O traits, safe to glob-import: `use evloop::prelude::*;` brings the six traits whose
+/// The I/O traits, safe to glob-import: `use evloop::prelude::*;` brings the eight traits whose
 /// methods a program calls (`read`, `write_all`, `read_line`, ...) and nothing else (no `test`
 /// or `main` attribute that would make `#[test]` ambiguous).
 ///
@@ -114,7 +114,10 @@ pub use evloop_macros::{main, test};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub mod prelude {
-    pub use crate::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+    // Issue 21, round 2: with `AsyncSeek`/`AsyncSeekExt`, so `seek` and `rewind` are in scope too.
+    pub use crate::io::{
+        AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncSeek, AsyncSeekExt, AsyncWrite, AsyncWriteExt,
+    };
 }
 
 /// Time: [`sleep`](time::sleep), [`timeout`](time::timeout) and their deadline forms, and
@@ -159,6 +162,8 @@ pub mod stream {
     pub use crate::task::stream::{
         Empty, Iter, Next, Once, Pending, Stream, StreamExt, StreamMap, empty, iter, once, pending,
     };
+    // Issue 21, round 2.
+    pub use crate::task::stream::{ChunksTimeout, Peekable, Throttle};
 
     /// evloop's sources as streams (tokio-stream's `wrappers`): receivers, intervals, lines and
     /// listeners.
@@ -208,6 +213,8 @@ pub mod net {
         Domain, Shutdown, SockAddr, SockType, Socket, TcpListener, TcpStream, ToSocketAddrs, UdpSocket, UnixAddr,
         UnixDatagram, UnixListener, UnixStream,
     };
+    // Issue 21, round 2: tokio's `TcpSocket`.
+    pub use crate::io::net::TcpSocket;
 
     /// The halves of a split [`TcpStream`] (tokio's `tokio::net::tcp`).
     pub mod tcp {

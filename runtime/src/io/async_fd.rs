@@ -265,6 +265,11 @@ impl<T: AsFd> AsyncFd<T> {
         self.state.readiness() & interest.bits() != 0
     }
 
+    /// The readiness bits the last events left (`ready::*`; `TcpStream::ready` reports them).
+    pub(crate) fn readiness(&self) -> u8 {
+        self.state.readiness()
+    }
+
     /// Whether the peer closed its side (EPOLLRDHUP/EPOLLHUP seen).
     ///
     /// ```

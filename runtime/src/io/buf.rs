@@ -635,6 +635,34 @@ impl<W: AsyncWrite + Unpin> BufWriter<W> {
     }
 }
 
+impl<W: AsyncWrite + Unpin> BufWriter<W> {
+    /// A vectored write into a writer that is not vectored (tokio's rule): the slices that fit
+    /// are gathered in the buffer, so many small slices still leave in one write; a first slice
+    /// as large as the buffer goes straight through on its own.
+    fn poll_write_slices_one_by_one(&mut self, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        let Some(start) = bufs.iter().position(|b| !b.is_empty()) else {
+            return Poll::Ready(Ok(0));
+        };
+        let bufs = &bufs[start..];
+        let first = bufs[0].len();
+        if self.buf.len() + first > self.capacity {
+            ready!(self.poll_flush_buf(cx))?;
+        }
+        if first >= self.capacity {
+            return Pin::new(&mut self.inner).poll_write(cx, &bufs[0]);
+        }
+        let mut total = 0;
+        for b in bufs {
+            if self.buf.len() + b.len() > self.capacity {
+                break;
+            }
+            self.buf.extend_from_slice(b);
+            total += b.len();
+        }
+        Poll::Ready(Ok(total))
+    }
+}
+
 impl<W: AsyncWrite + Unpin> AsyncWrite for BufWriter<W> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
@@ -655,6 +683,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for BufWriter<W> {
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if !this.inner.is_write_vectored() {
+            return this.poll_write_slices_one_by_one(cx, bufs);
+        }
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         if this.buf.len() + total > this.capacity {
             ready!(this.poll_flush_buf(cx))?;

@@ -75,8 +75,9 @@ pub struct DuplexStream {
     write: Arc<Mutex<Pipe>>,
 }
 
-/// One direction: the bytes on their way and who waits for them.
-struct Pipe {
+/// One direction: the bytes on their way and who waits for them (also the whole of a
+/// [`SimplexStream`](crate::io::SimplexStream)).
+pub(crate) struct Pipe {
     buffer: VecDeque<u8>,
     max_buf_size: usize,
     /// The reader waiting for bytes (or for the end).
@@ -89,7 +90,7 @@ struct Pipe {
 }
 
 impl Pipe {
-    fn new(max_buf_size: usize) -> Pipe {
+    pub(crate) fn new(max_buf_size: usize) -> Pipe {
         Pipe {
             buffer: VecDeque::new(),
             max_buf_size,
@@ -100,12 +101,16 @@ impl Pipe {
     }
 
     /// Closes the pipe and wakes both sides (each sees the end on its next poll).
-    fn close(&mut self) -> [Option<Waker>; 2] {
+    pub(crate) fn close(&mut self) -> [Option<Waker>; 2] {
         self.is_closed = true;
         [self.read_waker.take(), self.write_waker.take()]
     }
 
-    fn poll_read(&mut self, cx: &mut Context<'_>, buf: &mut [u8]) -> (Poll<io::Result<usize>>, Option<Waker>) {
+    pub(crate) fn poll_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> (Poll<io::Result<usize>>, Option<Waker>) {
         if self.buffer.is_empty() && !buf.is_empty() {
             if self.is_closed {
                 return (Poll::Ready(Ok(0)), None);
@@ -120,7 +125,11 @@ impl Pipe {
         (Poll::Ready(Ok(n)), self.write_waker.take())
     }
 
-    fn poll_write(&mut self, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> (Poll<io::Result<usize>>, Option<Waker>) {
+    pub(crate) fn poll_write(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> (Poll<io::Result<usize>>, Option<Waker>) {
         if self.is_closed {
             return (Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())), None);
         }
@@ -156,7 +165,7 @@ fn lock(pipe: &Mutex<Pipe>) -> MutexGuard<'_, Pipe> {
 }
 
 /// Wakes outside the lock: a waker may run code that takes it.
-fn finish<T>((poll, waker): (Poll<T>, Option<Waker>)) -> Poll<T> {
+pub(crate) fn finish<T>((poll, waker): (Poll<T>, Option<Waker>)) -> Poll<T> {
     if let Some(w) = waker {
         w.wake();
     }

@@ -117,6 +117,7 @@ impl<T> ReadHalf<T> {
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[track_caller]
     pub fn unsplit(self, wr: WriteHalf<T>) -> T
     where
         T: Unpin,

@@ -34,7 +34,9 @@
 //! read shapes (`read_buf`: `ReadBuf`, `BufMut`), the integer reads and writes (`ints`), `take`
 //! and `chain` (`adapters`), `std::io::Cursor`'s impls (`memory`), seeking (`seek`), in-memory
 //! stream pairs (`duplex`), the halves of any stream (`generic_split`), `empty`, `sink` and
-//! `repeat` (`util`), protocols
+//! `repeat` (`util`), a reader and a writer as one stream (`join`), one-way in-memory pipes
+//! (`simplex`), writes from a [`Buf`] (`write_buf`), the readiness set [`Ready`] and tokio's
+//! spellings of [`Interest`] (`ready`), protocols
 //! and transports (`protocol/`), streams on top of them (`stream/`), datagram endpoints
 //! (`datagram`), the lifecycle the stream and datagram transports share (`lifecycle`) and async
 //! pipes (`pipe`). `traits` also holds `forward_io!`, the macro that writes every impl which
@@ -44,7 +46,8 @@
 //!
 //! As `evloop::io` this module is also the tokio-shaped namespace: `evloop::io::{AsyncReadExt,
 //! AsyncWriteExt, AsyncBufReadExt, BufReader, BufWriter, copy, ReadBuf, AsyncSeek, duplex, split,
-//! Error, ErrorKind, Result, SeekFrom}` are where `tokio::io` has them.
+//! join, simplex, Interest, Ready, Error, ErrorKind, Result, SeekFrom}` are where `tokio::io` has
+//! them.
 
 mod adapters;
 pub(crate) mod addr;
@@ -52,7 +55,7 @@ mod async_fd;
 pub(crate) mod buf;
 pub(crate) mod copy;
 pub(crate) mod datagram;
-mod duplex;
+pub(crate) mod duplex;
 pub(crate) mod error;
 mod generic_split;
 pub(crate) mod ints;
@@ -68,6 +71,11 @@ pub(crate) mod stream;
 pub(crate) mod stream_wrappers;
 mod traits;
 mod util;
+// Issue 21, round 2: tokio's join, simplex and write_buf.
+mod join;
+mod ready;
+mod simplex;
+pub(crate) mod write_buf;
 
 pub use self::adapters::{Chain, Take};
 pub(crate) use self::async_fd::fd_context;
@@ -86,3 +94,8 @@ pub use self::util::{Empty, Repeat, Sink, empty, repeat, sink};
 
 // std's names, at tokio's paths (`tokio::io::{Error, ErrorKind, Result, SeekFrom}` are these).
 pub use std::io::{Error, ErrorKind, Result, SeekFrom};
+
+pub use self::join::{Join, join};
+pub use self::ready::Ready;
+pub use self::simplex::{SimplexStream, simplex};
+pub use self::write_buf::Buf;

@@ -145,6 +145,7 @@ impl<'a> ReadBuf<'a> {
     /// let mut buf = evloop::io::ReadBuf::new(&mut storage);
     /// assert_eq!(buf.initialize_unfilled_to(3).len(), 3);
     /// ```
+    #[track_caller]
     pub fn initialize_unfilled_to(&mut self, n: usize) -> &mut [u8] {
         assert!(n <= self.remaining(), "n overflows remaining");
         &mut self.buf[self.filled..self.filled + n]
@@ -203,6 +204,7 @@ impl<'a> ReadBuf<'a> {
     /// buf.advance(2);
     /// assert_eq!(buf.filled(), b"ab");
     /// ```
+    #[track_caller]
     pub fn advance(&mut self, n: usize) {
         let filled = self.filled.checked_add(n).expect("filled overflow");
         self.set_filled(filled);
@@ -220,6 +222,7 @@ impl<'a> ReadBuf<'a> {
     /// buf.set_filled(1); // shrinking is fine too
     /// assert_eq!(buf.filled(), b"a");
     /// ```
+    #[track_caller]
     pub fn set_filled(&mut self, n: usize) {
         assert!(n <= self.buf.len(), "filled must not become larger than initialized");
         self.filled = n;
@@ -237,6 +240,7 @@ impl<'a> ReadBuf<'a> {
     /// buf.put_slice(b"cd");
     /// assert_eq!(buf.filled(), b"abcd");
     /// ```
+    #[track_caller]
     pub fn put_slice(&mut self, data: &[u8]) {
         assert!(self.remaining() >= data.len(), "buf.len() must fit in remaining()");
         self.buf[self.filled..self.filled + data.len()].copy_from_slice(data);

@@ -574,6 +574,52 @@ pub trait AsyncWriteExt: AsyncWrite + Unpin {
         poll_fn(|cx| Pin::new(&mut *self).poll_shutdown(cx)).await
     }
 
+    /// Writes some of `src` (its front; vectored if the writer is) and advances it by what was
+    /// written: tokio's `write_buf`, over evloop's [`Buf`](crate::io::Buf) (`&[u8]`,
+    /// `Cursor`, `VecDeque<u8>`).
+    ///
+    /// ```
+    /// use evloop::io::AsyncWriteExt;
+    ///
+    /// evloop::run(async {
+    ///     let mut out = Vec::new();
+    ///     let mut src: &[u8] = b"hello";
+    ///     let n = out.write_buf(&mut src).await?;
+    ///     assert_eq!((n, src.len()), (5, 0)); // `src` moved past what was written
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn write_buf<B: crate::io::Buf + ?Sized>(&mut self, src: &mut B) -> io::Result<usize> {
+        crate::io::write_buf::write_buf(self, src).await
+    }
+
+    /// Writes all of `src`, advancing it as it goes (tokio's `write_all_buf`); `WriteZero` if
+    /// the writer stops accepting bytes. Dropped halfway, `src` starts at the first byte not
+    /// written.
+    ///
+    /// ```
+    /// use std::io::Cursor;
+    /// use evloop::io::AsyncWriteExt;
+    ///
+    /// evloop::run(async {
+    ///     let (mut a, mut b) = evloop::io::duplex(4); // room for 4 bytes at a time
+    ///     let mut src = Cursor::new(b"more than four".to_vec());
+    ///     let reader = evloop::spawn(async move {
+    ///         let mut got = Vec::new();
+    ///         evloop::io::AsyncReadExt::read_to_end(&mut b, &mut got).await.map(|_| got)
+    ///     });
+    ///     a.write_all_buf(&mut src).await?;
+    ///     drop(a);
+    ///     assert_eq!(reader.await.unwrap()?, b"more than four");
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    async fn write_all_buf<B: crate::io::Buf + ?Sized>(&mut self, src: &mut B) -> io::Result<()> {
+        crate::io::write_buf::write_all_buf(self, src).await
+    }
+
     write_int_methods!();
 }
 

@@ -2,7 +2,7 @@
 //! carrying data; the building block of hand-made signalling.
 //!
 //! Its waiters are a line of the sync layer's wait queue. `notify_one` grants the first waiter
-//! (FIFO, tokio's fairness) or, if nobody waits, stores one permit that the next `notified()`
+//! (FIFO, tokio's fairness; `notify_last` the last one) or, if nobody waits, stores one permit that the next `notified()`
 //! consumes at once. `notify_waiters` grants every waiter and stores nothing; it also completes
 //! every [`Notified`] created before it and not yet polled, which is why each `Notified` notes
 //! the count of `notify_waiters` calls at its creation (tokio's rule: "a `Notified` created
@@ -21,9 +21,11 @@ use crate::sync::binding::LoopBinding;
 use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
 
-/// What a waiter was granted: by `notify_one` (passed on if unused) or `notify_waiters`.
+/// What a waiter was granted: by `notify_one` or `notify_last` (passed on if unused, to the
+/// first or the last waiter left) or `notify_waiters`.
 enum Grant {
     One,
+    Last,
     All,
 }
 
@@ -39,6 +41,12 @@ struct NotifyState {
 impl NotifyState {
     fn notify_one(&mut self, wakers: &mut WakeList) {
         if self.queue.grant_first(Grant::One, wakers).is_err() {
+            self.permit = true;
+        }
+    }
+
+    fn notify_last(&mut self, wakers: &mut WakeList) {
+        if self.queue.grant_last(Grant::Last, wakers).is_err() {
             self.permit = true;
         }
     }
@@ -69,10 +77,12 @@ impl Line for NotifyState {
     fn take(_: &mut NotifyState, _: Grant, _: &mut u64, _: &mut WakeList) {}
 
     fn pass_on(st: &mut NotifyState, grant: Grant, wakers: &mut WakeList) {
-        // A `notify_one` chose a waiter that is gone: the next one gets it (or the permit).
-        // A `notify_waiters` grant was for that waiter only.
-        if let Grant::One = grant {
-            st.notify_one(wakers);
+        // A `notify_one` (`notify_last`) chose a waiter that is gone: the first (last) one left
+        // gets it, or it becomes the permit. A `notify_waiters` grant was for that waiter only.
+        match grant {
+            Grant::One => st.notify_one(wakers),
+            Grant::Last => st.notify_last(wakers),
+            Grant::All => {}
         }
     }
 }
@@ -179,6 +189,43 @@ impl Notify {
     pub fn notify_one(&self) {
         let mut wakers = WakeList::default();
         self.state.borrow_mut().notify_one(&mut wakers);
+        wakers.wake();
+    }
+
+    /// Wakes the task that started waiting last (LIFO), or stores one permit if nobody waits:
+    /// tokio's `notify_last`, the mirror of [`notify_one`](Notify::notify_one).
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use evloop::sync::Notify;
+    ///
+    /// evloop::run(async {
+    ///     let notify = Rc::new(Notify::new());
+    ///     let order = Rc::new(std::cell::RefCell::new(Vec::new()));
+    ///     let tasks: Vec<_> = (0..2)
+    ///         .map(|i| {
+    ///             let (n, o) = (notify.clone(), order.clone());
+    ///             evloop::spawn(async move {
+    ///                 n.notified().await;
+    ///                 o.borrow_mut().push(i);
+    ///             })
+    ///         })
+    ///         .collect();
+    ///     evloop::task::yield_now().await; // both wait now, 0 first
+    ///     notify.notify_last();
+    ///     notify.notify_last();
+    ///     for t in tasks {
+    ///         t.await.unwrap();
+    ///     }
+    ///     assert_eq!(*order.borrow(), [1, 0]); // the newest waiter was woken first
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    pub fn notify_last(&self) {
+        let mut wakers = WakeList::default();
+        {
+            self.state.borrow_mut().notify_last(&mut wakers);
+        }
         wakers.wake();
     }
 

@@ -263,7 +263,13 @@ impl<G> WaitQueue<G> {
     /// when nobody waits.
     #[inline]
     pub(crate) fn grant_first(&mut self, value: G, wakers: &mut WakeList) -> Result<(), G> {
-        let Some(key) = self.head else {
+        self.grant_at(self.head, value, wakers)
+    }
+
+    /// Grants `value` to the waiter at `key` (the line's head or tail), or gives it back.
+    #[inline]
+    fn grant_at(&mut self, key: Option<Key>, value: G, wakers: &mut WakeList) -> Result<(), G> {
+        let Some(key) = key else {
             return Err(value);
         };
         self.unlink(key);
@@ -277,6 +283,12 @@ impl<G> WaitQueue<G> {
             // Unreachable: a key in the line always has a node.
             None => Err(value),
         }
+    }
+
+    /// Grants `value` to the last waiter (the newest; tokio's `Notify::notify_last`), as
+    /// [`grant_first`](Self::grant_first) does to the first.
+    pub(crate) fn grant_last(&mut self, value: G, wakers: &mut WakeList) -> Result<(), G> {
+        self.grant_at(self.tail, value, wakers)
     }
 
     /// Grants waiters front to back, each the value `next` gives, until `next` gives none or

@@ -16,19 +16,31 @@
 //!
 //! # The `net/` folder
 //! `socket` holds [`Socket`], the generic socket; the typed sockets wrap one: `tcp`
-//! ([`TcpListener`], [`TcpStream`]), `udp` ([`UdpSocket`]), `unix` ([`UnixListener`],
-//! [`UnixStream`], [`UnixDatagram`]); their split halves are in `io/split.rs`; `readiness` gives the
-//! connected streams tokio's `readable`/`writable`/`try_read`/`try_write`. `resolve` is the
+//! ([`TcpListener`], [`TcpStream`]), `tcp_socket` ([`TcpSocket`], one to configure first),
+//! `udp` ([`UdpSocket`]), `unix` ([`UnixListener`], [`UnixStream`], [`UnixDatagram`]); their
+//! split halves are in `io/split.rs`; `readiness` gives the connected streams tokio's
+//! `readable`/`writable`/`try_read`/`try_write`, `ready` the rest of tokio's readiness API
+//! (`ready(Interest)`, `poll_read_ready`, `try_read_vectored`, `into_std`), `half_ready` the same
+//! on the halves of a split stream (with `local_addr`, `peer_addr`), `std_conv` the conversions
+//! to and from std's sockets (`from_std`, `into_std`). `resolve` is the
 //! loop's `getaddrinfo`/`getnameinfo`, `sock_api` asyncio's `sock_*` methods. This file only
 //! declares the modules and re-exports.
 //!
 //! [`AsyncFd`]: crate::io::AsyncFd
 
 mod readiness;
+// Issue 21, round 2: `ready(Interest)`, the poll and vectored forms, `into_std`.
+mod ready;
+// Issue 21, round 2: the same API on the halves of a split stream.
+mod half_ready;
+// Issue 21, round 2: `from_std`/`into_std` of every socket type.
 mod resolve;
 mod sock_api;
 mod socket;
+mod std_conv;
 mod tcp;
+// Issue 21, round 2: tokio's `TcpSocket`.
+mod tcp_socket;
 mod udp;
 mod unix;
 
@@ -38,6 +50,7 @@ pub use self::socket::Socket;
 pub(crate) use self::socket::domain_of;
 pub(crate) use self::tcp::connect_any;
 pub use self::tcp::{TcpListener, TcpStream};
+pub use self::tcp_socket::TcpSocket;
 pub use self::udp::UdpSocket;
 pub use self::unix::{UnixDatagram, UnixListener, UnixStream};
 pub use crate::io::addr::ToSocketAddrs;

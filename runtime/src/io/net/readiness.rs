@@ -19,7 +19,7 @@ use crate::io::net::{Socket, TcpStream, UnixStream};
 
 /// One non-blocking call on `sock` if it is known to be ready for `interest`, with the
 /// operation and fd named in a real error (as every evloop I/O error is).
-fn attempt<R>(
+pub(super) fn attempt<R>(
     sock: &Socket,
     interest: Interest,
     op: &str,

@@ -79,6 +79,16 @@ impl TcpListener {
         .await
     }
 
+    /// The listener of a socket that already listens (`TcpSocket::listen`).
+    pub(super) fn from_listening(sock: Socket) -> TcpListener {
+        TcpListener { sock }
+    }
+
+    /// The socket back (`into_std`).
+    pub(super) fn into_socket(self) -> Socket {
+        self.sock
+    }
+
     /// The bound address.
     ///
     /// ```
@@ -114,6 +124,28 @@ impl TcpListener {
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let (fd, addr) = self.sock.accept().await?;
         Ok((TcpStream::from_accepted(fd)?, inet(addr, "accept")?))
+    }
+
+    /// Accepts a connection if one is waiting, else parks the task's waker: tokio's
+    /// `poll_accept`, for hand-written futures and streams.
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use evloop::net::{TcpListener, TcpStream};
+    ///
+    /// evloop::run(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (_conn, peer) = poll_fn(|cx| listener.poll_accept(cx)).await?;
+    ///     assert_eq!(peer, client.local_addr()?);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn poll_accept(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<(TcpStream, SocketAddr)>> {
+        self.sock
+            .poll_accept(cx)
+            .map(|r| r.and_then(|(fd, addr)| Ok((TcpStream::from_accepted(fd)?, inet(addr, "accept")?))))
     }
 
     /// The underlying socket.
@@ -188,6 +220,11 @@ impl TcpStream {
     /// The stream of a socket (`reunite` of the owned halves).
     pub(crate) fn from_socket(sock: Socket) -> TcpStream {
         TcpStream { sock }
+    }
+
+    /// The socket back (`into_std`).
+    pub(crate) fn into_socket(self) -> Socket {
+        self.sock
     }
 
     fn from_accepted(fd: OwnedFd) -> io::Result<TcpStream> {

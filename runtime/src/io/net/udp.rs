@@ -45,6 +45,16 @@ pub struct UdpSocket {
 }
 
 impl UdpSocket {
+    /// The UDP socket of a datagram socket (`from_std`).
+    pub(super) fn from_socket(sock: Socket) -> UdpSocket {
+        UdpSocket { sock }
+    }
+
+    /// The socket back (`into_std`).
+    pub(super) fn into_socket(self) -> Socket {
+        self.sock
+    }
+
     /// Binds a UDP socket to `addr` (anything [`ToSocketAddrs`] takes; port 0 picks a free
     /// port).
     ///

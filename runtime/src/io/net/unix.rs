@@ -103,6 +103,42 @@ impl UnixListener {
         ))
     }
 
+    /// Accepts a connection if one is waiting, else parks the task's waker: tokio's
+    /// `poll_accept`.
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use evloop::net::{UnixAddr, UnixListener, UnixStream};
+    ///
+    /// evloop::run(async {
+    ///     let addr = UnixAddr::abstract_name(format!("evloop-poll-accept-{}", std::process::id()).as_bytes())?;
+    ///     let listener = UnixListener::bind(&addr)?;
+    ///     let _client = UnixStream::connect(&addr).await?;
+    ///     let (conn, _) = poll_fn(|cx| listener.poll_accept(cx)).await?;
+    ///     assert_eq!(conn.local_addr()?, addr);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn poll_accept(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<(UnixStream, UnixAddr)>> {
+        self.sock.poll_accept(cx).map(|r| {
+            r.and_then(|(fd, addr)| {
+                let sock = Socket::own(None, fd, Kind::Stream)?;
+                Ok((UnixStream { sock }, unix(addr, "accept")?))
+            })
+        })
+    }
+
+    /// The listener of a socket that already listens (`from_std`).
+    pub(super) fn from_listening(sock: Socket) -> UnixListener {
+        UnixListener { sock }
+    }
+
+    /// The socket back (`into_std`).
+    pub(super) fn into_socket(self) -> Socket {
+        self.sock
+    }
+
     /// The underlying socket.
     ///
     /// ```
@@ -148,6 +184,11 @@ impl UnixStream {
     /// The stream of a socket (`reunite` of the owned halves).
     pub(crate) fn from_socket(sock: Socket) -> UnixStream {
         UnixStream { sock }
+    }
+
+    /// The socket back (`into_std`).
+    pub(crate) fn into_socket(self) -> Socket {
+        self.sock
     }
 
     /// Connects to `addr`.

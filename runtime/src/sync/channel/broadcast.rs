@@ -138,6 +138,8 @@ struct Shared<T> {
     senders: usize,
     receivers: usize,
     queue: WaitQueue<()>,
+    /// Tasks in `Sender::closed`, woken when the last receiver goes.
+    closed_waiters: Vec<std::task::Waker>,
     binding: LoopBinding,
 }
 
@@ -228,6 +230,7 @@ pub fn channel<T: Clone>(capacity: usize) -> (Sender<T>, Receiver<T>) {
         senders: 1,
         receivers: 1,
         queue: WaitQueue::new(),
+        closed_waiters: Vec::new(),
         binding: LoopBinding::never(),
     }));
     (Sender { shared: shared.clone() }, Receiver { shared, next: 0 })
@@ -304,6 +307,65 @@ impl<T> Sender<T> {
     /// ```
     pub fn receiver_count(&self) -> usize {
         self.shared.borrow().receivers
+    }
+
+    /// How many values are queued: sent and not yet seen by every receiver that was there
+    /// when each was sent (and not overwritten since). tokio's `Sender::len`.
+    ///
+    /// ```
+    /// let (tx, mut rx) = evloop::sync::broadcast::channel(4);
+    /// tx.send(1).unwrap();
+    /// tx.send(2).unwrap();
+    /// assert_eq!(tx.len(), 2);
+    /// rx.try_recv().unwrap();
+    /// assert_eq!(tx.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        let st = self.shared.borrow();
+        let mask = st.mask();
+        let oldest = st.tail.saturating_sub(st.slots.len() as u64);
+        (oldest..st.tail)
+            .filter(|&pos| {
+                let slot = &st.slots[(pos & mask) as usize];
+                slot.pos == pos && slot.rem > 0
+            })
+            .count()
+    }
+
+    /// Whether no value is queued ([`len`](Self::len) is 0).
+    ///
+    /// ```
+    /// let (tx, _rx) = evloop::sync::broadcast::channel::<u8>(4);
+    /// assert!(tx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Completes when every receiver is gone (tokio's `Sender::closed`): at once if there is
+    /// none now.
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let (tx, rx) = evloop::sync::broadcast::channel::<u8>(4);
+    ///     evloop::spawn(async move { drop(rx) });
+    ///     tx.closed().await; // until the task dropped the last receiver
+    ///     assert_eq!(tx.receiver_count(), 0);
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    pub async fn closed(&self) {
+        poll_fn(|cx| {
+            let mut st = self.shared.borrow_mut();
+            if st.receivers == 0 {
+                return Poll::Ready(());
+            }
+            if !st.closed_waiters.iter().any(|w| w.will_wake(cx.waker())) {
+                st.closed_waiters.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     /// Whether both senders belong to one channel.
@@ -516,9 +578,16 @@ impl<T> Drop for Receiver<T> {
         let freed = {
             let mut st = self.shared.borrow_mut();
             st.receivers -= 1;
-            st.release(self.next)
+            let waiters = if st.receivers == 0 {
+                std::mem::take(&mut st.closed_waiters)
+            } else {
+                Vec::new()
+            };
+            (st.release(self.next), waiters)
         };
-        drop(freed);
+        // Woken after the borrow: a woken task may use the channel at once.
+        freed.1.into_iter().for_each(std::task::Waker::wake);
+        drop(freed.0);
     }
 }
 

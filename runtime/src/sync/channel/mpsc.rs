@@ -49,6 +49,10 @@ use std::task::{Context, Poll};
 use crate::sync::ops::WaitOp;
 use crate::sync::queue::{Core, Get, Put, QueueShutDown, SharedCore, TryGetError, TryPutError, with_core};
 
+// Issue 21, round 2: tokio's `unbounded_channel` (a sender whose `send` is not async).
+mod unbounded;
+pub use self::unbounded::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
 struct Chan<T> {
     core: SharedCore<T>,
     senders: Cell<usize>,

@@ -12,6 +12,7 @@ use super::Stream;
 use super::adapters::{
     Chain, Filter, FilterMap, Fuse, Map, MapWhile, Merge, Skip, SkipWhile, Take, TakeWhile, Then, Timeout,
 };
+use super::timed::{ChunksTimeout, Peekable, Throttle};
 use crate::task::time::sleep;
 
 /// The methods of every [`Stream`] (tokio-stream's `StreamExt`), implemented for all streams.
@@ -336,6 +337,72 @@ pub trait StreamExt: Stream {
             deadline: sleep(limit),
             armed: true,
         }
+    }
+
+    /// At most one value per `period`: after a value, the next waits until `period` has
+    /// passed (tokio-stream's `throttle`; the first value is not delayed).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::stream::{self, StreamExt};
+    /// use evloop::time::Instant;
+    ///
+    /// evloop::event_loop::Builder::new().virtual_clock(true).run(async {
+    ///     let start = Instant::now();
+    ///     let all: Vec<_> = stream::iter([1, 2, 3]).throttle(Duration::from_secs(1)).collect().await;
+    ///     assert_eq!(all, [1, 2, 3]);
+    ///     assert!(start.elapsed() >= Duration::from_secs(2)); // two waits between three values
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    fn throttle(self, period: Duration) -> Throttle<Self>
+    where
+        Self: Sized,
+    {
+        Throttle::new(self, period)
+    }
+
+    /// The values in vectors of at most `max_size`, a vector going out early when `duration`
+    /// has passed since its first value (tokio-stream's `chunks_timeout`); the last, partial
+    /// one goes out at the end. Panics if `max_size` is 0.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::stream::{self, StreamExt};
+    ///
+    /// evloop::event_loop::Builder::new().virtual_clock(true).run(async {
+    ///     // One value, then silence: the chunk is cut by time, not size.
+    ///     let mut s = stream::iter([1]).chain(stream::pending()).chunks_timeout(10, Duration::from_secs(1));
+    ///     assert_eq!(s.next().await, Some(vec![1]));
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    fn chunks_timeout(self, max_size: usize, duration: Duration) -> ChunksTimeout<Self>
+    where
+        Self: Sized,
+    {
+        ChunksTimeout::new(self, max_size, duration)
+    }
+
+    /// A stream whose next value can be looked at without taking it
+    /// ([`Peekable::peek`](crate::stream::Peekable::peek); tokio-stream's `peekable`).
+    ///
+    /// ```
+    /// use evloop::stream::{self, StreamExt};
+    ///
+    /// evloop::run(async {
+    ///     let mut s = stream::iter(["a", "b"]).peekable();
+    ///     while let Some(&v) = s.peek().await {
+    ///         assert_eq!(s.next().await, Some(v));
+    ///     }
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    fn peekable(self) -> Peekable<Self>
+    where
+        Self: Sized,
+    {
+        Peekable::new(self)
     }
 
     /// Folds the values into one, in order.

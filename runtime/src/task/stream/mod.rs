@@ -104,6 +104,8 @@ mod ext;
 mod map;
 pub(crate) mod owned;
 mod source;
+// Issue 21, round 2: tokio-stream's throttle, chunks_timeout and peekable.
+mod timed;
 pub(crate) mod wrappers;
 
 pub use adapters::{
@@ -112,3 +114,4 @@ pub use adapters::{
 pub use ext::{Next, StreamExt};
 pub use map::StreamMap;
 pub use source::{Empty, Iter, Once, Pending, empty, iter, once, pending};
+pub use timed::{ChunksTimeout, Peekable, Throttle};
