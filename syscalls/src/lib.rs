@@ -219,9 +219,9 @@ pub use socket::{
     recv_peek, send, send_to, send_vectored, sendfile, shutdown, socket, socketpair,
 };
 pub use sockopt::{
-    nodelay, recv_buffer_size, send_buffer_size, set_broadcast, set_keepalive, set_linger_zero, set_nodelay,
-    set_recv_buffer_size, set_reuseaddr, set_reuseport, set_send_buffer_size, set_v6only, socket_type,
-    take_socket_error,
+    linger, nodelay, recv_buffer_size, send_buffer_size, set_broadcast, set_keepalive, set_linger, set_linger_zero,
+    set_nodelay, set_recv_buffer_size, set_reuseaddr, set_reuseport, set_send_buffer_size, set_ttl, set_v6only,
+    socket_type, take_socket_error, ttl,
 };
 pub use stack_guard::{
     MAX_STACK_REGIONS, STACK_LABEL_LEN, StackGuards, ensure_alt_signal_stack, register_stack_guards,

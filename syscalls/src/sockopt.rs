@@ -263,11 +263,30 @@ pub fn send_buffer_size(fd: BorrowedFd<'_>) -> io::Result<usize> {
 #[doc(alias = "setsockopt")]
 #[doc(alias = "SO_LINGER")]
 pub fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
+    set_linger(fd, Some(std::time::Duration::ZERO))
+}
+
+/// `setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){on, secs},
+/// sizeof(struct linger))`: what `close` does with unsent data.
+///
+/// Man page: <https://man7.org/linux/man-pages/man7/socket.7.html>
+///
+/// `None` turns lingering off (the default: `close` returns at once and the
+/// kernel sends what is left in the background). `Some(Duration::ZERO)`
+/// aborts the connection on close ([`set_linger_zero`]). `Some(t)` with a
+/// non-zero `t` makes `close` itself wait, up to `t` (whole seconds, rounded
+/// down, capped at `i32::MAX`), until the unsent data is acknowledged, even on
+/// a non-blocking socket: on an event loop's thread that stalls every other
+/// task for as long. Counted as [`Syscall::Setsockopt`].
+#[doc(alias = "setsockopt")]
+#[doc(alias = "SO_LINGER")]
+pub fn set_linger(fd: BorrowedFd<'_>, linger: Option<std::time::Duration>) -> io::Result<()> {
+    let secs = linger.map(|t| u32::try_from(t.as_secs()).unwrap_or(u32::MAX).min(i32::MAX as u32));
     #[cfg(feature = "simulation")]
-    crate::sim::hook!(crate::sim::ops::set_option(fd, crate::sim::ops::SetOpt::LingerZero));
+    crate::sim::hook!(crate::sim::ops::set_option(fd, crate::sim::ops::SetOpt::Linger(secs)));
     let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
+        l_onoff: libc::c_int::from(secs.is_some()),
+        l_linger: secs.unwrap_or(0) as libc::c_int,
     };
     let len = size_of::<libc::linger>() as libc::socklen_t;
     call(Syscall::Setsockopt, || {
@@ -284,6 +303,69 @@ pub fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {
         }
     })?;
     Ok(())
+}
+
+/// `getsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, &len)`: the lingering
+/// timeout, `None` when lingering is off (see [`set_linger`]).
+///
+/// Man page: <https://man7.org/linux/man-pages/man7/socket.7.html>
+///
+/// Counted as [`Syscall::Getsockopt`].
+#[doc(alias = "getsockopt")]
+#[doc(alias = "SO_LINGER")]
+pub fn linger(fd: BorrowedFd<'_>) -> io::Result<Option<std::time::Duration>> {
+    #[cfg(feature = "simulation")]
+    crate::sim::hook!(
+        crate::sim::ops::get_option(fd, crate::sim::ops::GetOpt::Linger)
+            .map(|r| r.map(|secs| u64::try_from(secs).ok().map(std::time::Duration::from_secs)))
+    );
+    let mut linger = libc::linger {
+        l_onoff: 0,
+        l_linger: 0,
+    };
+    let mut len = size_of::<libc::linger>() as libc::socklen_t;
+    call(Syscall::Getsockopt, || {
+        // SAFETY: the kernel writes at most `len` (= sizeof(struct linger))
+        // bytes to `&mut linger`, a live local of exactly that type, and the
+        // actual length to `&mut len`, a live local `socklen_t`.
+        unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&mut linger as *mut libc::linger).cast(),
+                &mut len,
+            )
+        }
+    })?;
+    Ok((linger.l_onoff != 0).then(|| std::time::Duration::from_secs(u64::try_from(linger.l_linger).unwrap_or(0))))
+}
+
+/// `setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(int))`: the time-to-live
+/// of the IP packets this socket sends.
+///
+/// Man page: <https://man7.org/linux/man-pages/man7/ip.7.html>
+///
+/// 1 to 255; anything else is `EINVAL`. Linux takes it on IPv4 and IPv6
+/// sockets (where it applies to IPv4 traffic) and answers `EOPNOTSUPP` on a
+/// Unix socket. Counted as [`Syscall::Setsockopt`].
+#[doc(alias = "setsockopt")]
+#[doc(alias = "IP_TTL")]
+pub fn set_ttl(fd: BorrowedFd<'_>, ttl: u32) -> io::Result<()> {
+    let ttl = libc::c_int::try_from(ttl).unwrap_or(libc::c_int::MAX);
+    set_int(fd, libc::IPPROTO_IP, libc::IP_TTL, ttl)
+}
+
+/// `getsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, &len)`: the time-to-live of the
+/// IP packets this socket sends (64 unless set: `net.ipv4.ip_default_ttl`).
+///
+/// Man page: <https://man7.org/linux/man-pages/man7/ip.7.html>
+///
+/// Counted as [`Syscall::Getsockopt`].
+#[doc(alias = "getsockopt")]
+#[doc(alias = "IP_TTL")]
+pub fn ttl(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    Ok(u32::try_from(get_int(fd, libc::IPPROTO_IP, libc::IP_TTL)?).unwrap_or(0))
 }
 
 /// `getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)`: whether `fd` is a

@@ -851,3 +851,36 @@ fn peek_datagram_len_gives_the_next_datagrams_real_length_and_leaves_it_queued()
     assert_eq!(peek_datagram_len(rx.as_fd()).unwrap(), 0, "an empty datagram");
     assert_eq!(recv(rx.as_fd(), &mut buf).unwrap(), 0);
 }
+
+/// `SO_LINGER` with a timeout and `IP_TTL`: the values read back, the kernel's range checks, and
+/// the errors of an option the socket's level does not have.
+#[test]
+fn linger_and_ttl_round_trip_with_the_kernels_errors() {
+    use std::time::Duration;
+    let (a, _b) = tcp_pair();
+    assert_eq!(linger(a.as_fd()).unwrap(), None);
+    set_linger(a.as_fd(), Some(Duration::from_millis(2500))).unwrap();
+    assert_eq!(
+        linger(a.as_fd()).unwrap(),
+        Some(Duration::from_secs(2)),
+        "whole seconds"
+    );
+    set_linger_zero(a.as_fd()).unwrap();
+    assert_eq!(linger(a.as_fd()).unwrap(), Some(Duration::ZERO));
+    set_linger(a.as_fd(), None).unwrap();
+    assert_eq!(linger(a.as_fd()).unwrap(), None);
+
+    assert_eq!(ttl(a.as_fd()).unwrap(), 64, "net.ipv4.ip_default_ttl");
+    set_ttl(a.as_fd(), 9).unwrap();
+    assert_eq!(ttl(a.as_fd()).unwrap(), 9);
+    for bad in [0, 256, u32::MAX / 2] {
+        let e = set_ttl(a.as_fd(), bad).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "ttl {bad}");
+    }
+    let unix = socket(Domain::Unix, SockType::Stream).unwrap();
+    assert_eq!(
+        set_ttl(unix.as_fd(), 9).unwrap_err().raw_os_error(),
+        Some(libc::EOPNOTSUPP)
+    );
+    assert_eq!(ttl(unix.as_fd()).unwrap_err().raw_os_error(), Some(libc::EOPNOTSUPP));
+}

@@ -59,7 +59,10 @@ pub(crate) struct Opts {
     pub(crate) keepalive: bool,
     pub(crate) v6only: bool,
     pub(crate) broadcast: bool,
-    pub(crate) linger0: bool,
+    /// `SO_LINGER`: off (`None`) or on with a timeout in seconds.
+    pub(crate) linger: Option<u32>,
+    /// `IP_TTL` when set (`None`: the default, 64).
+    pub(crate) ttl: Option<u32>,
 }
 
 /// A simulated socket.
@@ -419,7 +422,8 @@ pub(crate) enum SetOpt {
     KeepAlive(bool),
     V6Only(bool),
     Broadcast(bool),
-    LingerZero,
+    Linger(Option<u32>),
+    Ttl(u32),
     RecvBuf(usize),
     SendBuf(usize),
 }
@@ -447,7 +451,16 @@ pub(crate) fn set_option(st: &mut State, id: FileId, opt: SetOpt) -> io::Result<
             s.opts.v6only = on;
         }
         SetOpt::Broadcast(on) => s.opts.broadcast = on,
-        SetOpt::LingerZero => s.opts.linger0 = true,
+        SetOpt::Linger(secs) => s.opts.linger = secs,
+        SetOpt::Ttl(ttl) => {
+            ip_level(s)?;
+            // Linux takes 1..=255, and -1 for the default.
+            match ttl {
+                1..=255 => s.opts.ttl = Some(ttl),
+                u32::MAX => s.opts.ttl = None,
+                _ => return Err(errno(libc::EINVAL)),
+            }
+        }
         SetOpt::RecvBuf(n) => s.rcvbuf = (n.min(BUF_MAX) * 2).max(2304),
         SetOpt::SendBuf(n) => s.sndbuf = (n.min(BUF_MAX) * 2).max(4608),
     }
@@ -462,6 +475,9 @@ pub(crate) enum GetOpt {
     RecvBuf,
     SendBuf,
     Type,
+    Ttl,
+    /// `SO_LINGER`'s timeout in seconds, -1 when off.
+    Linger,
 }
 
 /// `getsockopt` (`SO_ERROR` takes the pending error).
@@ -477,11 +493,25 @@ pub(crate) fn get_option(st: &mut State, id: FileId, opt: GetOpt) -> io::Result<
         }
         GetOpt::RecvBuf => i32::try_from(s.rcvbuf).unwrap_or(i32::MAX),
         GetOpt::SendBuf => i32::try_from(s.sndbuf).unwrap_or(i32::MAX),
+        GetOpt::Ttl => {
+            ip_level(s)?;
+            s.opts.ttl.map_or(64, |t| t as i32)
+        }
+        GetOpt::Linger => s.opts.linger.map_or(-1, |t| i32::try_from(t).unwrap_or(i32::MAX)),
         GetOpt::Type => match s.ty {
             SockType::Stream => libc::SOCK_STREAM,
             SockType::Datagram => libc::SOCK_DGRAM,
         },
     })
+}
+
+/// An `IPPROTO_IP` option (`IP_TTL`): Linux takes it on IPv4 and IPv6 sockets and answers
+/// `EOPNOTSUPP` on a Unix one.
+fn ip_level(s: &Sock) -> io::Result<()> {
+    match s.domain {
+        Domain::Unix => Err(errno(libc::EOPNOTSUPP)),
+        _ => Ok(()),
+    }
 }
 
 /// Whether `id` is a live socket (open or waiting to be accepted).

@@ -465,7 +465,7 @@ pub(crate) fn close(st: &mut State, id: FileId) {
             }
         }
         SockState::Connected if tcp => {
-            if s.opts.linger0 || !s.rx.is_empty() {
+            if s.opts.linger == Some(0) || !s.rx.is_empty() {
                 // Unread data (or SO_LINGER 0): a RST instead of a FIN, unsent data dropped.
                 s.state = SockState::Closed;
                 s.tx_blocked.clear();

@@ -14,6 +14,7 @@ mod boundary;
 mod contracts;
 mod determinism;
 mod faults;
+mod options;
 mod outside_bugs;
 mod support;
 mod threads;

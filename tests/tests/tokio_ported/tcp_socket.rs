@@ -1,7 +1,7 @@
-//! tokio/tests/tcp_socket.rs, changed only in its imports. Not ported: `basic_linger`
-//! (`set_linger`/`linger` need a socket option evloop-syscalls does not expose yet).
+//! tokio/tests/tcp_socket.rs, changed only in its imports.
 
 use evloop::net::TcpSocket;
+use std::time::Duration;
 
 #[evloop::test]
 async fn basic_usage_v4() {
@@ -56,4 +56,17 @@ async fn bind_before_connect() {
 
     // Accept
     let _ = assert_ok!(srv.accept().await);
+}
+
+#[evloop::test]
+async fn basic_linger() {
+    // Create server
+    let addr = assert_ok!("127.0.0.1:0".parse());
+    let srv = assert_ok!(TcpSocket::new_v4());
+    assert_ok!(srv.bind(addr));
+
+    assert!(srv.linger().unwrap().is_none());
+
+    srv.set_linger(Some(Duration::new(0, 0))).unwrap();
+    assert_eq!(srv.linger().unwrap(), Some(Duration::new(0, 0)));
 }

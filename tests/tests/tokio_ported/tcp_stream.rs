@@ -2,8 +2,7 @@
 //! `Ready` set, `poll_read_ready`/`poll_write_ready`, the vectored and buffer `try_*` calls).
 //! Changed beyond imports: tokio_test's `task::spawn` is this crate's `task::spawn` (main.rs),
 //! `tokio::task::yield_now` is `evloop::task::yield_now`, and the loops that fill the send
-//! buffer yield every 64 turns (see `yield_before_the_budget_runs_out`). Not ported: `set_linger` (evloop has
-//! `set_zero_linger` only; see the porting guide).
+//! buffer yield every 64 turns (see `yield_before_the_budget_runs_out`).
 
 use evloop::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use evloop::net::{TcpListener, TcpStream};
@@ -405,4 +404,17 @@ async fn ready_with_both_interests() {
     assert_ok!(server.write_all(b"x").await);
     let ready = client.ready(Interest::READABLE).await.unwrap();
     assert!(ready.is_readable() && !ready.is_writable());
+}
+
+#[evloop::test]
+async fn set_linger() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+
+    let stream = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+
+    assert_ok!(stream.set_linger(Some(std::time::Duration::from_secs(1))));
+    assert_eq!(stream.linger().unwrap().unwrap().as_secs(), 1);
+
+    assert_ok!(stream.set_linger(None));
+    assert!(stream.linger().unwrap().is_none());
 }

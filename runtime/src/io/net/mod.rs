@@ -22,24 +22,22 @@
 //! `readable`/`writable`/`try_read`/`try_write`, `ready` the rest of tokio's readiness API
 //! (`ready(Interest)`, `poll_read_ready`, `try_read_vectored`, `into_std`), `half_ready` the same
 //! on the halves of a split stream (with `local_addr`, `peer_addr`), `std_conv` the conversions
-//! to and from std's sockets (`from_std`, `into_std`). `resolve` is the
+//! to and from std's sockets (`from_std`, `into_std`), `options` tokio's `set_linger`/`linger`
+//! and `set_ttl`/`ttl`. `resolve` is the
 //! loop's `getaddrinfo`/`getnameinfo`, `sock_api` asyncio's `sock_*` methods. This file only
 //! declares the modules and re-exports.
 //!
 //! [`AsyncFd`]: crate::io::AsyncFd
 
-mod readiness;
-// Issue 21, round 2: `ready(Interest)`, the poll and vectored forms, `into_std`.
-mod ready;
-// Issue 21, round 2: the same API on the halves of a split stream.
 mod half_ready;
-// Issue 21, round 2: `from_std`/`into_std` of every socket type.
+mod options;
+mod readiness;
+mod ready;
 mod resolve;
 mod sock_api;
 mod socket;
 mod std_conv;
 mod tcp;
-// Issue 21, round 2: tokio's `TcpSocket`.
 mod tcp_socket;
 mod udp;
 mod unix;

@@ -1,6 +1,6 @@
 //! [`TcpSocket`]: a TCP socket not yet connected or listening, for setting options first
 //! (tokio's `tokio::net::TcpSocket`): `bind` to a chosen local address, `SO_REUSEADDR`,
-//! `SO_REUSEPORT`, buffer sizes, `TCP_NODELAY`, keep-alive; then `connect` turns it into a
+//! `SO_REUSEPORT`, buffer sizes, `TCP_NODELAY`, keep-alive, `SO_LINGER`; then `connect` turns it into a
 //! [`TcpStream`], `listen` into a [`TcpListener`].
 //!
 //! It is a [`Socket`] (created `SOCK_NONBLOCK|SOCK_CLOEXEC` and registered with the running
@@ -131,6 +131,36 @@ impl TcpSocket {
     /// ```
     pub fn nodelay(&self) -> io::Result<bool> {
         sys::nodelay(self.sock.as_fd())
+    }
+
+    /// `SO_LINGER` (see [`TcpStream::set_linger`] for what a non-zero timeout costs the loop).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// evloop::run(async {
+    ///     let s = evloop::net::TcpSocket::new_v4()?;
+    ///     s.set_linger(Some(Duration::ZERO))?;
+    ///     assert_eq!(s.linger()?, Some(Duration::ZERO));
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_linger(&self, linger: Option<std::time::Duration>) -> io::Result<()> {
+        sys::set_linger(self.sock.as_fd(), linger)
+    }
+
+    /// `SO_LINGER`'s timeout, `None` when off (the default).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     assert_eq!(evloop::net::TcpSocket::new_v4()?.linger()?, None);
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn linger(&self) -> io::Result<Option<std::time::Duration>> {
+        sys::linger(self.sock.as_fd())
     }
 
     /// `SO_KEEPALIVE`.

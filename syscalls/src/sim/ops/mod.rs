@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::sim::choice::ChoiceKind;
 use crate::sim::faults::{FaultClass, transient_errnos};
-pub(crate) use crate::sim::socket::SetOpt;
+pub(crate) use crate::sim::socket::{GetOpt, SetOpt};
 use crate::sim::state::{FileId, Kind, State, errno};
 use crate::sim::trace::Op;
 use crate::sim::with_current;

@@ -227,7 +227,8 @@ pub(crate) fn set_option(fd: BorrowedFd<'_>, opt: SetOpt) -> Option<io::Result<(
         SetOpt::KeepAlive(_) => libc::SO_KEEPALIVE,
         SetOpt::V6Only(_) => libc::IPV6_V6ONLY,
         SetOpt::Broadcast(_) => libc::SO_BROADCAST,
-        SetOpt::LingerZero => libc::SO_LINGER,
+        SetOpt::Linger(_) => libc::SO_LINGER,
+        SetOpt::Ttl(_) => libc::IP_TTL,
         SetOpt::RecvBuf(_) => libc::SO_RCVBUF,
         SetOpt::SendBuf(_) => libc::SO_SNDBUF,
     };
@@ -246,6 +247,7 @@ pub(crate) fn getsockopt_int(
         (libc::SOL_SOCKET, libc::SO_RCVBUF) => Some(GetOpt::RecvBuf),
         (libc::SOL_SOCKET, libc::SO_SNDBUF) => Some(GetOpt::SendBuf),
         (libc::SOL_SOCKET, libc::SO_TYPE) => Some(GetOpt::Type),
+        (libc::IPPROTO_IP, libc::IP_TTL) => Some(GetOpt::Ttl),
         _ => None,
     };
     match opt {
@@ -274,6 +276,7 @@ pub(crate) fn setsockopt_int(
         (libc::SOL_SOCKET, libc::SO_BROADCAST) => Some(SetOpt::Broadcast(on)),
         (libc::SOL_SOCKET, libc::SO_RCVBUF) => Some(SetOpt::RecvBuf(size)),
         (libc::SOL_SOCKET, libc::SO_SNDBUF) => Some(SetOpt::SendBuf(size)),
+        (libc::IPPROTO_IP, libc::IP_TTL) => Some(SetOpt::Ttl(val as u32)),
         _ => None,
     };
     match opt {
