@@ -33,12 +33,9 @@ impl LoopInner {
                 r.deregister_io(state);
             }
         }
-        let (reader, writer) = state.take_wakers();
+        let wakers = state.take_wakers();
         state.set_handler(None);
-        if let Some(w) = reader {
-            w.wake();
-        }
-        if let Some(w) = writer {
+        for w in wakers {
             w.wake();
         }
     }

@@ -71,12 +71,20 @@ pub(crate) mod ready {
 /// fd not ready parks its waker in `reader` or `writer`; the event takes it and wakes it. A
 /// callback-driven owner (a transport) installs a `handler`, which the event schedules in the
 /// ready queue instead.
+///
+/// Usually one task waits per direction, and its waker has the slot to itself. When a second
+/// task waits on the same direction (two tasks accepting on one shared listener, two receiving
+/// on one UDP socket), it is parked in `more_readers`/`more_writers` beside the first rather
+/// than replacing it: a replaced waker would never be woken and its task would wait forever.
+/// The event wakes them all, as tokio does; those that find nothing to do park again.
 pub(crate) struct IoState {
     fd: RawFd,
     token: u64,
     readiness: Cell<u8>,
     reader: Cell<Option<Waker>>,
     writer: Cell<Option<Waker>>,
+    more_readers: Cell<Vec<Waker>>,
+    more_writers: Cell<Vec<Waker>>,
     handler: RefCell<Option<Rc<dyn Callback>>>,
 }
 
@@ -101,22 +109,61 @@ impl IoState {
         self.readiness.set(self.readiness.get() | bits);
     }
 
-    /// Parks the reading task's waker (replacing a different one).
+    /// Parks the reading task's waker (beside another task's, if one waits already).
+    #[inline]
     pub(crate) fn set_reader(&self, waker: &Waker) {
-        Self::park(&self.reader, waker);
+        Self::park(&self.reader, &self.more_readers, waker);
     }
 
-    /// Parks the writing task's waker.
+    /// Parks the writing task's waker (beside another task's, if one waits already).
+    #[inline]
     pub(crate) fn set_writer(&self, waker: &Waker) {
-        Self::park(&self.writer, waker);
+        Self::park(&self.writer, &self.more_writers, waker);
     }
 
-    fn park(slot: &Cell<Option<Waker>>, waker: &Waker) {
-        let w = match slot.take() {
-            Some(w) if w.will_wake(waker) => w,
-            _ => waker.clone(),
-        };
-        slot.set(Some(w));
+    #[inline]
+    fn park(slot: &Cell<Option<Waker>>, more: &Cell<Vec<Waker>>, waker: &Waker) {
+        match slot.take() {
+            None => slot.set(Some(waker.clone())),
+            Some(w) if w.will_wake(waker) => slot.set(Some(w)),
+            Some(w) => {
+                slot.set(Some(w));
+                Self::park_another(more, waker);
+            }
+        }
+    }
+
+    /// A second (third, ...) task waits on the same direction: kept once each.
+    #[cold]
+    fn park_another(more: &Cell<Vec<Waker>>, waker: &Waker) {
+        let mut m = more.take();
+        if !m.iter().any(|w| w.will_wake(waker)) {
+            m.push(waker.clone());
+        }
+        more.set(m);
+    }
+
+    /// Moves the parked readers' wakers into `out`.
+    #[inline]
+    fn take_readers(&self, out: &mut Vec<Waker>) {
+        Self::take_side(&self.reader, &self.more_readers, out);
+    }
+
+    /// Moves the parked writers' wakers into `out`.
+    #[inline]
+    fn take_writers(&self, out: &mut Vec<Waker>) {
+        Self::take_side(&self.writer, &self.more_writers, out);
+    }
+
+    #[inline]
+    fn take_side(slot: &Cell<Option<Waker>>, more: &Cell<Vec<Waker>>, out: &mut Vec<Waker>) {
+        if let Some(w) = slot.take() {
+            out.push(w);
+            let m = more.take();
+            if !m.is_empty() {
+                out.extend(m);
+            }
+        }
     }
 
     /// Installs (or removes) the callback scheduled on every event.
@@ -125,9 +172,12 @@ impl IoState {
         drop(old);
     }
 
-    /// Takes both parked wakers (to wake them when the registration goes away).
-    pub(crate) fn take_wakers(&self) -> (Option<Waker>, Option<Waker>) {
-        (self.reader.take(), self.writer.take())
+    /// Takes every parked waker (to wake them when the registration goes away).
+    pub(crate) fn take_wakers(&self) -> Vec<Waker> {
+        let mut out = Vec::new();
+        self.take_readers(&mut out);
+        self.take_writers(&mut out);
+        out
     }
 }
 
@@ -260,6 +310,8 @@ impl Reactor {
             readiness: Cell::new(0),
             reader: Cell::new(None),
             writer: Cell::new(None),
+            more_readers: Cell::new(Vec::new()),
+            more_writers: Cell::new(Vec::new()),
             handler: RefCell::new(None),
         });
         let inserted = self.io.insert(state.clone());
@@ -480,14 +532,10 @@ impl Reactor {
                 }
                 state.set(bits);
                 if bits & ready::READ_ANY != 0 {
-                    if let Some(w) = state.reader.take() {
-                        self.wake_buf.push(w);
-                    }
+                    state.take_readers(&mut self.wake_buf);
                 }
                 if bits & ready::WRITE_ANY != 0 {
-                    if let Some(w) = state.writer.take() {
-                        self.wake_buf.push(w);
-                    }
+                    state.take_writers(&mut self.wake_buf);
                 }
                 if let Some(h) = &*state.handler.borrow() {
                     ready.push_back(Ready::Callback(h.clone()));

@@ -23,8 +23,9 @@
 //! bit of its direction, hang-up and error included, so a stale bit can never make a waiting
 //! operation spin.
 //!
-//! One task may wait for reading and one for writing at a time (the two halves of a stream);
-//! a second waiter on the same side replaces the first's waker.
+//! Any number of tasks may wait on each side (two tasks accepting on one shared listener, two
+//! receiving on one UDP socket): an event wakes every task waiting on its side, as tokio does,
+//! and those that find nothing to do wait again.
 //!
 //! # The `io/` folder (layer 3)
 //! `async_fd` holds [`AsyncFd`] and `traits` the I/O traits; beside them are sockets and the

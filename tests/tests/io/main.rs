@@ -17,6 +17,7 @@ mod datagram_sockets;
 mod emfile;
 mod prop_stream_reader;
 mod readiness;
+mod shared_waiters;
 mod split;
 mod stream_closing;
 mod syscalls;
