@@ -85,6 +85,9 @@ pub(crate) struct IoState {
     writer: Cell<Option<Waker>>,
     more_readers: Cell<Vec<Waker>>,
     more_writers: Cell<Vec<Waker>>,
+    /// Which `more_*` list holds a waker (`ready::READABLE`, `ready::WRITABLE` bits): the event's
+    /// path tests this byte and touches the lists only when a second task waits.
+    crowded: Cell<u8>,
     handler: RefCell<Option<Rc<dyn Callback>>>,
 }
 
@@ -112,58 +115,66 @@ impl IoState {
     /// Parks the reading task's waker (beside another task's, if one waits already).
     #[inline]
     pub(crate) fn set_reader(&self, waker: &Waker) {
-        Self::park(&self.reader, &self.more_readers, waker);
+        self.park(&self.reader, &self.more_readers, ready::READABLE, waker);
     }
 
     /// Parks the writing task's waker (beside another task's, if one waits already).
     #[inline]
     pub(crate) fn set_writer(&self, waker: &Waker) {
-        Self::park(&self.writer, &self.more_writers, waker);
+        self.park(&self.writer, &self.more_writers, ready::WRITABLE, waker);
     }
 
-    #[inline]
-    fn park(slot: &Cell<Option<Waker>>, more: &Cell<Vec<Waker>>, waker: &Waker) {
+    #[inline(always)]
+    fn park(&self, slot: &Cell<Option<Waker>>, more: &Cell<Vec<Waker>>, side: u8, waker: &Waker) {
         match slot.take() {
             None => slot.set(Some(waker.clone())),
             Some(w) if w.will_wake(waker) => slot.set(Some(w)),
             Some(w) => {
                 slot.set(Some(w));
-                Self::park_another(more, waker);
+                self.park_another(more, side, waker);
             }
         }
     }
 
-    /// A second (third, ...) task waits on the same direction: kept once each.
+    /// A second (third, ...) task waits on the same side: kept once each.
     #[cold]
-    fn park_another(more: &Cell<Vec<Waker>>, waker: &Waker) {
+    #[inline(never)]
+    fn park_another(&self, more: &Cell<Vec<Waker>>, side: u8, waker: &Waker) {
         let mut m = more.take();
         if !m.iter().any(|w| w.will_wake(waker)) {
             m.push(waker.clone());
         }
         more.set(m);
+        self.crowded.set(self.crowded.get() | side);
     }
 
     /// Moves the parked readers' wakers into `out`.
-    #[inline]
+    #[inline(always)]
     fn take_readers(&self, out: &mut Vec<Waker>) {
-        Self::take_side(&self.reader, &self.more_readers, out);
+        if let Some(w) = self.reader.take() {
+            out.push(w);
+            if self.crowded.get() & ready::READABLE != 0 {
+                self.take_crowd(&self.more_readers, ready::READABLE, out);
+            }
+        }
     }
 
     /// Moves the parked writers' wakers into `out`.
-    #[inline]
+    #[inline(always)]
     fn take_writers(&self, out: &mut Vec<Waker>) {
-        Self::take_side(&self.writer, &self.more_writers, out);
-    }
-
-    #[inline]
-    fn take_side(slot: &Cell<Option<Waker>>, more: &Cell<Vec<Waker>>, out: &mut Vec<Waker>) {
-        if let Some(w) = slot.take() {
+        if let Some(w) = self.writer.take() {
             out.push(w);
-            let m = more.take();
-            if !m.is_empty() {
-                out.extend(m);
+            if self.crowded.get() & ready::WRITABLE != 0 {
+                self.take_crowd(&self.more_writers, ready::WRITABLE, out);
             }
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn take_crowd(&self, more: &Cell<Vec<Waker>>, side: u8, out: &mut Vec<Waker>) {
+        out.extend(more.take());
+        self.crowded.set(self.crowded.get() & !side);
     }
 
     /// Installs (or removes) the callback scheduled on every event.
@@ -312,6 +323,7 @@ impl Reactor {
             writer: Cell::new(None),
             more_readers: Cell::new(Vec::new()),
             more_writers: Cell::new(Vec::new()),
+            crowded: Cell::new(0),
             handler: RefCell::new(None),
         });
         let inserted = self.io.insert(state.clone());
