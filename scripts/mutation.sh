@@ -75,20 +75,12 @@ export CARGO_PROFILE_DEV_DEBUG=0
 mkdir -p "$scratch/logs" "$src"
 touch "$out"
 
-# The scratch copy: the workspace as it is, without target/ and .git/. Every file whose content
-# changed since the previous run's copy is touched (all of them the first time), so cargo
-# cannot take a build left in the target directory for today's (scripts/sim-reintroduce.sh
-# does the same).
-tar -C "$root" --exclude=./target --exclude=./.git -cf - . | tar -C "$src" -xf -
-(cd "$src" && find . -path ./mutants.out -prune -o -type f -print0 | sort -z | xargs -0 sha1sum) \
-    >"$scratch/manifest.new"
-if [ -f "$scratch/manifest" ]; then
-    diff "$scratch/manifest" "$scratch/manifest.new" | sed -n 's/^> [0-9a-f]*  //p' |
-        while read -r f; do touch "$src/$f"; done
-else
-    find "$src" -type f -exec touch {} +
-fi
-mv "$scratch/manifest.new" "$scratch/manifest"
+# The scratch copy (scripts/scratch-copy.sh: the workspace as it is, without target/ and .git/,
+# files changed since the previous run's copy touched, so that cargo cannot take a build left in
+# the target directory for today's).
+# shellcheck source=scripts/scratch-copy.sh
+. "$root/scripts/scratch-copy.sh"
+scratch_copy "$root" "$src" "$scratch/manifest"
 # A run stopped in the middle of a mutant left that mutant in the copy and its build in the
 # target directory; the copy above put the original back with the workspace's older time, so
 # cargo would take the mutant's build for the original's. The mutated files are rebuilt anyway.
