@@ -33,25 +33,15 @@ if [ ${#patches[@]} -eq 0 ]; then
     patches=("$root"/scripts/sim-bugs/*.patch)
 fi
 
-# The scratch copy: the workspace as it is (uncommitted edits included), without target/ and
-# .git/. The copy keeps the files' times, so every file a patch touches is touched now: a build
-# left in the target directory by an earlier run (of a patched file, say) cannot pass for
-# today's. Each patch is taken out again after its run (git apply -R), which touches its files.
+# The scratch copy (scripts/scratch-copy.sh: the workspace as it is, without target/ and .git/,
+# files changed since the previous run's copy touched). The copy keeps the files' times, so
+# every file a patch touches is touched now: a build left in the target directory by an earlier
+# run (of a patched file, say) cannot pass for today's. Each patch is taken out again after its
+# run (git apply -R), which touches its files.
+# shellcheck source=scripts/scratch-copy.sh
+. "$root/scripts/scratch-copy.sh"
 rm -rf "$src"
-mkdir -p "$src"
-tar -C "$root" --exclude=./target --exclude=./.git -cf - . | tar -C "$src" -xf -
-# Every file whose content changed since the previous run's copy is touched as well (all of
-# them when there is no record of that copy): a file edited after an earlier run had copied the
-# workspace, but before that run built, keeps an edit time older than the build it missed, and
-# cargo would take the stale build for today's (a changed attribute macro was seen so).
-(cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha1sum) >"$scratch/manifest.new"
-if [ -f "$scratch/manifest" ]; then
-    diff "$scratch/manifest" "$scratch/manifest.new" | sed -n 's/^> [0-9a-f]*  //p' |
-        while read -r f; do touch "$src/$f"; done
-else
-    find "$src" -type f -exec touch {} +
-fi
-mv "$scratch/manifest.new" "$scratch/manifest"
+scratch_copy "$root" "$src" "$scratch/manifest"
 sed -n 's|^+++ b/||p' "$root"/scripts/sim-bugs/*.patch "${patches[@]}" | sort -u |
     while read -r f; do touch "$src/$f"; done
 
