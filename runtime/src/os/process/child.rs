@@ -242,7 +242,7 @@ impl Process {
     ///
     /// evloop::run(async {
     ///     let lp = evloop::event_loop::get_running_loop()?;
-    ///     let mut child = lp.subprocess_shell("trap '' TERM; sleep 60").await?; // ignores SIGTERM ...
+    ///     let mut child = lp.subprocess_shell("trap '' TERM; exec sleep 60").await?; // ignores SIGTERM ...
     ///     child.kill()?; // ... but not SIGKILL
     ///     assert_eq!(child.wait().await?.signal(), Some(Signal::KILL.raw()));
     ///     Ok::<(), std::io::Error>(())
