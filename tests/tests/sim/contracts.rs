@@ -34,6 +34,13 @@ const REAL_FD: &str = "registers a std UnixStream pair (real descriptors) with t
 /// Why a test of real threads cannot.
 const THREADS: &str = "wakes tasks from real std threads, which do not enter the simulated kernel: their wake-ups reach the loop at moments real timing decides, outside the seed's control (simulated threads, Kernel::spawn, are tested in sim/threads.rs)";
 
+/// Why a test that takes a free port from the real kernel cannot.
+const REAL_PORT: &str = "asks the real kernel for a free port (a std TcpListener bound and dropped): the port differs from run to run, so the trace of a seed does not replay";
+/// Why a test that resolves a name on the executor cannot.
+const EXECUTOR: &str = "resolves `localhost` on the loop's default executor, a real thread pool calling getaddrinfo: its result reaches the loop at moments real timing decides, and the simulated kernel serves no resolver";
+/// Why a test that relies on Linux's loopback buffer autotuning cannot.
+const AUTOTUNING: &str = "writes 1 MiB before the peer reads a byte: it relies on Linux growing loopback buffers past 1 MiB (tcp_wmem/tcp_rmem autotuning, up to 4 MiB and 6 MiB), while the simulated kernel keeps fixed 64 KiB send and 128 KiB receive buffers, so the writer waits for a reader that comes after it";
+
 /// Contract tests that cannot run on the simulated kernel, and why (matched as the end of the
 /// test's path).
 pub const REAL_KERNEL_ONLY: &[(&str, &str)] = &[
@@ -118,6 +125,23 @@ pub const REAL_KERNEL_ONLY: &[(&str, &str)] = &[
     ("contract_loop::closing_releases_every_fd_the_loop_opened", FDS),
     ("contract_task::task_busy_task_does_not_starve_io_or_timers", REAL_FD),
     ("contract_task::task_wakes_from_many_threads_all_arrive", THREADS),
+    // The stream suite (net_streams.rs).
+    (
+        "contract_streams::two_hundred_concurrent_connections_through_one_server_and_fds_back_to_baseline",
+        FDS,
+    ),
+    (
+        "contract_streams::connecting_to_a_closed_port_is_econnrefused_naming_the_address",
+        REAL_PORT,
+    ),
+    (
+        "contract_streams::open_connection_to_localhost_resolves_through_the_executor",
+        EXECUTOR,
+    ),
+    (
+        "contract_streams::streams_work_with_async_read_ext_and_async_write_ext",
+        AUTOTUNING,
+    ),
 ];
 
 /// Runs a contract test's body on the simulated kernel, once per seed (see the module docs).

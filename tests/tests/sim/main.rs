@@ -33,3 +33,6 @@ mod contract_promise;
 mod contract_task;
 #[path = "../task/time_contract.rs"]
 mod contract_time;
+// The stream suites, the same way (their `test` is swappable as the contract files' is).
+#[path = "../net_streams.rs"]
+mod contract_streams;
