@@ -33,7 +33,10 @@ use evloop_tests::{pattern_byte, record_exceptions_with, run_bounded, serial, se
 // the `sim` binary, which includes this file too, runs the tests on the simulated kernel
 // with its own (sim/contracts.rs).
 use crate::contract_test as test;
-#[allow(unused_imports, reason = "the crate root's `contract_test` in this file's own binary only")]
+#[allow(
+    unused_imports,
+    reason = "the crate root's `contract_test` in this file's own binary only"
+)]
 use std::prelude::v1::test as contract_test;
 
 // ---------------------------------------------------------------------------------------------
