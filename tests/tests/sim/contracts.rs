@@ -144,6 +144,21 @@ pub const REAL_KERNEL_ONLY: &[(&str, &str)] = &[
     ),
 ];
 
+/// Proptest cases per seed of an included property test (prop_stream_reader.rs runs 512 in
+/// its own binary, each on a fresh loop).
+pub const PROP_CASES: u32 = 64;
+
+/// The proptest config of an included property test, on the simulated kernel: [`PROP_CASES`]
+/// cases drawn from a fixed proptest seed, so that a simulation seed's run replays (proptest
+/// seeds itself from the OS otherwise); the simulation's seeds vary the schedule and faults.
+pub fn prop_config(config: proptest::test_runner::Config) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases: PROP_CASES,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(22),
+        ..config
+    }
+}
+
 /// Runs a contract test's body on the simulated kernel, once per seed (see the module docs).
 pub fn run_on_simulated_kernel(name: &'static str, body: impl Fn()) {
     if let Some((_, why)) = REAL_KERNEL_ONLY.iter().find(|(n, _)| name.ends_with(n)) {

@@ -21,7 +21,7 @@ mod threads;
 mod time;
 
 // The behaviour-contract suites, a second time on the simulated kernel (contracts.rs says how).
-use contracts::run_on_simulated_kernel;
+use contracts::{prop_config, run_on_simulated_kernel};
 use evloop_macros::simulated_test as contract_test;
 #[path = "../event_loop/fds.rs"]
 mod contract_fds;
@@ -34,5 +34,7 @@ mod contract_task;
 #[path = "../task/time_contract.rs"]
 mod contract_time;
 // The stream suites, the same way (their `test` is swappable as the contract files' is).
+#[path = "../io/prop_stream_reader.rs"]
+mod contract_prop_stream_reader;
 #[path = "../net_streams.rs"]
 mod contract_streams;
