@@ -26,7 +26,7 @@ mod text_reads;
 mod unix_connect;
 mod write_half_drop;
 
-// What prop_stream_reader.rs takes from its binary's root: the built-in `#[test]` and its
+// What prop_stream_reader.rs, stream_closing.rs and tcp.rs take from their binary's root: the built-in `#[test]` and its
 // proptest config unchanged here; the `sim` binary, which includes that file too, runs it on the
 // simulated kernel with its own (sim/contracts.rs).
 use std::prelude::v1::test as contract_test;

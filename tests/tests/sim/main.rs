@@ -36,5 +36,9 @@ mod contract_time;
 // The stream suites, the same way (their `test` is swappable as the contract files' is).
 #[path = "../io/prop_stream_reader.rs"]
 mod contract_prop_stream_reader;
+#[path = "../io/stream_closing.rs"]
+mod contract_stream_closing;
 #[path = "../net_streams.rs"]
 mod contract_streams;
+#[path = "../io/tcp.rs"]
+mod contract_tcp;
