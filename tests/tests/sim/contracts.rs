@@ -1,9 +1,11 @@
 //! The behaviour-contract suites a second time, on the simulated kernel: the loop's
 //! (`event_loop/contract.rs`, and its file-descriptor part `event_loop/fds.rs`), the task's (`task/contract.rs`), the promise's
-//! (`task/promise_contract.rs`) and the time contract (`task/time_contract.rs`), included into
-//! this binary unchanged (`main.rs` declares them with `#[path]`).
+//! (`task/promise_contract.rs`) and the time contract (`task/time_contract.rs`), and the stream
+//! suites (`net_streams.rs`, `io/prop_stream_reader.rs`, `io/stream_closing.rs`, `io/tcp.rs`),
+//! included into this binary unchanged (`main.rs` declares them with `#[path]`).
 //!
-//! How: each of those files takes its `#[test]` from its binary's root (`use
+//! How: each of those files takes its `#[test]` (and the property test its proptest config,
+//! [`prop_config`]) from its binary's root (`use
 //! crate::contract_test as test;`). In its own binary that is the built-in attribute; here it
 //! is `evloop_macros::simulated_test`, which turns `fn name() { BODY }` into a built-in test
 //! whose body is [`run_on_simulated_kernel`]`("module::name", || BODY)`: the body (which builds

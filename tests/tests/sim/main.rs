@@ -2,7 +2,9 @@
 //! streams on the simulated kernel behind the syscall layer: the same seed gives the same trace,
 //! faults are survived, time jumps, threads take turns, the test attribute, the boundary rule
 //! (no simulation branch above the syscall layer), and one test per bug found outside evloop's
-//! own tests (`outside_bugs`, which `scripts/sim-reintroduce.sh` checks against the bugs).
+//! own tests (`outside_bugs`, which `scripts/sim-reintroduce.sh` checks against the bugs); and
+//! the behaviour-contract and stream suites of the real-kernel binaries, run here a second time
+//! (`contracts`).
 //!
 //! One binary for the folder: each simulated kernel is installed on its own test thread and
 //! watches only the descriptors it created, so the tests share one process. `sim_replay.rs` stays
