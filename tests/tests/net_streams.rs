@@ -25,11 +25,19 @@ use evloop::{
     task::Promise,
     time::{sleep, timeout},
 };
-// `evloop::test` (the attribute) came in with the glob: the built-in `#[test]` is meant here.
 use evloop_tests::fds::open_fd_count;
 use evloop_tests::net::abstract_name;
 use evloop_tests::{pattern_byte, record_exceptions_with, run_bounded, serial, serial_shared, settle_for};
-use std::prelude::v1::test;
+// `evloop::test` (the attribute) came in with the glob: this file's `#[test]` is its binary
+// root's `contract_test`, the built-in one here (the line below, in this binary the root);
+// the `sim` binary, which includes this file too, runs the tests on the simulated kernel
+// with its own (sim/contracts.rs).
+use crate::contract_test as test;
+#[allow(
+    unused_imports,
+    reason = "the crate root's `contract_test` in this file's own binary only"
+)]
+use std::prelude::v1::test as contract_test;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).

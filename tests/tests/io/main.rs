@@ -25,3 +25,13 @@ mod tcp;
 mod text_reads;
 mod unix_connect;
 mod write_half_drop;
+
+// What prop_stream_reader.rs, stream_closing.rs and tcp.rs take from their binary's root: the built-in `#[test]` and its
+// proptest config unchanged here; the `sim` binary, which includes that file too, runs it on the
+// simulated kernel with its own (sim/contracts.rs).
+use std::prelude::v1::test as contract_test;
+
+/// The proptest config of prop_stream_reader.rs, as that file gives it.
+fn prop_config(config: proptest::test_runner::Config) -> proptest::test_runner::Config {
+    config
+}

@@ -14,6 +14,10 @@ use evloop::{
 use evloop_syscalls as sys;
 use evloop_tests::run_bounded;
 
+// This file's `#[test]` is its binary root's `contract_test`: the built-in one in the `io`
+// binary, the simulated kernel's in the `sim` binary, which includes this file too.
+use crate::contract_test as test;
+
 /// Writes and drains until `drain` fails, at most `limit` times; returns the error and how many
 /// rounds it took (`None` if every drain succeeded: the bug).
 async fn write_and_drain_until_error(w: &StreamWriter, limit: usize) -> Option<(io::Error, usize)> {

@@ -29,6 +29,10 @@ use evloop_syscalls as sys;
 use evloop_tests::net::{Echo, abstract_name, echo_stream, loopback_v4};
 use evloop_tests::{Log, entries, log, pattern, push, run_bounded, warm_loop, yield_until};
 
+// This file's `#[test]` is its binary root's `contract_test`: the built-in one in the `io`
+// binary, the simulated kernel's in the `sim` binary, which includes this file too.
+use crate::contract_test as test;
+
 // ---------------------------------------------------------------------------------------------
 // Helpers (this file only).
 

@@ -1,9 +1,11 @@
 //! The behaviour-contract suites a second time, on the simulated kernel: the loop's
 //! (`event_loop/contract.rs`, and its file-descriptor part `event_loop/fds.rs`), the task's (`task/contract.rs`), the promise's
-//! (`task/promise_contract.rs`) and the time contract (`task/time_contract.rs`), included into
-//! this binary unchanged (`main.rs` declares them with `#[path]`).
+//! (`task/promise_contract.rs`) and the time contract (`task/time_contract.rs`), and the stream
+//! suites (`net_streams.rs`, `io/prop_stream_reader.rs`, `io/stream_closing.rs`, `io/tcp.rs`),
+//! included into this binary unchanged (`main.rs` declares them with `#[path]`).
 //!
-//! How: each of those files takes its `#[test]` from its binary's root (`use
+//! How: each of those files takes its `#[test]` (and the property test its proptest config,
+//! [`prop_config`]) from its binary's root (`use
 //! crate::contract_test as test;`). In its own binary that is the built-in attribute; here it
 //! is `evloop_macros::simulated_test`, which turns `fn name() { BODY }` into a built-in test
 //! whose body is [`run_on_simulated_kernel`]`("module::name", || BODY)`: the body (which builds
@@ -33,6 +35,16 @@ const FDS: &str = "counts the process's real descriptors in /proc/self/fd: every
 const REAL_FD: &str = "registers a std UnixStream pair (real descriptors) with the loop: a real descriptor cannot join a simulated epoll instance (EPERM), as documented for subprocesses and adopted sockets";
 /// Why a test of real threads cannot.
 const THREADS: &str = "wakes tasks from real std threads, which do not enter the simulated kernel: their wake-ups reach the loop at moments real timing decides, outside the seed's control (simulated threads, Kernel::spawn, are tested in sim/threads.rs)";
+
+/// Why a test that takes a free port from the real kernel cannot.
+const REAL_PORT: &str = "asks the real kernel for a free port (a std TcpListener bound and dropped): the port differs from run to run, so the trace of a seed does not replay";
+/// Why a test that resolves a name on the executor cannot.
+const EXECUTOR: &str = "resolves `localhost` on the loop's default executor, a real thread pool calling getaddrinfo: its result reaches the loop at moments real timing decides, and the simulated kernel serves no resolver";
+/// Why a test that relies on Linux's loopback buffer autotuning cannot.
+const AUTOTUNING: &str = "writes 1 MiB before the peer reads a byte: it relies on Linux growing loopback buffers past 1 MiB (tcp_wmem/tcp_rmem autotuning, up to 4 MiB and 6 MiB), while the simulated kernel keeps fixed 64 KiB send and 128 KiB receive buffers, so the writer waits for a reader that comes after it";
+
+/// Why a test that relies on loopback UDP keeping datagrams in order cannot.
+const UDP_ORDER: &str = "expects two UDP datagrams sent one after the other to arrive in that order, which Linux's loopback does but UDP does not promise: the simulated network draws each datagram's latency alone, so they overtake each other as on a real network (syscalls/src/sim/dgram.rs)";
 
 /// Contract tests that cannot run on the simulated kernel, and why (matched as the end of the
 /// test's path).
@@ -118,7 +130,41 @@ pub const REAL_KERNEL_ONLY: &[(&str, &str)] = &[
     ("contract_loop::closing_releases_every_fd_the_loop_opened", FDS),
     ("contract_task::task_busy_task_does_not_starve_io_or_timers", REAL_FD),
     ("contract_task::task_wakes_from_many_threads_all_arrive", THREADS),
+    // The stream suite (net_streams.rs).
+    (
+        "contract_streams::two_hundred_concurrent_connections_through_one_server_and_fds_back_to_baseline",
+        FDS,
+    ),
+    (
+        "contract_streams::connecting_to_a_closed_port_is_econnrefused_naming_the_address",
+        REAL_PORT,
+    ),
+    (
+        "contract_streams::open_connection_to_localhost_resolves_through_the_executor",
+        EXECUTOR,
+    ),
+    (
+        "contract_streams::streams_work_with_async_read_ext_and_async_write_ext",
+        AUTOTUNING,
+    ),
+    // The sockets and transports suite (io/tcp.rs).
+    ("contract_tcp::udp_send_to_recv_from_and_connect", UDP_ORDER),
 ];
+
+/// Proptest cases per seed of an included property test (prop_stream_reader.rs runs 512 in
+/// its own binary, each on a fresh loop).
+pub const PROP_CASES: u32 = 64;
+
+/// The proptest config of an included property test, on the simulated kernel: [`PROP_CASES`]
+/// cases drawn from a fixed proptest seed, so that a simulation seed's run replays (proptest
+/// seeds itself from the OS otherwise); the simulation's seeds vary the schedule and faults.
+pub fn prop_config(config: proptest::test_runner::Config) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases: PROP_CASES,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(22),
+        ..config
+    }
+}
 
 /// Runs a contract test's body on the simulated kernel, once per seed (see the module docs).
 pub fn run_on_simulated_kernel(name: &'static str, body: impl Fn()) {

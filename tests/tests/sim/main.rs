@@ -2,7 +2,9 @@
 //! streams on the simulated kernel behind the syscall layer: the same seed gives the same trace,
 //! faults are survived, time jumps, threads take turns, the test attribute, the boundary rule
 //! (no simulation branch above the syscall layer), and one test per bug found outside evloop's
-//! own tests (`outside_bugs`, which `scripts/sim-reintroduce.sh` checks against the bugs).
+//! own tests (`outside_bugs`, which `scripts/sim-reintroduce.sh` checks against the bugs); and
+//! the behaviour-contract and stream suites of the real-kernel binaries, run here a second time
+//! (`contracts`).
 //!
 //! One binary for the folder: each simulated kernel is installed on its own test thread and
 //! watches only the descriptors it created, so the tests share one process. `sim_replay.rs` stays
@@ -21,7 +23,7 @@ mod threads;
 mod time;
 
 // The behaviour-contract suites, a second time on the simulated kernel (contracts.rs says how).
-use contracts::run_on_simulated_kernel;
+use contracts::{prop_config, run_on_simulated_kernel};
 use evloop_macros::simulated_test as contract_test;
 #[path = "../event_loop/fds.rs"]
 mod contract_fds;
@@ -33,3 +35,12 @@ mod contract_promise;
 mod contract_task;
 #[path = "../task/time_contract.rs"]
 mod contract_time;
+// The stream suites, the same way (their `test` is swappable as the contract files' is).
+#[path = "../io/prop_stream_reader.rs"]
+mod contract_prop_stream_reader;
+#[path = "../io/stream_closing.rs"]
+mod contract_stream_closing;
+#[path = "../net_streams.rs"]
+mod contract_streams;
+#[path = "../io/tcp.rs"]
+mod contract_tcp;
