@@ -62,8 +62,9 @@ pub enum Policy {
     /// on the CPU its packets arrive on. The spread follows the NIC's receive queues. TCP only.
     ReusePortCpu,
     /// One acceptor (on loop 0) hands each accepted fd to the loop with the fewest live
-    /// connections (seastar's choice); the default: it measured the most even. The one policy
-    /// for Unix sockets.
+    /// connections (seastar's choice); the default: the one policy that applies to every
+    /// listener (Unix sockets too) and whose balance does not depend on how the clients' flows
+    /// hash (for TCP with many flows, `ReusePort` measured as even; docs/12-thread-per-core.md).
     #[default]
     LeastConnections,
 }
