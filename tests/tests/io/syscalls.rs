@@ -249,6 +249,11 @@ struct PingClient {
     window: Window,
     sent: usize,
     received: usize,
+    /// Resolved by `connection_lost`: the test keeps the loop running until then, so the client
+    /// closes only after it read the last echo. Dropping the loop earlier would close a socket
+    /// with that echo unread in its receive queue, and the kernel answers such a close with a
+    /// reset, which the peer's next `read` reports as ECONNRESET.
+    lost: Promise<()>,
 }
 
 /// Messages the protocol client sends: the window closes after the reply that follows echo
@@ -277,6 +282,9 @@ impl Protocol for PingClient {
             t.close();
         }
     }
+    fn connection_lost(&mut self, _: Option<io::Error>) {
+        let _ = self.lost.set_result(());
+    }
 }
 
 #[test]
@@ -287,19 +295,21 @@ fn protocol_client_steady_state_echo_makes_no_epoll_ctl_and_one_recv_and_one_sen
     let (addr, server) = std_server();
     let c = run_bounded(&lp, async move {
         let (window, counts, done) = Window::new(&h);
+        let lost = h.create_future();
         let client = PingClient {
             transport: None,
             window,
             sent: 0,
             received: 0,
+            lost: lost.clone(),
         };
         let _t = h.create_connection(client, "127.0.0.1", addr.port()).await.unwrap();
         done.await.unwrap();
-
-        counts.borrow_mut().take().unwrap()
+        let c = counts.borrow_mut().take().unwrap();
+        // The window is closed; run on until the client read the last echo and closed.
+        lost.await.unwrap();
+        c
     });
-    // The loop may stop before the last echo reaches the client, which then never closes its
-    // transport: closing the loop closes it (and the server sees EOF).
     drop(lp);
     assert_eq!(server.join().unwrap().unwrap(), (PING_TOTAL * MSG) as u64);
     assert_one_recv_one_send_per_round_trip("protocol client", &c, ROUND_TRIPS);
