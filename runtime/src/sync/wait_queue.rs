@@ -75,6 +75,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::task::{Context, Poll, Waker};
 
+use crate::event_loop::budget;
 use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::slab::{Key, Slab};
 use crate::event_loop::trace::note_awaiting;
@@ -392,6 +393,11 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
     /// named in the error when the state is bound to another loop.
     #[inline(always)]
     pub(crate) fn poll_wait(&mut self, cx: &mut Context<'_>, op: WaitOp) -> Poll<Result<L::Output, WrongLoopError>> {
+        // A wait that is ready at once spends the task's budget, as a ready socket does: a task
+        // looping on a channel that is never empty (or a closed `watch`, a `Notify` with a permit)
+        // yields after `BUDGET` of them instead of holding the loop forever (tokio's coop).
+        // Checked before the state is touched, so a spent budget changes nothing but the wake.
+        std::task::ready!(budget::poll_proceed(cx));
         let mut wakers = WakeList::default();
         let mut stale = None;
         let out = self.poll_state(cx.waker(), &mut wakers, &mut stale, op);

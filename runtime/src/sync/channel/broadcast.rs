@@ -18,6 +18,7 @@ use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::Poll;
 
+use crate::event_loop::budget;
 use crate::sync::binding::LoopBinding;
 use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
@@ -248,6 +249,27 @@ pub struct Sender<T> {
     shared: Rc<RefCell<Shared<T>>>,
 }
 
+impl<T: Clone> Sender<T> {
+    /// A channel with no receiver yet, keeping the last `capacity` values: receivers come from
+    /// [`subscribe`](Sender::subscribe) (tokio's `Sender::new`).
+    ///
+    /// # Panics
+    /// If `capacity` is zero, as [`channel`].
+    ///
+    /// ```
+    /// let tx = evloop::sync::broadcast::Sender::new(4);
+    /// assert!(tx.send(1).is_err()); // nobody receives yet
+    /// let mut rx = tx.subscribe();
+    /// tx.send(2).unwrap();
+    /// assert_eq!(rx.try_recv(), Ok(2));
+    /// ```
+    pub fn new(capacity: usize) -> Sender<T> {
+        let (tx, rx) = channel(capacity);
+        drop(rx);
+        tx
+    }
+}
+
 impl<T> Sender<T> {
     /// Sends `value` to every current receiver, returning how many there are; fails (giving the
     /// value back) when there is none, as tokio's: the value is not kept for later
@@ -449,6 +471,10 @@ impl<T: Clone> Receiver<T> {
     pub async fn recv(&mut self) -> Result<T, RecvError> {
         let mut waiter: Waiter<Rc<RefCell<Shared<T>>>, Shared<T>> = Waiter::new(self.shared.clone(), self.next);
         poll_fn(|cx| {
+            // A value that is there at once spends the task's budget, as every wait of the
+            // sync layer does (`wait_queue.rs`): a receiver that never finds the channel empty
+            // still yields to the loop.
+            std::task::ready!(budget::poll_proceed(cx));
             loop {
                 match self.try_recv() {
                     Ok(v) => return Poll::Ready(Ok(v)),
@@ -483,13 +509,16 @@ impl<T: Clone> Receiver<T> {
             let (mask, tail, cap) = (st.mask(), st.tail, st.slots.len() as u64);
             let slot = &mut st.slots[(self.next & mask) as usize];
             if slot.pos == self.next && self.next < tail {
+                // Counted read and the cursor moved before the clone: a `Clone` that panics
+                // leaves this receiver past the value (as tokio's) and the count right, instead
+                // of a receiver that reads the value again and counts it twice.
                 slot.rem -= 1;
+                self.next += 1;
                 let out = if slot.rem == 0 {
                     slot.value.take()
                 } else {
                     slot.value.clone()
                 };
-                self.next += 1;
                 // `None` is unreachable: a value stays until every receiver counted read it.
                 out.ok_or(TryRecvError::Empty)
             } else if self.next >= tail {

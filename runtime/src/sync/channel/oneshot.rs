@@ -29,6 +29,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
+use crate::event_loop::budget;
 use crate::event_loop::error::WrongLoopError;
 use crate::event_loop::trace::note_awaiting;
 use crate::sync::LoopBinding;
@@ -267,6 +268,8 @@ impl<T> Future for Receiver<T> {
     type Output = Result<T, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // The task's budget, as every wait of the sync layer spends it (`wait_queue.rs`).
+        std::task::ready!(budget::poll_proceed(cx));
         let mut st = self.shared.borrow_mut();
         if let Some(v) = st.value.take() {
             return Poll::Ready(Ok(v));

@@ -48,6 +48,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
+use crate::event_loop::budget;
 use crate::event_loop::trace::note_awaiting;
 use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::park;
@@ -357,6 +358,9 @@ impl<T> Receiver<T> {
     }
 
     fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        // The task's budget (`wait_queue.rs`): a producer thread that keeps the channel full
+        // must not keep the receiving task, and so its loop, from yielding.
+        std::task::ready!(budget::poll_proceed(cx));
         if let Some(v) = self.buf.pop_front() {
             return Poll::Ready(Some(v));
         }

@@ -17,6 +17,7 @@ use std::future::poll_fn;
 use std::ops::Deref;
 use std::rc::Rc;
 
+use crate::event_loop::budget;
 use crate::sync::binding::LoopBinding;
 use crate::sync::ops::WaitOp;
 use crate::sync::wait_queue::{Line, WaitQueue, Waiter, WakeList};
@@ -77,7 +78,8 @@ struct Shared<T> {
     value: T,
     /// Counted up by every send.
     version: u64,
-    sender_alive: bool,
+    /// Live `Sender`s: the channel closes for receivers when the last one goes.
+    senders: usize,
     receivers: usize,
     changed: WaitQueue<()>,
     closed: WaitQueue<()>,
@@ -102,7 +104,7 @@ impl<T> Line for Changed<T> {
     }
 
     fn arrive(st: &mut Shared<T>, seen: &mut u64, _: &mut WakeList) -> Option<()> {
-        (st.version != *seen || !st.sender_alive).then_some(())
+        (st.version != *seen || st.senders == 0).then_some(())
     }
 
     fn take(_: &mut Shared<T>, (): (), _: &mut u64, _: &mut WakeList) {}
@@ -153,7 +155,7 @@ pub fn channel<T>(init: T) -> (Sender<T>, Receiver<T>) {
     let shared = Rc::new(RefCell::new(Shared {
         value: init,
         version: 0,
-        sender_alive: true,
+        senders: 1,
         receivers: 1,
         changed: WaitQueue::new(),
         closed: WaitQueue::new(),
@@ -202,19 +204,59 @@ impl<T: fmt::Debug> fmt::Debug for Ref<'_, T> {
     }
 }
 
-/// The sending side (one per channel, as tokio's: share it in an `Rc` to send from several
-/// tasks).
+/// The sending side: clone it for more senders (tokio's `watch::Sender` is `Clone` too); the
+/// receivers see the channel closed when the last sender goes.
 ///
 /// ```
 /// let (tx, rx) = evloop::sync::watch::channel(1);
+/// let tx2 = tx.clone();
 /// tx.send_modify(|v| *v += 1);
-/// assert_eq!(*rx.borrow(), 2);
+/// tx2.send_modify(|v| *v += 1);
+/// assert_eq!(*rx.borrow(), 3);
+/// drop(tx);
+/// assert!(!rx.is_closed()); // tx2 is still there
 /// ```
 pub struct Sender<T> {
     shared: Rc<RefCell<Shared<T>>>,
 }
 
 impl<T> Sender<T> {
+    /// A channel holding `init` with no receiver yet ([`subscribe`](Sender::subscribe) makes
+    /// them; tokio's `Sender::new`).
+    ///
+    /// ```
+    /// let tx = evloop::sync::watch::Sender::new(7);
+    /// assert!(tx.is_closed());
+    /// let rx = tx.subscribe();
+    /// assert_eq!(*rx.borrow(), 7);
+    /// ```
+    pub fn new(init: T) -> Sender<T> {
+        let (tx, rx) = channel(init);
+        drop(rx);
+        tx
+    }
+
+    /// The number of live senders, this one included.
+    ///
+    /// ```
+    /// let (tx, _rx) = evloop::sync::watch::channel(0);
+    /// let tx2 = tx.clone();
+    /// assert_eq!(tx2.sender_count(), 2);
+    /// ```
+    pub fn sender_count(&self) -> usize {
+        self.shared.borrow().senders
+    }
+
+    /// Whether both senders belong to one channel.
+    ///
+    /// ```
+    /// let (tx, _rx) = evloop::sync::watch::channel(0);
+    /// assert!(tx.same_channel(&tx.clone()));
+    /// ```
+    pub fn same_channel(&self, other: &Sender<T>) -> bool {
+        Rc::ptr_eq(&self.shared, &other.shared)
+    }
+
     /// Replaces the value and notifies the receivers; fails, giving `value` back and keeping the
     /// old value, when there is no receiver (tokio's rule; see [`send_replace`](Sender::send_replace)).
     ///
@@ -357,13 +399,24 @@ impl<T> Sender<T> {
     }
 }
 
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        self.shared.borrow_mut().senders += 1;
+        Sender {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         let mut wakers = WakeList::default();
         {
             let mut st = self.shared.borrow_mut();
-            st.sender_alive = false;
-            st.changed.grant_while(|| Some(()), &mut wakers);
+            st.senders -= 1;
+            if st.senders == 0 {
+                st.changed.grant_while(|| Some(()), &mut wakers);
+            }
         }
         wakers.wake();
     }
@@ -437,7 +490,7 @@ impl<T> Receiver<T> {
     /// ```
     pub fn has_changed(&self) -> Result<bool, RecvError> {
         let st = self.shared.borrow();
-        if !st.sender_alive {
+        if st.senders == 0 {
             return Err(RecvError(()));
         }
         Ok(st.version != self.seen)
@@ -509,6 +562,9 @@ impl<T> Receiver<T> {
     /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub async fn wait_for(&mut self, mut f: impl FnMut(&T) -> bool) -> Result<Ref<'_, T>, RecvError> {
+        // A value that already holds returns without waiting: spend the task's budget first,
+        // as every wait does (`wait_queue.rs`), or a loop of such calls never yields.
+        poll_fn(budget::poll_proceed).await;
         loop {
             {
                 let st = self.shared.borrow();
@@ -525,6 +581,19 @@ impl<T> Receiver<T> {
             }
             self.changed().await?;
         }
+    }
+
+    /// Whether every sender is gone (the value stays readable; [`changed`](Receiver::changed)
+    /// then fails once this receiver has seen it).
+    ///
+    /// ```
+    /// let (tx, rx) = evloop::sync::watch::channel(0);
+    /// assert!(!rx.is_closed());
+    /// drop(tx);
+    /// assert!(rx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.shared.borrow().senders == 0
     }
 
     /// Whether both receivers belong to one channel.

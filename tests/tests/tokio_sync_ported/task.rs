@@ -1,0 +1,196 @@
+//! tokio_test's mock task and assertion macros, as far as the ported sync tests use them.
+//!
+//! `spawn(fut)` boxes and pins a future; `poll()` polls it with a waker that only counts its
+//! wake-ups, so a test can ask `is_woken()` (woken since the last poll). No loop
+//! runs: the primitives under test must work with any waker, as tokio's do.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+/// The waker's shared state: set by a wake, cleared by the next poll.
+#[derive(Default)]
+struct Flag {
+    woken: AtomicBool,
+}
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A future under test, polled by hand (tokio_test's `task::Spawn`).
+pub struct Spawn<T> {
+    flag: Arc<Flag>,
+    future: Pin<Box<T>>,
+}
+
+/// Wraps `future` in a mock task (tokio_test's `task::spawn`).
+pub fn spawn<T>(future: T) -> Spawn<T> {
+    Spawn {
+        flag: Arc::new(Flag::default()),
+        future: Box::pin(future),
+    }
+}
+
+impl<T> Spawn<T> {
+    /// Woken since the last poll.
+    pub fn is_woken(&self) -> bool {
+        self.flag.woken.load(Ordering::SeqCst)
+    }
+
+    /// Runs `f` with the task's context and the pinned future (tokio_test's `enter`).
+    pub fn enter<F, R>(&mut self, f: F) -> R
+    where
+        F: FnOnce(&mut Context<'_>, Pin<&mut T>) -> R,
+    {
+        self.flag.woken.store(false, Ordering::SeqCst);
+        let waker = Waker::from(self.flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        f(&mut cx, self.future.as_mut())
+    }
+}
+
+impl<T: Future> Spawn<T> {
+    /// Polls the future once with the task's waker.
+    pub fn poll(&mut self) -> Poll<T::Output> {
+        self.enter(|cx, f| f.poll(cx))
+    }
+}
+
+/// tokio_test's `assert_ready!`: the value of a `Poll::Ready`.
+macro_rules! assert_ready {
+    ($e:expr) => {
+        match $e {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("pending"),
+        }
+    };
+    ($e:expr, $($msg:tt)+) => {
+        match $e {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("pending; {}", format_args!($($msg)+)),
+        }
+    };
+}
+
+/// tokio_test's `assert_pending!`.
+macro_rules! assert_pending {
+    ($e:expr) => {
+        match $e {
+            std::task::Poll::Pending => {}
+            std::task::Poll::Ready(v) => panic!("ready; value = {:?}", v),
+        }
+    };
+    ($e:expr, $($msg:tt)+) => {
+        match $e {
+            std::task::Poll::Pending => {}
+            std::task::Poll::Ready(v) => panic!("ready; value = {:?}; {}", v, format_args!($($msg)+)),
+        }
+    };
+}
+
+/// tokio_test's `assert_ok!`.
+macro_rules! assert_ok {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => panic!("assertion failed: Err({:?})", e),
+        }
+    };
+    ($e:expr, $($msg:tt)+) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => panic!("assertion failed: Err({:?}): {}", e, format_args!($($msg)+)),
+        }
+    };
+}
+
+/// tokio_test's `assert_err!`.
+macro_rules! assert_err {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => panic!("assertion failed: Ok({:?})", v),
+            Err(e) => e,
+        }
+    };
+    ($e:expr, $($msg:tt)+) => {
+        match $e {
+            Ok(v) => panic!("assertion failed: Ok({:?}): {}", v, format_args!($($msg)+)),
+            Err(e) => e,
+        }
+    };
+}
+
+/// tokio_test's `assert_ready_ok!`.
+macro_rules! assert_ready_ok {
+    ($e:expr) => {
+        assert_ok!(assert_ready!($e))
+    };
+}
+
+/// tokio_test's `assert_ready_err!`.
+macro_rules! assert_ready_err {
+    ($e:expr) => {
+        assert_err!(assert_ready!($e))
+    };
+}
+
+/// tokio_test's `assert_ready_eq!`.
+macro_rules! assert_ready_eq {
+    ($e:expr, $expect:expr) => {
+        assert_eq!(assert_ready!($e), $expect)
+    };
+}
+
+/// futures' `ArcWake` for values that belong to this thread: the tests' wakers that send on a
+/// channel or query it when woken or dropped hold evloop's single-threaded handles, which std's
+/// `Wake` (it needs `Send + Sync`) cannot hold. The value stays in a thread-local table under a
+/// key; the waker holds the key, calls the value's `wake_by_ref` when woken, and drops the value
+/// with its last clone.
+pub trait LocalWake {
+    fn wake_by_ref(&self);
+}
+
+thread_local! {
+    static LOCAL_WAKERS: std::cell::RefCell<std::collections::HashMap<u64, std::rc::Rc<dyn LocalWake>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+    static NEXT_KEY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+struct LocalKey(u64);
+
+impl Wake for LocalKey {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        let value = LOCAL_WAKERS.with(|t| t.borrow().get(&self.0).cloned());
+        value.expect("a local waker is woken on its own thread").wake_by_ref();
+    }
+}
+
+impl Drop for LocalKey {
+    fn drop(&mut self) {
+        // Out of the table first, dropped after: the value's drop may make or drop wakers.
+        let value = LOCAL_WAKERS.with(|t| t.borrow_mut().remove(&self.0));
+        drop(value);
+    }
+}
+
+/// A waker for `value` (futures' `task::waker(Arc::new(value))`).
+pub fn local_waker(value: std::rc::Rc<dyn LocalWake>) -> Waker {
+    let key = NEXT_KEY.with(|k| {
+        let n = k.get();
+        k.set(n + 1);
+        n
+    });
+    LOCAL_WAKERS.with(|t| t.borrow_mut().insert(key, value));
+    Waker::from(Arc::new(LocalKey(key)))
+}
