@@ -239,6 +239,7 @@ fn imbalance(loops: usize, pol: &str, conns: usize) {
         c.join().unwrap();
     }
     let stats = rt.handle().stats();
+    let cpu = loop_cpu_ns(loops);
     rt.shutdown().expect("runtime");
     let accepted: Vec<u64> = stats.loops().iter().map(|l| l.accepted).collect();
     let busy: Vec<String> = stats
@@ -246,13 +247,48 @@ fn imbalance(loops: usize, pol: &str, conns: usize) {
         .iter()
         .map(|l| format!("{:.0}", l.busy.as_secs_f64() * 1e3))
         .collect();
+    let (lo, hi) = (
+        cpu.iter().min().copied().unwrap_or(0),
+        cpu.iter().max().copied().unwrap_or(0),
+    );
     println!(
-        "policy={pol} accepted={} busy_ms={} accepted_imbalance={:.3} busy_imbalance={:.3}",
+        "policy={pol} accepted={} busy_ms={} cpu_ms={} accepted_imbalance={:.3} busy_imbalance={:.3} cpu_imbalance={:.3}",
         accepted.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
         busy.join(","),
+        cpu.iter()
+            .map(|ns| format!("{:.0}", *ns as f64 / 1e6))
+            .collect::<Vec<_>>()
+            .join(","),
         stats.accepted_imbalance().unwrap_or(f64::INFINITY),
         stats.busy_imbalance().unwrap_or(f64::INFINITY),
+        if lo > 0 { hi as f64 / lo as f64 } else { f64::INFINITY },
     );
+}
+
+/// Each loop thread's CPU time so far (ns, from `/proc/self/task/TID/schedstat`), by loop index
+/// (threads named `evloop-loop-N`). Unlike the loop's busy time (wall time of its iterations
+/// less the poll's wait), it does not grow while the thread is preempted: on a machine shared
+/// with other work it is the steadier measure of where the work went.
+fn loop_cpu_ns(loops: usize) -> Vec<u64> {
+    let mut cpu = vec![0u64; loops];
+    for entry in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        let Some(i) = comm
+            .trim()
+            .strip_prefix("evloop-loop-")
+            .and_then(|i| i.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("schedstat")).unwrap_or_default();
+        if let (Some(slot), Some(ns)) = (
+            cpu.get_mut(i),
+            stat.split_whitespace().next().and_then(|v| v.parse().ok()),
+        ) {
+            *slot = ns;
+        }
+    }
+    cpu
 }
 
 fn main() {

@@ -164,16 +164,22 @@ fn imbalance(env: &Env, runs: usize, conns: usize, w: &mut String) {
     let _ = writeln!(
         w,
         "### Imbalance under {conns} short connections, 2 loops\n\n\
-         | policy | accepted per loop (last run) | accepted busiest/idlest (median of {runs}) | busy time busiest/idlest (median) |\n\
-         |---|---|---|---|"
+         | policy | accepted per loop (last run) | accepted busiest/idlest (median of {runs}) | busy time busiest/idlest (median) | CPU time busiest/idlest (median) |\n\
+         |---|---|---|---|---|"
     );
-    for (label, pol) in [
+    const POLICIES: [(&str, &str); 3] = [
         ("SO_REUSEPORT (kernel hash)", "reuseport"),
         ("SO_REUSEPORT + CPU BPF (pinned loops)", "cpu"),
         ("least connections (one acceptor)", "least"),
-    ] {
-        let (mut acc, mut busy, mut last) = (Vec::new(), Vec::new(), String::from("n/a"));
-        for _ in 0..runs {
+    ];
+    // Per policy: accepted, busy and CPU ratios, and the last run's accepted per loop.
+    let mut acc: [Vec<f64>; 3] = Default::default();
+    let mut busy: [Vec<f64>; 3] = Default::default();
+    let mut cpu: [Vec<f64>; 3] = Default::default();
+    let mut last: [String; 3] = std::array::from_fn(|_| String::from("n/a"));
+    // Alternating: every policy once per run, so that other load on the machine falls on all.
+    for _ in 0..runs {
+        for (p, (_, pol)) in POLICIES.iter().enumerate() {
             let out = Command::new(env.examples.join("peer_loops"))
                 .args(["imbalance", "2", pol, &conns.to_string()])
                 .output();
@@ -184,23 +190,32 @@ fn imbalance(env: &Env, runs: usize, conns: usize, w: &mut String) {
                     .find_map(|f| f.strip_prefix(k))
                     .map(str::to_string)
             };
+            let ratio = |k: &str| field(k).and_then(|v| v.parse::<f64>().ok());
             if let Some(a) = field("accepted=") {
-                last = a;
+                last[p] = a;
             }
-            if let Some(v) = field("accepted_imbalance=").and_then(|v| v.parse::<f64>().ok()) {
-                acc.push(v);
-            }
-            if let Some(v) = field("busy_imbalance=").and_then(|v| v.parse::<f64>().ok()) {
-                busy.push(v);
-            }
+            acc[p].extend(ratio("accepted_imbalance="));
+            busy[p].extend(ratio("busy_imbalance="));
+            cpu[p].extend(ratio("cpu_imbalance="));
         }
-        let f = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3}"));
-        let _ = writeln!(w, "| {label} | {last} | {} | {} |", f(median(acc)), f(median(busy)));
+    }
+    let f = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3}"));
+    for (p, (label, _)) in POLICIES.iter().enumerate() {
+        let _ = writeln!(
+            w,
+            "| {label} | {} | {} | {} | {} |",
+            last[p],
+            f(median(std::mem::take(&mut acc[p]))),
+            f(median(std::mem::take(&mut busy[p]))),
+            f(median(std::mem::take(&mut cpu[p]))),
+        );
     }
     let _ = writeln!(
         w,
         "\nEach connection: connect, one byte each way with about 200 us of work, close; 4 client threads on \
-         loopback; `peer_loops imbalance 2 POLICY {conns}`, {runs} runs.\n"
+         loopback; `peer_loops imbalance 2 POLICY {conns}`, {runs} runs, the policies alternating within each run. \
+         Busy time is the loops' own measure (wall time of their iterations less the poll's wait: it grows while \
+         a loop's thread is preempted); CPU time is each loop thread's from `/proc/self/task/TID/schedstat`.\n"
     );
 }
 
