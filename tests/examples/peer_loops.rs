@@ -69,18 +69,30 @@ fn head_end(buf: &[u8]) -> Option<usize> {
     buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
 }
 
+/// Does the work of every complete request in `buf` and puts their responses in `out` (cleared
+/// first): a pipelined batch, all the requests one read brought, is answered with one write
+/// after every request's work, as HTTP/1.1 servers do (the responses keep the requests' order).
+fn answer(buf: &mut Vec<u8>, out: &mut Vec<u8>) {
+    out.clear();
+    let mut done = 0;
+    while let Some(end) = head_end(&buf[done..]) {
+        done += end;
+        work();
+        out.extend_from_slice(RESPONSE);
+    }
+    buf.drain(..done);
+}
+
 async fn evloop_conn(mut conn: evloop::net::TcpStream) {
     use evloop::io::{AsyncReadExt, AsyncWriteExt};
     let _ = conn.set_nodelay(true);
     let mut buf = Vec::with_capacity(4096);
+    let mut out = Vec::with_capacity(4 * RESPONSE.len());
     let mut chunk = [0u8; 4096];
     loop {
-        while let Some(end) = head_end(&buf) {
-            buf.drain(..end);
-            work();
-            if conn.write_all(RESPONSE).await.is_err() {
-                return;
-            }
+        answer(&mut buf, &mut out);
+        if !out.is_empty() && conn.write_all(&out).await.is_err() {
+            return;
         }
         match conn.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
@@ -93,14 +105,12 @@ async fn tokio_conn(mut conn: tokio::net::TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _ = conn.set_nodelay(true);
     let mut buf = Vec::with_capacity(4096);
+    let mut out = Vec::with_capacity(4 * RESPONSE.len());
     let mut chunk = [0u8; 4096];
     loop {
-        while let Some(end) = head_end(&buf) {
-            buf.drain(..end);
-            work();
-            if conn.write_all(RESPONSE).await.is_err() {
-                return;
-            }
+        answer(&mut buf, &mut out);
+        if !out.is_empty() && conn.write_all(&out).await.is_err() {
+            return;
         }
         match conn.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
