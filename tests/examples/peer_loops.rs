@@ -6,6 +6,7 @@
 //! peer_loops tokio-mt N ADDR          # tokio's multi-thread runtime, N workers
 //! peer_loops tokio-ct N ADDR          # N tokio current-thread runtimes on SO_REUSEPORT
 //! peer_loops imbalance N POLICY CONNS # evloop: CONNS short connections, per-loop counts
+//! peer_loops calibrate                # the work's block count (EVLOOP_WORK_BLOCKS)
 //! ```
 //!
 //! Every server runs the same CPU-bound HTTP/1.1 keep-alive handler: read a request head, do
@@ -36,9 +37,17 @@ fn block(x: u64) -> u64 {
 /// blocks, unlike spinning until the wall clock says 200 us, costs the same CPU whether or not
 /// the thread is preempted meanwhile: under load, a wall-clock spin would do less work per
 /// request for whichever server happens to be preempted more.
+///
+/// `EVLOOP_WORK_BLOCKS=N` in the environment skips the measurement: the bench measures once
+/// (`peer_loops calibrate`) and gives every server the same count, so that each does the same
+/// work per request. Calibrated in each process, the count varied from one start to the next
+/// with what else ran meanwhile, and so did each server's CPU per request.
 fn blocks_per_request() -> u64 {
     static BLOCKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *BLOCKS.get_or_init(|| {
+        if let Some(n) = std::env::var("EVLOOP_WORK_BLOCKS").ok().and_then(|v| v.parse().ok()) {
+            return n;
+        }
         const BATCH: u64 = 2_000;
         let mut best = Duration::MAX;
         let mut x = 1u64;
@@ -313,8 +322,9 @@ fn main() {
         "tokio-mt" => tokio_mt_server(n, addr(2)),
         "tokio-ct" => tokio_ct_servers(n, addr(2)),
         "imbalance" => imbalance(n, arg(2), arg(3).parse().unwrap_or(10_000)),
+        "calibrate" => println!("{}", blocks_per_request()),
         _ => eprintln!(
-            "usage: peer_loops evloop N POLICY ADDR | tokio-mt N ADDR | tokio-ct N ADDR | imbalance N POLICY CONNS"
+            "usage: peer_loops evloop N POLICY ADDR | tokio-mt N ADDR | tokio-ct N ADDR | imbalance N POLICY CONNS | calibrate"
         ),
     }
 }

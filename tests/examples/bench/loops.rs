@@ -55,9 +55,10 @@ struct Sample {
     client_share: f64,
 }
 
-fn measure(env: &Env, args: &[&str], seconds: u64, script: &std::path::Path) -> Result<Sample, String> {
+fn measure(env: &Env, args: &[&str], seconds: u64, script: &std::path::Path, blocks: &str) -> Result<Sample, String> {
     let mut server = Command::new(env.examples.join("peer_loops"))
         .args(args)
+        .env("EVLOOP_WORK_BLOCKS", blocks)
         .arg("127.0.0.1:0")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -140,6 +141,13 @@ fn scaling(env: &Env, runs: usize, seconds: u64, w: &mut String) {
             return;
         }
     };
+    // The handler's work, measured once and given to every server: the same work per request
+    // for all (each process measuring its own varied by a few percent from start to start).
+    let blocks = Command::new(env.examples.join("peer_loops"))
+        .arg("calibrate")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
     let mut samples: Vec<Vec<Sample>> = SIDES.iter().map(|_| Vec::new()).collect();
     let mut errors = Vec::new();
     for run in 0..runs {
@@ -147,7 +155,7 @@ fn scaling(env: &Env, runs: usize, seconds: u64, w: &mut String) {
         for k in 0..SIDES.len() {
             let i = (k + run) % SIDES.len();
             eprintln!("-- loops: {} (run {})", SIDES[i].0, run + 1);
-            match measure(env, SIDES[i].1, seconds, &script) {
+            match measure(env, SIDES[i].1, seconds, &script, &blocks) {
                 Ok(s) => samples[i].push(s),
                 Err(e) => errors.push(format!("{}: {e}", SIDES[i].0)),
             }
@@ -182,7 +190,8 @@ fn scaling(env: &Env, runs: usize, seconds: u64, w: &mut String) {
         w,
         "\n`wrk -t1 -c{CONNS} -d{seconds}s` with {PIPELINE} pipelined requests per write (a wrk script) against \
          `peer_loops` (tests/examples/peer_loops.rs), {runs} runs, every server once per run in rotated order; the \
-         ratios are of the medians. Every server answers a pipelined batch with one write after the batch's work \
+         ratios are of the medians; every server does the same work per request ({blocks} blocks, calibrated \
+         once by `peer_loops calibrate`). Every server answers a pipelined batch with one write after the batch's work \
          (about 200 us a request); one request per write cost wrk about 20 us of CPU a request, 7% to 10% of the \
          machine. The CPU BPF row pins its loops."
     );
