@@ -407,8 +407,10 @@ async fn accept_until_stop(
 /// tasks, when the connection loop 0 was serving has just finished, while it reads every other
 /// loop at a random point of its work; and a handed-off fd is counted on its loop before that
 /// loop has even woken up. Under short connections (a handful live, each loop at 0, 1 or 2)
-/// loop 0 therefore looks one connection lighter than it is: with the strict minimum it took
-/// the (0 live, 1 live) ties, 54% to 58% of 10,000 connections (docs/12-thread-per-core.md).
+/// loop 0 therefore looks one connection lighter than it is: logged at every hand-off of
+/// 10,000, the acceptor saw loop 0 with fewer live connections about half the time and with
+/// more almost never, and with the strict minimum loop 0 took up to 58% of the connections
+/// (docs/12-thread-per-core.md).
 /// One connection of slack removes that bias and still lets the live counts decide when loops
 /// really differ (long connections: a loop two or more behind always gets the next one).
 const LIVE_SLACK: usize = 1;
