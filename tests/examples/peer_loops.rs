@@ -6,6 +6,7 @@
 //! peer_loops tokio-mt N ADDR          # tokio's multi-thread runtime, N workers
 //! peer_loops tokio-ct N ADDR          # N tokio current-thread runtimes on SO_REUSEPORT
 //! peer_loops imbalance N POLICY CONNS # evloop: CONNS short connections, per-loop counts
+//! peer_loops calibrate                # the work's block count (EVLOOP_WORK_BLOCKS)
 //! ```
 //!
 //! Every server runs the same CPU-bound HTTP/1.1 keep-alive handler: read a request head, do
@@ -36,9 +37,17 @@ fn block(x: u64) -> u64 {
 /// blocks, unlike spinning until the wall clock says 200 us, costs the same CPU whether or not
 /// the thread is preempted meanwhile: under load, a wall-clock spin would do less work per
 /// request for whichever server happens to be preempted more.
+///
+/// `EVLOOP_WORK_BLOCKS=N` in the environment skips the measurement: the bench measures once
+/// (`peer_loops calibrate`) and gives every server the same count, so that each does the same
+/// work per request. Calibrated in each process, the count varied from one start to the next
+/// with what else ran meanwhile, and so did each server's CPU per request.
 fn blocks_per_request() -> u64 {
     static BLOCKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *BLOCKS.get_or_init(|| {
+        if let Some(n) = std::env::var("EVLOOP_WORK_BLOCKS").ok().and_then(|v| v.parse().ok()) {
+            return n;
+        }
         const BATCH: u64 = 2_000;
         let mut best = Duration::MAX;
         let mut x = 1u64;
@@ -69,18 +78,30 @@ fn head_end(buf: &[u8]) -> Option<usize> {
     buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
 }
 
+/// Does the work of every complete request in `buf` and puts their responses in `out` (cleared
+/// first): a pipelined batch, all the requests one read brought, is answered with one write
+/// after every request's work, as HTTP/1.1 servers do (the responses keep the requests' order).
+fn answer(buf: &mut Vec<u8>, out: &mut Vec<u8>) {
+    out.clear();
+    let mut done = 0;
+    while let Some(end) = head_end(&buf[done..]) {
+        done += end;
+        work();
+        out.extend_from_slice(RESPONSE);
+    }
+    buf.drain(..done);
+}
+
 async fn evloop_conn(mut conn: evloop::net::TcpStream) {
     use evloop::io::{AsyncReadExt, AsyncWriteExt};
     let _ = conn.set_nodelay(true);
     let mut buf = Vec::with_capacity(4096);
+    let mut out = Vec::with_capacity(4 * RESPONSE.len());
     let mut chunk = [0u8; 4096];
     loop {
-        while let Some(end) = head_end(&buf) {
-            buf.drain(..end);
-            work();
-            if conn.write_all(RESPONSE).await.is_err() {
-                return;
-            }
+        answer(&mut buf, &mut out);
+        if !out.is_empty() && conn.write_all(&out).await.is_err() {
+            return;
         }
         match conn.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
@@ -93,14 +114,12 @@ async fn tokio_conn(mut conn: tokio::net::TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _ = conn.set_nodelay(true);
     let mut buf = Vec::with_capacity(4096);
+    let mut out = Vec::with_capacity(4 * RESPONSE.len());
     let mut chunk = [0u8; 4096];
     loop {
-        while let Some(end) = head_end(&buf) {
-            buf.drain(..end);
-            work();
-            if conn.write_all(RESPONSE).await.is_err() {
-                return;
-            }
+        answer(&mut buf, &mut out);
+        if !out.is_empty() && conn.write_all(&out).await.is_err() {
+            return;
         }
         match conn.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
@@ -239,6 +258,7 @@ fn imbalance(loops: usize, pol: &str, conns: usize) {
         c.join().unwrap();
     }
     let stats = rt.handle().stats();
+    let cpu = loop_cpu_ns(loops);
     rt.shutdown().expect("runtime");
     let accepted: Vec<u64> = stats.loops().iter().map(|l| l.accepted).collect();
     let busy: Vec<String> = stats
@@ -246,13 +266,48 @@ fn imbalance(loops: usize, pol: &str, conns: usize) {
         .iter()
         .map(|l| format!("{:.0}", l.busy.as_secs_f64() * 1e3))
         .collect();
+    let (lo, hi) = (
+        cpu.iter().min().copied().unwrap_or(0),
+        cpu.iter().max().copied().unwrap_or(0),
+    );
     println!(
-        "policy={pol} accepted={} busy_ms={} accepted_imbalance={:.3} busy_imbalance={:.3}",
+        "policy={pol} accepted={} busy_ms={} cpu_ms={} accepted_imbalance={:.3} busy_imbalance={:.3} cpu_imbalance={:.3}",
         accepted.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
         busy.join(","),
+        cpu.iter()
+            .map(|ns| format!("{:.0}", *ns as f64 / 1e6))
+            .collect::<Vec<_>>()
+            .join(","),
         stats.accepted_imbalance().unwrap_or(f64::INFINITY),
         stats.busy_imbalance().unwrap_or(f64::INFINITY),
+        if lo > 0 { hi as f64 / lo as f64 } else { f64::INFINITY },
     );
+}
+
+/// Each loop thread's CPU time so far (ns, from `/proc/self/task/TID/schedstat`), by loop index
+/// (threads named `evloop-loop-N`). Unlike the loop's busy time (wall time of its iterations
+/// less the poll's wait), it does not grow while the thread is preempted: on a machine shared
+/// with other work it is the steadier measure of where the work went.
+fn loop_cpu_ns(loops: usize) -> Vec<u64> {
+    let mut cpu = vec![0u64; loops];
+    for entry in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        let Some(i) = comm
+            .trim()
+            .strip_prefix("evloop-loop-")
+            .and_then(|i| i.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("schedstat")).unwrap_or_default();
+        if let (Some(slot), Some(ns)) = (
+            cpu.get_mut(i),
+            stat.split_whitespace().next().and_then(|v| v.parse().ok()),
+        ) {
+            *slot = ns;
+        }
+    }
+    cpu
 }
 
 fn main() {
@@ -267,8 +322,9 @@ fn main() {
         "tokio-mt" => tokio_mt_server(n, addr(2)),
         "tokio-ct" => tokio_ct_servers(n, addr(2)),
         "imbalance" => imbalance(n, arg(2), arg(3).parse().unwrap_or(10_000)),
+        "calibrate" => println!("{}", blocks_per_request()),
         _ => eprintln!(
-            "usage: peer_loops evloop N POLICY ADDR | tokio-mt N ADDR | tokio-ct N ADDR | imbalance N POLICY CONNS"
+            "usage: peer_loops evloop N POLICY ADDR | tokio-mt N ADDR | tokio-ct N ADDR | imbalance N POLICY CONNS | calibrate"
         ),
     }
 }

@@ -24,6 +24,29 @@ const SIDES: [(&str, &[&str]); 6] = [
     ("2 x tokio current-thread, SO_REUSEPORT", &["tokio-ct", "2"]),
 ];
 
+/// Requests per write in the scaling table (HTTP/1.1 pipelining through a wrk script) and
+/// connections. Answering one request per wake cost wrk about 20 us of CPU a request (its
+/// `epoll_wait`, `read`, `write` and `epoll_ctl`, a context switch, and on loopback the
+/// delivery of each request into the server's socket, which runs in the sender's system call):
+/// 7% to 10% of the two cores beside a 200 us handler. Four requests per write, answered by
+/// one write (`peer_loops`' `answer`), cut that to about 6 us a request, under 5%; 16
+/// connections keep 32 requests queued per loop, so every loop stays busy.
+const PIPELINE: usize = 4;
+const CONNS: usize = 16;
+
+/// The wrk script that sends `PIPELINE` requests per write (wrk counts the requests in the
+/// buffer and reads that many responses before it writes again); written once to a temp file.
+fn pipeline_script() -> Result<std::path::PathBuf, String> {
+    let path = std::env::temp_dir().join(format!("evloop-bench-pipeline-{}.lua", std::process::id()));
+    let script = format!(
+        "-- {PIPELINE} pipelined requests per write (tests/examples/bench/loops.rs)\n\
+         init = function(args)\n  local r = {{}}\n  for i = 1, {PIPELINE} do r[i] = wrk.format(nil, \"/\") end\n  \
+         req = table.concat(r)\nend\nrequest = function() return req end\n"
+    );
+    std::fs::write(&path, script).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
 /// One measurement: requests/s, the server's CPU per request (us), the load client's share of
 /// the machine's CPU.
 struct Sample {
@@ -32,9 +55,10 @@ struct Sample {
     client_share: f64,
 }
 
-fn measure(env: &Env, args: &[&str], seconds: u64, conns: usize) -> Result<Sample, String> {
+fn measure(env: &Env, args: &[&str], seconds: u64, script: &std::path::Path, blocks: &str) -> Result<Sample, String> {
     let mut server = Command::new(env.examples.join("peer_loops"))
         .args(args)
+        .env("EVLOOP_WORK_BLOCKS", blocks)
         .arg("127.0.0.1:0")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -55,7 +79,8 @@ fn measure(env: &Env, args: &[&str], seconds: u64, conns: usize) -> Result<Sampl
     let server_before = cpu_ns(server.id()).unwrap_or(0);
     let started = Instant::now();
     let mut wrk = Command::new("wrk")
-        .args(["-t1", &format!("-c{conns}"), &format!("-d{seconds}s")])
+        .args(["-t1", &format!("-c{CONNS}"), &format!("-d{seconds}s"), "-s"])
+        .arg(script)
         .arg(format!("http://{addr}/"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -109,7 +134,20 @@ fn measure(env: &Env, args: &[&str], seconds: u64, conns: usize) -> Result<Sampl
 
 /// The scaling table.
 fn scaling(env: &Env, runs: usize, seconds: u64, w: &mut String) {
-    let conns = 32;
+    let script = match pipeline_script() {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(w, "CPU-bound HTTP rows: n/a (cannot write wrk's script: {e}).\n");
+            return;
+        }
+    };
+    // The handler's work, measured once and given to every server: the same work per request
+    // for all (each process measuring its own varied by a few percent from start to start).
+    let blocks = Command::new(env.examples.join("peer_loops"))
+        .arg("calibrate")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
     let mut samples: Vec<Vec<Sample>> = SIDES.iter().map(|_| Vec::new()).collect();
     let mut errors = Vec::new();
     for run in 0..runs {
@@ -117,7 +155,7 @@ fn scaling(env: &Env, runs: usize, seconds: u64, w: &mut String) {
         for k in 0..SIDES.len() {
             let i = (k + run) % SIDES.len();
             eprintln!("-- loops: {} (run {})", SIDES[i].0, run + 1);
-            match measure(env, SIDES[i].1, seconds, conns) {
+            match measure(env, SIDES[i].1, seconds, &script, &blocks) {
                 Ok(s) => samples[i].push(s),
                 Err(e) => errors.push(format!("{}: {e}", SIDES[i].0)),
             }
@@ -150,9 +188,14 @@ fn scaling(env: &Env, runs: usize, seconds: u64, w: &mut String) {
     }
     let _ = writeln!(
         w,
-        "\n`wrk -t1 -c{conns} -d{seconds}s` against `peer_loops` (tests/examples/peer_loops.rs), {runs} runs, every \
-         server once per run in rotated order; the ratios are of the medians. The CPU BPF row pins its loops."
+        "\n`wrk -t1 -c{CONNS} -d{seconds}s` with {PIPELINE} pipelined requests per write (a wrk script) against \
+         `peer_loops` (tests/examples/peer_loops.rs), {runs} runs, every server once per run in rotated order; the \
+         ratios are of the medians; every server does the same work per request ({blocks} blocks, calibrated \
+         once by `peer_loops calibrate`). Every server answers a pipelined batch with one write after the batch's work \
+         (about 200 us a request); one request per write cost wrk about 20 us of CPU a request, 7% to 10% of the \
+         machine. The CPU BPF row pins its loops."
     );
+    let _ = std::fs::remove_file(&script);
     for e in errors {
         let _ = writeln!(w, "\n- failed: {e}");
     }
@@ -164,16 +207,22 @@ fn imbalance(env: &Env, runs: usize, conns: usize, w: &mut String) {
     let _ = writeln!(
         w,
         "### Imbalance under {conns} short connections, 2 loops\n\n\
-         | policy | accepted per loop (last run) | accepted busiest/idlest (median of {runs}) | busy time busiest/idlest (median) |\n\
-         |---|---|---|---|"
+         | policy | accepted per loop (last run) | accepted busiest/idlest (median of {runs}) | busy time busiest/idlest (median) | CPU time busiest/idlest (median) |\n\
+         |---|---|---|---|---|"
     );
-    for (label, pol) in [
+    const POLICIES: [(&str, &str); 3] = [
         ("SO_REUSEPORT (kernel hash)", "reuseport"),
         ("SO_REUSEPORT + CPU BPF (pinned loops)", "cpu"),
         ("least connections (one acceptor)", "least"),
-    ] {
-        let (mut acc, mut busy, mut last) = (Vec::new(), Vec::new(), String::from("n/a"));
-        for _ in 0..runs {
+    ];
+    // Per policy: accepted, busy and CPU ratios, and the last run's accepted per loop.
+    let mut acc: [Vec<f64>; 3] = Default::default();
+    let mut busy: [Vec<f64>; 3] = Default::default();
+    let mut cpu: [Vec<f64>; 3] = Default::default();
+    let mut last: [String; 3] = std::array::from_fn(|_| String::from("n/a"));
+    // Alternating: every policy once per run, so that other load on the machine falls on all.
+    for _ in 0..runs {
+        for (p, (_, pol)) in POLICIES.iter().enumerate() {
             let out = Command::new(env.examples.join("peer_loops"))
                 .args(["imbalance", "2", pol, &conns.to_string()])
                 .output();
@@ -184,23 +233,32 @@ fn imbalance(env: &Env, runs: usize, conns: usize, w: &mut String) {
                     .find_map(|f| f.strip_prefix(k))
                     .map(str::to_string)
             };
+            let ratio = |k: &str| field(k).and_then(|v| v.parse::<f64>().ok());
             if let Some(a) = field("accepted=") {
-                last = a;
+                last[p] = a;
             }
-            if let Some(v) = field("accepted_imbalance=").and_then(|v| v.parse::<f64>().ok()) {
-                acc.push(v);
-            }
-            if let Some(v) = field("busy_imbalance=").and_then(|v| v.parse::<f64>().ok()) {
-                busy.push(v);
-            }
+            acc[p].extend(ratio("accepted_imbalance="));
+            busy[p].extend(ratio("busy_imbalance="));
+            cpu[p].extend(ratio("cpu_imbalance="));
         }
-        let f = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3}"));
-        let _ = writeln!(w, "| {label} | {last} | {} | {} |", f(median(acc)), f(median(busy)));
+    }
+    let f = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3}"));
+    for (p, (label, _)) in POLICIES.iter().enumerate() {
+        let _ = writeln!(
+            w,
+            "| {label} | {} | {} | {} | {} |",
+            last[p],
+            f(median(std::mem::take(&mut acc[p]))),
+            f(median(std::mem::take(&mut busy[p]))),
+            f(median(std::mem::take(&mut cpu[p]))),
+        );
     }
     let _ = writeln!(
         w,
         "\nEach connection: connect, one byte each way with about 200 us of work, close; 4 client threads on \
-         loopback; `peer_loops imbalance 2 POLICY {conns}`, {runs} runs.\n"
+         loopback; `peer_loops imbalance 2 POLICY {conns}`, {runs} runs, the policies alternating within each run. \
+         Busy time is the loops' own measure (wall time of their iterations less the poll's wait: it grows while \
+         a loop's thread is preempted); CPU time is each loop thread's from `/proc/self/task/TID/schedstat`.\n"
     );
 }
 
