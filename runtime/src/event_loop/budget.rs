@@ -60,6 +60,23 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
     })
 }
 
+/// Whether the step's budget is spent (never outside a step): an operation that would
+/// complete now must return `Pending` instead (see [`poll_proceed`]).
+#[inline]
+pub(crate) fn spent() -> bool {
+    LEFT.with(|l| l.get() == 0)
+}
+
+/// Spends one unit for an operation that completed (after the fact, for waits that check
+/// [`spent`] first and spend only when they complete, as tokio's coop refunds a `Pending`).
+#[inline]
+pub(crate) fn spend() {
+    LEFT.with(|l| match l.get() {
+        0 | UNCONSTRAINED => {}
+        left => l.set(left - 1),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::task::Waker;

@@ -146,7 +146,7 @@ pub use self::condition::Condition;
 pub use self::error::SyncError;
 pub use self::event::{Event, EventWait};
 pub use self::lock::{Lock, LockAcquire, LockGuard};
-pub use self::mutex::{Mutex, MutexGuard, MutexLock};
+pub use self::mutex::{Mutex, MutexGuard, MutexLock, TryLockError};
 pub use self::notify::{Notified, Notify, OwnedNotified};
 pub use self::semaphore::{BoundedSemaphore, Semaphore, SemaphoreAcquire, SemaphorePermit};
 pub use self::semaphore_owned::OwnedSemaphorePermit;

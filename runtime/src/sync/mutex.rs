@@ -98,18 +98,22 @@ impl<T: ?Sized> Mutex<T> {
         }
     }
 
-    /// Takes the lock if that needs no wait.
+    /// Takes the lock if that needs no wait; [`TryLockError`] if it is held (or handed to a
+    /// waiter that has not run yet), as tokio's `try_lock`.
     ///
     /// ```
     /// let m = evloop::sync::Mutex::new(0);
     /// let mut guard = m.try_lock().expect("unlocked");
     /// *guard += 1;
-    /// assert!(m.try_lock().is_none()); // held by `guard`
+    /// assert!(m.try_lock().is_err()); // held by `guard`
     /// drop(guard);
     /// assert_eq!(*m.try_lock().expect("unlocked"), 1);
     /// ```
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.lock.try_acquire().map(|guard| self.guard(guard))
+    pub fn try_lock(&self) -> Result<MutexGuard<'_, T>, TryLockError> {
+        self.lock
+            .try_acquire()
+            .map(|guard| self.guard(guard))
+            .ok_or(TryLockError(()))
     }
 
     /// Whether a `lock()` would have to wait.
@@ -153,14 +157,36 @@ impl<T: Default> Default for Mutex<T> {
 
 impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // tokio's format: `Mutex { data: .. }`, `<locked>` while a guard holds it.
         let mut d = f.debug_struct("Mutex");
         match self.try_lock() {
-            Some(guard) => d.field("value", &&*guard),
-            None => d.field("value", &format_args!("<locked>")),
+            Ok(guard) => d.field("data", &&*guard),
+            Err(_) => d.field("data", &format_args!("<locked>")),
         };
         d.finish()
     }
 }
+
+/// [`Mutex::try_lock`] found the mutex locked (tokio's `sync::TryLockError`).
+///
+/// ```
+/// use evloop::sync::{Mutex, TryLockError};
+///
+/// let m = Mutex::new(());
+/// let _held = m.try_lock().unwrap();
+/// let err: TryLockError = m.try_lock().unwrap_err();
+/// assert_eq!(err.to_string(), "operation would block: the mutex is locked");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TryLockError(());
+
+impl fmt::Display for TryLockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("operation would block: the mutex is locked")
+    }
+}
+
+impl std::error::Error for TryLockError {}
 
 /// Access to a [`Mutex`]'s value while its lock is held; dropping it releases the lock.
 ///

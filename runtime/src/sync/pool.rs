@@ -77,6 +77,10 @@ impl Line for PoolState {
         // freed meanwhile is its own at once.
         st.dispatch(wakers);
     }
+
+    fn would_arrive(st: &PoolState, _: &()) -> bool {
+        st.can_take()
+    }
 }
 
 /// A wait for one permit.

@@ -358,6 +358,15 @@ pub(crate) trait Line {
 
     /// A waiter was queued (a pool with a free permit grants it at once).
     fn queued(_st: &mut Self::State, _wakers: &mut WakeList) {}
+
+    /// Whether a new arrival would complete at once, without changing anything: asked only
+    /// when the task's budget is spent, to tell a wait that must yield (it would complete) from
+    /// one that may take its place in the line (it would wait anyway). `true`, the default,
+    /// makes every spent-budget arrival yield before it queues; a line whose order is a promise
+    /// (a lock's FIFO) says exactly.
+    fn would_arrive(_st: &Self::State, _carry: &Self::Carry) -> bool {
+        true
+    }
 }
 
 /// The leaf of every wait: it owns at most one entry of `L`'s queue in the state behind `R`
@@ -393,20 +402,35 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
     /// named in the error when the state is bound to another loop.
     #[inline(always)]
     pub(crate) fn poll_wait(&mut self, cx: &mut Context<'_>, op: WaitOp) -> Poll<Result<L::Output, WrongLoopError>> {
-        // A wait that is ready at once spends the task's budget, as a ready socket does: a task
-        // looping on a channel that is never empty (or a closed `watch`, a `Notify` with a permit)
-        // yields after `BUDGET` of them instead of holding the loop forever (tokio's coop).
-        // Checked before the state is touched, so a spent budget changes nothing but the wake.
-        std::task::ready!(budget::poll_proceed(cx));
+        // A wait that completes spends the task's budget, as a ready socket does: a task looping
+        // on a channel that is never empty (or a closed `watch`, a `Notify` with a permit) yields
+        // after `BUDGET` of them instead of holding the loop forever (tokio's coop). With the
+        // budget spent, a wait that would complete yields (woken at once, nothing changed); one
+        // that would wait anyway still takes its place in the line, so a spent budget never
+        // costs a lock its FIFO order (tokio's `mutex_fifo_with_coop_budget`).
+        if budget::spent() && self.would_complete() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         let mut wakers = WakeList::default();
         let mut stale = None;
         let out = self.poll_state(cx.waker(), &mut wakers, &mut stale, op);
+        if out.is_ready() {
+            budget::spend();
+        }
         drop(stale);
         wakers.wake();
         if out.is_pending() {
             note_awaiting(op.awaiting());
         }
         out
+    }
+
+    /// With the budget spent: whether this poll might complete (a queued waiter may hold its
+    /// grant; a new one asks its line).
+    #[cold]
+    fn would_complete(&self) -> bool {
+        self.key.is_some() || L::would_arrive(&self.state.borrow(), &self.carry)
     }
 
     #[inline(always)]

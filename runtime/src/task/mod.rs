@@ -73,7 +73,7 @@ pub use handle::{Task, TaskRef};
 pub(crate) use spawn::cancel_leftover_tasks;
 pub use spawn::{TaskBuilder, current_task};
 pub use state::TaskState;
-pub use yield_now::{YieldNow, yield_now};
+pub use yield_now::{YieldNow, consume_budget, yield_now};
 
 pub use self::combinator::{
     AsCompleted, Either, Gather, GatherVec, ReturnWhen, Shield, TryGather, TryGatherVec, as_completed, gather, race,

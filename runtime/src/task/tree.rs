@@ -18,11 +18,14 @@
 //!
 //! ```
 //! let tree = evloop::run(async {
-//!     let child = evloop::spawn(evloop::time::sleep(std::time::Duration::from_millis(5)));
+//!     // The child waits until released (not for a time: a slow machine could see it done).
+//!     let (release, released) = evloop::sync::oneshot::channel::<()>();
+//!     let child = evloop::spawn(released);
 //!     let parent = evloop::spawn(async move { child.await.unwrap() });
 //!     evloop::task::yield_now().await;
 //!     let tree = evloop::event_loop::get_running_loop().expect("a running loop").task_tree();
-//!     parent.await.unwrap();
+//!     release.send(()).unwrap();
+//!     parent.await.unwrap().unwrap();
 //!     tree
 //! })
 //! .unwrap();

@@ -1,12 +1,37 @@
 //! [`yield_now`]: give other ready work a turn (asyncio's `await asyncio.sleep(0)`). The
 //! future wakes its own task once and returns `Pending`, so the task goes to the back of the
 //! ready queue and runs again in the next iteration, after I/O has been polled.
+//! [`consume_budget`] is the conditional form: it yields only once the task's step has used up
+//! its budget of ready operations (tokio's `task::consume_budget`).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use crate::event_loop::budget;
 use crate::event_loop::trace::{Awaiting, note_awaiting};
+
+/// Spends one unit of the task's budget, the one its ready I/O and sync operations spend (128 per
+/// step), and yields to the loop only when the budget is used up (tokio's
+/// `task::consume_budget`): a long computation that calls it in its loop lets other work run
+/// without paying a yield on every turn. Outside a task it never waits.
+///
+/// ```
+/// let turns = evloop::run(async {
+///     let other = evloop::spawn(async {});
+///     let mut turns = 0;
+///     while !other.done() {
+///         evloop::task::consume_budget().await; // yields after 128 turns, not on each
+///         turns += 1;
+///     }
+///     turns
+/// })?;
+/// assert_eq!(turns, 129); // 128 turns without a yield, then the one that yielded
+/// # Ok::<(), evloop::task::RunError>(())
+/// ```
+pub async fn consume_budget() {
+    std::future::poll_fn(budget::poll_proceed).await
+}
 
 /// Gives other ready work a turn (asyncio's `await asyncio.sleep(0)`): the task is queued again
 /// and runs in the next loop iteration, after I/O has been polled.

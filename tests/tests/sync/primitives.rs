@@ -411,14 +411,14 @@ fn mutex_guard_gives_access_and_unlocks_on_drop() {
             let mut g = m.lock().await;
             g.push(2);
             assert!(m.locked());
-            assert!(m.try_lock().is_none());
+            assert!(m.try_lock().is_err());
             assert_eq!(*g, [1, 2]);
         }
         assert!(!m.locked());
         assert_eq!(*m.try_lock().unwrap(), [1, 2]);
-        assert_eq!(format!("{m:?}"), "Mutex { value: [1, 2] }");
+        assert_eq!(format!("{m:?}"), "Mutex { data: [1, 2] }");
         let _g = m.lock().await;
-        assert_eq!(format!("{m:?}"), "Mutex { value: <locked> }");
+        assert_eq!(format!("{m:?}"), "Mutex { data: <locked> }");
     });
 }
 

@@ -1,5 +1,9 @@
 //! tokio's own tests of its sync primitives (tokio 1.54's tests/sync_*.rs), ported to evloop's
-//! `evloop::sync` by changing imports. Each module names the tokio file it comes from, how many of
+//! `evloop::sync` by changing imports: sync_notify.rs (19), sync_watch.rs (23),
+//! sync_broadcast.rs (43), sync_oneshot.rs (22) and sync_mutex.rs (10), 116 of 116 run.
+//! Not yet taken on: sync_mpsc.rs, sync_semaphore.rs and sync_barrier.rs (evloop's `Semaphore` and
+//! `Barrier` are asyncio's, whose `try_acquire`/`wait` answer differently from tokio's; a tokio
+//! face for them is future work), sync_rwlock.rs (no `RwLock`). Each module names the tokio file it comes from, how many of
 //! its tests run, and for each test that does not, why (a deliberate difference the porting
 //! guide lists, such as evloop's primitives being single-threaded, or a tokio-internal API).
 //!
@@ -14,5 +18,7 @@
 mod task;
 
 mod broadcast;
+mod mutex;
 mod notify;
+mod oneshot;
 mod watch;

@@ -1,7 +1,8 @@
 //! tokio_test's mock task and assertion macros, as far as the ported sync tests use them.
 //!
 //! `spawn(fut)` boxes and pins a future; `poll()` polls it with a waker that only counts its
-//! wake-ups, so a test can ask `is_woken()` (woken since the last poll). No loop
+//! wake-ups, so a test can ask `is_woken()` (woken since the last poll) and
+//! `waker_ref_count()` (clones of the waker a primitive keeps). No loop
 //! runs: the primitives under test must work with any waker, as tokio's do.
 
 use std::future::Future;
@@ -45,6 +46,12 @@ impl<T> Spawn<T> {
         self.flag.woken.load(Ordering::SeqCst)
     }
 
+    /// The task's waker references: 1 for the task itself, plus each clone a primitive keeps
+    /// (tokio_test counts the same way).
+    pub fn waker_ref_count(&self) -> usize {
+        Arc::strong_count(&self.flag)
+    }
+
     /// Runs `f` with the task's context and the pinned future (tokio_test's `enter`).
     pub fn enter<F, R>(&mut self, f: F) -> R
     where
@@ -54,6 +61,26 @@ impl<T> Spawn<T> {
         let waker = Waker::from(self.flag.clone());
         let mut cx = Context::from_waker(&waker);
         f(&mut cx, self.future.as_mut())
+    }
+}
+
+impl<T: Unpin> Spawn<T> {
+    /// The value under test, out of the mock task (tokio_test's `into_inner`).
+    pub fn into_inner(self) -> T {
+        *Pin::into_inner(self.future)
+    }
+}
+
+impl<T: Unpin> std::ops::Deref for Spawn<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.future
+    }
+}
+
+impl<T: Unpin> std::ops::DerefMut for Spawn<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.future
     }
 }
 

@@ -39,6 +39,8 @@ use crate::sync::wait_queue::park;
 struct State<T> {
     value: Option<T>,
     waker: Option<Waker>,
+    /// The sender's task in [`Sender::closed`], woken when the receiver goes or closes.
+    closed_waker: Option<Waker>,
     sender_gone: bool,
     receiver_closed: bool,
     /// The loop whose task may wait for the value (the first one that did).
@@ -60,11 +62,30 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
     let shared = Rc::new(RefCell::new(State {
         value: None,
         waker: None,
+        closed_waker: None,
         sender_gone: false,
         receiver_closed: false,
         binding: LoopBinding::default(),
     }));
-    (Sender { shared: shared.clone() }, Receiver { shared })
+    (
+        Sender { shared: shared.clone() },
+        Receiver {
+            shared,
+            terminated: false,
+        },
+    )
+}
+
+/// The errors of this channel under tokio's path (`tokio::sync::oneshot::error`).
+///
+/// ```
+/// use evloop::sync::oneshot::{self, error::TryRecvError};
+///
+/// let (_tx, mut rx) = oneshot::channel::<u8>();
+/// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+/// ```
+pub mod error {
+    pub use super::{RecvError, TryRecvError};
 }
 
 /// The sending end: [`send`](Sender::send) once, or drop it to close the channel.
@@ -123,6 +144,49 @@ impl<T> Sender<T> {
     pub fn is_closed(&self) -> bool {
         self.shared.borrow().receiver_closed
     }
+
+    /// Waits until the receiver is dropped or closed (tokio's `Sender::closed`): a producer
+    /// can stop computing a value nobody will take. Cancel-safe.
+    ///
+    /// ```
+    /// use evloop::sync::oneshot;
+    ///
+    /// evloop::run(async {
+    ///     let (mut tx, rx) = oneshot::channel::<u8>();
+    ///     evloop::spawn(async move { drop(rx) });
+    ///     tx.closed().await;
+    ///     assert!(tx.is_closed());
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    pub async fn closed(&mut self) {
+        std::future::poll_fn(|cx| self.poll_closed(cx)).await
+    }
+
+    /// [`closed`](Sender::closed) as a poll: `Ready` once the receiver is dropped or closed,
+    /// else `Pending` with the task's waker kept (the last poll's waker is the one woken).
+    ///
+    /// ```
+    /// use std::task::{Context, Poll, Waker};
+    /// use evloop::sync::oneshot;
+    ///
+    /// let (mut tx, rx) = oneshot::channel::<u8>();
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(tx.poll_closed(&mut cx).is_pending());
+    /// drop(rx);
+    /// assert_eq!(tx.poll_closed(&mut cx), Poll::Ready(()));
+    /// ```
+    pub fn poll_closed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        std::task::ready!(budget::poll_proceed(cx));
+        let mut st = self.shared.borrow_mut();
+        if st.receiver_closed {
+            return Poll::Ready(());
+        }
+        let stale = park(&mut st.closed_waker, cx.waker());
+        drop(st);
+        drop(stale);
+        Poll::Pending
+    }
 }
 
 impl<T> Drop for Sender<T> {
@@ -160,6 +224,8 @@ impl<T> fmt::Debug for Sender<T> {
 /// ```
 pub struct Receiver<T> {
     shared: Shared<T>,
+    /// It gave its value or its error (tokio's `is_terminated`).
+    terminated: bool,
 }
 
 /// Why a [`Receiver`] got no value.
@@ -242,11 +308,46 @@ impl<T> Receiver<T> {
     /// ```
     pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
         let mut st = self.shared.borrow_mut();
-        match st.value.take() {
+        let out = match st.value.take() {
             Some(v) => Ok(v),
-            None if st.sender_gone => Err(TryRecvError::Closed),
+            // Closed by this side (`close`) and nothing sent before: nothing can come.
+            None if st.sender_gone || st.receiver_closed => Err(TryRecvError::Closed),
             None => Err(TryRecvError::Empty),
-        }
+        };
+        self.terminated |= !matches!(out, Err(TryRecvError::Empty));
+        out
+    }
+
+    /// Whether this receiver already gave its value or its error (awaited to the end, or
+    /// `try_recv` returned the value): polling it again is a mistake (tokio's
+    /// `is_terminated`).
+    ///
+    /// ```
+    /// use evloop::sync::oneshot;
+    ///
+    /// let (tx, mut rx) = oneshot::channel();
+    /// tx.send(1).unwrap();
+    /// assert!(!rx.is_terminated()); // sent, not yet received
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// assert!(rx.is_terminated());
+    /// ```
+    pub fn is_terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// Whether no value is waiting here: none was sent yet, or it was already received, or the
+    /// channel closed without one (tokio's `is_empty`).
+    ///
+    /// ```
+    /// use evloop::sync::oneshot;
+    ///
+    /// let (tx, mut rx) = oneshot::channel();
+    /// assert!(rx.is_empty());
+    /// tx.send('v').unwrap();
+    /// assert!(!rx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.shared.borrow().value.is_none()
     }
 
     /// Refuses the value from now on: a later `send` fails and gives it back. A value sent
@@ -260,7 +361,14 @@ impl<T> Receiver<T> {
     /// assert_eq!(tx.send(1), Err(1)); // refused, and given back
     /// ```
     pub fn close(&mut self) {
-        self.shared.borrow_mut().receiver_closed = true;
+        let waker = {
+            let mut st = self.shared.borrow_mut();
+            st.receiver_closed = true;
+            st.closed_waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
     }
 }
 
@@ -270,11 +378,16 @@ impl<T> Future for Receiver<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // The task's budget, as every wait of the sync layer spends it (`wait_queue.rs`).
         std::task::ready!(budget::poll_proceed(cx));
-        let mut st = self.shared.borrow_mut();
+        let this = self.get_mut();
+        let mut st = this.shared.borrow_mut();
         if let Some(v) = st.value.take() {
+            this.terminated = true;
             return Poll::Ready(Ok(v));
         }
-        if st.sender_gone {
+        // The sender is gone, or this side closed and nothing was sent before: no value can
+        // come (waiting would be forever while the sender lives on).
+        if st.sender_gone || st.receiver_closed {
+            this.terminated = true;
             return Poll::Ready(Err(RecvError::Closed));
         }
         if let Err(e) = st.binding.bind(WaitOp::OneshotRecv) {
@@ -290,13 +403,16 @@ impl<T> Future for Receiver<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        let (value, waker) = {
+        let (value, waker, closed_waker) = {
             let mut st = self.shared.borrow_mut();
             st.receiver_closed = true;
-            (st.value.take(), st.waker.take())
+            (st.value.take(), st.waker.take(), st.closed_waker.take())
         };
         drop(waker);
         drop(value);
+        if let Some(w) = closed_waker {
+            w.wake();
+        }
     }
 }
 
