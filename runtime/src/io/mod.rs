@@ -100,3 +100,9 @@ pub use self::join::{Join, join};
 pub use self::ready::Ready;
 pub use self::simplex::{SimplexStream, simplex};
 pub use self::write_buf::Buf;
+
+// Issue 21, round 3: tokio's guard-based AsyncFd.
+mod async_fd_guard;
+mod async_fd_wait;
+pub use self::async_fd::AsyncFdTryNewError;
+pub use self::async_fd_guard::{AsyncFdReadyGuard, AsyncFdReadyMutGuard, TryIoError};

@@ -105,6 +105,7 @@ macro_rules! assert_ready_ok {
 
 // The macros above are in scope in the modules declared after them.
 mod halves;
+mod io_async_fd;
 mod io_buf_reader;
 mod io_buf_writer;
 mod io_copy;
