@@ -1,6 +1,6 @@
 //! [`Ready`]: the set of readiness events a socket has seen (tokio's `tokio::io::Ready`), as
 //! `TcpStream::ready` and `UnixStream::ready` return it, and tokio's spellings of
-//! [`Interest`] (`Interest::READABLE | Interest::WRITABLE`).
+//! [`Interest`] (`Interest::READABLE | Interest::WRITABLE`, `Interest::ERROR`).
 //!
 //! The bits are the reactor's own readiness bits (`event_loop::reactor::ready`: readable,
 //! writable, read closed, write closed, error), copied out of the registration at the moment the
