@@ -132,90 +132,6 @@ impl<'a, T: AsFd> AsyncFdReadyGuard<'a, T> {
         }
     }
 
-    /// Forgets the readiness this guard saw (not a hang-up), unless an event arrived since:
-    /// the next wait then waits for a new edge.
-    ///
-    /// ```
-    /// use std::io::Write;
-    /// use std::os::unix::net::UnixStream;
-    /// use evloop::io::{AsyncFd, Interest};
-    ///
-    /// evloop::run(async {
-    ///     let (a, mut b) = UnixStream::pair()?;
-    ///     let a = AsyncFd::new(a)?;
-    ///     b.write_all(b"x")?;
-    ///     a.readable().await?.clear_ready(); // as if a read had said EAGAIN
-    ///     assert!(!a.is_ready(Interest::READABLE));
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn clear_ready(&mut self) {
-        clear(self.async_fd, &mut self.event, None);
-    }
-
-    /// Forgets only the events in `ready` (tokio's `clear_ready_matching`); the guard's
-    /// [`ready`](Self::ready) loses them too.
-    ///
-    /// ```
-    /// use std::io::Write;
-    /// use std::os::unix::net::UnixStream;
-    /// use evloop::io::{AsyncFd, Interest, Ready};
-    ///
-    /// evloop::run(async {
-    ///     let (a, mut b) = UnixStream::pair()?;
-    ///     let a = AsyncFd::new(a)?;
-    ///     b.write_all(b"x")?;
-    ///     let mut guard = a.ready(Interest::READABLE | Interest::WRITABLE).await?;
-    ///     guard.clear_ready_matching(Ready::READABLE);
-    ///     assert_eq!(guard.ready(), Ready::WRITABLE);
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn clear_ready_matching(&mut self, ready: Ready) {
-        clear(self.async_fd, &mut self.event, Some(ready));
-    }
-
-    /// Keeps the readiness (what dropping the guard does too): the next wait ends at once.
-    ///
-    /// ```
-    /// use std::os::unix::net::UnixStream;
-    ///
-    /// evloop::run(async {
-    ///     let (a, _b) = UnixStream::pair()?;
-    ///     let a = evloop::io::AsyncFd::new(a)?;
-    ///     a.writable().await?.retain_ready();
-    ///     a.writable().await?; // still writable: no wait
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn retain_ready(&mut self) {
-        self.event = None;
-    }
-
-    /// The events the wait saw, among those it asked for ([`Ready::EMPTY`] once cleared).
-    ///
-    /// ```
-    /// use std::os::unix::net::UnixStream;
-    /// use evloop::io::{AsyncFd, Ready};
-    ///
-    /// evloop::run(async {
-    ///     let (a, _b) = UnixStream::pair()?;
-    ///     let a = AsyncFd::new(a)?;
-    ///     let mut guard = a.writable().await?;
-    ///     assert_eq!(guard.ready(), Ready::WRITABLE);
-    ///     guard.clear_ready();
-    ///     assert_eq!(guard.ready(), Ready::EMPTY);
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn ready(&self) -> Ready {
-        self.event.map_or(Ready::EMPTY, |e| e.ready)
-    }
-
     /// Runs `f`, one non-blocking call on the fd; if it says `WouldBlock`, clears the readiness
     /// and returns [`TryIoError`] (wait again), otherwise returns its result.
     ///
@@ -275,15 +191,6 @@ impl<'a, T: AsFd> AsyncFdReadyGuard<'a, T> {
     }
 }
 
-impl<T: AsFd> fmt::Debug for AsyncFdReadyGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AsyncFdReadyGuard")
-            .field("fd", &self.async_fd.as_raw_fd())
-            .field("ready", &self.ready())
-            .finish()
-    }
-}
-
 /// The readiness one wait on an exclusive `&mut AsyncFd` saw (tokio's `AsyncFdReadyMutGuard`):
 /// [`AsyncFdReadyGuard`]'s methods, and mutable access to the value (for the `Read`/`Write`
 /// impls that take `&mut self`).
@@ -316,81 +223,6 @@ impl<'a, T: AsFd> AsyncFdReadyMutGuard<'a, T> {
             async_fd,
             event: Some(event),
         }
-    }
-
-    /// [`AsyncFdReadyGuard::clear_ready`].
-    ///
-    /// ```
-    /// use std::os::unix::net::UnixStream;
-    /// use evloop::io::{AsyncFd, Interest};
-    ///
-    /// evloop::run(async {
-    ///     let (a, _b) = UnixStream::pair()?;
-    ///     let mut a = AsyncFd::new(a)?;
-    ///     a.writable_mut().await?.clear_ready();
-    ///     assert!(!a.is_ready(Interest::WRITABLE));
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn clear_ready(&mut self) {
-        clear(self.async_fd, &mut self.event, None);
-    }
-
-    /// [`AsyncFdReadyGuard::clear_ready_matching`].
-    ///
-    /// ```
-    /// use std::os::unix::net::UnixStream;
-    /// use evloop::io::{AsyncFd, Interest, Ready};
-    ///
-    /// evloop::run(async {
-    ///     let (a, _b) = UnixStream::pair()?;
-    ///     let mut a = AsyncFd::new(a)?;
-    ///     let mut guard = a.ready_mut(Interest::WRITABLE).await?;
-    ///     guard.clear_ready_matching(Ready::WRITABLE);
-    ///     assert!(guard.ready().is_empty());
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn clear_ready_matching(&mut self, ready: Ready) {
-        clear(self.async_fd, &mut self.event, Some(ready));
-    }
-
-    /// [`AsyncFdReadyGuard::retain_ready`].
-    ///
-    /// ```
-    /// use std::os::unix::net::UnixStream;
-    ///
-    /// evloop::run(async {
-    ///     let (a, _b) = UnixStream::pair()?;
-    ///     let mut a = evloop::io::AsyncFd::new(a)?;
-    ///     a.writable_mut().await?.retain_ready();
-    ///     a.writable_mut().await?; // no wait
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn retain_ready(&mut self) {
-        self.event = None;
-    }
-
-    /// [`AsyncFdReadyGuard::ready`].
-    ///
-    /// ```
-    /// use std::os::unix::net::UnixStream;
-    /// use evloop::io::{AsyncFd, Ready};
-    ///
-    /// evloop::run(async {
-    ///     let (a, _b) = UnixStream::pair()?;
-    ///     let mut a = AsyncFd::new(a)?;
-    ///     assert_eq!(a.writable_mut().await?.ready(), Ready::WRITABLE);
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn ready(&self) -> Ready {
-        self.event.map_or(Ready::EMPTY, |e| e.ready)
     }
 
     /// [`AsyncFdReadyGuard::try_io`], with the `AsyncFd` lent mutably.
@@ -486,11 +318,107 @@ impl<'a, T: AsFd> AsyncFdReadyMutGuard<'a, T> {
     }
 }
 
-impl<T: AsFd> fmt::Debug for AsyncFdReadyMutGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AsyncFdReadyMutGuard")
-            .field("fd", &self.async_fd.as_raw_fd())
-            .field("ready", &self.ready())
-            .finish()
-    }
+/// The methods both guards share, written once: `$bind` is the binding the examples make
+/// (`let a` or `let mut a`) and `$wait` the wait that gives the guard (`writable` or
+/// `writable_mut`).
+macro_rules! shared_guard_methods {
+    ($guard:ident, $bind:literal, $wait:literal) => {
+        impl<T: AsFd> $guard<'_, T> {
+            /// Forgets the readiness this guard saw (not a hang-up), unless an event arrived
+            /// since the wait: the next wait then waits for a new edge.
+            ///
+            /// ```
+            /// use std::os::unix::net::UnixStream;
+            /// use evloop::io::{AsyncFd, Interest};
+            ///
+            /// evloop::run(async {
+            ///     let (a, _b) = UnixStream::pair()?;
+            #[doc = concat!("    ", $bind, " = AsyncFd::new(a)?;")]
+            #[doc = concat!("    a.", $wait, "().await?.clear_ready(); // as if a write had said EAGAIN")]
+            ///     assert!(!a.is_ready(Interest::WRITABLE));
+            ///     Ok::<(), std::io::Error>(())
+            /// })??;
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn clear_ready(&mut self) {
+                clear(self.async_fd, &mut self.event, None);
+            }
+
+            /// Forgets only the events in `ready` (tokio's `clear_ready_matching`); the guard's
+            /// `ready()` loses them too.
+            ///
+            /// ```
+            /// use std::os::unix::net::UnixStream;
+            /// use evloop::io::{AsyncFd, Ready};
+            ///
+            /// evloop::run(async {
+            ///     let (a, _b) = UnixStream::pair()?;
+            #[doc = concat!("    ", $bind, " = AsyncFd::new(a)?;")]
+            #[doc = concat!("    let mut guard = a.", $wait, "().await?;")]
+            ///     guard.clear_ready_matching(Ready::READABLE); // not among those seen
+            ///     assert_eq!(guard.ready(), Ready::WRITABLE);
+            ///     guard.clear_ready_matching(Ready::WRITABLE);
+            ///     assert!(guard.ready().is_empty());
+            ///     Ok::<(), std::io::Error>(())
+            /// })??;
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn clear_ready_matching(&mut self, ready: Ready) {
+                clear(self.async_fd, &mut self.event, Some(ready));
+            }
+
+            /// Keeps the readiness (what dropping the guard does too): the next wait ends at
+            /// once.
+            ///
+            /// ```
+            /// use std::os::unix::net::UnixStream;
+            /// use evloop::io::AsyncFd;
+            ///
+            /// evloop::run(async {
+            ///     let (a, _b) = UnixStream::pair()?;
+            #[doc = concat!("    ", $bind, " = AsyncFd::new(a)?;")]
+            #[doc = concat!("    a.", $wait, "().await?.retain_ready();")]
+            #[doc = concat!("    a.", $wait, "().await?; // still writable: no wait")]
+            ///     Ok::<(), std::io::Error>(())
+            /// })??;
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn retain_ready(&mut self) {
+                self.event = None;
+            }
+
+            /// The events the wait saw, among those it asked for (`Ready::EMPTY` once cleared).
+            ///
+            /// ```
+            /// use std::os::unix::net::UnixStream;
+            /// use evloop::io::{AsyncFd, Ready};
+            ///
+            /// evloop::run(async {
+            ///     let (a, _b) = UnixStream::pair()?;
+            #[doc = concat!("    ", $bind, " = AsyncFd::new(a)?;")]
+            #[doc = concat!("    let mut guard = a.", $wait, "().await?;")]
+            ///     assert_eq!(guard.ready(), Ready::WRITABLE);
+            ///     guard.clear_ready();
+            ///     assert_eq!(guard.ready(), Ready::EMPTY);
+            ///     Ok::<(), std::io::Error>(())
+            /// })??;
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn ready(&self) -> Ready {
+                self.event.map_or(Ready::EMPTY, |e| e.ready)
+            }
+        }
+
+        impl<T: AsFd> fmt::Debug for $guard<'_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($guard))
+                    .field("fd", &self.async_fd.as_raw_fd())
+                    .field("ready", &self.ready())
+                    .finish()
+            }
+        }
+    };
 }
+
+shared_guard_methods!(AsyncFdReadyGuard, "let a", "writable");
+shared_guard_methods!(AsyncFdReadyMutGuard, "let mut a", "writable_mut");

@@ -194,11 +194,7 @@ impl<T: AsFd> AsyncFd<T> {
         &'a mut self,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<AsyncFdReadyMutGuard<'a, T>>> {
-        match self.poll_ready_event(cx, Ready::READABLE, true) {
-            Poll::Ready(Ok(event)) => Poll::Ready(Ok(AsyncFdReadyMutGuard::new(self, event))),
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => Poll::Pending,
-        }
+        self.poll_mut(cx, Ready::READABLE)
     }
 
     /// The poll form of [`writable`](Self::writable) (tokio's `poll_write_ready`): only the
@@ -240,7 +236,13 @@ impl<T: AsFd> AsyncFd<T> {
         &'a mut self,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<AsyncFdReadyMutGuard<'a, T>>> {
-        match self.poll_ready_event(cx, Ready::WRITABLE, true) {
+        self.poll_mut(cx, Ready::WRITABLE)
+    }
+
+    /// The poll forms' wait through `&mut self` (the guard takes the borrow back once the
+    /// event is in hand).
+    fn poll_mut(&mut self, cx: &mut Context<'_>, want: Ready) -> Poll<io::Result<AsyncFdReadyMutGuard<'_, T>>> {
+        match self.poll_ready_event(cx, want, true) {
             Poll::Ready(Ok(event)) => Poll::Ready(Ok(AsyncFdReadyMutGuard::new(self, event))),
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => Poll::Pending,
