@@ -44,6 +44,10 @@ const MAX_EVENTS: usize = 1 << 16;
 /// of both slabs have indexes below 2^31 (no process has 2^31 fds).
 const IO_TOKEN_BIT: u64 = 1 << 31;
 
+/// `IoState::crowded` bits of the `polled_*` slots (above every `ready::*` bit).
+const POLLED_READER: u8 = 1 << 6;
+const POLLED_WRITER: u8 = 1 << 7;
+
 /// Readiness bits of an edge-triggered registration (see [`IoState`]).
 pub(crate) mod ready {
     /// Data can be read (or a connection accepted).
@@ -77,16 +81,29 @@ pub(crate) mod ready {
 /// on one UDP socket), it is parked in `more_readers`/`more_writers` beside the first rather
 /// than replacing it: a replaced waker would never be woken and its task would wait forever.
 /// The event wakes them all, as tokio does; those that find nothing to do park again.
+///
+/// Beside those, each direction has one `polled` slot for tokio's `AsyncFd::poll_read_ready`
+/// and `poll_write_ready`, whose contract is the opposite: only the waker of the most recent
+/// call is woken (a later call replaces the earlier waker instead of joining it).
+///
+/// `tick` counts the events (and hand-made `set`s) the registration has seen. A readiness
+/// guard remembers the tick it saw, and its `clear_ready` clears only if the tick has not moved
+/// since: an edge that arrived while the guard was held (its task awaiting something else) is
+/// not thrown away with the readiness the guard observed (tokio's `ScheduledIo` tick).
 pub(crate) struct IoState {
     fd: RawFd,
     token: u64,
     readiness: Cell<u8>,
+    tick: Cell<u32>,
     reader: Cell<Option<Waker>>,
     writer: Cell<Option<Waker>>,
     more_readers: Cell<Vec<Waker>>,
     more_writers: Cell<Vec<Waker>>,
-    /// Which `more_*` list holds a waker (`ready::READABLE`, `ready::WRITABLE` bits): the event's
-    /// path tests this byte and touches the lists only when a second task waits.
+    polled_reader: Cell<Option<Waker>>,
+    polled_writer: Cell<Option<Waker>>,
+    /// Which `more_*` list holds a waker (`ready::READABLE`, `ready::WRITABLE` bits) and which
+    /// `polled_*` slot does (`POLLED_READER`, `POLLED_WRITER`): the event's path tests this
+    /// byte and touches the lists and slots only when one is in use.
     crowded: Cell<u8>,
     handler: RefCell<Option<Rc<dyn Callback>>>,
 }
@@ -107,9 +124,41 @@ impl IoState {
         self.readiness.set(self.readiness.get() & !bits);
     }
 
-    /// Sets readiness bits by hand (a transport that knows its fd is writable after connect).
+    /// Sets readiness bits (an event, or a transport that knows its fd is writable after
+    /// connect); either is news a readiness guard taken earlier must not clear.
+    #[inline(always)]
     pub(crate) fn set(&self, bits: u8) {
         self.readiness.set(self.readiness.get() | bits);
+        self.tick.set(self.tick.get().wrapping_add(1));
+    }
+
+    /// The number of `set`s so far (see the type's documentation).
+    pub(crate) fn tick(&self) -> u32 {
+        self.tick.get()
+    }
+
+    /// Clears `bits` if no `set` happened since `tick` was read; returns whether it did.
+    pub(crate) fn clear_at(&self, tick: u32, bits: u8) -> bool {
+        let current = self.tick.get() == tick;
+        if current {
+            self.clear(bits);
+        }
+        current
+    }
+
+    /// Parks `waker` in the direction's `polled` slot, replacing the waker of an earlier call
+    /// (`read` picks the reading side).
+    pub(crate) fn set_polled(&self, read: bool, waker: &Waker) {
+        let (slot, bit) = if read {
+            (&self.polled_reader, POLLED_READER)
+        } else {
+            (&self.polled_writer, POLLED_WRITER)
+        };
+        match slot.take() {
+            Some(w) if w.will_wake(waker) => slot.set(Some(w)),
+            _ => slot.set(Some(waker.clone())),
+        }
+        self.crowded.set(self.crowded.get() | bit);
     }
 
     /// Parks the reading task's waker (beside another task's, if one waits already).
@@ -157,6 +206,9 @@ impl IoState {
                 self.take_crowd(&self.more_readers, ready::READABLE, out);
             }
         }
+        if self.crowded.get() & POLLED_READER != 0 {
+            self.take_polled(&self.polled_reader, POLLED_READER, out);
+        }
     }
 
     /// Moves the parked writers' wakers into `out`.
@@ -168,6 +220,16 @@ impl IoState {
                 self.take_crowd(&self.more_writers, ready::WRITABLE, out);
             }
         }
+        if self.crowded.get() & POLLED_WRITER != 0 {
+            self.take_polled(&self.polled_writer, POLLED_WRITER, out);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn take_polled(&self, slot: &Cell<Option<Waker>>, bit: u8, out: &mut Vec<Waker>) {
+        out.extend(slot.take());
+        self.crowded.set(self.crowded.get() & !bit);
     }
 
     #[cold]
@@ -319,10 +381,13 @@ impl Reactor {
             fd,
             token,
             readiness: Cell::new(0),
+            tick: Cell::new(0),
             reader: Cell::new(None),
             writer: Cell::new(None),
             more_readers: Cell::new(Vec::new()),
             more_writers: Cell::new(Vec::new()),
+            polled_reader: Cell::new(None),
+            polled_writer: Cell::new(None),
             crowded: Cell::new(0),
             handler: RefCell::new(None),
         });

@@ -17,6 +17,7 @@ use crate::event_loop::error::{LoopError, LoopErrorKind, WrongLoopError};
 use crate::event_loop::reactor::{IoState, ready};
 use crate::event_loop::trace::{Awaiting, note_awaiting};
 use crate::event_loop::{LoopHandle, LoopInner, with_running};
+use crate::io::Ready;
 
 /// Which direction an operation needs.
 ///
@@ -95,13 +96,85 @@ impl<T: AsFd> AsyncFd<T> {
     /// assert!(AsyncFd::new(a.try_clone()?).is_err()); // no loop is running here
     /// evloop::run(async move {
     ///     let a = AsyncFd::new(a)?;
-    ///     a.writable().await
+    ///     a.writable().await.map(drop) // the readiness guard, dropped
     /// })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(inner: T) -> io::Result<AsyncFd<T>> {
-        let lp = with_running(Rc::clone).ok_or_else(|| no_loop("AsyncFd::new"))?;
-        Self::register(lp, inner)
+        Self::try_new(inner).map_err(io::Error::from)
+    }
+
+    /// [`new`](Self::new) with tokio's interest argument. evloop registers every fd once for
+    /// both directions (`EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET`, no `epoll_ctl` after that), and
+    /// `EPOLLERR`/`EPOLLHUP` are always reported, so the interest narrows nothing: any wait
+    /// works on any `AsyncFd`. An empty set is refused, as tokio cannot even spell it.
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::io::{AsyncFd, Interest};
+    ///
+    /// evloop::run(async {
+    ///     let (a, _b) = UnixStream::pair()?;
+    ///     let a = AsyncFd::with_interest(a, Interest::READABLE | Interest::WRITABLE)?;
+    ///     a.writable().await?.clear_ready();
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_interest(inner: T, interest: impl Into<Ready>) -> io::Result<AsyncFd<T>> {
+        Self::try_with_interest(inner, interest).map_err(io::Error::from)
+    }
+
+    /// [`new`](Self::new) that gives `inner` back when it fails (tokio's `try_new`): no loop
+    /// runs on this thread, the fd cannot be made non-blocking, or epoll refuses it (a regular
+    /// file: `EPERM`).
+    ///
+    /// ```
+    /// use evloop::io::AsyncFd;
+    ///
+    /// evloop::run(async {
+    ///     let file = std::fs::File::open("/dev/null")?; // epoll cannot watch it
+    ///     let err = AsyncFd::try_new(file).unwrap_err();
+    ///     let (file, cause) = err.into_parts();
+    ///     assert_eq!(cause.kind(), std::io::ErrorKind::PermissionDenied); // EPERM
+    ///     assert!(file.metadata().is_ok()); // still ours, still open
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_new(inner: T) -> Result<AsyncFd<T>, AsyncFdTryNewError<T>> {
+        match with_running(Rc::clone) {
+            Some(lp) => Self::register(lp, inner),
+            None => Err(AsyncFdTryNewError {
+                inner,
+                cause: no_loop("AsyncFd::new"),
+            }),
+        }
+    }
+
+    /// [`with_interest`](Self::with_interest) that gives `inner` back when it fails.
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::io::{AsyncFd, Interest};
+    ///
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let err = AsyncFd::try_with_interest(a, Interest::READABLE).unwrap_err(); // no loop here
+    /// let (a, _cause) = err.into_parts();
+    /// assert!(a.peer_addr().is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_with_interest(inner: T, interest: impl Into<Ready>) -> Result<AsyncFd<T>, AsyncFdTryNewError<T>> {
+        if interest.into().wait_bits() == 0 {
+            return Err(AsyncFdTryNewError {
+                inner,
+                cause: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "AsyncFd::with_interest: an empty interest set",
+                ),
+            });
+        }
+        Self::try_new(inner)
     }
 
     /// Registers `inner` with `lp` (which need not be running yet).
@@ -115,16 +188,25 @@ impl<T: AsFd> AsyncFd<T> {
     /// let (a, mut b) = UnixStream::pair()?;
     /// let a = AsyncFd::with_loop(&lp, a)?; // registered before the loop runs
     /// b.write_all(b"x")?;
-    /// lp.run_until_complete(async move { a.readable().await })??;
+    /// lp.run_until_complete(async move { a.readable().await.map(drop) })??;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_loop(lp: &LoopHandle, inner: T) -> io::Result<AsyncFd<T>> {
-        Self::register(lp.inner.clone(), inner)
+        Self::register(lp.inner.clone(), inner).map_err(io::Error::from)
     }
 
-    fn register(lp: Rc<LoopInner>, inner: T) -> io::Result<AsyncFd<T>> {
-        evloop_syscalls::set_nonblocking(inner.as_fd(), true)?;
-        Self::register_nonblocking(lp, inner)
+    fn register(lp: Rc<LoopInner>, inner: T) -> Result<AsyncFd<T>, AsyncFdTryNewError<T>> {
+        if let Err(cause) = evloop_syscalls::set_nonblocking(inner.as_fd(), true) {
+            return Err(AsyncFdTryNewError { inner, cause });
+        }
+        match lp.register_io(inner.as_fd().as_raw_fd()) {
+            Ok(state) => Ok(AsyncFd {
+                state,
+                lp,
+                inner: Some(inner),
+            }),
+            Err(cause) => Err(AsyncFdTryNewError { inner, cause }),
+        }
     }
 
     /// [`new`](Self::new) (`lp` `None`) or [`with_loop`](Self::with_loop) for an fd the syscall
@@ -391,66 +473,68 @@ impl<T: AsFd> AsyncFd<T> {
         Poll::Pending
     }
 
-    /// Waits until the fd is ready for `interest`.
-    ///
-    /// ```
-    /// use std::io::Write;
-    /// use std::os::unix::net::UnixStream;
-    /// use evloop::io::{AsyncFd, Interest};
-    ///
-    /// evloop::run(async {
-    ///     let (a, mut b) = UnixStream::pair()?;
-    ///     let a = AsyncFd::new(a)?;
-    ///     evloop::spawn(async move { b.write_all(b"later") });
-    ///     a.ready(Interest::Read).await?; // until the task wrote
-    ///     assert!(a.is_ready(Interest::Read));
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn ready(&self, interest: Interest) -> io::Result<()> {
+    /// Waits until the fd is ready for `interest`, keeping the readiness: what `ready` was
+    /// before it returned a guard, and what the sockets' own `readable`/`writable` still are.
+    pub(crate) async fn wait(&self, interest: Interest) -> io::Result<()> {
         poll_fn(|cx| self.poll_ready(cx, interest)).await
     }
 
-    /// Waits for readability.
-    ///
-    /// ```
-    /// use std::io::{Read, Write};
-    /// use std::os::unix::net::UnixStream;
-    ///
-    /// evloop::run(async {
-    ///     let (a, mut b) = UnixStream::pair()?;
-    ///     let mut a = evloop::io::AsyncFd::new(a)?;
-    ///     b.write_all(b"hi")?;
-    ///     a.readable().await?;
-    ///     let mut buf = [0; 2];
-    ///     a.get_mut().read_exact(&mut buf)?; // will not block now
-    ///     assert_eq!(&buf, b"hi");
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn readable(&self) -> io::Result<()> {
-        self.ready(Interest::Read).await
+    /// The wait under every tokio-shaped readiness method (`async_fd_wait.rs`): `Ready` with
+    /// the events of `want` that are set, and the tick they were seen at, once one is;
+    /// otherwise parks the task's waker on each side `want` names: with the side's other
+    /// waiters (`polled` false, the async waits), or in its one `polled` slot, replacing the
+    /// waker of an earlier call (`polled` true: tokio's `poll_read_ready`/`poll_write_ready`
+    /// wake only the most recent caller). An error alone is waited for on the reading side
+    /// (the reactor wakes both sides on `EPOLLERR`).
+    pub(super) fn poll_ready_event(
+        &self,
+        cx: &mut Context<'_>,
+        want: Ready,
+        polled: bool,
+    ) -> Poll<io::Result<ReadyEvent>> {
+        if self.lp.is_closed() {
+            return Poll::Ready(Err(LoopError::new(LoopErrorKind::Closed, "AsyncFd").into()));
+        }
+        let mask = want.wait_bits();
+        if mask == 0 {
+            let msg = "AsyncFd: a wait on an empty interest set";
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidInput, msg)));
+        }
+        let seen = self.state.readiness() & mask;
+        if seen != 0 {
+            ready!(budget::poll_proceed(cx));
+            return Poll::Ready(Ok(ReadyEvent {
+                ready: Ready::from_bits(seen),
+                mask,
+                tick: self.state.tick(),
+            }));
+        }
+        let op = "wait for readiness";
+        if let Err(e) = WrongLoopError::check(u64::from(self.lp.id), op, || format!("fd {}", self.state.fd())) {
+            return Poll::Ready(Err(e.into()));
+        }
+        let write = mask & (ready::WRITABLE | ready::WRITE_CLOSED) != 0;
+        let read = mask & (ready::READABLE | ready::READ_CLOSED) != 0 || !write;
+        for (side, on) in [(true, read), (false, write)] {
+            match (on, polled, side) {
+                (false, _, _) => {}
+                (true, true, _) => self.state.set_polled(side, cx.waker()),
+                (true, false, true) => self.state.set_reader(cx.waker()),
+                (true, false, false) => self.state.set_writer(cx.waker()),
+            }
+        }
+        note_awaiting(Awaiting::Fd(self.state.fd()));
+        Poll::Pending
     }
 
-    /// Waits for writability.
-    ///
-    /// ```
-    /// use std::io::Write;
-    /// use std::os::unix::net::UnixStream;
-    ///
-    /// evloop::run(async {
-    ///     let (a, _b) = UnixStream::pair()?;
-    ///     let mut a = evloop::io::AsyncFd::new(a)?;
-    ///     a.writable().await?;
-    ///     assert_eq!(a.get_mut().write(b"room")?, 4);
-    ///     Ok::<(), std::io::Error>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn writable(&self) -> io::Result<()> {
-        self.ready(Interest::Write).await
+    /// Forgets the readiness a guard saw (`bits`), unless an event came after it (`tick`).
+    pub(super) fn clear_seen(&self, tick: u32, bits: u8) {
+        self.state.clear_at(tick, bits);
+    }
+
+    /// Forgets `bits` whatever came since: an `EAGAIN` just proved them stale.
+    pub(super) fn clear_bits(&self, bits: u8) {
+        self.state.clear(bits);
     }
 
     /// Runs the non-blocking operation `f` when the fd is ready for `interest`; on
@@ -548,6 +632,76 @@ impl<T: AsFd> AsyncFd<T> {
             self.clear_ready(interest);
         }
         r
+    }
+}
+
+/// What a readiness wait saw (kept by the guards): the events it asked for that were set,
+/// the reactor bits it asked for (`mask`), and the registration's tick at that moment.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct ReadyEvent {
+    pub(super) ready: Ready,
+    pub(super) mask: u8,
+    pub(super) tick: u32,
+}
+
+/// The error of [`AsyncFd::try_new`] and [`AsyncFd::try_with_interest`]: why the
+/// registration failed, and the value that was to be registered (tokio's
+/// `AsyncFdTryNewError`). It converts into the `io::Error` (dropping the value), so `?` works
+/// in a function returning `io::Result`.
+///
+/// ```
+/// use std::os::unix::net::UnixStream;
+/// use evloop::io::AsyncFd;
+///
+/// let (a, _b) = UnixStream::pair()?;
+/// let err = AsyncFd::try_new(a).unwrap_err(); // no loop runs on this thread
+/// assert!(err.to_string().contains("no event loop is running"));
+/// let io_err: std::io::Error = err.into(); // the cause; the socket is closed with the value
+/// assert_eq!(io_err.kind(), std::io::ErrorKind::Other);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct AsyncFdTryNewError<T> {
+    inner: T,
+    cause: io::Error,
+}
+
+impl<T> AsyncFdTryNewError<T> {
+    /// The value that was not registered, and why.
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let (a, cause) = evloop::io::AsyncFd::try_new(a).unwrap_err().into_parts();
+    /// assert!(a.peer_addr().is_ok() && cause.to_string().contains("AsyncFd::new"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_parts(self) -> (T, io::Error) {
+        (self.inner, self.cause)
+    }
+}
+
+impl<T> std::fmt::Display for AsyncFdTryNewError<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.cause.fmt(f)
+    }
+}
+
+impl<T> std::fmt::Debug for AsyncFdTryNewError<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.cause.fmt(f)
+    }
+}
+
+impl<T> std::error::Error for AsyncFdTryNewError<T> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.cause)
+    }
+}
+
+impl<T> From<AsyncFdTryNewError<T>> for io::Error {
+    fn from(e: AsyncFdTryNewError<T>) -> io::Error {
+        e.cause
     }
 }
 

@@ -28,7 +28,10 @@
 //! and those that find nothing to do wait again.
 //!
 //! # The `io/` folder (layer 3)
-//! `async_fd` holds [`AsyncFd`] and `traits` the I/O traits; beside them are sockets and the
+//! `async_fd` holds [`AsyncFd`], `async_fd_wait` its tokio-shaped waits (`readable`,
+//! `ready_mut`, `poll_read_ready`, `async_io`...) and `async_fd_guard` the readiness guards
+//! they return ([`AsyncFdReadyGuard`], [`AsyncFdReadyMutGuard`]), and `traits` the I/O traits;
+//! beside them are sockets and the
 //! `sock_*` API (`net/`), the address forms they take (`addr`), the context of a failed call
 //! (`error`: `OpError`, `os_error`), stream halves, borrowed and owned
 //! (`split`), buffered readers and writers (`buf`), copies between streams (`copy`), tokio's
@@ -100,3 +103,9 @@ pub use self::join::{Join, join};
 pub use self::ready::Ready;
 pub use self::simplex::{SimplexStream, simplex};
 pub use self::write_buf::Buf;
+
+// Issue 21, round 3: tokio's guard-based AsyncFd.
+mod async_fd_guard;
+mod async_fd_wait;
+pub use self::async_fd::AsyncFdTryNewError;
+pub use self::async_fd_guard::{AsyncFdReadyGuard, AsyncFdReadyMutGuard, TryIoError};

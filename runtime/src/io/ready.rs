@@ -1,6 +1,6 @@
 //! [`Ready`]: the set of readiness events a socket has seen (tokio's `tokio::io::Ready`), as
 //! `TcpStream::ready` and `UnixStream::ready` return it, and tokio's spellings of
-//! [`Interest`] (`Interest::READABLE | Interest::WRITABLE`).
+//! [`Interest`] (`Interest::READABLE | Interest::WRITABLE`, `Interest::ERROR`).
 //!
 //! The bits are the reactor's own readiness bits (`event_loop::reactor::ready`: readable,
 //! writable, read closed, write closed, error), copied out of the registration at the moment the
@@ -55,6 +55,18 @@ impl Ready {
             b |= bits::WRITE_ANY;
         }
         b
+    }
+
+    /// The reactor bits, as they are.
+    pub(crate) fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The reactor bits an `AsyncFd` wait on this set (taken as interests) ends on:
+    /// [`interest_bits`](Self::interest_bits), and `ERROR` when the set holds it (tokio's
+    /// `Interest::ERROR`, a wait for the error alone).
+    pub(crate) fn wait_bits(self) -> u8 {
+        self.interest_bits() | (self.0 & bits::ERROR)
     }
 
     /// No event at all.
@@ -170,6 +182,19 @@ impl Interest {
     /// ```
     pub const WRITABLE: Interest = Interest::Write;
 
+    /// tokio's `Interest::ERROR`: a wait for a pending error alone (`EPOLLERR`, an ICMP error
+    /// queued on a datagram socket, a transmit timestamp in the error queue). evloop's
+    /// [`Interest`] is one of the two directions, so this is the interest *set* holding only
+    /// the error, a [`Ready`], which every method taking `impl Into<Ready>` accepts
+    /// ([`AsyncFd::ready`](crate::io::AsyncFd::ready), `TcpStream::ready`).
+    ///
+    /// ```
+    /// use evloop::io::{Interest, Ready};
+    /// assert_eq!(Interest::ERROR, Ready::ERROR);
+    /// assert!((Interest::READABLE | Interest::ERROR).is_error());
+    /// ```
+    pub const ERROR: Ready = Ready::ERROR;
+
     /// Whether this is the read interest.
     ///
     /// ```
@@ -200,5 +225,31 @@ impl BitOr for Interest {
     type Output = Ready;
     fn bitor(self, other: Interest) -> Ready {
         Ready::from(self) | Ready::from(other)
+    }
+}
+
+/// An interest joined with an interest set (`Interest::READABLE | Interest::ERROR`).
+///
+/// ```
+/// use evloop::io::{Interest, Ready};
+/// assert_eq!(Interest::WRITABLE | Interest::ERROR, Ready::WRITABLE | Ready::ERROR);
+/// ```
+impl BitOr<Ready> for Interest {
+    type Output = Ready;
+    fn bitor(self, other: Ready) -> Ready {
+        Ready::from(self) | other
+    }
+}
+
+/// An interest set joined with one more interest (`Interest::ERROR | Interest::READABLE`).
+///
+/// ```
+/// use evloop::io::{Interest, Ready};
+/// assert_eq!(Interest::ERROR | Interest::READABLE, Ready::READABLE | Ready::ERROR);
+/// ```
+impl BitOr<Interest> for Ready {
+    type Output = Ready;
+    fn bitor(self, other: Interest) -> Ready {
+        self | Ready::from(other)
     }
 }

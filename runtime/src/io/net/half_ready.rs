@@ -95,7 +95,7 @@ macro_rules! half_methods {
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
             pub async fn readable(&self) -> io::Result<()> {
-                self.socket().async_fd().readable().await
+                self.socket().async_fd().wait(Interest::Read).await
             }
 
             /// Reads what is there without waiting (one `recv`), or `WouldBlock`.
@@ -172,7 +172,7 @@ macro_rules! half_methods {
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
             pub async fn writable(&self) -> io::Result<()> {
-                self.socket().async_fd().writable().await
+                self.socket().async_fd().wait(Interest::Write).await
             }
 
             /// Writes what fits without waiting (one `send`, `MSG_NOSIGNAL`), or `WouldBlock`.

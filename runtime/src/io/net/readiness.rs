@@ -62,7 +62,7 @@ impl TcpStream {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn readable(&self) -> io::Result<()> {
-        self.socket().async_fd().readable().await
+        self.socket().async_fd().wait(Interest::Read).await
     }
 
     /// Waits until the socket is writable (room in the send buffer, or an error): tokio's
@@ -81,7 +81,7 @@ impl TcpStream {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn writable(&self) -> io::Result<()> {
-        self.socket().async_fd().writable().await
+        self.socket().async_fd().wait(Interest::Write).await
     }
 
     /// Reads what is there without waiting (one `recv`): the count (0 at end of file), or
@@ -147,7 +147,7 @@ impl UnixStream {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn readable(&self) -> io::Result<()> {
-        self.socket().async_fd().readable().await
+        self.socket().async_fd().wait(Interest::Read).await
     }
 
     /// Waits until the socket is writable: as [`TcpStream::writable`].
@@ -164,7 +164,7 @@ impl UnixStream {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn writable(&self) -> io::Result<()> {
-        self.socket().async_fd().writable().await
+        self.socket().async_fd().wait(Interest::Write).await
     }
 
     /// Reads without waiting: as [`TcpStream::try_read`].
