@@ -21,6 +21,7 @@ mod outside_bugs;
 mod support;
 mod threads;
 mod time;
+mod transport_edges;
 
 // The behaviour-contract suites, a second time on the simulated kernel (contracts.rs says how).
 use contracts::{prop_config, run_on_simulated_kernel};
