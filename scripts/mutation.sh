@@ -32,6 +32,12 @@
 # (1200) seconds per build; MUT_DEADLINE, an epoch second after which no new mutant starts (for
 # a run that must end by a given time).
 #
+# Rerunning one suite on chosen mutants (after that suite changed): MUT_ONLY=sim (or plain)
+# builds and runs that suite alone and writes '-' in the other column; MUT_INDEXES (indexes of
+# the sample, e.g. "0007 0008 0101", spaces or commas) runs only those mutants (-n must reach
+# the largest). Give such a run its own -o file: its lines are not comparable with a run of
+# both suites, and mutants already in the file are skipped.
+#
 # Results, one tab-separated line per mutant: index, plain, sim (killed / survived / timeout /
 # unviable), build seconds, plain seconds, sim seconds, the mutant (file:line:col: what). The
 # summary at the end counts: killed by both, by the simulation only, by the plain tests only, by
@@ -56,6 +62,12 @@ plain_limit=${MUT_PLAIN_TIMEOUT:-100}
 sim_limit=${MUT_SIM_TIMEOUT:-20}
 build_limit=${MUT_BUILD_TIMEOUT:-1200}
 deadline=${MUT_DEADLINE:-}
+only=${MUT_ONLY:-}
+indexes=" $(echo "${MUT_INDEXES:-}" | tr ',' ' ') "
+case $only in
+    "" | sim | plain) ;;
+    *) echo "MUT_ONLY is sim or plain, not '$only'" >&2; exit 2 ;;
+esac
 files=${MUT_FILES:-"runtime/src/event_loop/reactor.rs runtime/src/event_loop/fds.rs \
 runtime/src/io/stream/config.rs runtime/src/io/stream/conn.rs runtime/src/io/stream/error.rs \
 runtime/src/io/stream/mod.rs runtime/src/io/stream/open.rs runtime/src/io/stream/reader.rs \
@@ -63,6 +75,9 @@ runtime/src/io/stream/writer.rs runtime/src/io/protocol/transport.rs"}
 sim_tests=(sim sim_replay)
 plain_tests=(event_loop io io_ported net_streams net_faults fault_recovery net_asyncfd net_datagram
     loop_close_cycles prop_reactor_table fault_matrix)
+# One suite alone (MUT_ONLY): the other is neither built nor run.
+[ "$only" = sim ] && plain_tests=()
+[ "$only" = plain ] && sim_tests=()
 
 command -v cargo-mutants >/dev/null || {
     echo "cargo-mutants is missing: cargo install cargo-mutants --locked" >&2
@@ -124,10 +139,15 @@ for line in sys.stdin:
 }
 
 # Runs one suite (the named binaries, in order, stopping at the first failure) under its time
-# limit; prints killed, survived or timeout, and the seconds it took.
+# limit; prints killed, survived or timeout, and the seconds it took ('- 0' for no binaries:
+# the suite MUT_ONLY left out).
 run_suite() {
     local limit=$1 log=$2
     shift 2
+    if [ $# -eq 0 ]; then
+        echo "- 0"
+        return
+    fi
     local cmd="" t
     for t in "$@"; do cmd+="${exe[$t]} -q && "; done
     local start=$SECONDS code
@@ -162,13 +182,14 @@ echo "   built in $((SECONDS - start)) s" >&2
 read -r p ps < <(run_suite "$plain_limit" "$scratch/logs/baseline-plain.log" "${plain_tests[@]}")
 read -r s ss < <(run_suite "$sim_limit" "$scratch/logs/baseline-sim.log" "${sim_tests[@]}")
 echo "   plain: $p in $ps s; sim: $s in $ss s" >&2
-if [ "$p" != survived ] || [ "$s" != survived ]; then
+if [ "$p" = killed ] || [ "$p" = timeout ] || [ "$s" = killed ] || [ "$s" = timeout ]; then
     echo "the unmutated tree fails its tests: see $scratch/logs/baseline-*.log" >&2
     exit 2
 fi
 
 while IFS=$'\t' read -r i file name; do
     grep -q "^$i"$'\t' "$out" && continue
+    [ "$indexes" = "  " ] || [[ "$indexes" == *" $i "* ]] || continue
     if [ -n "$deadline" ] && [ "$(date +%s)" -ge "$deadline" ]; then
         echo "deadline reached: mutant $i and later not run" >&2
         break
@@ -195,12 +216,13 @@ while IFS=$'\t' read -r i file name; do
     echo "   plain $p, sim $s (build $b s, plain $ps s, sim $ss s)" >&2
 done <"$scratch/mutants/index.tsv"
 
-# The summary: a timeout counts as a kill (the suite did not pass), and is also listed apart.
+# The summary: a timeout counts as a kill (the suite did not pass), and is also listed apart; a
+# suite that was not run ('-', MUT_ONLY) counts as not killing.
 awk -F'\t' '
     { n++ }
     $2 == "unviable" { unviable++; next }
     { viable++
-      pk = ($2 != "survived"); sk = ($3 != "survived")
+      pk = ($2 == "killed" || $2 == "timeout"); sk = ($3 == "killed" || $3 == "timeout")
       if ($2 == "timeout" || $3 == "timeout") timeouts++
       if (pk && sk) both++; else if (sk) simonly++; else if (pk) plainonly++; else neither++
       plain += pk; sim += sk }
@@ -219,6 +241,6 @@ printf '\n%-28s %5s %8s %6s %6s %4s %8s\n' file mutants unviable viable plain si
 awk -F'\t' '
     { split($7, a, ":"); f = a[1]; sub(/.*runtime\/src\//, "", f); n[f]++ }
     $2 == "unviable" { u[f]++; next }
-    { v[f]++; p[f] += ($2 != "survived"); s[f] += ($3 != "survived"); t[f] += ($2 == "timeout" || $3 == "timeout") }
+    { v[f]++; p[f] += ($2 == "killed" || $2 == "timeout"); s[f] += ($3 == "killed" || $3 == "timeout"); t[f] += ($2 == "timeout" || $3 == "timeout") }
     END { for (f in n) printf "%-28s %5d %8d %6d %6d %4d %8d\n", f, n[f], u[f], v[f], p[f], s[f], t[f] }' "$out" | sort
 echo "results: $out; logs: $scratch/logs/"
