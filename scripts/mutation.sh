@@ -36,7 +36,11 @@
 # builds and runs that suite alone and writes '-' in the other column; MUT_INDEXES (indexes of
 # the sample, e.g. "0007 0008 0101", spaces or commas) runs only those mutants (-n must reach
 # the largest). Give such a run its own -o file: its lines are not comparable with a run of
-# both suites, and mutants already in the file are skipped.
+# both suites, and mutants already in the file are skipped. MUT_MUTANTS=DIR takes the sample
+# from an earlier run's list (DIR/index.tsv and DIR/NNNN.diff, i.e. MUT_SCRATCH/mutants) instead
+# of listing today's source: once the files changed, today's list and order differ, so an index
+# names another mutant. Its diffs are applied to today's source (patch allows moved lines); a
+# mutant whose code has changed since is recorded as 'gone' and counted nowhere.
 #
 # Results, one tab-separated line per mutant: index, plain, sim (killed / survived / timeout /
 # unviable), build seconds, plain seconds, sim seconds, the mutant (file:line:col: what). The
@@ -63,6 +67,7 @@ sim_limit=${MUT_SIM_TIMEOUT:-20}
 build_limit=${MUT_BUILD_TIMEOUT:-1200}
 deadline=${MUT_DEADLINE:-}
 only=${MUT_ONLY:-}
+mutants_dir=${MUT_MUTANTS:-}
 indexes=" $(echo "${MUT_INDEXES:-}" | tr ',' ' ') "
 case $only in
     "" | sim | plain) ;;
@@ -101,13 +106,19 @@ scratch_copy "$root" "$src" "$scratch/manifest"
 # cargo would take the mutant's build for the original's. The mutated files are rebuilt anyway.
 for f in $files; do touch "$src/$f"; done
 
-# The mutants, with their diffs, shuffled by the seed; the sample is the first $sample.
-file_args=()
-for f in $files; do file_args+=(-f "$f"); done
-(cd "$src" && cargo mutants --list --json --diff "${file_args[@]}") >"$scratch/mutants.json" || exit 2
-rm -rf "$scratch/mutants"
-mkdir -p "$scratch/mutants"
-python3 - "$scratch/mutants.json" "$scratch/mutants" "$seed" "$sample" <<'EOF' || exit 2
+# The mutants, with their diffs, shuffled by the seed; the sample is the first $sample. With
+# MUT_MUTANTS, an earlier run's list (its index.tsv and NNNN.diff files) is taken instead.
+if [ -n "$mutants_dir" ]; then
+    mdir=$(cd "$mutants_dir" && pwd)
+    echo "the sample of $mdir (first $sample)" >&2
+else
+    mdir=$scratch/mutants
+    file_args=()
+    for f in $files; do file_args+=(-f "$f"); done
+    (cd "$src" && cargo mutants --list --json --diff "${file_args[@]}") >"$scratch/mutants.json" || exit 2
+    rm -rf "$mdir"
+    mkdir -p "$mdir"
+    python3 - "$scratch/mutants.json" "$scratch/mutants" "$seed" "$sample" <<'EOF' || exit 2
 import json, random, sys
 mutants = json.load(open(sys.argv[1]))
 dest, seed, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -121,6 +132,8 @@ with open(f"{dest}/index.tsv", "w") as index:
             d.write(m["diff"])
         index.write(f"{i:04}\t{m['file']}\t{m['name']}\n")
 EOF
+fi
+head -n "$sample" "$mdir/index.tsv" >"$scratch/sample.tsv"
 
 # Builds every test binary of both suites; prints "target<TAB>executable" lines.
 build() {
@@ -196,10 +209,15 @@ while IFS=$'\t' read -r i file name; do
     fi
     echo "== $i $name" >&2
     cp "$src/$file" "$scratch/original"
-    if ! patch --no-backup-if-mismatch -s "$src/$file" <"$scratch/mutants/$i.diff" >&2; then
+    if ! patch --no-backup-if-mismatch -s "$src/$file" <"$mdir/$i.diff" >&2; then
         cp "$scratch/original" "$src/$file"
+        touch "$src/$file"
+        rm -f "$src/$file.rej" "$src/$file.orig"
         echo "the diff of mutant $i does not apply" >&2
-        exit 2
+        # An earlier run's mutant whose code has changed since: recorded, counted nowhere.
+        [ -n "$mutants_dir" ] || exit 2
+        printf '%s\t%s\t%s\t0\t0\t0\t%s\n' "$i" gone gone "$name" >>"$out"
+        continue
     fi
     start=$SECONDS
     if build >"$scratch/exes.tsv" 2>"$scratch/logs/$i-build.log" && load_exes "$scratch/exes.tsv"; then
@@ -214,12 +232,13 @@ while IFS=$'\t' read -r i file name; do
     touch "$src/$file"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$p" "$s" "$b" "$ps" "$ss" "$name" >>"$out"
     echo "   plain $p, sim $s (build $b s, plain $ps s, sim $ss s)" >&2
-done <"$scratch/mutants/index.tsv"
+done <"$scratch/sample.tsv"
 
 # The summary: a timeout counts as a kill (the suite did not pass), and is also listed apart; a
 # suite that was not run ('-', MUT_ONLY) counts as not killing.
 awk -F'\t' '
     { n++ }
+    $2 == "gone" { n--; next }
     $2 == "unviable" { unviable++; next }
     { viable++
       pk = ($2 == "killed" || $2 == "timeout"); sk = ($3 == "killed" || $3 == "timeout")
@@ -240,6 +259,7 @@ awk -F'\t' '
 printf '\n%-28s %5s %8s %6s %6s %4s %8s\n' file mutants unviable viable plain sim timeouts
 awk -F'\t' '
     { split($7, a, ":"); f = a[1]; sub(/.*runtime\/src\//, "", f); n[f]++ }
+    $2 == "gone" { n[f]--; next }
     $2 == "unviable" { u[f]++; next }
     { v[f]++; p[f] += ($2 == "killed" || $2 == "timeout"); s[f] += ($3 == "killed" || $3 == "timeout"); t[f] += ($2 == "timeout" || $3 == "timeout") }
     END { for (f in n) printf "%-28s %5d %8d %6d %6d %4d %8d\n", f, n[f], u[f], v[f], p[f], s[f], t[f] }' "$out" | sort
