@@ -41,6 +41,9 @@
 # of listing today's source: once the files changed, today's list and order differ, so an index
 # names another mutant. Its diffs are applied to today's source (patch allows moved lines); a
 # mutant whose code has changed since is recorded as 'gone' and counted nowhere.
+# MUT_SIM_TARGETS ("sim sim_replay") narrows the simulation suite: a rerun on the mutants the
+# earlier suite let survive needs only the targets that changed (`sim`), since the others
+# already passed on those mutants.
 #
 # Results, one tab-separated line per mutant: index, plain, sim (killed / survived / timeout /
 # unviable), build seconds, plain seconds, sim seconds, the mutant (file:line:col: what). The
@@ -77,7 +80,7 @@ files=${MUT_FILES:-"runtime/src/event_loop/reactor.rs runtime/src/event_loop/fds
 runtime/src/io/stream/config.rs runtime/src/io/stream/conn.rs runtime/src/io/stream/error.rs \
 runtime/src/io/stream/mod.rs runtime/src/io/stream/open.rs runtime/src/io/stream/reader.rs \
 runtime/src/io/stream/writer.rs runtime/src/io/protocol/transport.rs"}
-sim_tests=(sim sim_replay)
+read -r -a sim_tests <<<"${MUT_SIM_TARGETS:-sim sim_replay}"
 plain_tests=(event_loop io io_ported net_streams net_faults fault_recovery net_asyncfd net_datagram
     loop_close_cycles prop_reactor_table fault_matrix)
 # One suite alone (MUT_ONLY): the other is neither built nor run.

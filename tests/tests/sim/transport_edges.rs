@@ -48,6 +48,18 @@ fn total(calls: &BTreeMap<(String, String), u64>, name: &str) -> u64 {
     calls.iter().filter(|((n, _), _)| n == name).map(|(_, c)| c).sum()
 }
 
+/// Waits in simulated time (1 ms steps) until `cond` holds; fails after `limit`. A stalled run
+/// fails quickly: the clock jumps from one step to the next.
+async fn eventually(what: &str, limit: Duration, cond: impl Fn() -> bool) {
+    let done = evloop::time::timeout(limit, async {
+        while !cond() {
+            evloop::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    assert!(done.is_ok(), "{what}: not within {limit:?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // A steady echo: one recv and one send per message on each side, no epoll_ctl.
 
@@ -115,9 +127,7 @@ async fn a_steady_echo_makes_one_recv_and_one_send_per_message_and_no_epoll_ctl(
         result: result.clone(),
     };
     let t = lp.create_connection(client, "127.0.0.1", port).await.unwrap();
-    while result.borrow().is_none() {
-        evloop::time::sleep(Duration::from_millis(1)).await;
-    }
+    eventually("the last echo", Duration::from_secs(2), || result.borrow().is_some()).await;
     t.close();
     server.close();
     let calls = result.borrow_mut().take().unwrap();
@@ -256,18 +266,14 @@ async fn bulk_pair() -> (Rc<ReaderLog>, Rc<WriterLog>, Transport, evloop::protoc
 #[evloop::test(simulate(seeds = 6))]
 async fn a_pausing_reader_under_a_bulk_writer_gets_everything_in_order_and_nothing_while_paused() {
     let (rlog, wlog, t, server) = bulk_pair().await;
-    let outcome = evloop::time::timeout(Duration::from_secs(60), async {
+    let what = || format!("the reader's answer (it got {} of {BULK} bytes in {} reads)", rlog.got.get(), rlog.reads.get());
+    let answered = evloop::time::timeout(Duration::from_secs(5), async {
         while wlog.answer.borrow().len() < 4 {
             evloop::time::sleep(Duration::from_millis(1)).await;
         }
     })
     .await;
-    assert!(
-        outcome.is_ok(),
-        "stalled: the reader got {} of {BULK} bytes in {} reads",
-        rlog.got.get(),
-        rlog.reads.get()
-    );
+    assert!(answered.is_ok(), "stalled: {}", what());
     assert_eq!(&wlog.answer.borrow()[..], b"done");
     assert_eq!(rlog.wrong.borrow().as_slice(), &[] as &[String]);
     assert!(wlog.pauses.get() >= 1, "a 1 MiB write went above the high-water mark");
@@ -289,18 +295,20 @@ async fn a_pausing_reader_under_a_bulk_writer_gets_everything_in_order_and_nothi
 #[evloop::test(simulate(seeds = 6))]
 async fn raising_the_water_marks_while_paused_resumes_writing_at_once() {
     let (rlog, wlog, t, server) = bulk_pair().await;
-    while wlog.pauses.get() == 0 {
-        evloop::time::sleep(Duration::from_micros(50)).await;
-    }
+    let paused = evloop::time::timeout(Duration::from_secs(1), async {
+        while wlog.pauses.get() == 0 {
+            evloop::time::sleep(Duration::from_micros(50)).await;
+        }
+    })
+    .await;
+    assert!(paused.is_ok(), "a 1 MiB write pauses the protocol");
     if wlog.resumes.get() == 0 {
         assert!(t.write_buffer_size() <= BULK);
         t.set_write_buffer_limits(Some(4 * BULK), None);
         assert_eq!(wlog.resumes.get(), 1, "resumed by the new marks ({} queued)", t.write_buffer_size());
         assert_eq!(t.write_buffer_limits(), (4 * BULK, BULK));
     }
-    while wlog.answer.borrow().len() < 4 {
-        evloop::time::sleep(Duration::from_millis(1)).await;
-    }
+    eventually("the reader's answer", Duration::from_secs(5), || wlog.answer.borrow().len() >= 4).await;
     assert_eq!(rlog.got.get(), BULK);
     t.close();
     server.close();
@@ -341,9 +349,7 @@ async fn a_write_of_exactly_the_high_water_mark_is_buffered_and_leaves_with_the_
     t.write(&[1u8; 1000]);
     t.write(&[2u8; 10]);
     assert_eq!(t.write_buffer_size(), 1010, "both writes wait for the end of the iteration");
-    while got.borrow().len() < 1010 {
-        evloop::time::sleep(Duration::from_millis(1)).await;
-    }
+    eventually("1010 bytes at the server", Duration::from_secs(2), || got.borrow().len() >= 1010).await;
     let calls = calls_since(from);
     assert_eq!(total(&calls, "send"), 1, "one send for both writes: {calls:?}");
     let mut want = vec![1u8; 1000];
@@ -377,13 +383,7 @@ async fn a_write_pipe_is_lost_when_its_reader_closes_with_nothing_written() {
     evloop::time::sleep(Duration::from_millis(1)).await;
     assert!(!lost.get(), "lost while its reader is open");
     drop(rd);
-    let outcome = evloop::time::timeout(Duration::from_secs(10), async {
-        while !lost.get() {
-            evloop::time::sleep(Duration::from_millis(1)).await;
-        }
-    })
-    .await;
-    assert!(outcome.is_ok(), "the write pipe outlived its reader");
+    eventually("the write pipe's loss after its reader closed", Duration::from_secs(2), || lost.get()).await;
     assert!(t.is_closing());
 }
 
