@@ -15,7 +15,11 @@ use evloop::io::{AsyncReadExt, AsyncWriteExt};
 use evloop::streams::{StreamReader, StreamWriter, open_connection, start_server};
 
 /// A server whose handler hands its halves to the test; the client's halves; the server's.
-async fn pair() -> (evloop::protocol::Server, (StreamReader, StreamWriter), (StreamReader, StreamWriter)) {
+async fn pair() -> (
+    evloop::protocol::Server,
+    (StreamReader, StreamWriter),
+    (StreamReader, StreamWriter),
+) {
     let accepted: Rc<RefCell<Option<(StreamReader, StreamWriter)>>> = Rc::default();
     let slot = accepted.clone();
     let handler = move |r: StreamReader, w: StreamWriter| {
@@ -49,7 +53,11 @@ async fn stream_halves_carry_a_megabyte_through_the_byte_stream_traits() {
         sr.read_exact(&mut got).await.unwrap();
         assert!(got == pattern(LEN), "the megabyte, in order");
         let mut rest = Vec::new();
-        assert_eq!(AsyncReadExt::read_to_end(&mut sr, &mut rest).await.unwrap(), 0, "EOF after it");
+        assert_eq!(
+            AsyncReadExt::read_to_end(&mut sr, &mut rest).await.unwrap(),
+            0,
+            "EOF after it"
+        );
         sw.write(b"ok");
         sw.close();
     });
@@ -57,7 +65,10 @@ async fn stream_halves_carry_a_megabyte_through_the_byte_stream_traits() {
     cw.write_all(&big).await.unwrap();
     cw.flush().await.unwrap();
     cw.shutdown().await.unwrap();
-    assert!(cw.write_all(b"more").await.is_err(), "writing after shutdown is an error");
+    assert!(
+        cw.write_all(b"more").await.is_err(),
+        "writing after shutdown is an error"
+    );
     reader.await.unwrap();
     let mut buf = [0u8; 8];
     assert_eq!(AsyncReadExt::read(&mut cr, &mut buf).await.unwrap(), 2);
@@ -89,6 +100,9 @@ async fn dropping_the_writer_alone_half_closes_and_dropping_both_closes() {
         }
     })
     .await;
-    assert!(closed.is_ok(), "the client's connection stayed open after both halves were dropped");
+    assert!(
+        closed.is_ok(),
+        "the client's connection stayed open after both halves were dropped"
+    );
     server.close();
 }

@@ -35,8 +35,12 @@ fn calls_since(from: u64) -> BTreeMap<(String, String), u64> {
     let mut out = BTreeMap::new();
     for line in trace.lines().filter(|l| !l.starts_with("...")) {
         // "     0.000123 T0 recv(#7, 65536) = 64"
-        let Some(call) = line.split_whitespace().nth(2) else { continue };
-        let Some((name, rest)) = call.split_once('(') else { continue };
+        let Some(call) = line.split_whitespace().nth(2) else {
+            continue;
+        };
+        let Some((name, rest)) = call.split_once('(') else {
+            continue;
+        };
         let file = rest.trim_end_matches([',', ')']).to_string();
         *out.entry((name.to_string(), file)).or_insert(0) += 1;
     }
@@ -135,9 +139,7 @@ async fn a_steady_echo_makes_one_recv_and_one_send_per_message_and_no_epoll_ctl(
     // way (the client's last send is the one whose echo closes the window).
     let n = ROUND_TRIPS as u64;
     assert_eq!(total(&calls, "epoll_ctl"), 0, "no epoll_ctl in steady state: {calls:?}");
-    let per_file = |name: &str| -> Vec<u64> {
-        calls.iter().filter(|((c, _), _)| c == name).map(|(_, &k)| k).collect()
-    };
+    let per_file = |name: &str| -> Vec<u64> { calls.iter().filter(|((c, _), _)| c == name).map(|(_, &k)| k).collect() };
     assert_eq!(per_file("recv"), [n, n], "one recv per message on each side: {calls:?}");
     assert_eq!(per_file("send"), [n, n], "one send per message on each side: {calls:?}");
 }
@@ -179,7 +181,9 @@ impl Protocol for PausingReader {
     fn data_received(&mut self, data: &[u8]) {
         let log = &self.log;
         if log.paused.get() {
-            log.wrong.borrow_mut().push(format!("{} bytes while paused", data.len()));
+            log.wrong
+                .borrow_mut()
+                .push(format!("{} bytes while paused", data.len()));
         }
         if log.reads.get() == 0 {
             log.first_read.set(mark());
@@ -255,7 +259,10 @@ async fn bulk_pair() -> (Rc<ReaderLog>, Rc<WriterLog>, Transport, evloop::protoc
         .unwrap();
     let port = server.local_addr().port();
     let wlog = Rc::new(WriterLog::default());
-    let t = lp.create_connection(BulkWriter(wlog.clone()), "127.0.0.1", port).await.unwrap();
+    let t = lp
+        .create_connection(BulkWriter(wlog.clone()), "127.0.0.1", port)
+        .await
+        .unwrap();
     (rlog, wlog, t, server)
 }
 
@@ -266,7 +273,13 @@ async fn bulk_pair() -> (Rc<ReaderLog>, Rc<WriterLog>, Transport, evloop::protoc
 #[evloop::test(simulate(seeds = 6))]
 async fn a_pausing_reader_under_a_bulk_writer_gets_everything_in_order_and_nothing_while_paused() {
     let (rlog, wlog, t, server) = bulk_pair().await;
-    let what = || format!("the reader's answer (it got {} of {BULK} bytes in {} reads)", rlog.got.get(), rlog.reads.get());
+    let what = || {
+        format!(
+            "the reader's answer (it got {} of {BULK} bytes in {} reads)",
+            rlog.got.get(),
+            rlog.reads.get()
+        )
+    };
     let answered = evloop::time::timeout(Duration::from_secs(5), async {
         while wlog.answer.borrow().len() < 4 {
             evloop::time::sleep(Duration::from_millis(1)).await;
@@ -283,7 +296,10 @@ async fn a_pausing_reader_under_a_bulk_writer_gets_everything_in_order_and_nothi
     for ((name, file), n) in &calls {
         if name == "send" {
             let recvs = calls.get(&("recv".to_string(), file.clone())).copied().unwrap_or(0);
-            assert_eq!(recvs, 0, "the writer {file} ({n} sends) read with nothing to read: {calls:?}");
+            assert_eq!(
+                recvs, 0,
+                "the writer {file} ({n} sends) read with nothing to read: {calls:?}"
+            );
         }
     }
     t.close();
@@ -305,10 +321,18 @@ async fn raising_the_water_marks_while_paused_resumes_writing_at_once() {
     if wlog.resumes.get() == 0 {
         assert!(t.write_buffer_size() <= BULK);
         t.set_write_buffer_limits(Some(4 * BULK), None);
-        assert_eq!(wlog.resumes.get(), 1, "resumed by the new marks ({} queued)", t.write_buffer_size());
+        assert_eq!(
+            wlog.resumes.get(),
+            1,
+            "resumed by the new marks ({} queued)",
+            t.write_buffer_size()
+        );
         assert_eq!(t.write_buffer_limits(), (4 * BULK, BULK));
     }
-    eventually("the reader's answer", Duration::from_secs(5), || wlog.answer.borrow().len() >= 4).await;
+    eventually("the reader's answer", Duration::from_secs(5), || {
+        wlog.answer.borrow().len() >= 4
+    })
+    .await;
     assert_eq!(rlog.got.get(), BULK);
     t.close();
     server.close();
@@ -348,8 +372,15 @@ async fn a_write_of_exactly_the_high_water_mark_is_buffered_and_leaves_with_the_
     let from = mark();
     t.write(&[1u8; 1000]);
     t.write(&[2u8; 10]);
-    assert_eq!(t.write_buffer_size(), 1010, "both writes wait for the end of the iteration");
-    eventually("1010 bytes at the server", Duration::from_secs(2), || got.borrow().len() >= 1010).await;
+    assert_eq!(
+        t.write_buffer_size(),
+        1010,
+        "both writes wait for the end of the iteration"
+    );
+    eventually("1010 bytes at the server", Duration::from_secs(2), || {
+        got.borrow().len() >= 1010
+    })
+    .await;
     let calls = calls_since(from);
     assert_eq!(total(&calls, "send"), 1, "one send for both writes: {calls:?}");
     let mut want = vec![1u8; 1000];
@@ -383,7 +414,12 @@ async fn a_write_pipe_is_lost_when_its_reader_closes_with_nothing_written() {
     evloop::time::sleep(Duration::from_millis(1)).await;
     assert!(!lost.get(), "lost while its reader is open");
     drop(rd);
-    eventually("the write pipe's loss after its reader closed", Duration::from_secs(2), || lost.get()).await;
+    eventually(
+        "the write pipe's loss after its reader closed",
+        Duration::from_secs(2),
+        || lost.get(),
+    )
+    .await;
     assert!(t.is_closing());
 }
 

@@ -52,7 +52,10 @@ async fn client() -> (Transport, Rc<Marks>, Rc<RefCell<usize>>, evloop::protocol
     let server = lp.create_server(move || Sink(g.clone()), "127.0.0.1", 0).await.unwrap();
     let port = server.local_addr().port();
     let marks = Rc::new(Marks::default());
-    let t = lp.create_connection(Counting(marks.clone()), "127.0.0.1", port).await.unwrap();
+    let t = lp
+        .create_connection(Counting(marks.clone()), "127.0.0.1", port)
+        .await
+        .unwrap();
     (t, marks, got, server)
 }
 
@@ -77,7 +80,11 @@ async fn a_buffer_filled_to_exactly_the_high_water_mark_does_not_pause_writing()
     t.write(&[1u8; 500]);
     t.write(&[2u8; 500]);
     assert_eq!(t.write_buffer_size(), 1000);
-    assert_eq!(marks.pauses.get(), 0, "1000 bytes queued under a high-water mark of 1000");
+    assert_eq!(
+        marks.pauses.get(),
+        0,
+        "1000 bytes queued under a high-water mark of 1000"
+    );
     until_received(&got, 1000).await;
     t.write(&[3u8; 600]);
     t.write(&[4u8; 401]);
