@@ -22,13 +22,16 @@ use evloop::sys::sim::Kernel;
 // ---------------------------------------------------------------------------------------------
 // The trace window: the simulated calls made between two marks, per file.
 
+/// Call counts: (call name, file) to how many.
+type Calls = BTreeMap<(String, String), u64>;
+
 /// A mark in the kernel's trace (records so far).
 fn mark() -> u64 {
     Kernel::current().expect("on the simulated kernel").records()
 }
 
 /// Per call name, per file (`#id` in the trace): how many calls the records after `from` made.
-fn calls_since(from: u64) -> BTreeMap<(String, String), u64> {
+fn calls_since(from: u64) -> Calls {
     let k = Kernel::current().expect("on the simulated kernel");
     let n = (k.records() - from) as usize;
     let trace = k.trace_tail(n);
@@ -48,7 +51,7 @@ fn calls_since(from: u64) -> BTreeMap<(String, String), u64> {
 }
 
 /// How many `name` calls the window made, over all files.
-fn total(calls: &BTreeMap<(String, String), u64>, name: &str) -> u64 {
+fn total(calls: &Calls, name: &str) -> u64 {
     calls.iter().filter(|((n, _), _)| n == name).map(|(_, c)| c).sum()
 }
 
@@ -91,7 +94,7 @@ struct PingClient {
     t: Option<Transport>,
     seen: usize,
     window: Rc<Cell<Option<u64>>>,
-    result: Rc<RefCell<Option<BTreeMap<(String, String), u64>>>>,
+    result: Rc<RefCell<Option<Calls>>>,
 }
 
 impl Protocol for PingClient {
@@ -160,7 +163,7 @@ struct ReaderLog {
     wrong: RefCell<Vec<String>>,
     /// The trace window from the first read to the last (the calls made while the writer was
     /// blocked on the reader).
-    calls: RefCell<Option<BTreeMap<(String, String), u64>>>,
+    calls: RefCell<Option<Calls>>,
     first_read: Cell<u64>,
 }
 
