@@ -27,8 +27,10 @@
 # `#[cfg(test)]` code), and they would cost a second build of the runtime per mutant.
 #
 # Environment: MUT_SCRATCH (${TMPDIR:-/tmp}/evloop-mutation) the scratch copy and its cargo
-# target directory, kept between runs; MUT_PLAIN_TIMEOUT (100) and MUT_SIM_TIMEOUT (20) seconds
-# per suite (about three and ten times their unmutated run on 2 busy CPUs); MUT_BUILD_TIMEOUT
+# target directory, kept between runs; MUT_PLAIN_TIMEOUT (100) and MUT_SIM_TIMEOUT (120) seconds
+# per suite (about three and six times their unmutated run on 2 busy CPUs, 35 s and 20 s since
+# the sim binary took the stream suites; raise both on a machine that other builds load: the
+# unmutated plain suite was seen to take 147 s and the sim suite 88 s there); MUT_BUILD_TIMEOUT
 # (1200) seconds per build; MUT_DEADLINE, an epoch second after which no new mutant starts (for
 # a run that must end by a given time).
 #
@@ -66,7 +68,7 @@ done
 scratch=${MUT_SCRATCH:-${TMPDIR:-/tmp}/evloop-mutation}
 out=${out:-$scratch/results-$seed.tsv}
 plain_limit=${MUT_PLAIN_TIMEOUT:-100}
-sim_limit=${MUT_SIM_TIMEOUT:-20}
+sim_limit=${MUT_SIM_TIMEOUT:-120}
 build_limit=${MUT_BUILD_TIMEOUT:-1200}
 deadline=${MUT_DEADLINE:-}
 only=${MUT_ONLY:-}
