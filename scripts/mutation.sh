@@ -45,7 +45,11 @@
 # mutant whose code has changed since is recorded as 'gone' and counted nowhere.
 # MUT_SIM_TARGETS ("sim sim_replay") narrows the simulation suite: a rerun on the mutants the
 # earlier suite let survive needs only the targets that changed (`sim`), since the others
-# already passed on those mutants.
+# already passed on those mutants. MUT_SIM_STAGES ("a b|c|") runs the `sim` target in stages,
+# each with its test-name filters, '|' between stages, an empty stage for all of it, stopping
+# at the first that fails: a failing simulated test shrinks its schedule before it reports, so
+# a mutant that breaks many tests costs minutes; a first stage of the tests most likely to fail
+# kills it in seconds. With a last empty stage, a survivor still passes the whole target.
 #
 # Results, one tab-separated line per mutant: index, plain, sim (killed / survived / timeout /
 # unviable), build seconds, plain seconds, sim seconds, the mutant (file:line:col: what). The
@@ -73,6 +77,7 @@ build_limit=${MUT_BUILD_TIMEOUT:-1200}
 deadline=${MUT_DEADLINE:-}
 only=${MUT_ONLY:-}
 mutants_dir=${MUT_MUTANTS:-}
+sim_stages=${MUT_SIM_STAGES:-}
 indexes=" $(echo "${MUT_INDEXES:-}" | tr ',' ' ') "
 case $only in
     "" | sim | plain) ;;
@@ -166,8 +171,15 @@ run_suite() {
         echo "- 0"
         return
     fi
-    local cmd="" t
-    for t in "$@"; do cmd+="${exe[$t]} -q && "; done
+    local cmd="" t stage
+    for t in "$@"; do
+        if [ "$t" = sim ] && [ -n "$sim_stages" ]; then
+            # The sim target in stages (test-name filters), stopping at the first that fails.
+            while IFS= read -r stage; do cmd+="${exe[$t]} -q $stage && "; done < <(tr '|' '\n' <<<"$sim_stages")
+        else
+            cmd+="${exe[$t]} -q && "
+        fi
+    done
     local start=$SECONDS code
     (cd "$src/tests" && CARGO_MANIFEST_DIR=$src/tests timeout -k 10 "$limit" nice -n 10 \
         bash -c "${cmd}true") >"$log" 2>&1
