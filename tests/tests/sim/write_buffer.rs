@@ -126,6 +126,9 @@ async fn a_file_with_a_live_reader_is_not_registered_twice() {
     .unwrap();
     let err = evloop::io::AsyncFd::with_loop(&lp, efd.as_fd()).expect_err("registered behind a live reader");
     assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists, "{err}");
+    // The loop's own refusal, naming the callbacks (not the kernel's EEXIST from a second
+    // EPOLL_CTL_ADD, which a registration that went ahead would get).
+    assert!(err.to_string().contains("add_reader"), "{err}");
     evloop::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(ran.get(), 1, "the reader still runs");
     assert!(lp.remove_reader(efd.as_raw_fd()), "the reader is still registered");
