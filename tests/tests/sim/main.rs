@@ -4,7 +4,9 @@
 //! (no simulation branch above the syscall layer), and one test per bug found outside evloop's
 //! own tests (`outside_bugs`, which `scripts/sim-reintroduce.sh` checks against the bugs); and
 //! the behaviour-contract and stream suites of the real-kernel binaries, run here a second time
-//! (`contracts`).
+//! (`contracts`); and the transport and stream edges a real kernel's loopback rarely reaches
+//! (`transport_edges`, `write_buffer`, `stream_halves`), written to kill the mutants the
+//! simulation suite let survive in `scripts/mutation.sh`'s sample.
 //!
 //! One binary for the folder: each simulated kernel is installed on its own test thread and
 //! watches only the descriptors it created, so the tests share one process. `sim_replay.rs` stays
@@ -18,9 +20,12 @@ mod determinism;
 mod faults;
 mod options;
 mod outside_bugs;
+mod stream_halves;
 mod support;
 mod threads;
 mod time;
+mod transport_edges;
+mod write_buffer;
 
 // The behaviour-contract suites, a second time on the simulated kernel (contracts.rs says how).
 use contracts::{prop_config, run_on_simulated_kernel};
