@@ -19,8 +19,13 @@ use crate::event_loop::{LoopHandle, LoopInner};
 impl LoopInner {
     /// Registers `fd` edge-triggered with the reactor (sockets, `AsyncFd`).
     pub(crate) fn register_io(&self, fd: RawFd) -> io::Result<Rc<IoState>> {
+        self.register_io_with(fd, false)
+    }
+
+    /// [`register_io`](Self::register_io), with `EPOLLPRI` too when `priority`.
+    pub(crate) fn register_io_with(&self, fd: RawFd, priority: bool) -> io::Result<Rc<IoState>> {
         match self.reactor.borrow_mut().as_mut() {
-            Some(r) => r.register_io(fd),
+            Some(r) => r.register_io_with(fd, priority),
             None => Err(LoopError::new(LoopErrorKind::Closed, "register (AsyncFd)").into()),
         }
     }

@@ -60,6 +60,9 @@ pub(crate) mod ready {
     pub(crate) const WRITE_CLOSED: u8 = 8;
     /// EPOLLERR: the next syscall reports the error.
     pub(crate) const ERROR: u8 = 16;
+    /// EPOLLPRI: an exceptional condition (TCP urgent data); only registrations made with
+    /// `Reactor::register_io_with`'s `priority` ask for it.
+    pub(crate) const PRIORITY: u8 = 32;
     /// Everything that lets a reader make progress (a read would not block).
     pub(crate) const READ_ANY: u8 = READABLE | READ_CLOSED | ERROR;
     /// Everything that lets a writer make progress.
@@ -359,8 +362,10 @@ impl Reactor {
     }
 
     /// Registers `fd` edge-triggered for reading and writing, once for its whole life
-    /// (`epoll_ctl(EPOLL_CTL_ADD, EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET)`).
-    pub(crate) fn register_io(&mut self, fd: RawFd) -> io::Result<Rc<IoState>> {
+    /// (`epoll_ctl(EPOLL_CTL_ADD, EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET)`), adding `EPOLLPRI` when
+    /// `priority` (an `AsyncFd` whose interest holds tokio's `Interest::PRIORITY`): its events
+    /// set `ready::PRIORITY` and wake the reading side.
+    pub(crate) fn register_io_with(&mut self, fd: RawFd, priority: bool) -> io::Result<Rc<IoState>> {
         if self.by_fd.contains_key(&fd) && !self.forget_if_stale(fd) {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
@@ -375,7 +380,10 @@ impl Reactor {
         }
         let key = self.io.next_key();
         let token = key.to_u64() | IO_TOKEN_BIT;
-        let flags = EpollFlags::IN | EpollFlags::OUT | EpollFlags::RDHUP | EpollFlags::ET;
+        let mut flags = EpollFlags::IN | EpollFlags::OUT | EpollFlags::RDHUP | EpollFlags::ET;
+        if priority {
+            flags |= EpollFlags::PRI;
+        }
         sys::epoll_ctl_add(self.epoll.as_fd(), fd, flags, token).map_err(|e| with_fd_context("register", fd, e))?;
         let state = Rc::new(IoState {
             fd,
@@ -607,8 +615,11 @@ impl Reactor {
                 if flags.contains(EpollFlags::ERR) {
                     bits |= ready::ERROR;
                 }
+                if flags.contains(EpollFlags::PRI) {
+                    bits |= ready::PRIORITY;
+                }
                 state.set(bits);
-                if bits & ready::READ_ANY != 0 {
+                if bits & (ready::READ_ANY | ready::PRIORITY) != 0 {
                     state.take_readers(&mut self.wake_buf);
                 }
                 if bits & ready::WRITE_ANY != 0 {

@@ -143,8 +143,12 @@ impl<T: AsFd> AsyncFd<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_new(inner: T) -> Result<AsyncFd<T>, AsyncFdTryNewError<T>> {
+        Self::try_new_with(inner, false)
+    }
+
+    fn try_new_with(inner: T, priority: bool) -> Result<AsyncFd<T>, AsyncFdTryNewError<T>> {
         match with_running(Rc::clone) {
-            Some(lp) => Self::register(lp, inner),
+            Some(lp) => Self::register(lp, inner, priority),
             None => Err(AsyncFdTryNewError {
                 inner,
                 cause: no_loop("AsyncFd::new"),
@@ -165,7 +169,8 @@ impl<T: AsFd> AsyncFd<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_with_interest(inner: T, interest: impl Into<Ready>) -> Result<AsyncFd<T>, AsyncFdTryNewError<T>> {
-        if interest.into().wait_bits() == 0 {
+        let interest = interest.into();
+        if interest.wait_bits() == 0 {
             return Err(AsyncFdTryNewError {
                 inner,
                 cause: io::Error::new(
@@ -174,7 +179,8 @@ impl<T: AsFd> AsyncFd<T> {
                 ),
             });
         }
-        Self::try_new(inner)
+        // Exceptional conditions are the one event epoll reports only when asked.
+        Self::try_new_with(inner, interest.is_priority())
     }
 
     /// Registers `inner` with `lp` (which need not be running yet).
@@ -192,14 +198,14 @@ impl<T: AsFd> AsyncFd<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_loop(lp: &LoopHandle, inner: T) -> io::Result<AsyncFd<T>> {
-        Self::register(lp.inner.clone(), inner).map_err(io::Error::from)
+        Self::register(lp.inner.clone(), inner, false).map_err(io::Error::from)
     }
 
-    fn register(lp: Rc<LoopInner>, inner: T) -> Result<AsyncFd<T>, AsyncFdTryNewError<T>> {
+    fn register(lp: Rc<LoopInner>, inner: T, priority: bool) -> Result<AsyncFd<T>, AsyncFdTryNewError<T>> {
         if let Err(cause) = evloop_syscalls::set_nonblocking(inner.as_fd(), true) {
             return Err(AsyncFdTryNewError { inner, cause });
         }
-        match lp.register_io(inner.as_fd().as_raw_fd()) {
+        match lp.register_io_with(inner.as_fd().as_raw_fd(), priority) {
             Ok(state) => Ok(AsyncFd {
                 state,
                 lp,

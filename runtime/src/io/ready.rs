@@ -38,8 +38,11 @@ impl Ready {
     pub const WRITE_CLOSED: Ready = Ready(bits::WRITE_CLOSED);
     /// An error is pending: the next call reports it.
     pub const ERROR: Ready = Ready(bits::ERROR);
+    /// An exceptional condition (`EPOLLPRI`: TCP urgent data), reported only for an
+    /// [`AsyncFd`](crate::io::AsyncFd) made with [`Interest::PRIORITY`] in its interest.
+    pub const PRIORITY: Ready = Ready(bits::PRIORITY);
     /// Every event.
-    pub const ALL: Ready = Ready(bits::READ_ANY | bits::WRITE_ANY);
+    pub const ALL: Ready = Ready(bits::READ_ANY | bits::WRITE_ANY | bits::PRIORITY);
 
     pub(crate) fn from_bits(b: u8) -> Ready {
         Ready(b & Ready::ALL.0)
@@ -66,7 +69,7 @@ impl Ready {
     /// [`interest_bits`](Self::interest_bits), and `ERROR` when the set holds it (tokio's
     /// `Interest::ERROR`, a wait for the error alone).
     pub(crate) fn wait_bits(self) -> u8 {
-        self.interest_bits() | (self.0 & bits::ERROR)
+        self.interest_bits() | (self.0 & (bits::ERROR | bits::PRIORITY))
     }
 
     /// No event at all.
@@ -94,6 +97,16 @@ impl Ready {
     /// ```
     pub fn is_writable(self) -> bool {
         self.0 & bits::WRITE_ANY != 0
+    }
+
+    /// An exceptional condition is pending (tokio's `is_priority`).
+    ///
+    /// ```
+    /// use evloop::io::Ready;
+    /// assert!(Ready::PRIORITY.is_priority() && !Ready::READABLE.is_priority());
+    /// ```
+    pub fn is_priority(self) -> bool {
+        self.0 & bits::PRIORITY != 0
     }
 
     /// The peer shut its writing side.
@@ -194,6 +207,27 @@ impl Interest {
     /// assert!((Interest::READABLE | Interest::ERROR).is_error());
     /// ```
     pub const ERROR: Ready = Ready::ERROR;
+
+    /// tokio's `Interest::PRIORITY`: exceptional conditions (`EPOLLPRI`, such as TCP urgent data
+    /// sent with `MSG_OOB`). Like [`ERROR`](Self::ERROR) it is a [`Ready`] set. epoll reports
+    /// these only when asked, so it matters at registration:
+    /// [`AsyncFd::with_interest`](crate::io::AsyncFd::with_interest) with it in the set adds
+    /// `EPOLLPRI`; a wait on it then parks on the reading side.
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::io::{AsyncFd, Interest, Ready};
+    ///
+    /// assert_eq!(Interest::PRIORITY, Ready::PRIORITY);
+    /// evloop::run(async {
+    ///     let (a, _b) = UnixStream::pair()?;
+    ///     let a = AsyncFd::with_interest(a, Interest::READABLE | Interest::PRIORITY)?;
+    ///     assert!(a.ready(Interest::WRITABLE).await?.ready().is_writable());
+    ///     Ok::<(), std::io::Error>(())
+    /// })??;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub const PRIORITY: Ready = Ready::PRIORITY;
 
     /// Whether this is the read interest.
     ///

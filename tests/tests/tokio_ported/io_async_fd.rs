@@ -21,10 +21,10 @@
 //! - `try_new`/`try_with_interest`: `InvalidSource` is `/dev/null` (which epoll refuses with
 //!   `EPERM`) in place of a source whose raw fd is -1, which `AsFd` cannot express.
 //!
-//! Not ported (3): `driver_shutdown_wakes_pending_race` and `driver_shutdown_wakes_poll_race`
+//! Not ported (2): `driver_shutdown_wakes_pending_race` and `driver_shutdown_wakes_poll_race`
 //! drop the runtime on another thread while the fd is polled (an evloop loop is bound to its
-//! thread: it is not `Send`); `priority_event_on_oob_data` waits for `Interest::PRIORITY`
-//! (`EPOLLPRI`), which evloop's registration does not watch.
+//! thread: it is not `Send`). `priority_event_on_oob_data` runs since `Interest::PRIORITY`
+//! registers the fd with `EPOLLPRI`.
 
 // One thread: the `Arc`s of tokio's text hold `!Send` values here, as they may.
 #![allow(clippy::arc_with_non_send_sync)]
@@ -587,8 +587,38 @@ fn driver_shutdown_then_clear_readiness() {
 
 // driver_shutdown_wakes_poll_race: not ported (the runtime is dropped on another thread).
 
-// priority_event_on_oob_data: not ported (`Interest::PRIORITY`: evloop's registration does not
-// watch `EPOLLPRI`).
+#[evloop::test]
+async fn priority_event_on_oob_data() {
+    use std::net::SocketAddr;
+
+    use evloop::io::Interest;
+
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+
+    let listener = std::net::TcpListener::bind(addr).unwrap();
+    let addr = listener.local_addr().unwrap();
+
+    let client = std::net::TcpStream::connect(addr).unwrap();
+    let client = AsyncFd::with_interest(client, Interest::PRIORITY).unwrap();
+
+    let (stream, _) = listener.accept().unwrap();
+
+    // Sending out of band data should trigger priority event.
+    send_oob_data(&stream, b"hello").unwrap();
+
+    let _ = client.ready(Interest::PRIORITY).await.unwrap();
+}
+
+fn send_oob_data<S: AsRawFd>(stream: &S, data: &[u8]) -> io::Result<usize> {
+    // SAFETY: send(2) reads at most `data.len()` bytes from `data`, which outlives the call;
+    // the fd is the caller's open socket.
+    let res = unsafe { libc::send(stream.as_raw_fd(), data.as_ptr().cast(), data.len(), libc::MSG_OOB) };
+    if res == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(res as usize)
+    }
+}
 
 #[evloop::test]
 async fn clear_ready_matching_clears_ready() {
