@@ -41,6 +41,7 @@ mod waiting;
 pub mod child;
 pub mod children;
 pub mod fds;
+pub mod mock_task;
 pub mod net;
 pub mod procfs;
 pub mod server;

@@ -4,16 +4,17 @@
 //! the tokio file it comes from and says what changed beyond imports and why.
 //!
 //! # The count
-//! This target runs 128 of tokio's tests (136 tests in all; the 8 others assert tokio's
+//! This target runs 122 of tokio's tests (129 tests in all; the 7 others assert tokio's
 //! documented behaviour where tokio has no test): 110 of the 118 tests of the 23 tokio files
 //! it took on (the table's "tokio_ported" rows: 90 of the 96 tests of 22 tokio 1.38 files, and
 //! 20 of the 22 of tokio's current io_async_fd.rs, ported in issue 21's third round), tokio
-//! 1.4x's 2 `simplex` panic tests, 6 sync tests (`notify_last`, broadcast `len`/`closed`) and
-//! 10 tokio-stream tests (`throttle`, `chunks_timeout`, `peekable`). The 8 of the 118 that do
-//! not run: four `AsyncFd` panics on a runtime without an I/O driver, `read_to_end_uninit`
-//! (counts `ReadBuf` initialisation), `read_to_end_grows_capacity_if_unfit` (tokio's growth
-//! policy), and in io_async_fd.rs the two driver-shutdown races (they drop the runtime on
-//! another thread; an evloop loop is not `Send`).
+//! 1.4x's 2 `simplex` panic tests, 10 tokio-stream tests (`throttle`, `chunks_timeout`,
+//! `peekable`). tokio's sync tests of the methods added beside them (`notify_last`, broadcast
+//! `len`/`closed`) run with their whole files in tests/tests/tokio_sync_ported. The 8 of the
+//! 118 that do not run: four `AsyncFd` panics on a runtime without an I/O driver,
+//! `read_to_end_uninit` (counts `ReadBuf` initialisation), `read_to_end_grows_capacity_if_unfit`
+//! (tokio's growth policy), and in io_async_fd.rs the two driver-shutdown races (they drop the
+//! runtime on another thread; an evloop loop is not `Send`).
 
 //! # tokio 1.38's io_*.rs, macros_*.rs and tcp_*.rs against evloop
 //! "have" = every API the file uses exists under the ported name; "ported" = where its tests
@@ -59,54 +60,12 @@
 // tokio's text is kept as tokio wrote it, older idioms included.
 #![allow(clippy::io_other_error, clippy::byte_char_slices)]
 
-/// tokio_test's `assert_ok!`: the `Ok` value, or a panic naming the error.
-macro_rules! assert_ok {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(e) => panic!("assertion failed: Err({:?})", e),
-        }
-    };
-}
+// tokio_test's mock task (`task::spawn`) and `assert_*!` macros, shared with tokio_sync_ported.
+#[macro_use]
+extern crate evloop_tests;
 
-/// tokio_test's `assert_err!`.
-macro_rules! assert_err {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => panic!("assertion failed: Ok({:?})", v),
-            Err(e) => e,
-        }
-    };
-}
+use evloop_tests::mock_task as task;
 
-/// tokio_test's `assert_pending!`.
-macro_rules! assert_pending {
-    ($e:expr) => {
-        match $e {
-            std::task::Poll::Pending => {}
-            std::task::Poll::Ready(v) => panic!("ready; value = {:?}", v),
-        }
-    };
-}
-
-/// tokio_test's `assert_ready!`: the value of a `Ready` poll.
-macro_rules! assert_ready {
-    ($e:expr) => {
-        match $e {
-            std::task::Poll::Ready(v) => v,
-            std::task::Poll::Pending => panic!("pending"),
-        }
-    };
-}
-
-/// tokio_test's `assert_ready_ok!`.
-macro_rules! assert_ready_ok {
-    ($e:expr) => {
-        assert_ok!(assert_ready!($e))
-    };
-}
-
-// The macros above are in scope in the modules declared after them.
 mod halves;
 mod io_async_fd;
 mod io_buf_reader;
@@ -129,80 +88,3 @@ mod tcp_echo;
 mod tcp_into_std;
 mod tcp_socket;
 mod tcp_stream;
-
-/// tokio_test's `task`: a future or stream polled by hand with a waker that records whether it
-/// was woken.
-pub mod task {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::task::{Context, Poll, Wake, Waker};
-
-    use evloop::stream::Stream;
-
-    struct Flag(AtomicBool);
-
-    impl Wake for Flag {
-        fn wake(self: Arc<Self>) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
-
-    /// tokio_test's `task::Spawn`.
-    pub struct Spawn<T> {
-        inner: Pin<Box<T>>,
-        woken: Arc<Flag>,
-    }
-
-    /// tokio_test's `task::spawn`.
-    pub fn spawn<T>(inner: T) -> Spawn<T> {
-        Spawn {
-            inner: Box::pin(inner),
-            woken: Arc::new(Flag(AtomicBool::new(false))),
-        }
-    }
-
-    impl<T> Spawn<T> {
-        /// Whether the waker was woken since the last poll.
-        pub fn is_woken(&self) -> bool {
-            self.woken.0.load(Ordering::SeqCst)
-        }
-
-        /// Runs `f` with a context of the recording waker and the pinned value.
-        pub fn enter<R>(&mut self, f: impl FnOnce(&mut Context<'_>, Pin<&mut T>) -> R) -> R {
-            self.woken.0.store(false, Ordering::SeqCst);
-            let waker = Waker::from(self.woken.clone());
-            let mut cx = Context::from_waker(&waker);
-            f(&mut cx, self.inner.as_mut())
-        }
-    }
-
-    impl<T: Future> Spawn<T> {
-        /// Polls the future once.
-        pub fn poll(&mut self) -> Poll<T::Output> {
-            self.enter(|cx, f| f.poll(cx))
-        }
-    }
-
-    impl<T: Stream> Spawn<T> {
-        /// Polls the stream once.
-        pub fn poll_next(&mut self) -> Poll<Option<T::Item>> {
-            self.enter(|cx, s| s.poll_next(cx))
-        }
-    }
-
-    impl<T: Future> Future for Spawn<T> {
-        type Output = T::Output;
-        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
-            self.inner.as_mut().poll(cx)
-        }
-    }
-
-    impl<T: Stream> Stream for Spawn<T> {
-        type Item = T::Item;
-        fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T::Item>> {
-            self.inner.as_mut().poll_next(cx)
-        }
-    }
-}

@@ -8,14 +8,16 @@
 //! guide lists, such as evloop's primitives being single-threaded, or a tokio-internal API).
 //!
 //! tokio's tests poll futures by hand with tokio_test's mock task (`task::spawn`) and its
-//! `assert_ready!`/`assert_pending!` macros; `task.rs` is that harness in the few lines these
-//! tests need, so the test bodies stay as tokio wrote them.
+//! `assert_ready!`/`assert_pending!` macros: `evloop_tests::mock_task` is that harness (shared
+//! with tests/tests/tokio_ported), so the test bodies stay as tokio wrote them.
 
 // tokio's text is kept as tokio wrote it, older idioms included.
 #![allow(clippy::bool_assert_comparison, clippy::redundant_clone)]
 
 #[macro_use]
-mod task;
+extern crate evloop_tests;
+
+use evloop_tests::mock_task as task;
 
 mod broadcast;
 mod mutex;

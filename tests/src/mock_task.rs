@@ -1,15 +1,19 @@
-//! tokio_test's mock task and assertion macros, as far as the ported sync tests use them.
+//! tokio_test's mock task and assertion macros, for the ports of tokio's own tests
+//! (tests/tests/tokio_ported, tests/tests/tokio_sync_ported).
 //!
-//! `spawn(fut)` boxes and pins a future; `poll()` polls it with a waker that only counts its
-//! wake-ups, so a test can ask `is_woken()` (woken since the last poll) and
-//! `waker_ref_count()` (clones of the waker a primitive keeps). No loop
-//! runs: the primitives under test must work with any waker, as tokio's do.
+//! `spawn(fut)` boxes and pins a future (or stream); `poll()` polls it with a waker that only
+//! records its wake-ups, so a test can ask `is_woken()` (woken since the last poll) and
+//! `waker_ref_count()` (the task's own reference plus each clone a primitive keeps). No loop
+//! runs: the primitives under test must work with any waker, as tokio's do. The `assert_*!`
+//! macros are exported at this crate's root (`#[macro_use] extern crate evloop_tests;`).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
+
+use evloop::stream::Stream;
 
 /// The waker's shared state: set by a wake, cleared by the next poll.
 #[derive(Default)]
@@ -91,89 +95,25 @@ impl<T: Future> Spawn<T> {
     }
 }
 
-/// tokio_test's `assert_ready!`: the value of a `Poll::Ready`.
-macro_rules! assert_ready {
-    ($e:expr) => {
-        match $e {
-            std::task::Poll::Ready(v) => v,
-            std::task::Poll::Pending => panic!("pending"),
-        }
-    };
-    ($e:expr, $($msg:tt)+) => {
-        match $e {
-            std::task::Poll::Ready(v) => v,
-            std::task::Poll::Pending => panic!("pending; {}", format_args!($($msg)+)),
-        }
-    };
+impl<T: Stream> Spawn<T> {
+    /// Polls the stream once.
+    pub fn poll_next(&mut self) -> Poll<Option<T::Item>> {
+        self.enter(|cx, s| s.poll_next(cx))
+    }
 }
 
-/// tokio_test's `assert_pending!`.
-macro_rules! assert_pending {
-    ($e:expr) => {
-        match $e {
-            std::task::Poll::Pending => {}
-            std::task::Poll::Ready(v) => panic!("ready; value = {:?}", v),
-        }
-    };
-    ($e:expr, $($msg:tt)+) => {
-        match $e {
-            std::task::Poll::Pending => {}
-            std::task::Poll::Ready(v) => panic!("ready; value = {:?}; {}", v, format_args!($($msg)+)),
-        }
-    };
+impl<T: Future> Future for Spawn<T> {
+    type Output = T::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
+        self.future.as_mut().poll(cx)
+    }
 }
 
-/// tokio_test's `assert_ok!`.
-macro_rules! assert_ok {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(e) => panic!("assertion failed: Err({:?})", e),
-        }
-    };
-    ($e:expr, $($msg:tt)+) => {
-        match $e {
-            Ok(v) => v,
-            Err(e) => panic!("assertion failed: Err({:?}): {}", e, format_args!($($msg)+)),
-        }
-    };
-}
-
-/// tokio_test's `assert_err!`.
-macro_rules! assert_err {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => panic!("assertion failed: Ok({:?})", v),
-            Err(e) => e,
-        }
-    };
-    ($e:expr, $($msg:tt)+) => {
-        match $e {
-            Ok(v) => panic!("assertion failed: Ok({:?}): {}", v, format_args!($($msg)+)),
-            Err(e) => e,
-        }
-    };
-}
-
-/// tokio_test's `assert_ready_ok!`.
-macro_rules! assert_ready_ok {
-    ($e:expr) => {
-        assert_ok!(assert_ready!($e))
-    };
-}
-
-/// tokio_test's `assert_ready_err!`.
-macro_rules! assert_ready_err {
-    ($e:expr) => {
-        assert_err!(assert_ready!($e))
-    };
-}
-
-/// tokio_test's `assert_ready_eq!`.
-macro_rules! assert_ready_eq {
-    ($e:expr, $expect:expr) => {
-        assert_eq!(assert_ready!($e), $expect)
-    };
+impl<T: Stream> Stream for Spawn<T> {
+    type Item = T::Item;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T::Item>> {
+        self.future.as_mut().poll_next(cx)
+    }
 }
 
 /// futures' `ArcWake` for values that belong to this thread: the tests' wakers that send on a
@@ -182,6 +122,7 @@ macro_rules! assert_ready_eq {
 /// key; the waker holds the key, calls the value's `wake_by_ref` when woken, and drops the value
 /// with its last clone.
 pub trait LocalWake {
+    /// What the waker does when woken.
     fn wake_by_ref(&self);
 }
 
@@ -220,4 +161,96 @@ pub fn local_waker(value: std::rc::Rc<dyn LocalWake>) -> Waker {
     });
     LOCAL_WAKERS.with(|t| t.borrow_mut().insert(key, value));
     Waker::from(Arc::new(LocalKey(key)))
+}
+
+/// tokio_test's `assert_ready!`: the value of a `Poll::Ready`.
+#[macro_export]
+macro_rules! assert_ready {
+    ($e:expr) => {
+        match $e {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("pending"),
+        }
+    };
+    ($e:expr, $($msg:tt)+) => {
+        match $e {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("pending; {}", format_args!($($msg)+)),
+        }
+    };
+}
+
+/// tokio_test's `assert_pending!`.
+#[macro_export]
+macro_rules! assert_pending {
+    ($e:expr) => {
+        match $e {
+            std::task::Poll::Pending => {}
+            std::task::Poll::Ready(v) => panic!("ready; value = {:?}", v),
+        }
+    };
+    ($e:expr, $($msg:tt)+) => {
+        match $e {
+            std::task::Poll::Pending => {}
+            std::task::Poll::Ready(v) => panic!("ready; value = {:?}; {}", v, format_args!($($msg)+)),
+        }
+    };
+}
+
+/// tokio_test's `assert_ok!`.
+#[macro_export]
+macro_rules! assert_ok {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => panic!("assertion failed: Err({:?})", e),
+        }
+    };
+    ($e:expr, $($msg:tt)+) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => panic!("assertion failed: Err({:?}): {}", e, format_args!($($msg)+)),
+        }
+    };
+}
+
+/// tokio_test's `assert_err!`.
+#[macro_export]
+macro_rules! assert_err {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => panic!("assertion failed: Ok({:?})", v),
+            Err(e) => e,
+        }
+    };
+    ($e:expr, $($msg:tt)+) => {
+        match $e {
+            Ok(v) => panic!("assertion failed: Ok({:?}): {}", v, format_args!($($msg)+)),
+            Err(e) => e,
+        }
+    };
+}
+
+/// tokio_test's `assert_ready_ok!`.
+#[macro_export]
+macro_rules! assert_ready_ok {
+    ($e:expr) => {
+        $crate::assert_ok!($crate::assert_ready!($e))
+    };
+}
+
+/// tokio_test's `assert_ready_err!`.
+#[macro_export]
+macro_rules! assert_ready_err {
+    ($e:expr) => {
+        $crate::assert_err!($crate::assert_ready!($e))
+    };
+}
+
+/// tokio_test's `assert_ready_eq!`.
+#[macro_export]
+macro_rules! assert_ready_eq {
+    ($e:expr, $expect:expr) => {
+        assert_eq!($crate::assert_ready!($e), $expect)
+    };
 }
