@@ -48,12 +48,14 @@ use crate::task::time::sleep;
 
 /// How connections are spread over the loops (each measured in `docs/12-thread-per-core.md`).
 ///
-/// The default is the one that measured best, [`Policy::LeastConnections`]: on a CPU-bound
-/// HTTP handler (about 200 us a request, quiet machine) 2 loops served 1.90x one loop with it,
-/// 1.80x with [`Policy::ReusePort`]; under 10,000 short connections its imbalance (busiest
-/// over idlest loop, medians of 5) was 1.036 in accepted connections and 1.040 in busy time,
-/// within the 1.10 target (`ReusePort`: 1.010 and 1.023 on that test, its best case: every
-/// connection a new flow to hash); and it is the one policy that applies to Unix sockets.
+/// The default is the one that measured best, [`Policy::LeastConnections`]: the policy that met
+/// every target in every quiet run, with the best worst case. On a CPU-bound HTTP handler
+/// (about 200 us a request) 2 loops served 1.90x and 1.92x one loop with it in two quiet runs,
+/// against 1.80x and 1.94x with [`Policy::ReusePort`], whose split of a few keep-alive flows is
+/// luck (its 1.80x fell below tokio's multi-thread runtime). Under 10,000 short connections its
+/// imbalance (busiest over idlest loop, medians of 5) was 1.046 in accepted connections and
+/// 1.031 in busy time, within the 1.10 target (`ReusePort`: 1.013 and 1.021, its best case:
+/// every connection a new flow to hash). And it is the one policy for Unix sockets.
 ///
 /// ```
 /// assert_eq!(evloop::runtime::Policy::default(), evloop::runtime::Policy::LeastConnections);

@@ -9,6 +9,7 @@
 
 mod channels;
 mod combinators;
+mod coop;
 mod primitives;
 mod prop_permits;
 mod queue;

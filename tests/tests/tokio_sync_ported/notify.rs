@@ -1,7 +1,7 @@
 //! tokio 1.54's tests/sync_notify.rs against `evloop::sync::Notify`: all 19 of its tests run.
 //! Beyond imports: tokio's `AssertSend` check is left out (evloop's `Notify` belongs to one
 //! thread: deliberate, the porting guide's "single-threaded primitives"); `notify_in_drop_after_wake`
-//! builds its waker with std's `Wake` and reaches the `Notify` through a thread-local (futures'
+//! builds its waker with std's `Wake` and keeps the `Notify` in a thread-local (futures'
 //! `ArcWake` wants a `Send` value to hold it); `now_or_never` is spelled out with a no-op waker.
 
 use evloop::sync::Notify;
@@ -177,16 +177,15 @@ fn notified_multi_notify_last_drop() {
 
 #[test]
 fn notify_in_drop_after_wake() {
-    use std::cell::Cell;
     use std::future::Future;
     use std::sync::Arc;
     use std::task::Wake;
 
     thread_local! {
-        static NOTIFY: Cell<Option<&'static Notify>> = const { Cell::new(None) };
+        // The waker below must reach the `Notify` from its `drop`, and std's `Wake` wants a
+        // `Send` value: the `Notify` lives in this test thread's local instead of an `Arc`.
+        static NOTIFY: Notify = Notify::new();
     }
-    let notify: &'static Notify = Box::leak(Box::new(Notify::new()));
-    NOTIFY.with(|n| n.set(Some(notify)));
 
     struct NotifyOnDrop;
 
@@ -196,22 +195,24 @@ fn notify_in_drop_after_wake() {
 
     impl Drop for NotifyOnDrop {
         fn drop(&mut self) {
-            NOTIFY.with(|n| n.get().unwrap().notify_waiters());
+            NOTIFY.with(|n| n.notify_waiters());
         }
     }
 
-    let mut fut = Box::pin(async {
-        notify.notified().await;
+    NOTIFY.with(|notify| {
+        let mut fut = Box::pin(async {
+            notify.notified().await;
+        });
+
+        {
+            let waker = std::task::Waker::from(Arc::new(NotifyOnDrop));
+            let mut cx = std::task::Context::from_waker(&waker);
+            assert!(fut.as_mut().poll(&mut cx).is_pending());
+        }
+
+        // Now, notifying **should not** deadlock
+        notify.notify_waiters();
     });
-
-    {
-        let waker = std::task::Waker::from(Arc::new(NotifyOnDrop));
-        let mut cx = std::task::Context::from_waker(&waker);
-        assert!(fut.as_mut().poll(&mut cx).is_pending());
-    }
-
-    // Now, notifying **should not** deadlock
-    notify.notify_waiters();
 }
 
 #[test]
