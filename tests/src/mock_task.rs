@@ -116,6 +116,15 @@ impl<T: Stream> Stream for Spawn<T> {
     }
 }
 
+/// futures' `FutureExt::now_or_never`: one poll with a waker that does nothing.
+pub fn now_or_never<F: Future>(f: F) -> Option<F::Output> {
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => Some(v),
+        Poll::Pending => None,
+    }
+}
+
 /// futures' `ArcWake` for values that belong to this thread: the tests' wakers that send on a
 /// channel or query it when woken or dropped hold evloop's single-threaded handles, which std's
 /// `Wake` (it needs `Send + Sync`) cannot hold. The value stays in a thread-local table under a

@@ -210,7 +210,7 @@ impl IoState {
             }
         }
         if self.crowded.get() & POLLED_READER != 0 {
-            self.take_polled(&self.polled_reader, POLLED_READER, out);
+            self.take_crowd(&self.polled_reader, POLLED_READER, out);
         }
     }
 
@@ -224,22 +224,17 @@ impl IoState {
             }
         }
         if self.crowded.get() & POLLED_WRITER != 0 {
-            self.take_polled(&self.polled_writer, POLLED_WRITER, out);
+            self.take_crowd(&self.polled_writer, POLLED_WRITER, out);
         }
     }
 
+    /// Moves the wakers of a `more_*` list or a `polled_*` slot into `out` and clears its
+    /// `crowded` bit.
     #[cold]
     #[inline(never)]
-    fn take_polled(&self, slot: &Cell<Option<Waker>>, bit: u8, out: &mut Vec<Waker>) {
-        out.extend(slot.take());
+    fn take_crowd<C: Default + IntoIterator<Item = Waker>>(&self, crowd: &Cell<C>, bit: u8, out: &mut Vec<Waker>) {
+        out.extend(crowd.take());
         self.crowded.set(self.crowded.get() & !bit);
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn take_crowd(&self, more: &Cell<Vec<Waker>>, side: u8, out: &mut Vec<Waker>) {
-        out.extend(more.take());
-        self.crowded.set(self.crowded.get() & !side);
     }
 
     /// Installs (or removes) the callback scheduled on every event.

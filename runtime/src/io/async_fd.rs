@@ -521,13 +521,16 @@ impl<T: AsFd> AsyncFd<T> {
         }
         let write = mask & (ready::WRITABLE | ready::WRITE_CLOSED) != 0;
         let read = mask & (ready::READABLE | ready::READ_CLOSED) != 0 || !write;
-        for (side, on) in [(true, read), (false, write)] {
-            match (on, polled, side) {
-                (false, _, _) => {}
-                (true, true, _) => self.state.set_polled(side, cx.waker()),
-                (true, false, true) => self.state.set_reader(cx.waker()),
-                (true, false, false) => self.state.set_writer(cx.waker()),
-            }
+        let waker = cx.waker();
+        match (read, polled) {
+            (false, _) => {}
+            (true, true) => self.state.set_polled(true, waker),
+            (true, false) => self.state.set_reader(waker),
+        }
+        match (write, polled) {
+            (false, _) => {}
+            (true, true) => self.state.set_polled(false, waker),
+            (true, false) => self.state.set_writer(waker),
         }
         note_awaiting(Awaiting::Fd(self.state.fd()));
         Poll::Pending

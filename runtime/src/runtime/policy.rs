@@ -445,16 +445,18 @@ fn hand_off(group: &Group, pool: &Pool, senders: &[Sender<Conn>], fd: OwnedFd, p
 /// and the acceptor's share smaller: it errs towards plain counts. Remaining ties go to a
 /// rotating start.
 fn choose(group: &Group, pool: &Pool, n: usize) -> usize {
-    let loads: Vec<Seen> = pool.loops[..n]
-        .iter()
-        .map(|l| Seen {
-            live: l.load.live(),
-            accepted: l.load.accepted(),
-            busy: l.load.busy(),
-        })
-        .collect();
+    // Read in place (no list per hand-off): the counters are atomics another loop may move
+    // between two reads, which only blurs a heuristic.
+    let seen = |i: usize| {
+        let l = &pool.loops[i].load;
+        Seen {
+            live: l.live(),
+            accepted: l.accepted(),
+            busy: l.busy(),
+        }
+    };
     let accepting = Duration::from_nanos(group.accepting_ns.load(Relaxed));
-    pick(&loads, accepting, group.next.fetch_add(1, Relaxed) % n)
+    pick(n, seen, accepting, group.next.fetch_add(1, Relaxed) % n)
 }
 
 /// One loop's counters as the acceptor read them.
@@ -465,12 +467,12 @@ struct Seen {
     busy: Duration,
 }
 
-/// `choose` on counters already read (loop 0 runs the acceptor), the scan starting at `start`.
-fn pick(loads: &[Seen], accepting: Duration, start: usize) -> usize {
-    let n = loads.len();
-    let fewest = loads.iter().map(|l| l.live).min().unwrap_or(0);
-    let accepted: u64 = loads.iter().map(|l| l.accepted).sum();
-    let busy: f64 = loads.iter().map(|l| l.busy.as_secs_f64()).sum();
+/// `choose` over `n` loops whose counters `load` reads (loop 0 runs the acceptor), the scan
+/// starting at `start`.
+fn pick(n: usize, load: impl Fn(usize) -> Seen, accepting: Duration, start: usize) -> usize {
+    let fewest = (0..n).map(|i| load(i).live).min().unwrap_or(0);
+    let accepted: u64 = (0..n).map(|i| load(i).accepted).sum();
+    let busy: f64 = (0..n).map(|i| load(i).busy.as_secs_f64()).sum();
     let accepting = accepting.as_secs_f64();
     let per_connection = (busy - accepting) / accepted as f64;
     let acceptor_work = if accepted > 0 && per_connection > 0.0 {
@@ -478,10 +480,10 @@ fn pick(loads: &[Seen], accepting: Duration, start: usize) -> usize {
     } else {
         0.0
     };
-    let work = |i: usize| loads[i].accepted as f64 + if i == 0 { acceptor_work } else { 0.0 };
+    let work = |i: usize| load(i).accepted as f64 + if i == 0 { acceptor_work } else { 0.0 };
     (0..n)
         .map(|k| (start + k) % n)
-        .filter(|&i| loads[i].live <= fewest + LIVE_SLACK)
+        .filter(|&i| load(i).live <= fewest + LIVE_SLACK)
         .min_by(|&a, &b| work(a).total_cmp(&work(b)))
         .unwrap_or(0)
 }
@@ -511,28 +513,28 @@ mod tests {
     fn live_counts_one_apart_are_a_tie_that_the_work_so_far_decides() {
         // Loop 0 looks one lighter (the acceptor's biased view) but has accepted more.
         let loads = [seen(0, 11, 110), seen(1, 10, 100)];
-        assert_eq!(pick(&loads, Duration::ZERO, 0), 1);
+        assert_eq!(pick(loads.len(), |i| loads[i], Duration::ZERO, 0), 1);
         // Two apart: the live counts decide, whatever the totals.
         let loads = [seen(0, 11, 110), seen(2, 10, 100)];
-        assert_eq!(pick(&loads, Duration::ZERO, 1), 0);
+        assert_eq!(pick(loads.len(), |i| loads[i], Duration::ZERO, 1), 0);
     }
 
     #[test]
     fn the_acceptors_time_counts_against_loop_0() {
         // Equal counts: without the acceptor's time the rotating start decides.
         let loads = [seen(0, 100, 1000), seen(0, 100, 1000)];
-        assert_eq!(pick(&loads, Duration::ZERO, 0), 0);
+        assert_eq!(pick(loads.len(), |i| loads[i], Duration::ZERO, 0), 0);
         // 50 ms of accepting at 10 ms a connection is 5 connections' work on loop 0.
         let loads = [seen(0, 100, 1050), seen(0, 104, 1040)];
-        assert_eq!(pick(&loads, Duration::from_millis(50), 0), 1);
+        assert_eq!(pick(loads.len(), |i| loads[i], Duration::from_millis(50), 0), 1);
         let loads = [seen(0, 100, 1050), seen(0, 106, 1060)];
-        assert_eq!(pick(&loads, Duration::from_millis(50), 0), 0);
+        assert_eq!(pick(loads.len(), |i| loads[i], Duration::from_millis(50), 0), 0);
     }
 
     #[test]
     fn nothing_accepted_yet_rotates() {
         let loads = [seen(0, 0, 0), seen(0, 0, 0), seen(0, 0, 0)];
-        assert_eq!(pick(&loads, Duration::ZERO, 2), 2);
-        assert_eq!(pick(&loads, Duration::from_millis(1), 1), 1);
+        assert_eq!(pick(loads.len(), |i| loads[i], Duration::ZERO, 2), 2);
+        assert_eq!(pick(loads.len(), |i| loads[i], Duration::from_millis(1), 1), 1);
     }
 }

@@ -1,13 +1,13 @@
 //! tokio 1.54's tests/sync_mutex.rs against `evloop::sync::Mutex`: all 10 of its tests run.
 //! Beyond imports: `Arc` is `Rc` (the mutex belongs to one thread); `lock_owned` is `lock`
 //! (evloop has no owned guard: it would need `unsafe` to hold the value's borrow beside its
-//! `Rc`); futures' `now_or_never` is spelled out below. They needed `try_lock` to return a
+//! `Rc`); futures' `now_or_never` is the mock task's. They needed `try_lock` to return a
 //! `Result` (`TryLockError`), tokio's `Debug` format, `task::consume_budget`, and a spent budget
 //! that keeps a lock's FIFO order.
 
 use evloop::sync::Mutex;
 
-use crate::task::spawn;
+use crate::task::{now_or_never, spawn};
 
 use std::rc::Rc as Arc;
 
@@ -209,16 +209,4 @@ async fn mutex_coop_drop_after_take_permit() {
     assert_pending!(t_a.poll());
     drop(t_a);
     assert!(m.try_lock().is_ok());
-}
-
-/// futures' `FutureExt::now_or_never`: one poll with a waker that does nothing.
-fn now_or_never<F: std::future::Future>(f: F) -> Option<F::Output> {
-    let mut f = std::pin::pin!(f);
-    match f
-        .as_mut()
-        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
-    {
-        std::task::Poll::Ready(v) => Some(v),
-        std::task::Poll::Pending => None,
-    }
 }

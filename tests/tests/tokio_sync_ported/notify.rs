@@ -2,11 +2,11 @@
 //! Beyond imports: tokio's `AssertSend` check is left out (evloop's `Notify` belongs to one
 //! thread: deliberate, the porting guide's "single-threaded primitives"); `notify_in_drop_after_wake`
 //! builds its waker with std's `Wake` and keeps the `Notify` in a thread-local (futures'
-//! `ArcWake` wants a `Send` value to hold it); `now_or_never` is spelled out with a no-op waker.
+//! `ArcWake` wants a `Send` value to hold it); `now_or_never` is the mock task's.
 
 use evloop::sync::Notify;
 
-use crate::task::spawn;
+use crate::task::{now_or_never, spawn};
 #[test]
 fn notify_notified_one() {
     let notify = Notify::new();
@@ -311,16 +311,4 @@ fn unpolled_future_completed_by_notify_waiters_preserves_notify_one_permit() {
     assert!(now_or_never(notified1).is_some());
     let notified2 = notify.notified();
     assert!(now_or_never(notified2).is_some());
-}
-
-/// futures' `FutureExt::now_or_never`: one poll with a waker that does nothing.
-fn now_or_never<F: std::future::Future>(f: F) -> Option<F::Output> {
-    let mut f = std::pin::pin!(f);
-    match f
-        .as_mut()
-        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
-    {
-        std::task::Poll::Ready(v) => Some(v),
-        std::task::Poll::Pending => None,
-    }
 }
