@@ -111,8 +111,11 @@
 //! threads; [`TaskPtr`], the loop thread's counted reference, and the safe operations on the slot;
 //! the vtable (the functions monomorphised for one future type, and the waker vtable). Beside it,
 //! `raw_task/state.rs` holds the two state words and their transitions (no `unsafe`), and
-//! `raw_task/tests.rs` the cell's own tests, which `make miri` runs under Miri.
+//! `raw_task/tests.rs` the cell's own tests, which `make miri` runs under Miri. `raw_task/project.rs`
+//! is the same pinning guarantee for a tuple of futures pinned in the caller's frame (what
+//! `select!` and `join!` poll in place): its own `unsafe` blocks, and its tests under Miri too.
 
+pub(crate) mod project;
 mod state;
 #[cfg(test)]
 mod tests;

@@ -1,118 +1,99 @@
-//! What `select!` and `join!` expand to, kept out of the macros so that the expansion stays small
-//! and safe: a branch that polls its future without `unsafe` pin projection, and no larger than it
-//! has to be.
+//! What `select!`, `join!` and `try_join!` expand to, kept out of the macros so that the
+//! expansion stays small and safe (the caller's crate may forbid `unsafe`).
 //!
-//! A future that is `Unpin` needs no fixed place: the branch owns it (`Option<F>`), moves with the
-//! `poll_fn` closure and polls it through `Pin::new`. Any other future is pinned once in the
-//! caller's frame (`core::pin::pin!`) and the branch holds that `Pin<&mut Option<F>>`: one pointer
-//! more than tokio's projection of a pinned tuple, which needs `unsafe` in the caller's crate. The
-//! two are told apart at compile time by method resolution ("autoref specialization"):
-//! `(&&Probe(..)).__evloop_split()` finds [`SplitUnpin`] (implemented for `&Probe<F>` when
-//! `F: Unpin`) before [`SplitPinned`] (for `Probe<F>`, one dereference further). Where the type is
-//! generic and not known to be `Unpin`, the pinned path is taken, which is always correct.
-//!
-//! The data flow per branch: the future (or `None` for a disabled branch) goes into a [`Probe`];
-//! the split gives the part to pin and the part to own (one of the two is `()`); the pinned part's
-//! reference and the owned part become one [`Branch`] ([`IntoBranch`]); the `poll_fn` polls each
-//! `Branch` until it is ready, after which the branch is empty and never polled again.
+//! Each macro puts its futures in one tuple (`Option<F>` per `select!` branch, `None` when the
+//! branch is disabled; [`MaybeDone<F>`] per `join!` future, which keeps the output in the future's
+//! place), pins the tuple once in the caller's frame (`core::pin::pin!`), and on every poll
+//! splits it into one `Pin<&mut _>` per field ([`Project`]). So the state of the macro's future
+//! is the futures and one pointer to them, as tokio's; the projection, which is `unsafe`, lives
+//! with the task cell's pinning (`event_loop/raw_task/project.rs`), not in the expansion.
+//! `select!` keeps its futures bare, with one bit per branch for "disabled or finished" ([`Bits`]);
+//! [`Enabled`] carries a branch's `if` to that bit without keeping a `bool` across the `.await`.
 
-use std::cell::Cell;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+pub use crate::event_loop::raw_task::project::{MaybeDone, Project};
 
-/// A branch's future before it is sorted into "owned" (`Unpin`) or "pinned"; a `Cell` so that the
-/// split can take it out through a shared reference (which the method-resolution trick needs).
-pub struct Probe<F>(Cell<Option<F>>);
+/// Whether a `select!` branch is enabled (its `if` precondition held): not `Copy`, so that taking
+/// it ends its life before the `.await` (a `bool` still in scope is kept in the `select!`'s state,
+/// a byte per branch).
+///
+/// ```
+/// use evloop::sync::macro_support::Enabled;
+/// assert!(Enabled::new(true).take());
+/// ```
+pub struct Enabled(bool);
 
-impl<F> Probe<F> {
-    /// Holds a branch's future (`None`: the branch is disabled).
+impl Enabled {
+    /// The precondition's value.
+    ///
+    /// ```
+    /// assert!(!evloop::sync::macro_support::Enabled::new(false).take());
+    /// ```
     #[inline(always)]
-    pub fn new(fut: Option<F>) -> Self {
-        Probe(Cell::new(fut))
+    pub fn new(on: bool) -> Self {
+        Enabled(on)
     }
-}
 
-/// The split of an `Unpin` future: nothing to pin, the future owned.
-pub trait SplitUnpin<F> {
-    /// `((), the future)`.
-    fn __evloop_split(&self) -> ((), Option<F>);
-}
-
-/// The split of any other future: the future to pin, nothing owned.
-pub trait SplitPinned<F> {
-    /// `(the future, ())`.
-    fn __evloop_split(&self) -> (Option<F>, ());
-}
-
-impl<F: Unpin> SplitUnpin<F> for &Probe<F> {
+    /// The value, consuming the flag.
+    ///
+    /// ```
+    /// assert!(evloop::sync::macro_support::Enabled::new(true).take());
+    /// ```
     #[inline(always)]
-    fn __evloop_split(&self) -> ((), Option<F>) {
-        ((), self.0.take())
-    }
-}
-
-impl<F> SplitPinned<F> for Probe<F> {
-    #[inline(always)]
-    fn __evloop_split(&self) -> (Option<F>, ()) {
-        (self.0.take(), ())
-    }
-}
-
-/// The pinned part's reference and the owned part, made into one [`Branch`]: for an `Unpin`
-/// future the reference (to `()`) is dropped here, so that it is not kept across the `.await`.
-pub trait IntoBranch {
-    /// The branch this pair becomes.
-    type Branch: Branch;
-    /// Makes the branch.
-    fn into_branch(self) -> Self::Branch;
-}
-
-impl<F: Future + Unpin> IntoBranch for (Pin<&mut ()>, Option<F>) {
-    type Branch = Option<F>;
-    #[inline(always)]
-    fn into_branch(self) -> Option<F> {
-        self.1
-    }
-}
-
-impl<'a, F: Future> IntoBranch for (Pin<&'a mut Option<F>>, ()) {
-    type Branch = Pin<&'a mut Option<F>>;
-    #[inline(always)]
-    fn into_branch(self) -> Pin<&'a mut Option<F>> {
+    pub fn take(self) -> bool {
         self.0
     }
 }
 
-/// One branch of a `select!` or `join!`: its future until that is ready, then nothing.
-pub trait Branch {
-    /// The future's output.
-    type Output;
-    /// Polls the future if the branch still has one (`None` otherwise); a ready future is dropped
-    /// at once, so that what it borrowed is free and it is never polled again.
-    fn poll_branch(&mut self, cx: &mut Context<'_>) -> Option<Poll<Self::Output>>;
-}
+/// One bit per `select!` branch: set when the branch is disabled (its `if` was false) or its
+/// future has finished, so that it is never polled again. `BYTES` is the branch count rounded up
+/// to whole bytes: a `select!` of up to 8 branches keeps one byte.
+///
+/// ```
+/// use evloop::sync::macro_support::Bits;
+///
+/// let mut off = Bits::<2>::new(); // up to 16 branches
+/// off.set(9);
+/// assert!(off.get(9) && !off.get(8));
+/// ```
+#[derive(Clone, Copy)]
+pub struct Bits<const BYTES: usize>([u8; BYTES]);
 
-impl<F: Future + Unpin> Branch for Option<F> {
-    type Output = F::Output;
+impl<const BYTES: usize> Bits<BYTES> {
+    /// No bit set.
+    ///
+    /// ```
+    /// assert!(!evloop::sync::macro_support::Bits::<1>::new().get(0));
+    /// ```
     #[inline(always)]
-    fn poll_branch(&mut self, cx: &mut Context<'_>) -> Option<Poll<F::Output>> {
-        let poll = Pin::new(self.as_mut()?).poll(cx);
-        if poll.is_ready() {
-            *self = None;
-        }
-        Some(poll)
+    pub fn new() -> Self {
+        Bits([0; BYTES])
+    }
+
+    /// Sets bit `i`.
+    ///
+    /// ```
+    /// let mut b = evloop::sync::macro_support::Bits::<1>::new();
+    /// b.set(7);
+    /// assert!(b.get(7));
+    /// ```
+    #[inline(always)]
+    pub fn set(&mut self, i: usize) {
+        self.0[i / 8] |= 1 << (i % 8);
+    }
+
+    /// Whether bit `i` is set.
+    ///
+    /// ```
+    /// assert!(!evloop::sync::macro_support::Bits::<1>::new().get(3));
+    /// ```
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> bool {
+        self.0[i / 8] & (1 << (i % 8)) != 0
     }
 }
 
-impl<F: Future> Branch for Pin<&mut Option<F>> {
-    type Output = F::Output;
-    #[inline(always)]
-    fn poll_branch(&mut self, cx: &mut Context<'_>) -> Option<Poll<F::Output>> {
-        let poll = self.as_mut().as_pin_mut()?.poll(cx);
-        if poll.is_ready() {
-            self.set(None);
-        }
-        Some(poll)
+impl<const BYTES: usize> Default for Bits<BYTES> {
+    fn default() -> Self {
+        Self::new()
     }
 }

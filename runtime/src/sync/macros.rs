@@ -3,8 +3,8 @@
 //! them compiles against evloop by changing the import).
 //!
 //! All three run their futures *in the calling task*: no task is spawned, nothing is
-//! allocated. The futures are pinned on the caller's stack (`core::pin::pin!`) and polled from
-//! one `poll_fn`; a wake of any of them wakes the task, which polls them again. What differs is
+//! allocated. The futures are pinned on the caller's stack (`core::pin::pin!`, in one tuple) and
+//! polled from one `poll_fn`; a wake of any of them wakes the task, which polls them again. What differs is
 //! when they stop:
 //! - [`join!`](crate::join) waits for all of them and returns their outputs as a tuple;
 //! - [`try_join!`](crate::try_join) waits for all of them unless one fails: the first `Err`
@@ -27,14 +27,17 @@
 //! (`#![recursion_limit = "256"]` in the calling crate raises the limit when needed). A
 //! malformed branch is a compile error saying so, not a runaway recursion.
 //!
-//! The size of the future: what lives across the `.await` is each branch's future, owned by
-//! the branch when it is `Unpin`, otherwise pinned in place with one reference to it kept by the
-//! branch (the branches are moved into the `poll_fn` closure; counts and indices are constant
-//! expressions, outputs come back as the closure's value; `macro_support` tells the two kinds
-//! apart at compile time). tokio keeps no reference for either kind because its expansion
-//! projects its pinned tuple with `unsafe`; this one is safe code, as it is compiled in the
-//! caller's crate, so it is smaller than tokio's for `Unpin` futures and a pointer per branch
-//! larger for the others. A `join!` of one future is the future itself.
+//! The size of the future: what lives across the `.await` is the futures, in one tuple pinned
+//! once in the caller's frame, one pointer to that tuple, and for `select!` one bit per branch
+//! ("disabled or finished"); `join!` keeps each output in its future's place (`MaybeDone`).
+//! That is tokio's layout, and the sizes are tokio's or smaller (tests/tests/macros_ported.rs,
+//! `sizes_beside_tokios`). Reaching a field of a pinned tuple is a pin projection, which needs
+//! `unsafe`: tokio writes it in its expansion, in the caller's crate; here the expansion calls a
+//! safe `Project::project` (`event_loop/raw_task/project.rs`, beside the task cell's own
+//! pinning, under Miri), so the `unsafe` is written and checked once, not in every expansion. Names in the
+//! expansion are scoped so that nothing else is kept: a name still in scope at the `.await` is
+//! stored in the future's state even after its value has moved. A `join!` of one future is the
+//! future itself. Up to 128 futures per macro (tokio: 64).
 //!
 //! The layer: these macros use only `core`, `std` and their own branch type
 //! (`macro_support`), so they could live anywhere; they sit in
@@ -55,9 +58,10 @@
 ///
 /// 1. Every `<precondition>` is evaluated, in order; a branch whose precondition is `false` is
 ///    disabled for this call. Then every `<future>` expression is evaluated, in order (disabled
-///    ones too, but those are dropped at once, never polled); a borrowed temporary
-///    (`&mut std::future::ready(())`) lives until the `select!` ends. Anything that implements `IntoFuture` works (a
-///    [`Task`](crate::task::Task), a [`Promise`](crate::task::Promise)).
+///    ones too: never polled, they are dropped with the others, as in tokio); a borrowed
+///    temporary (`&mut std::future::ready(())`) lives until the `select!` ends. Anything that
+///    implements `IntoFuture` works (a [`Task`](crate::task::Task), a
+///    [`Promise`](crate::task::Promise)).
 /// 2. The enabled futures are polled in the calling task until one completes.
 /// 3. If its output matches `<pattern>`, every other future is dropped, then `<handler>` runs
 ///    with the pattern's bindings. If it does not match, that branch is disabled and the others
@@ -234,25 +238,34 @@ macro_rules! select {
         $else
     }};
     (@expand $mode:tt [$($n:tt)*] [$({ $fut:ident $on:ident [$($i:tt)*] [$($pat:tt)*] ($f:expr) [$($cond:expr)?] ($body:expr) })+] ($else:expr)) => {{
-        $( let $on: bool = true $(&& ($cond))?; )+
+        // Non-`Copy` flags, moved out below: a `bool` would be kept across the `.await`.
+        $( let $on = $crate::sync::macro_support::Enabled::new(true $(&& ($cond))?); )+
         // The futures live in this block, so that they are dropped (cancelled), and what they
         // borrow is free again, before the winner's handler runs.
         let __outs = {
         // One `let` for every future expression, so that a borrowed temporary in one
         // (`&mut std::future::ready(())`) lives as long as the futures (tokio #6721).
-        let ($($fut,)+) = ($($f,)+);
+        let __raw = ($($f,)+);
+        // All the futures in one tuple, pinned once: the closure keeps one pointer to it, and
+        // one bit per branch for "disabled or finished" (tokio's layout; an `Option` per future
+        // costs a byte for each future type without a spare niche, as `async fn`s are). A
+        // disabled branch's future is never polled; like a finished one it is dropped with the
+        // others when the `select!` ends.
+        // (`__raw` is moved whole into the block, whose locals end with it: names kept in scope
+        // would be kept in the state across the `.await`, a byte or more each.)
+        let mut __futs = ::core::pin::pin!({
+            let ($($fut,)+) = __raw;
+            ($(::core::future::IntoFuture::into_future($fut),)+)
+        });
+        let mut __off = $crate::sync::macro_support::Bits::<{ usize::div_ceil(0 $(+ $n)*, 8) }>::new();
         $(
-            // A disabled branch's future is never polled: drop it now rather than keep it
-            // (maybe-moved) in the state of the `select!` future.
-            let $fut = if $on {
-                ::core::option::Option::Some(::core::future::IntoFuture::into_future($fut))
-            } else {
-                ::core::mem::drop($fut);
-                ::core::option::Option::None
-            };
-            $crate::select!(@branch_of $fut = $fut);
+            if !$on.take() {
+                __off.set(0 $(+ $i)*);
+            }
         )+
         ::core::future::poll_fn(move |__cx| {
+            #[allow(unused_mut)]
+            let ($(mut $fut,)+) = $crate::sync::macro_support::Project::project(__futs.as_mut());
             $( let mut $on = ::core::option::Option::None; )+
             let __start: usize = $crate::select!(@start $mode (0 $(+ $n)*));
             let mut __live = false;
@@ -261,26 +274,26 @@ macro_rules! select {
                 #[allow(clippy::modulo_one)]
                 let __b = (__start + __turn) % (0 $(+ $n)*);
                 $(
-                    if __b == (0 $(+ $i)*) {
-                        if let ::core::option::Option::Some(__poll) = $crate::sync::macro_support::Branch::poll_branch(&mut $fut, __cx) {
-                            // `unreachable_code`: a future whose output is `!` (never ready)
-                            // makes this arm unreachable, which is no fault of the caller's.
-                            #[allow(unreachable_code)]
-                            match __poll {
-                                ::core::task::Poll::Ready(__v) => {
-                                    #[allow(unused_variables, unreachable_patterns, clippy::redundant_pattern_matching)]
-                                    let __matches = match &__v {
-                                        $crate::select!(@clean [] [] $($pat)*) => true,
-                                        _ => false,
-                                    };
-                                    if __matches {
-                                        $on = ::core::option::Option::Some(__v);
-                                        __won = true;
-                                        break;
-                                    }
+                    if __b == (0 $(+ $i)*) && !__off.get(0 $(+ $i)*) {
+                        // `unreachable_code`: a future whose output is `!` (never ready) makes
+                        // the `Ready` arm unreachable, which is no fault of the caller's.
+                        #[allow(unreachable_code)]
+                        match ::core::future::Future::poll($fut.as_mut(), __cx) {
+                            ::core::task::Poll::Ready(__v) => {
+                                // Finished: never polled again, whether or not it matches.
+                                __off.set(0 $(+ $i)*);
+                                #[allow(unused_variables, unreachable_patterns, clippy::redundant_pattern_matching)]
+                                let __matches = match &__v {
+                                    $crate::select!(@clean [] [] $($pat)*) => true,
+                                    _ => false,
+                                };
+                                if __matches {
+                                    $on = ::core::option::Option::Some(__v);
+                                    __won = true;
+                                    break;
                                 }
-                                ::core::task::Poll::Pending => __live = true,
                             }
+                            ::core::task::Poll::Pending => __live = true,
                         }
                     }
                 )+
@@ -320,20 +333,6 @@ macro_rules! select {
             __first
         })
     }};
-
-    // ---- @branch_of: one branch (of `select!`, `join!` or `try_join!`) made from an
-    // `Option` of its future, as `let mut $fut` in the caller's block: an `Unpin` future is
-    // owned by the branch; any other is pinned here and the branch keeps the reference
-    // (sync/macro_support.rs says how the two are told apart).
-    (@branch_of $fut:ident = $opt:expr) => {
-        let ($fut, __owned) = {
-            #[allow(unused_imports)]
-            use $crate::sync::macro_support::{SplitPinned as _, SplitUnpin as _};
-            (&&$crate::sync::macro_support::Probe::new($opt)).__evloop_split()
-        };
-        let $fut = ::core::pin::pin!($fut);
-        let mut $fut = $crate::sync::macro_support::IntoBranch::into_branch(($fut, __owned));
-    };
 
     // An internal step that matched no rule: a malformed branch. Say so, rather than let the
     // entry rules below take it for a new `select!` and recurse until the compiler's limit.
@@ -396,29 +395,26 @@ macro_rules! join {
     (@expand [$({ $fut:ident $out:ident ($e:expr) })+]) => {{
         // One `let` for every future expression, so that a borrowed temporary in one lives as
         // long as the `join!`.
-        let ($($fut,)+) = ($($e,)+);
-        $(
-            $crate::select!(@branch_of $fut = ::core::option::Option::Some(::core::future::IntoFuture::into_future($fut)));
-            let mut $out = ::core::option::Option::None;
-        )+
-        // The closure owns the outputs and the branches: nothing else is kept across the
-        // `.await`.
+        let __raw = ($($e,)+);
+        // The futures in one pinned tuple, each output kept in its future's place: the futures
+        // and one pointer to them are all that lives across the `.await` (`__raw` is moved
+        // whole into the block, so that no name per future is kept).
+        let mut __futs = ::core::pin::pin!({
+            let ($($fut,)+) = __raw;
+            ($($crate::sync::macro_support::MaybeDone::new(::core::future::IntoFuture::into_future($fut)),)+)
+        });
         ::core::future::poll_fn(move |__cx| {
+            #[allow(unused_mut)]
+            let ($(mut $fut,)+) = $crate::sync::macro_support::Project::project(__futs.as_mut());
             let mut __all = true;
             $(
-                if let ::core::option::Option::Some(__poll) = $crate::sync::macro_support::Branch::poll_branch(&mut $fut, __cx) {
-                    #[allow(unreachable_code)]
-                    match __poll {
-                        ::core::task::Poll::Ready(__v) => {
-                            $out = ::core::option::Option::Some(__v);
-                        }
-                        ::core::task::Poll::Pending => __all = false,
-                    }
+                if $fut.as_mut().poll_done(__cx).is_pending() {
+                    __all = false;
                 }
             )+
             if __all {
                 ::core::task::Poll::Ready(($(
-                    match $out.take() {
+                    match $fut.take_output() {
                         ::core::option::Option::Some(__v) => __v,
                         ::core::option::Option::None => ::core::unreachable!("join!: a future finished without an output"),
                     },
@@ -484,32 +480,29 @@ macro_rules! try_join {
         }
     };
     (@expand [$({ $fut:ident $out:ident ($e:expr) })+]) => {{
-        let ($($fut,)+) = ($($e,)+);
-        $(
-            $crate::select!(@branch_of $fut = ::core::option::Option::Some(::core::future::IntoFuture::into_future($fut)));
-            let mut $out = ::core::option::Option::None;
-        )+
+        let __raw = ($($e,)+);
+        let mut __futs = ::core::pin::pin!({
+            let ($($fut,)+) = __raw;
+            ($($crate::sync::macro_support::MaybeDone::new(::core::future::IntoFuture::into_future($fut)),)+)
+        });
         ::core::future::poll_fn(move |__cx| {
+            #[allow(unused_mut)]
+            let ($(mut $fut,)+) = $crate::sync::macro_support::Project::project(__futs.as_mut());
             let mut __all = true;
             $(
-                if let ::core::option::Option::Some(__poll) = $crate::sync::macro_support::Branch::poll_branch(&mut $fut, __cx) {
-                    #[allow(unreachable_code)]
-                    match __poll {
-                        ::core::task::Poll::Ready(::core::result::Result::Ok(__v)) => {
-                            $out = ::core::option::Option::Some(__v);
-                        }
-                        ::core::task::Poll::Ready(::core::result::Result::Err(__e)) => {
-                            return ::core::task::Poll::Ready(::core::result::Result::Err(__e));
-                        }
-                        ::core::task::Poll::Pending => __all = false,
-                    }
+                if $fut.as_mut().poll_done(__cx).is_pending() {
+                    __all = false;
+                } else if let ::core::option::Option::Some(__e) = $fut.as_mut().take_err() {
+                    // The first error returns at once; the other futures are dropped with the
+                    // `try_join!` (cancelled).
+                    return ::core::task::Poll::Ready(::core::result::Result::Err(__e));
                 }
             )+
             if __all {
                 ::core::task::Poll::Ready(::core::result::Result::Ok(($(
-                    match $out.take() {
-                        ::core::option::Option::Some(__v) => __v,
-                        ::core::option::Option::None => ::core::unreachable!("try_join!: a future finished without an output"),
+                    match $fut.take_output() {
+                        ::core::option::Option::Some(::core::result::Result::Ok(__v)) => __v,
+                        _ => ::core::unreachable!("try_join!: a future finished without an output"),
                     },
                 )+)))
             } else {
