@@ -139,6 +139,10 @@ pub mod time {
     // Issue 21: the loop's `Instant` and intervals (tokio's names).
     pub use crate::task::instant::Instant;
     pub use crate::task::interval::{Interval, MissedTickBehavior, interval, interval_at};
+    // tokio's test-util clock control over the loop's virtual clock.
+    pub use crate::task::pause::{advance, pause, resume};
+    // tokio re-exports it here too (`tokio::time::Duration`).
+    pub use std::time::Duration;
 }
 
 /// Asynchronous sequences: the [`Stream`](stream::Stream) trait (futures-core's shape, owned

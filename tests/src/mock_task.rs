@@ -263,3 +263,20 @@ macro_rules! assert_ready_eq {
         assert_eq!($crate::assert_ready!($e), $expect)
     };
 }
+
+/// tokio_test's `assert_elapsed!`: `start.elapsed()` is at least `dur` and at most 1 ms more
+/// (tokio's timer wheel rounds deadlines up to whole milliseconds; evloop's timers are exact, so
+/// the slack is unused under a paused clock).
+#[macro_export]
+macro_rules! assert_elapsed {
+    ($start:expr, $dur:expr) => {{
+        let elapsed = $start.elapsed();
+        let lower: std::time::Duration = $dur;
+        assert!(
+            elapsed >= lower && elapsed <= lower + std::time::Duration::from_millis(1),
+            "actual = {:?}, expected = {:?}",
+            elapsed,
+            lower
+        );
+    }};
+}

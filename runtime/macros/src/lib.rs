@@ -50,8 +50,8 @@ use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenSt
 /// }
 /// ```
 ///
-/// Options: `#[evloop::main(trace)]`, `#[evloop::main(virtual_clock)]`, both separated by a
-/// comma, and `crate = "path"`. `#[evloop::main(loops = 4)]` runs the body on loop 0 of a
+/// Options: `#[evloop::main(trace)]`, `#[evloop::main(virtual_clock)]` (tokio's
+/// `start_paused = true` is accepted as the same), separated by commas, and `crate = "path"`. `#[evloop::main(loops = 4)]` runs the body on loop 0 of a
 /// multi-loop runtime (`evloop::runtime`, one loop per thread; SIGINT/SIGTERM stop it
 /// gracefully), where it can reach the other loops through `evloop::runtime::Context`. The return type is the function's own: `()`, a `Result`, or
 /// anything `main` may return. A panic in the body ends the program as a panic in a plain
@@ -74,7 +74,7 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// The test's other attributes (`#[should_panic]`, `#[ignore]`) are kept, and a panic keeps its
 /// payload, so `#[should_panic(expected = "...")]` matches the body's own message. Options as
-/// for [`macro@main`]: `trace`, `virtual_clock`, `crate = "path"`.
+/// for [`macro@main`]: `trace`, `virtual_clock` (or tokio's `start_paused = true`), `crate = "path"`.
 ///
 /// On a function that is not `async`, with no options, it is the built-in `#[test]`, so a file
 /// that imports it (`use evloop::test;`) keeps its ordinary `#[test] fn`s.
@@ -283,7 +283,7 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
         loops: None,
     };
     let tokens: Vec<TokenTree> = args.into_iter().collect();
-    let expected = "expected `trace`, `virtual_clock`, `simulate`, `loops = N`, `crate = \"path\"` or `flavor = \"current_thread\"`";
+    let expected = "expected `trace`, `virtual_clock`, `start_paused = true`, `simulate`, `loops = N`, `crate = \"path\"` or `flavor = \"current_thread\"`";
     let mut i = 0;
     while i < tokens.len() {
         match &tokens[i] {
@@ -336,6 +336,26 @@ fn parse_options(args: TokenStream, kind: Kind) -> Result<Options, Error> {
                                 ));
                             }
                         }
+                        i += 2;
+                    }
+                    "start_paused" => {
+                        // tokio's option: the loop starts with its clock paused, which is evloop's
+                        // virtual clock (time moves when the loop is idle or is `advance`d).
+                        let eq = matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '=');
+                        let on = match tokens.get(i + 2) {
+                            Some(TokenTree::Ident(b)) if eq && b.to_string() == "true" => true,
+                            Some(TokenTree::Ident(b)) if eq && b.to_string() == "false" => false,
+                            _ => {
+                                return Err(Error::new(id.span(), "`start_paused` takes `true` or `false`"));
+                            }
+                        };
+                        if on && opts.virtual_clock {
+                            return Err(Error::new(
+                                id.span(),
+                                "`start_paused = true` and `virtual_clock` are the same option: give one",
+                            ));
+                        }
+                        opts.virtual_clock |= on;
                         i += 2;
                     }
                     "loops" if opts.loops.is_some() => {

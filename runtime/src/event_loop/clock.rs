@@ -21,6 +21,13 @@
 //! In virtual mode `now()` is a counter, starting where the real clock stood at the loop's
 //! creation, that the loop advances to the next timer's deadline when it has nothing else to
 //! do, so an hour of timers runs in milliseconds, deterministically.
+//!
+//! # Pausing a running clock (tokio's `time::pause`, `resume`, `advance`)
+//! A real clock can be paused: it becomes a virtual one, frozen at the time it showed, and moves
+//! only when told (`advance`) or when the loop is idle. Resuming goes back to CLOCK_MONOTONIC
+//! plus an offset, so that loop time continues from where the virtual clock stood and never
+//! goes back (an hour `advance`d stays an hour ahead of CLOCK_MONOTONIC). A resumed clock is the
+//! only one whose loop time differs from another loop's; tokio's resumed clock does the same.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -36,7 +43,10 @@ pub(crate) struct Clock {
     epoch: Instant,
     /// The loop time of `epoch`: `BASE` plus CLOCK_MONOTONIC read just after it.
     origin: u64,
-    virtual_now: Option<Cell<u64>>,
+    /// `Some(t)`: virtual (or paused), at loop time `t`.
+    virtual_now: Cell<Option<u64>>,
+    /// Added to the real clock after a resume (0 until then).
+    offset: Cell<u64>,
 }
 
 impl Clock {
@@ -46,15 +56,16 @@ impl Clock {
         Clock {
             epoch,
             origin,
-            virtual_now: virtual_time.then(|| Cell::new(origin)),
+            virtual_now: Cell::new(virtual_time.then_some(origin)),
+            offset: Cell::new(0),
         }
     }
 
     /// Loop time now, in nanoseconds (see "The origin").
     pub(crate) fn now(&self) -> u64 {
-        match &self.virtual_now {
-            Some(v) => v.get(),
-            None => BASE.saturating_add(duration_to_ns(sys::clock_monotonic())),
+        match self.virtual_now.get() {
+            Some(v) => v,
+            None => self.real_now(),
         }
     }
 
@@ -65,16 +76,43 @@ impl Clock {
     }
 
     pub(crate) fn is_virtual(&self) -> bool {
-        self.virtual_now.is_some()
+        self.virtual_now.get().is_some()
+    }
+
+    fn real_now(&self) -> u64 {
+        BASE.saturating_add(duration_to_ns(sys::clock_monotonic()))
+            .saturating_add(self.offset.get())
     }
 
     /// Moves a virtual clock forward to `to` (never backwards). No effect on a real clock.
     pub(crate) fn advance_to(&self, to: u64) {
-        if let Some(v) = &self.virtual_now {
-            if to > v.get() {
-                v.set(to);
+        if let Some(v) = self.virtual_now.get() {
+            if to > v {
+                self.virtual_now.set(Some(to));
             }
         }
+    }
+
+    /// Freezes a real clock at the time it shows: it is virtual from now on. `false` if it
+    /// already was.
+    pub(crate) fn pause(&self) -> bool {
+        if self.is_virtual() {
+            return false;
+        }
+        self.virtual_now.set(Some(self.real_now()));
+        true
+    }
+
+    /// Back to the real clock, continuing from the virtual time (never backwards). `false` if the
+    /// clock was not virtual.
+    pub(crate) fn resume(&self) -> bool {
+        let Some(v) = self.virtual_now.get() else {
+            return false;
+        };
+        let real = self.real_now().saturating_sub(self.offset.get());
+        self.offset.set(v.saturating_sub(real));
+        self.virtual_now.set(None);
+        true
     }
 
     /// Loop time of an `Instant`, in the past as well as in the future (saturating only
@@ -100,6 +138,15 @@ impl Clock {
             self.epoch.checked_sub(d).unwrap_or(self.epoch)
         }
     }
+}
+
+/// `now + d`, or a point about 30 years after `now` when that overflows `Instant` (a delay of
+/// `Duration::MAX` means "never"; `Instant + Duration` would panic).
+pub(crate) fn instant_after(now: Instant, d: Duration) -> Instant {
+    const NEVER: Duration = Duration::from_secs(86_400 * 365 * 30);
+    now.checked_add(d)
+        .or_else(|| now.checked_add(NEVER.min(d)))
+        .unwrap_or(now)
 }
 
 /// Saturating `Duration` to `u64` nanoseconds (584 years fit; beyond that means "never").
@@ -161,5 +208,25 @@ mod tests {
         c.advance_to(start + 100);
         assert_eq!(c.now(), start + 500);
         assert!(c.is_virtual());
+    }
+
+    #[test]
+    fn a_paused_clock_stands_still_and_resumes_where_it_stood() {
+        let c = Clock::new(false);
+        assert!(c.pause());
+        assert!(!c.pause(), "already paused");
+        let frozen = c.now();
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(c.now(), frozen, "a paused clock does not move by itself");
+        c.advance_to(frozen + 3_600_000_000_000);
+        assert!(c.resume());
+        assert!(!c.resume(), "not paused");
+        let after = c.now();
+        assert!(after >= frozen + 3_600_000_000_000, "continues from the advanced time");
+        assert!(c.now() >= after, "and moves forward with the real clock");
+        // A second pause and resume keep the hour.
+        assert!(c.pause());
+        assert!(c.resume());
+        assert!(c.now() >= after);
     }
 }

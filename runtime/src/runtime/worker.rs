@@ -299,8 +299,9 @@ async fn stop_sequence(st: Rc<LoopState>, grace: Duration) {
         "  stop: no more accepts; {} connection(s) live, grace {grace:?}",
         load.live()
     ));
-    let deadline = Instant::now() + grace;
-    while (load.live() > 0 || st.serving.get() > 0) && Instant::now() < deadline {
+    // `None`: a grace too long to add to now (`Duration::MAX`), which means "wait for them all".
+    let deadline = Instant::now().checked_add(grace);
+    while (load.live() > 0 || st.serving.get() > 0) && deadline.is_none_or(|d| Instant::now() < d) {
         sleep(Duration::from_millis(1)).await;
     }
     match load.live() {

@@ -158,7 +158,13 @@ impl Instant {
     /// A deadline far enough away to mean "never" (about 30 years on), for a timer that
     /// should not fire (tokio's internal `far_future`).
     pub(crate) fn far_future() -> Instant {
-        Instant::now() + Duration::from_secs(86_400 * 365 * 30)
+        Instant::now().saturating_add(Duration::MAX)
+    }
+
+    /// `self + d`, or about 30 years on when that overflows: a deadline that means "never"
+    /// instead of `Add`'s panic (the timers' arithmetic: `Interval::reset_after(Duration::MAX)`).
+    pub(crate) fn saturating_add(self, d: Duration) -> Instant {
+        Instant::from_std(crate::event_loop::clock::instant_after(self.std, d))
     }
 }
 

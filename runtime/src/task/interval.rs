@@ -52,12 +52,12 @@ impl MissedTickBehavior {
     /// The deadline after a tick scheduled for `timeout` that ran at `now`, late.
     fn next_timeout(self, timeout: Instant, now: Instant, period: Duration) -> Instant {
         match self {
-            MissedTickBehavior::Burst => timeout + period,
-            MissedTickBehavior::Delay => now + period,
+            MissedTickBehavior::Burst => timeout.saturating_add(period),
+            MissedTickBehavior::Delay => now.saturating_add(period),
             MissedTickBehavior::Skip => {
                 let late = (now - timeout).as_nanos() % period.as_nanos();
                 // `late < period`, which is a `Duration`, so it fits in u64 nanoseconds.
-                now + period - Duration::from_nanos(u64::try_from(late).unwrap_or(u64::MAX))
+                now.saturating_add(period - Duration::from_nanos(u64::try_from(late).unwrap_or(u64::MAX)))
             }
         }
     }
@@ -212,7 +212,7 @@ impl Interval {
     /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn reset(&mut self) {
-        self.set_deadline(Instant::now() + self.period);
+        self.set_deadline(Instant::now().saturating_add(self.period));
     }
 
     /// Makes the next tick due at once; the schedule continues from it.
@@ -250,7 +250,7 @@ impl Interval {
     /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn reset_after(&mut self, after: Duration) {
-        self.set_deadline(Instant::now() + after);
+        self.set_deadline(Instant::now().saturating_add(after));
     }
 
     /// Makes the next tick due at `deadline`.

@@ -38,7 +38,8 @@
 //! them (`spawn`: [`TaskBuilder`], [`spawn`](crate::spawn), [`run`](crate::run)); their errors (`error`: `TaskError`,
 //! `RunError`, and the promise's `PromiseError` and `InvalidStateError`); [`yield_now`]
 //! (`yield_now`); promises (`promise`), time (`time`: `sleep`, `timeout`, `timeout_at`; `instant`:
-//! the loop's `Instant`; `interval`: `Interval`, `MissedTickBehavior`), asyncio's
+//! the loop's `Instant`; `interval`: `Interval`, `MissedTickBehavior`; `pause`: tokio's `pause`,
+//! `resume` and `advance` of the loop's clock), asyncio's
 //! timeout object (`timeouts`: `Timeout`, `TimeoutHandle`), `Runner` (`runner`), the task tree
 //! (`tree`: who awaits whom, deadlocks), the combinators that wait on several futures or tasks at
 //! once (`combinator`: `gather`, `wait`, `as_completed`, `select`, `shield`) and structured
@@ -46,7 +47,7 @@
 //! `pin` holds tokio's [`pin!`](crate::pin!) for polling them by reference.
 //! The `Stream` trait and its combinators (`stream/`) sit here too, beside the timers their
 //! `timeout` and interval adapter need. `io/`, `sync/` and `os/` build on them. `evloop::time`
-//! re-exports `time`, `timeouts`, `instant` and `interval`, `evloop::stream` re-exports `stream`;
+//! re-exports `time`, `timeouts`, `instant`, `interval` and `pause`, `evloop::stream` re-exports `stream`;
 //! this module (`evloop::task`) re-exports the rest.
 
 mod block_on;
@@ -56,6 +57,7 @@ pub(crate) mod group;
 mod handle;
 pub(crate) mod instant;
 pub(crate) mod interval;
+pub(crate) mod pause;
 mod pin;
 pub(crate) mod promise;
 pub(crate) mod runner;

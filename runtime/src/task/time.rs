@@ -60,6 +60,8 @@ enum Deadline {
 pub struct Sleep {
     deadline: Deadline,
     registered: Option<(Rc<LoopInner>, TimerId)>,
+    /// It returned `Ready` (until a `reset`): tokio's `is_elapsed`.
+    elapsed: bool,
 }
 
 /// Sleeps for `delay` (asyncio's `sleep(delay)`). A zero delay completes at the first poll
@@ -95,6 +97,7 @@ pub fn sleep(delay: Duration) -> Sleep {
     Sleep {
         deadline,
         registered: None,
+        elapsed: false,
     }
 }
 
@@ -121,6 +124,7 @@ pub fn sleep_until(when: impl Into<LoopInstant>) -> Sleep {
     Sleep {
         deadline,
         registered: None,
+        elapsed: false,
     }
 }
 
@@ -159,6 +163,78 @@ impl Sleep {
             (Deadline::After(_), _) => None,
         }
     }
+
+    /// Whether it has completed: returned `Ready`, or its timer has fired and the next poll will
+    /// (tokio's `Sleep::is_elapsed`). A sleep whose deadline has passed but that was never polled
+    /// is not elapsed yet. `reset` makes it not elapsed again.
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use std::time::Duration;
+    ///
+    /// evloop::event_loop::Builder::new().virtual_clock(true).run(async {
+    ///     let mut nap = pin!(evloop::time::sleep(Duration::from_millis(10)));
+    ///     assert!(!nap.is_elapsed());
+    ///     nap.as_mut().await;
+    ///     assert!(nap.is_elapsed());
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    pub fn is_elapsed(&self) -> bool {
+        self.elapsed
+            || self
+                .registered
+                .as_ref()
+                .is_some_and(|(lp, id)| !lp.timers.borrow().contains(*id))
+    }
+
+    /// Moves the deadline to `deadline` (tokio's `Sleep::reset`), before or after it completed:
+    /// a completed sleep becomes pending again until the new deadline. The waker of the last poll
+    /// is kept, so the task that awaits it is woken at the new deadline without polling again
+    /// first; a deadline already passed wakes it now.
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use std::time::Duration;
+    /// use evloop::time::{self, Instant};
+    ///
+    /// evloop::event_loop::Builder::new().virtual_clock(true).run(async {
+    ///     let start = Instant::now();
+    ///     let mut nap = pin!(time::sleep(Duration::from_secs(1)));
+    ///     nap.as_mut().reset(start + Duration::from_secs(5)); // longer now
+    ///     nap.as_mut().await;
+    ///     assert_eq!(start.elapsed(), Duration::from_secs(5));
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    pub fn reset(self: Pin<&mut Self>, deadline: impl Into<LoopInstant>) {
+        let this = self.get_mut();
+        let when = deadline.into().into_std();
+        this.elapsed = false;
+        let Some((lp, id)) = this.registered.take() else {
+            this.deadline = with_running(|lp| Deadline::At(lp.clock.ns_of(when))).unwrap_or(Deadline::Instant(when));
+            return;
+        };
+        let ns = lp.clock.ns_of(when);
+        this.deadline = Deadline::At(ns);
+        if ns > lp.now() {
+            // Still in the heap (not fired): move it, waker and all.
+            if lp.timers.borrow_mut().reschedule(id, ns) {
+                this.registered = Some((lp, id));
+            }
+            // Fired already: the next poll registers a new timer.
+            return;
+        }
+        // Due now: wake whoever waits, as the timer would have; the next poll completes.
+        let waker = match lp.timers.borrow_mut().get_mut(id) {
+            Some(TimerEntry::Wake(w)) => Some(w.clone()),
+            _ => None,
+        };
+        lp.cancel_timer(id);
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
 }
 
 impl Future for Sleep {
@@ -182,6 +258,7 @@ impl Future for Sleep {
         };
         let deadline = this.resolve(&lp);
         if lp.now() >= deadline {
+            this.elapsed = true;
             if let Some((lp, id)) = this.registered.take() {
                 // Phase 4 already popped every timer due by `expired_through`, so this one is
                 // gone (the usual case: it woke us); otherwise it is still in the heap.

@@ -42,6 +42,7 @@ use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use crate::event_loop::clock::instant_after;
 use crate::event_loop::handle::{Handle, TimerHandle};
 use crate::event_loop::{LoopHandle, with_running};
 use crate::task::TaskRef;
@@ -271,7 +272,7 @@ impl Timeout {
     /// ```
     pub fn after(delay: Duration) -> Timeout {
         match with_running(|lp| LoopHandle { inner: lp.clone() }.time()) {
-            Some(now) => Timeout::with(Some(now + delay), None),
+            Some(now) => Timeout::with(Some(instant_after(now, delay)), None),
             None => Timeout::with(None, Some(delay)),
         }
     }
@@ -402,7 +403,7 @@ impl Timeout {
                 let now = lp.time();
                 start = Some(now);
                 if let Some(d) = state.delay.take() {
-                    state.when.set(Some(now + d));
+                    state.when.set(Some(instant_after(now, d)));
                 }
                 let task = crate::task::current_task();
                 state.entered_with.set(task.as_ref().map_or(0, TaskRef::cancelling));

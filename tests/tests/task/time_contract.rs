@@ -427,3 +427,39 @@ fn time_virtual_clock_sleeps_are_exact_and_do_not_wait() {
         wall.elapsed()
     );
 }
+
+/// A delay of `Duration::MAX` means "never", wherever the timers add it to an instant: it used to
+/// panic with "overflow when adding duration to instant" in `Timeout::after`, the deferred
+/// `Timeout` (delay resolved at its first poll) and `Interval::reset_after`/`reset` (tokio's
+/// `reset_after_doesnt_panic_max_duration`, ported in tokio_time_ported, found the class).
+#[test]
+fn a_delay_of_duration_max_is_never_not_a_panic() {
+    use evloop::time::{Timeout, interval};
+    let out = virtual_loop()
+        .run_until_complete(async {
+            let raced = timeout(
+                Duration::from_millis(5),
+                Timeout::after(Duration::MAX).run(sleep(Duration::from_millis(1))),
+            );
+            assert_eq!(
+                raced.await,
+                Ok(Ok(())),
+                "the inner sleep wins; the endless timeout never fires"
+            );
+            let deferred = Timeout::after(Duration::MAX); // made inside the loop: deadline known now
+            assert!(deferred.run(std::future::ready(1)).await.is_ok());
+            let mut iv = interval(Duration::from_secs(1));
+            iv.reset_after(Duration::MAX);
+            iv.reset_at(evloop::time::Instant::now()); // still usable afterwards
+            iv.tick().await;
+            7
+        })
+        .expect("no panic");
+    assert_eq!(out, 7);
+    // Outside a loop the delay is kept and resolved at the first poll.
+    let outside = Timeout::after(Duration::MAX);
+    let r = virtual_loop()
+        .run_until_complete(outside.run(std::future::ready(2)))
+        .expect("no panic");
+    assert_eq!(r.ok(), Some(2));
+}
