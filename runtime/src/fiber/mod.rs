@@ -74,6 +74,7 @@ mod hub;
 pub(crate) mod stack;
 // The register switch: the one module of this folder allowed to use `unsafe` (docs/design.md,
 // ground rules; tests/tests/workspace_rules.rs checks this exact line).
+mod scope;
 #[allow(unsafe_code)]
 mod switch;
 mod transfer;
@@ -84,6 +85,7 @@ pub use builder::Builder;
 pub use error::{FiberError, FiberExit};
 pub use handle::Fiber;
 pub use hub::{accept, accept_unix, block_on, connect, read, read_exact, sleep, spawn, write, write_all, yield_now};
+pub use scope::{Brand, Scope, Scoped, Unscoped, scope};
 pub use stack::{GuardKind, StackStats, stack_stats};
 pub use value::Value;
 pub use weak::WeakFiber;
