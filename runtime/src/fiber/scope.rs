@@ -132,6 +132,22 @@ impl fmt::Debug for Scoped<'_> {
 /// });
 /// ```
 ///
+/// A scoped handle kept in a thread-local (a `'static` place; error: borrowed data escapes the
+/// closure):
+///
+/// ```compile_fail
+/// use std::cell::RefCell;
+/// use evloop::fiber::{self, Fiber, Scoped};
+///
+/// thread_local! {
+///     static KEPT: RefCell<Vec<Fiber<Scoped<'static>>>> = const { RefCell::new(Vec::new()) };
+/// }
+/// fiber::scope(|s| {
+///     let a = s.fiber(|_| ());
+///     KEPT.with(|k| k.borrow_mut().push(a));
+/// });
+/// ```
+///
 /// A scoped handle returned out of the scope (error: lifetime may not live long enough):
 ///
 /// ```compile_fail
