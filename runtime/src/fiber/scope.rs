@@ -207,8 +207,8 @@ impl<'s> Scope<'s> {
     }
 
     /// The scope's end: unwinds, newest first, every fiber it made that is not started or
-    /// suspended. None of them can be running: the scope's closure, which ran on another stack,
-    /// has just finished.
+    /// suspended. None of them can be running: this runs on the stack that opened the scope,
+    /// where the closure has just finished (`kill` leaves a running fiber alone anyway).
     fn end(&self) {
         let fibers = self.fibers.take();
         for core in fibers.iter().rev().filter_map(Weak::upgrade) {
