@@ -1,6 +1,7 @@
-//! [`Builder`]: the options of a new fiber (a name, the stack size, the parent) and `make`,
+//! [`Builder`]: the options of a new fiber (a name, the stack size, the parent) and `make_core`,
 //! where every fiber's `Core` is created, not started: its context has no stack until the first
-//! switch to it (`fiber::spawn`, in `hub.rs`, also builds through here).
+//! switch to it (`fiber::spawn`, in `hub.rs`, and `Scope::fiber`, in `scope.rs`, also build
+//! through here).
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -9,7 +10,7 @@ use std::rc::Rc;
 use crate::fiber::fibers::{Body, Core, FIBERS, current_core};
 use crate::fiber::switch::Context;
 use crate::fiber::transfer::fiber_main;
-use crate::fiber::{Fiber, Value, hub, stack};
+use crate::fiber::{Brand, Fiber, Scope, Scoped, Value, hub, stack};
 
 /// Options for a new fiber: a name, the stack size, the parent.
 ///
@@ -85,7 +86,8 @@ impl Builder {
         self
     }
 
-    /// The parent (default: the fiber running when the fiber is built).
+    /// The parent (default: the fiber running when the fiber is built). The builder holds a
+    /// handle to it, not counted if it is a scoped fiber (as every parent link).
     ///
     /// ```
     /// use evloop::fiber::{Builder, Fiber};
@@ -94,8 +96,8 @@ impl Builder {
     /// let child = Builder::new().parent(&parent).build(|_| ());
     /// assert!(child.parent().is_some_and(|p| p.ptr_eq(&parent)));
     /// ```
-    pub fn parent(mut self, parent: &Fiber) -> Builder {
-        self.parent = Some(parent.clone());
+    pub fn parent<B: Brand>(mut self, parent: &Fiber<B>) -> Builder {
+        self.parent = Some(Fiber::from_core(parent.core.clone()));
         self
     }
 
@@ -115,7 +117,33 @@ impl Builder {
         self.make(Box::new(move |v| Value::new(f(v))), None)
     }
 
+    /// Fibers of a [`Scope`]: [`build`](Builder::build) in `scope`, which unwinds the fiber when
+    /// it ends if it is still suspended or not started; the handle cannot leave the scope.
+    ///
+    /// ```
+    /// use evloop::fiber::{self, Builder};
+    ///
+    /// fiber::scope(|s| {
+    ///     let f = Builder::new().name("scoped").stack_size(64 * 1024).build_in(s, |_| 7u8);
+    ///     assert_eq!(f.name(), "scoped");
+    ///     assert_eq!(f.switch(()).unwrap().downcast::<u8>().ok(), Some(7));
+    /// });
+    /// ```
+    pub fn build_in<'s, F, R>(self, scope: &'s Scope<'s>, f: F) -> Fiber<Scoped<'s>>
+    where
+        F: FnOnce(Value) -> R + 'static,
+        R: 'static,
+    {
+        let core = self.make_core(Box::new(move |v| Value::new(f(v))), None, true);
+        scope.adopt(&core);
+        Fiber::from_core(core)
+    }
+
     pub(super) fn make(self, body: Body, hub: Option<hub::HubState>) -> Fiber {
+        Fiber::from_core(self.make_core(body, hub, false))
+    }
+
+    fn make_core(self, body: Body, hub: Option<hub::HubState>, scoped: bool) -> Rc<Core> {
         let parent = match self.parent {
             Some(p) => Some(p.core.clone()),
             None => current_core(),
@@ -127,10 +155,11 @@ impl Builder {
                 v
             })
             .unwrap_or(u64::MAX);
-        Fiber::from_core(Rc::new(Core {
+        Rc::new(Core {
             number,
             name: self.name.map(String::into_boxed_str),
             handles: Cell::new(0),
+            scoped,
             ctx: Context::new(fiber_main),
             body: Cell::new(Some(body)),
             parent: RefCell::new(parent),
@@ -138,6 +167,6 @@ impl Builder {
             stack_size: self.stack_size.unwrap_or(stack::DEFAULT_STACK_SIZE),
             killing: Cell::new(false),
             hub,
-        }))
+        })
     }
 }

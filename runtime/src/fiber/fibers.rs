@@ -33,13 +33,16 @@ pub(super) type Body = Box<dyn FnOnce(Value) -> Value>;
 /// Invariants: exactly one fiber of the thread is `Running`, and it is `FIBERS.current`; a
 /// `Suspended` fiber is stopped inside `transfer` (or `fiber_main` has not started yet for a
 /// `Fresh` one) and its stack holds a reference to this `Core`, so the `Core` outlives its
-/// frames; `handles` counts the `Fiber` values (including parent links) and reaching zero on a
-/// suspended fiber kills it. The fiber's state is its context's (`switch::State`), not a copy.
+/// frames; `handles` counts the `Fiber` values whose brand is the fiber's own (not parent links)
+/// and reaching zero on a suspended fiber kills it. The fiber's state is its context's (`switch::State`), not a copy.
 pub(super) struct Core {
     /// 0 for the main fiber; `Fiber-N` otherwise unless named.
     pub(super) number: u64,
     pub(super) name: Option<Box<str>>,
     pub(super) handles: Cell<usize>,
+    /// Made by a `fiber::scope`: only `Fiber<Scoped>` handles count in `handles` (see
+    /// `scope.rs`), so no handle that can outlive the scope keeps it alive.
+    pub(super) scoped: bool,
     /// The execution context: the thread's for main; for the others, made with the fiber and
     /// given its stack at the first switch (`transfer::ensure_context`).
     pub(super) ctx: Rc<Context>,
@@ -160,6 +163,7 @@ pub(super) fn make_main(fibers: &Fibers) -> Option<Rc<Core>> {
         number: 0,
         name: None,
         handles: Cell::new(0),
+        scoped: false,
         ctx,
         body: Cell::new(None),
         parent: RefCell::new(None),

@@ -1,15 +1,17 @@
 //! [`Fiber`], the public handle of a fiber (greenlet's `greenlet` object): creating one, the
 //! running and the main fiber, `switch`, `throw`, the parent, and what a fiber is. It counts
-//! itself in its `Core`'s `handles`; dropping the last handle of a suspended fiber unwinds it
-//! (`transfer::kill`).
+//! itself in its `Core`'s `handles` when its brand is the fiber's own (an [`Unscoped`] handle to
+//! a fiber made by a [`scope`](crate::fiber::scope) is not counted); dropping the last counted
+//! handle of a suspended fiber unwinds it (`transfer::kill`).
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::rc::Rc;
 
 use crate::fiber::fibers::{Core, FIBERS, Message, current_core, trace};
 use crate::fiber::switch::State;
 use crate::fiber::transfer::{drop_body, kill, receive, throw_message, transfer};
-use crate::fiber::{Builder, FiberError, FiberExit, Value};
+use crate::fiber::{Brand, Builder, FiberError, FiberExit, Unscoped, Value};
 
 /// A handle to a fiber (greenlet's `greenlet` object). Cloning gives another handle to the same
 /// fiber; when the last handle of a suspended fiber goes, the fiber is unwound (see
@@ -26,22 +28,42 @@ use crate::fiber::{Builder, FiberError, FiberExit, Value};
 /// refer to each other; reference counting cannot, and the common case (a fiber holding handles
 /// to the children it started) would otherwise leak both.
 ///
+/// Two suspended fibers whose stacks hold strong handles to each other cannot be unwound by
+/// anything (which stack holds which handle is not something a running program can know), so
+/// for code that wants the guarantee, [`fiber::scope`](crate::fiber::scope) makes such a cycle
+/// impossible to build: its fibers' handles are `Fiber<Scoped<'s>>`
+/// ([`Scoped`](crate::fiber::Scoped)), which no fiber body, switch value or `'static` place can
+/// hold. `Fiber` alone means `Fiber<Unscoped>`, the handle of a fiber made by [`Fiber::new`].
+/// The rule that keeps the guarantee: an `Unscoped` handle to a scoped fiber (from
+/// [`Fiber::current`], [`Fiber::parent`] or [`WeakFiber::upgrade`](crate::fiber::WeakFiber::upgrade)
+/// inside it) does not keep it alive: it switches to it while it lives and sees it dead after.
+///
 /// Fibers belong to the thread that created them (`Fiber` is neither `Send` nor `Sync`):
 ///
 /// ```compile_fail
 /// let f = evloop::fiber::Fiber::new(|_| ());
 /// std::thread::spawn(move || f.switch(())); // error: `Rc<...>` cannot be sent between threads
 /// ```
-pub struct Fiber {
+pub struct Fiber<B: Brand = Unscoped> {
     pub(super) core: Rc<Core>,
+    brand: PhantomData<B>,
+}
+
+impl<B: Brand> Fiber<B> {
+    /// A new handle to `core`, counted in its `handles` when the brand is the fiber's own: a
+    /// scoped fiber counts only `Scoped` handles, which only its scope's frames can hold.
+    pub(super) fn from_core(core: Rc<Core>) -> Fiber<B> {
+        if B::SCOPED == core.scoped {
+            core.handles.set(core.handles.get() + 1);
+        }
+        Fiber {
+            core,
+            brand: PhantomData,
+        }
+    }
 }
 
 impl Fiber {
-    pub(super) fn from_core(core: Rc<Core>) -> Fiber {
-        core.handles.set(core.handles.get() + 1);
-        Fiber { core }
-    }
-
     /// A fiber that will run `f` with the value of the first switch to it, as a child of the
     /// running fiber (greenlet's `greenlet(run)`). Nothing runs, and no stack is allocated,
     /// until the first switch.
@@ -119,7 +141,9 @@ impl Fiber {
             _ => panic!("fiber::Fiber::main: the thread's locals have been destroyed"),
         }
     }
+}
 
+impl<B: Brand> Fiber<B> {
     /// Switches to this fiber, handing it `value`; returns what is handed back when something
     /// switches to the calling fiber again (greenlet's `g.switch(value)`).
     ///
@@ -235,7 +259,7 @@ impl Fiber {
     /// let out = worker.switch(()).unwrap();
     /// assert_eq!(out.downcast::<String>().ok().as_deref(), Some("logged result"));
     /// ```
-    pub fn set_parent(&self, parent: &Fiber) -> Result<(), FiberError> {
+    pub fn set_parent<P: Brand>(&self, parent: &Fiber<P>) -> Result<(), FiberError> {
         if self.core.is_main() {
             return Err(FiberError::MainHasNoParent);
         }
@@ -333,27 +357,30 @@ impl Fiber {
     /// assert!(f.ptr_eq(&f.clone())); // handles to one fiber
     /// assert!(!f.ptr_eq(&Fiber::new(|_| ())));
     /// ```
-    pub fn ptr_eq(&self, other: &Fiber) -> bool {
+    pub fn ptr_eq<O: Brand>(&self, other: &Fiber<O>) -> bool {
         Rc::ptr_eq(&self.core, &other.core)
     }
 }
 
-impl Clone for Fiber {
-    fn clone(&self) -> Fiber {
+impl<B: Brand> Clone for Fiber<B> {
+    fn clone(&self) -> Fiber<B> {
         Fiber::from_core(self.core.clone())
     }
 }
 
-impl PartialEq for Fiber {
-    fn eq(&self, other: &Fiber) -> bool {
+impl<B: Brand> PartialEq for Fiber<B> {
+    fn eq(&self, other: &Fiber<B>) -> bool {
         self.ptr_eq(other)
     }
 }
 
-impl Eq for Fiber {}
+impl<B: Brand> Eq for Fiber<B> {}
 
-impl Drop for Fiber {
+impl<B: Brand> Drop for Fiber<B> {
     fn drop(&mut self) {
+        if B::SCOPED != self.core.scoped {
+            return; // not counted: it never keeps the fiber alive
+        }
         let n = self.core.handles.get().saturating_sub(1);
         self.core.handles.set(n);
         if n == 0 && !self.core.is_main() && matches!(self.core.state(), State::Suspended | State::Fresh) {
@@ -362,7 +389,7 @@ impl Drop for Fiber {
     }
 }
 
-impl fmt::Debug for Fiber {
+impl<B: Brand> fmt::Debug for Fiber<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match self.core.state() {
             State::Fresh => "not started",

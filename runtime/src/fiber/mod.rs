@@ -22,7 +22,11 @@
 //! * a fiber that refers back to its parent or to a sibling while it is suspended does so
 //!   without a handle, so that no two suspended fibers keep each other alive:
 //!   [`Fiber::switch_to_parent`], and [`WeakFiber`] ([`Fiber::downgrade`]), a handle that does not
-//!   keep its fiber from being unwound.
+//!   keep its fiber from being unwound;
+//! * for code that wants no such cycle to be possible at all, [`scope`] makes fibers whose
+//!   handles ([`Fiber<Scoped<'s>>`](Scoped)) cannot leave the closure that made them (no fiber
+//!   body, switch value or thread-local can hold one), and unwinds them when it ends. `Fiber`
+//!   alone is `Fiber<Unscoped>` ([`Brand`]), the handle of [`Fiber::new`].
 //!
 //! ```
 //! use evloop::fiber::Fiber;
@@ -54,7 +58,7 @@
 //! (`switch::State`: fresh, running, suspended, dead), `stack.rs` maps, guards, labels and
 //! recycles the stacks. The public face: `handle.rs` ([`Fiber`]), `builder.rs` ([`Builder`]),
 //! `error.rs` ([`FiberError`], [`FiberExit`]), `value.rs` ([`Value`]), `weak.rs` ([`WeakFiber`],
-//! [`Fiber::switch_to_parent`]), and `hub.rs`, the loop
+//! [`Fiber::switch_to_parent`]), `scope.rs` ([`scope`], [`Scope`], the brands), and `hub.rs`, the loop
 //! integration ([`spawn`], [`block_on`]). In trace mode (`EVLOOP_TRACE=1`) every switch and
 //! every fiber's end is a trace line: `Fiber-2 switch -> main (7u64)`,
 //! `Fiber-1 -> dead, 42u64 to main`.
@@ -74,6 +78,7 @@ mod hub;
 pub(crate) mod stack;
 // The register switch: the one module of this folder allowed to use `unsafe` (docs/design.md,
 // ground rules; tests/tests/workspace_rules.rs checks this exact line).
+mod scope;
 #[allow(unsafe_code)]
 mod switch;
 mod transfer;
@@ -84,6 +89,7 @@ pub use builder::Builder;
 pub use error::{FiberError, FiberExit};
 pub use handle::Fiber;
 pub use hub::{accept, accept_unix, block_on, connect, read, read_exact, sleep, spawn, write, write_all, yield_now};
+pub use scope::{Brand, Scope, Scoped, Unscoped, scope};
 pub use stack::{GuardKind, StackStats, stack_stats};
 pub use value::Value;
 pub use weak::WeakFiber;

@@ -14,7 +14,7 @@ use std::rc::Rc;
 use crate::fiber::fibers::{Core, Message, current_core};
 use crate::fiber::switch::State;
 use crate::fiber::transfer::{receive, transfer};
-use crate::fiber::{Fiber, FiberError, Value};
+use crate::fiber::{Brand, Fiber, FiberError, Value};
 
 /// A handle to a fiber that does not keep it alive: when the last [`Fiber`] handle of a
 /// suspended fiber goes, the fiber is unwound even if weak handles to it remain (greenlet's
@@ -41,7 +41,9 @@ pub struct WeakFiber {
 }
 
 impl WeakFiber {
-    /// A handle to the fiber, or `None` once it has ended (returned, panicked, or unwound).
+    /// A handle to the fiber, or `None` once it has ended (returned, panicked, or unwound). For
+    /// a fiber made by a [`scope`](crate::fiber::scope) the handle is not counted: it does not
+    /// keep the fiber from being unwound when its scope ends.
     ///
     /// ```
     /// use evloop::fiber::Fiber;
@@ -104,7 +106,7 @@ impl fmt::Debug for WeakFiber {
     }
 }
 
-impl Fiber {
+impl<B: Brand> Fiber<B> {
     /// A [`WeakFiber`] to this fiber: it switches to the fiber like a handle but does not keep
     /// it from being unwound when its last handle goes.
     ///
@@ -120,7 +122,9 @@ impl Fiber {
             core: self.core.clone(),
         }
     }
+}
 
+impl Fiber {
     /// Switches to the running fiber's parent (greenlet's `getcurrent().parent.switch(value)`)
     /// without taking a handle to it: suspended here, the fiber keeps nothing that stops its
     /// parent from being unwound when the parent's last handle goes. Returns what is switched
