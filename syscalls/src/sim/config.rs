@@ -118,7 +118,8 @@ impl Config {
 
     /// After this many non-blocking polls in a row that return nothing while the clock stands
     /// still, the kernel moves the clock to the next event anyway (a busy loop waiting for a
-    /// timer would otherwise never see it fire); 0 turns the guard off.
+    /// timer would otherwise never see it fire); after this many polls that return events at
+    /// one instant (a file that stays ready), it moves the clock 1 ms. 0 turns both guards off.
     pub fn spin_limit(mut self, polls: u64) -> Config {
         self.spin_limit = polls;
         self

@@ -124,7 +124,10 @@
 //! timeout. A program's own work takes no simulated time, so an hour of timers runs in
 //! milliseconds. One guard: a thread that polls without blocking thousands of times in a row
 //! while nothing happens would wait forever for a timer that needs the clock to move, so after
-//! [`Config::spin_limit`] such polls the clock jumps anyway ([`Stats::spins`] counts it).
+//! [`Config::spin_limit`] such polls the clock jumps anyway ([`Stats::spins`] counts it). And
+//! its twin: a file that stays ready never lets a poll wait, so after `spin_limit` polls that
+//! returned events at one instant the clock moves 1 ms (100 ns a poll), as time passes on Linux
+//! while a loop spins over a level-triggered file nobody drains.
 //!
 //! # Threads
 //!

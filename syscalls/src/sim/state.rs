@@ -151,7 +151,8 @@ pub struct Stats {
     pub faults: u64,
     /// Real system calls the simulation made (backing pipes, reaps).
     pub real_calls: u64,
-    /// Times the spin guard moved the clock (polls that kept returning nothing at one instant).
+    /// Times the spin guards moved the clock (polls that kept returning nothing, or kept returning
+    /// events, at one instant).
     pub spins: u64,
     /// Simulated files created.
     pub files: u64,
@@ -175,6 +176,8 @@ pub(crate) struct State {
     pub(crate) thread: u32,
     /// Empty non-blocking polls in a row at the current instant (the spin guard).
     pub(crate) idle_polls: u64,
+    /// Polls that returned events at the current instant (the busy guard).
+    pub(crate) busy_polls: u64,
     /// Set once the simulation stalled (every thread blocked, nothing scheduled, nothing from
     /// outside): every poll fails from then on.
     pub(crate) stalled: bool,
@@ -210,6 +213,7 @@ impl State {
             stats: Stats::default(),
             thread: 0,
             idle_polls: 0,
+            busy_polls: 0,
             stalled: false,
             scratch: Vec::new(),
             last_outside: std::time::Instant::now(),
@@ -592,6 +596,7 @@ impl State {
         if to > self.time.now {
             self.time.now = to;
             self.idle_polls = 0;
+            self.busy_polls = 0;
             self.stats.time_jumps += 1;
             self.rec(Op::Time, 0, to, 0, 0);
         }

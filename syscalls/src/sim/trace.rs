@@ -260,7 +260,8 @@ fn format_rec(out: &mut String, r: &Rec) {
             let _ = write!(out, "time -> {}.{:06}", r.a / 1_000_000_000, (r.a / 1000) % 1_000_000);
         }
         Op::Spin => {
-            let _ = write!(out, "spin: {} empty polls at one instant", r.a);
+            let what = if r.b == 1 { "polls with events" } else { "empty polls" };
+            let _ = write!(out, "spin: {} {what} at one instant", r.a);
         }
         other => {
             let name = match other {

@@ -114,8 +114,8 @@ async fn lowering_the_high_water_mark_under_the_queued_bytes_pauses_writing_at_o
 #[evloop::test(simulate(seeds = 2))]
 async fn a_file_with_a_live_reader_is_not_registered_twice() {
     let lp = get_running_loop().unwrap();
-    // Readable once (its counter is 1); the reader drains it, or the loop would spin at one
-    // simulated instant (the clock moves when a poll waits, and a ready file never lets it).
+    // Readable once (its counter is 1); the reader drains it (one that does not is the test
+    // below: the loop then spins, and the kernel's busy guard is what moves the clock).
     let efd = Rc::new(evloop_syscalls::eventfd(1).unwrap());
     let ran = Rc::new(Cell::new(0u32));
     let (r, e) = (ran.clone(), efd.clone());
@@ -132,4 +132,23 @@ async fn a_file_with_a_live_reader_is_not_registered_twice() {
     evloop::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(ran.get(), 1, "the reader still runs");
     assert!(lp.remove_reader(efd.as_raw_fd()), "the reader is still registered");
+}
+
+/// A level-triggered file that stays ready (an `add_reader` callback that never drains its
+/// eventfd) does not stop time: on Linux each poll takes time and the loop's timers fire; the
+/// simulated kernel's busy guard moves the clock 1 ms per `spin_limit` polls that return events at
+/// one instant. Before it, this loop polled forever at one simulated instant (chapter 13.9).
+#[evloop::test(simulate(seeds = 2))]
+async fn a_file_that_stays_ready_does_not_stop_the_clock() {
+    let lp = get_running_loop().unwrap();
+    let efd = Rc::new(evloop_syscalls::eventfd(1).unwrap()); // readable, and never drained
+    let ran = Rc::new(Cell::new(0u32));
+    let r = ran.clone();
+    lp.add_reader(efd.as_raw_fd(), move || r.set(r.get() + 1)).unwrap();
+    let start = lp.time();
+    evloop::time::sleep(Duration::from_millis(1)).await;
+    assert!(lp.time() >= start + Duration::from_millis(1), "never early");
+    // About 10,000 polls per simulated millisecond: the reader ran on every one of them.
+    assert!(ran.get() >= 10_000, "{} runs", ran.get());
+    assert!(lp.remove_reader(efd.as_raw_fd()));
 }

@@ -203,6 +203,7 @@ pub(crate) fn epoll_wait(
             epoll::harvest(&mut st, ep, events.len(), &mut out);
             if !out.is_empty() {
                 st.idle_polls = 0;
+                busy_guard(&mut st);
                 break;
             }
             if timeout_ns == Some(0) {
@@ -262,6 +263,34 @@ fn spin_guard(st: &mut State) {
         sched::wake_due(st, now);
     }
     st.idle_polls = 0;
+}
+
+/// What `spin_limit` polls with events at one instant cost in simulated time: 100 ns a poll, less
+/// than a real `epoll_wait` and its dispatch take, so no timeout fires earlier than on Linux.
+const BUSY_QUANTUM_NS: u64 = 1_000_000;
+
+/// A poll that returned events: after too many at one instant, move the clock a little. The
+/// clock otherwise moves only when every thread waits, and a file that stays ready (a
+/// level-triggered eventfd nobody drains, a socket a reader never empties) never lets a poll
+/// wait: its loop would run forever at one instant and its timers would never fire, where on
+/// Linux each poll takes time and they do. The step is small (`BUSY_QUANTUM_NS` per
+/// `spin_limit` polls, not a jump to the next deadline), so a busy but healthy program sees its
+/// time move about as slowly as on a fast machine, and traces of programs that let the clock
+/// move by itself are unchanged.
+fn busy_guard(st: &mut State) {
+    st.busy_polls += 1;
+    let limit = st.cfg.spin_limit;
+    if limit == 0 || st.busy_polls < limit {
+        return;
+    }
+    let polls = st.busy_polls;
+    st.stats.spins += 1;
+    st.rec(Op::Spin, 0, polls, 1, 0);
+    let to = st.now().saturating_add(BUSY_QUANTUM_NS);
+    st.advance(to);
+    let now = st.now();
+    sched::wake_due(st, now);
+    st.busy_polls = 0;
 }
 
 // ---------------------------------------------------------------------------------------------
