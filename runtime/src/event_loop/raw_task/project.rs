@@ -288,9 +288,8 @@ mod tests {
                 if let Poll::Ready(v) = b.poll(&mut cx) {
                     outs.push(v);
                 }
-                if let Some(f) = c.as_mut().as_pin_mut()
-                    && let Poll::Ready(v) = f.poll(&mut cx)
-                {
+                let polled = c.as_mut().as_pin_mut().map(|f| f.poll(&mut cx));
+                if let Some(Poll::Ready(v)) = polled {
                     outs.push(v);
                     c.set(None); // dropped in place
                 }
