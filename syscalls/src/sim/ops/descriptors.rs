@@ -256,13 +256,19 @@ fn spin_guard(st: &mut State) {
     }
     let polls = st.idle_polls;
     if let Some(at) = sched::next_time(st) {
-        st.stats.spins += 1;
-        st.rec(Op::Spin, 0, polls, 0, 0);
-        st.advance(at);
-        let now = st.now();
-        sched::wake_due(st, now);
+        guard_moves_clock(st, polls, 0, at);
     }
     st.idle_polls = 0;
+}
+
+/// A guard's move of the clock to `to`: counted, traced (`busy` 1 for polls with events), and
+/// the threads whose timeouts passed made runnable.
+fn guard_moves_clock(st: &mut State, polls: u64, busy: u64, to: u64) {
+    st.stats.spins += 1;
+    st.rec(Op::Spin, 0, polls, busy, 0);
+    st.advance(to);
+    let now = st.now();
+    sched::wake_due(st, now);
 }
 
 /// What `spin_limit` polls with events at one instant cost in simulated time: 100 ns a poll, less
@@ -283,13 +289,8 @@ fn busy_guard(st: &mut State) {
     if limit == 0 || st.busy_polls < limit {
         return;
     }
-    let polls = st.busy_polls;
-    st.stats.spins += 1;
-    st.rec(Op::Spin, 0, polls, 1, 0);
-    let to = st.now().saturating_add(BUSY_QUANTUM_NS);
-    st.advance(to);
-    let now = st.now();
-    sched::wake_due(st, now);
+    let (polls, to) = (st.busy_polls, st.now().saturating_add(BUSY_QUANTUM_NS));
+    guard_moves_clock(st, polls, 1, to);
     st.busy_polls = 0;
 }
 
