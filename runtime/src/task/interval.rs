@@ -82,6 +82,7 @@ impl MissedTickBehavior {
 /// })?;
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
+#[track_caller]
 pub fn interval(period: Duration) -> Interval {
     assert!(period > Duration::ZERO, "`period` must be non-zero.");
     interval_at(Instant::now(), period)
@@ -105,6 +106,7 @@ pub fn interval(period: Duration) -> Interval {
 /// })?;
 /// # Ok::<(), evloop::task::RunError>(())
 /// ```
+#[track_caller]
 pub fn interval_at(start: impl Into<Instant>, period: Duration) -> Interval {
     assert!(period > Duration::ZERO, "`period` must be non-zero.");
     let start = start.into();
