@@ -42,8 +42,9 @@
 //! `resume` and `advance` of the loop's clock), asyncio's
 //! timeout object (`timeouts`: `Timeout`, `TimeoutHandle`), `Runner` (`runner`), the task tree
 //! (`tree`: who awaits whom, deadlocks), the combinators that wait on several futures or tasks at
-//! once (`combinator`: `gather`, `wait`, `as_completed`, `select`, `shield`) and structured
-//! concurrency (`group`: `TaskGroup`): the futures the loop drives, built on `event_loop/` only;
+//! once (`combinator`: `gather`, `wait`, `as_completed`, `select`, `shield`), structured
+//! concurrency (`group`: `TaskGroup`) and tokio's set of tasks joined as they finish (`join_set`:
+//! `JoinSet`): the futures the loop drives, built on `event_loop/` only;
 //! `pin` holds tokio's [`pin!`](crate::pin!) for polling them by reference.
 //! The `Stream` trait and its combinators (`stream/`) sit here too, beside the timers their
 //! `timeout` and interval adapter need. `io/`, `sync/` and `os/` build on them. `evloop::time`
@@ -57,6 +58,7 @@ pub(crate) mod group;
 mod handle;
 pub(crate) mod instant;
 pub(crate) mod interval;
+mod join_set;
 pub(crate) mod pause;
 mod pin;
 pub(crate) mod promise;
@@ -72,6 +74,7 @@ mod yield_now;
 
 pub use block_on::block_on;
 pub use handle::{Task, TaskRef};
+pub use join_set::JoinSet;
 pub(crate) use spawn::cancel_leftover_tasks;
 pub use spawn::{TaskBuilder, current_task};
 pub use state::TaskState;
