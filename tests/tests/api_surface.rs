@@ -30,7 +30,8 @@ const ROOT: &[&str] = &[
     "time",
 ];
 
-const MACROS: &[&str] = &["join", "pin", "select", "try_join"];
+// `task_local!` is tokio's (`tokio::task_local!`); `__task_local_inner` is its hidden helper.
+const MACROS: &[&str] = &["__task_local_inner", "join", "pin", "select", "task_local", "try_join"];
 
 fn lib_rs() -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../runtime/src/lib.rs");

@@ -43,8 +43,8 @@
 //! timeout object (`timeouts`: `Timeout`, `TimeoutHandle`), `Runner` (`runner`), the task tree
 //! (`tree`: who awaits whom, deadlocks), the combinators that wait on several futures or tasks at
 //! once (`combinator`: `gather`, `wait`, `as_completed`, `select`, `shield`), structured
-//! concurrency (`group`: `TaskGroup`) and tokio's set of tasks joined as they finish (`join_set`:
-//! `JoinSet`): the futures the loop drives, built on `event_loop/` only;
+//! concurrency (`group`: `TaskGroup`), tokio's set of tasks joined as they finish (`join_set`:
+//! `JoinSet`) and its task-local values (`task_local`: `task_local!`, `LocalKey`): the futures the loop drives, built on `event_loop/` only;
 //! `pin` holds tokio's [`pin!`](crate::pin!) for polling them by reference.
 //! The `Stream` trait and its combinators (`stream/`) sit here too, beside the timers their
 //! `timeout` and interval adapter need. `io/`, `sync/` and `os/` build on them. `evloop::time`
@@ -67,6 +67,7 @@ pub(crate) mod spawn;
 mod state;
 mod step;
 pub(crate) mod stream;
+mod task_local;
 pub(crate) mod time;
 pub(crate) mod timeouts;
 pub(crate) mod tree;
@@ -78,6 +79,7 @@ pub use join_set::JoinSet;
 pub(crate) use spawn::cancel_leftover_tasks;
 pub use spawn::{TaskBuilder, current_task};
 pub use state::TaskState;
+pub use task_local::{AccessError, LocalKey, TaskLocalFuture};
 pub use yield_now::{YieldNow, consume_budget, yield_now};
 
 pub use self::combinator::{
