@@ -75,7 +75,10 @@
 //!   no gaps even if a waiter was cancelled, and a new round starts at once (asyncio makes
 //!   newcomers wait while the previous round "drains").
 //!
-//! Misuse is an error value ([`SyncError`]), never a panic, except in one case below.
+//! Misuse is an error value ([`SyncError`]), never a panic, except in the case below and where
+//! tokio's contract is a panic and its tests assert it ([`Semaphore::new`] and
+//! [`Semaphore::add_permits`] beyond [`Semaphore::MAX_PERMITS`], [`SemaphorePermit::merge`] of
+//! two semaphores' permits).
 //!
 //! [forgotten]: SemaphorePermit::forget
 //!
@@ -108,9 +111,10 @@
 //! any loop: it exists to cross threads and loops.
 //!
 //! # The `sync/` folder (layer 3)
-//! One file per primitive (`lock`, `mutex`, `semaphore` with its owned permits in
-//! `semaphore_owned`, `event`, `condition`, `barrier`, tokio's `notify`), the
-//! permit pool behind the first three (`pool`), the wait queue all of them share with [`queue`]
+//! One file per primitive (`lock`, `mutex`, `semaphore` with its permits in `semaphore_permit`
+//! and its owned permits in `semaphore_owned`, `bounded_semaphore`, `event`, `condition`,
+//! `barrier`, tokio's `notify`), the permit pool behind the lock, the mutex and the semaphores
+//! (`pool`), the wait queue all of them share with [`queue`]
 //! and the [`mpsc`] channel (`wait_queue`), the operations a task waits in (`ops`: the layer's
 //! kinds of `Awaiting` and the names in its errors), the loop binding (`binding`) and
 //! [`SyncError`] (`error`); the channels live in `channel/`; this file re-exports their public
@@ -120,6 +124,7 @@
 
 mod barrier;
 mod binding;
+mod bounded_semaphore;
 mod channel;
 mod condition;
 mod error;
@@ -136,11 +141,13 @@ mod pool;
 pub mod queue;
 mod semaphore;
 mod semaphore_owned;
+mod semaphore_permit;
 pub(crate) mod stream_wrappers;
 mod wait_queue;
 
 pub use self::barrier::{Barrier, BarrierWait};
 pub(crate) use self::binding::LoopBinding;
+pub use self::bounded_semaphore::BoundedSemaphore;
 pub use self::channel::{broadcast, mpsc, oneshot, threadsafe, watch};
 pub use self::condition::Condition;
 pub use self::error::SyncError;
@@ -148,5 +155,6 @@ pub use self::event::{Event, EventWait};
 pub use self::lock::{Lock, LockAcquire, LockGuard};
 pub use self::mutex::{Mutex, MutexGuard, MutexLock, TryLockError};
 pub use self::notify::{Notified, Notify, OwnedNotified};
-pub use self::semaphore::{BoundedSemaphore, Semaphore, SemaphoreAcquire, SemaphorePermit};
+pub use self::semaphore::{Semaphore, SemaphoreAcquire, TryAcquireError};
 pub use self::semaphore_owned::OwnedSemaphorePermit;
+pub use self::semaphore_permit::SemaphorePermit;
