@@ -104,6 +104,14 @@ impl Semaphore {
         }
     }
 
+    /// A semaphore any loop's tasks may wait on (an [`RwLock`](crate::sync::RwLock)'s, bound to
+    /// no loop as a [`Mutex`](crate::sync::Mutex) is).
+    pub(crate) fn unbound(permits: usize) -> Semaphore {
+        Semaphore {
+            pool: Pool::unbound(permits),
+        }
+    }
+
     /// Waits for a permit; waiters are served in arrival order.
     ///
     /// # Errors
