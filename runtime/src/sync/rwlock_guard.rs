@@ -72,25 +72,6 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
     }
 }
 
-impl<T: ?Sized> Deref for RwLockReadGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.value
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockReadGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.value, f)
-    }
-}
-
-impl<T: ?Sized + fmt::Display> fmt::Display for RwLockReadGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&*self.value, f)
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Write guard.
 
@@ -132,11 +113,7 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
     /// assert_eq!(*lock.try_read().unwrap(), (1, 5));
     /// ```
     pub fn map<U: ?Sized, F: FnOnce(&mut T) -> &mut U>(this: Self, f: F) -> RwLockMappedWriteGuard<'a, U> {
-        let RwLockWriteGuard { value, permit, .. } = this;
-        RwLockMappedWriteGuard {
-            value: RefMut::map(value, f),
-            permit,
-        }
+        RwLockMappedWriteGuard::map(RwLockWriteGuard::into_mapped(this), f)
     }
 
     /// [`map`](Self::map) to a part that may not be there: the original guard back if `f`
@@ -174,7 +151,8 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
     /// assert_eq!(*lock.try_read().unwrap(), 2);
     /// ```
     pub fn into_mapped(this: Self) -> RwLockMappedWriteGuard<'a, T> {
-        RwLockWriteGuard::map(this, |v| v)
+        let RwLockWriteGuard { value, permit, .. } = this;
+        RwLockMappedWriteGuard { value, permit }
     }
 
     /// Turns the write guard into a read guard without unlocking: no writer can get in
@@ -259,31 +237,6 @@ fn keep_one(mut permit: SemaphorePermit<'_>) -> SemaphorePermit<'_> {
     permit
 }
 
-impl<T: ?Sized> Deref for RwLockWriteGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.value
-    }
-}
-
-impl<T: ?Sized> DerefMut for RwLockWriteGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.value
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockWriteGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.value, f)
-    }
-}
-
-impl<T: ?Sized + fmt::Display> fmt::Display for RwLockWriteGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&*self.value, f)
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Mapped write guard.
 
@@ -346,27 +299,43 @@ impl<'a, T: ?Sized> RwLockMappedWriteGuard<'a, T> {
     }
 }
 
-impl<T: ?Sized> Deref for RwLockMappedWriteGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.value
-    }
+// ---------------------------------------------------------------------------------------------
+// What every guard does.
+
+/// `Deref` (and, with `mut`, `DerefMut`) to the value, and `Debug` and `Display` as the value's,
+/// for each guard (tokio's guards have the same).
+macro_rules! to_the_value {
+    ($guard:ident) => {
+        impl<T: ?Sized> Deref for $guard<'_, T> {
+            type Target = T;
+            fn deref(&self) -> &T {
+                &self.value
+            }
+        }
+
+        impl<T: ?Sized + fmt::Debug> fmt::Debug for $guard<'_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&*self.value, f)
+            }
+        }
+
+        impl<T: ?Sized + fmt::Display> fmt::Display for $guard<'_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&*self.value, f)
+            }
+        }
+    };
+    ($guard:ident, mut) => {
+        to_the_value!($guard);
+
+        impl<T: ?Sized> DerefMut for $guard<'_, T> {
+            fn deref_mut(&mut self) -> &mut T {
+                &mut self.value
+            }
+        }
+    };
 }
 
-impl<T: ?Sized> DerefMut for RwLockMappedWriteGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.value
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockMappedWriteGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.value, f)
-    }
-}
-
-impl<T: ?Sized + fmt::Display> fmt::Display for RwLockMappedWriteGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&*self.value, f)
-    }
-}
+to_the_value!(RwLockReadGuard);
+to_the_value!(RwLockWriteGuard, mut);
+to_the_value!(RwLockMappedWriteGuard, mut);
