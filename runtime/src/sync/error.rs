@@ -1,6 +1,6 @@
 //! [`SyncError`]: the one error type of the primitives' misuse (an over-released bounded
-//! semaphore, a broken barrier, a foreign lock guard, a wait from the wrong loop). The primitives
-//! build it; callers match on it or convert it into an `io::Error`.
+//! semaphore, a broken barrier, a foreign lock guard, a wait from the wrong loop, a closed
+//! semaphore). The primitives build it; callers match on it or convert it into an `io::Error`.
 
 use std::fmt;
 use std::io;
@@ -43,6 +43,10 @@ pub enum SyncError {
     /// [module documentation](crate::sync). The error names the operation (e.g.
     /// `Condition.wait()`) and both loops.
     WrongLoop(WrongLoopError),
+    /// [`Semaphore::acquire`](crate::sync::Semaphore::acquire) (or `acquire_many`, or an owned
+    /// form) on a semaphore that was [closed](crate::sync::Semaphore::close), or closed while
+    /// the task waited (tokio's `AcquireError`).
+    Closed,
 }
 
 impl fmt::Display for SyncError {
@@ -63,6 +67,7 @@ impl fmt::Display for SyncError {
                 f.write_str("Condition.wait: the guard belongs to another lock than this condition's")
             }
             SyncError::WrongLoop(e) => e.fmt(f),
+            SyncError::Closed => f.write_str("Semaphore.acquire: the semaphore is closed"),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Synchronisation primitives for tasks: [`Event`], [`Lock`] and [`Mutex`], [`Semaphore`] and
 //! [`BoundedSemaphore`], [`Condition`] and [`Barrier`] (asyncio's `asyncio.Event`, `asyncio.Lock`,
-//! ...).
+//! ...), and tokio's [`RwLock`] and [`Notify`].
 //!
 //! They coordinate the tasks of one loop, on one thread: their state is a `RefCell`, never an
 //! atomic or an OS mutex, and they are `!Send` and `!Sync`. To share one between tasks, put it in
@@ -75,7 +75,10 @@
 //!   no gaps even if a waiter was cancelled, and a new round starts at once (asyncio makes
 //!   newcomers wait while the previous round "drains").
 //!
-//! Misuse is an error value ([`SyncError`]), never a panic, except in one case below.
+//! Misuse is an error value ([`SyncError`]), never a panic, except in the case below and where
+//! tokio's contract is a panic and its tests assert it ([`Semaphore::new`] and
+//! [`Semaphore::add_permits`] beyond [`Semaphore::MAX_PERMITS`], [`SemaphorePermit::merge`] of
+//! two semaphores' permits).
 //!
 //! [forgotten]: SemaphorePermit::forget
 //!
@@ -97,9 +100,9 @@
 //!   waiting task, so the loop catches it and the task's awaiter gets `TaskError::Panicked` with
 //!   the error's message (`run_until_complete` returns it), and the loop goes on.
 //!
-//! [`Mutex`] (tokio's name, tokio's signature: `lock()` gives the guard) is bound to no loop: its
-//! waiters are woken through their wakers, which reach a task of any loop, so tasks of several
-//! loops may share one.
+//! [`Mutex`] and [`RwLock`] (tokio's names, tokio's signatures: `lock()` / `read()` / `write()`
+//! give the guard) are bound to no loop: their waiters are woken through their wakers, which
+//! reach a task of any loop, so tasks of several loops may share one.
 //!
 //! What does not wait binds nothing and works from anywhere: creating a primitive, `try_*`
 //! and `*_nowait`, `Event::set`, `Condition::notify`, releasing (dropping a guard), a
@@ -108,9 +111,10 @@
 //! any loop: it exists to cross threads and loops.
 //!
 //! # The `sync/` folder (layer 3)
-//! One file per primitive (`lock`, `mutex`, `semaphore` with its owned permits in
-//! `semaphore_owned`, `event`, `condition`, `barrier`, tokio's `notify`), the
-//! permit pool behind the first three (`pool`), the wait queue all of them share with [`queue`]
+//! One file per primitive (`lock`, `mutex`, `semaphore` with its permits in `semaphore_permit`
+//! and its owned permits in `semaphore_owned`, `bounded_semaphore`, `event`, `condition`,
+//! `barrier`, tokio's `notify` and `rwlock` with its guards in `rwlock_guard`), the permit pool
+//! behind the lock, the mutex, the semaphores and the `RwLock` (`pool`), the wait queue all of them share with [`queue`]
 //! and the [`mpsc`] channel (`wait_queue`), the operations a task waits in (`ops`: the layer's
 //! kinds of `Awaiting` and the names in its errors), the loop binding (`binding`) and
 //! [`SyncError`] (`error`); the channels live in `channel/`; this file re-exports their public
@@ -120,6 +124,7 @@
 
 mod barrier;
 mod binding;
+mod bounded_semaphore;
 mod channel;
 mod condition;
 mod error;
@@ -134,13 +139,17 @@ mod notify;
 mod ops;
 mod pool;
 pub mod queue;
+mod rwlock;
+mod rwlock_guard;
 mod semaphore;
 mod semaphore_owned;
+mod semaphore_permit;
 pub(crate) mod stream_wrappers;
 mod wait_queue;
 
 pub use self::barrier::{Barrier, BarrierWait};
 pub(crate) use self::binding::LoopBinding;
+pub use self::bounded_semaphore::BoundedSemaphore;
 pub use self::channel::{broadcast, mpsc, oneshot, threadsafe, watch};
 pub use self::condition::Condition;
 pub use self::error::SyncError;
@@ -148,5 +157,8 @@ pub use self::event::{Event, EventWait};
 pub use self::lock::{Lock, LockAcquire, LockGuard};
 pub use self::mutex::{Mutex, MutexGuard, MutexLock, TryLockError};
 pub use self::notify::{Notified, Notify, OwnedNotified};
-pub use self::semaphore::{BoundedSemaphore, Semaphore, SemaphoreAcquire, SemaphorePermit};
+pub use self::rwlock::RwLock;
+pub use self::rwlock_guard::{RwLockMappedWriteGuard, RwLockReadGuard, RwLockWriteGuard};
+pub use self::semaphore::{Semaphore, SemaphoreAcquire, TryAcquireError};
 pub use self::semaphore_owned::OwnedSemaphorePermit;
+pub use self::semaphore_permit::SemaphorePermit;

@@ -113,7 +113,7 @@ impl<T: ?Sized> Mutex<T> {
         self.lock
             .try_acquire()
             .map(|guard| self.guard(guard))
-            .ok_or(TryLockError(()))
+            .ok_or(TryLockError("the mutex is locked"))
     }
 
     /// Whether a `lock()` would have to wait.
@@ -167,7 +167,8 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     }
 }
 
-/// [`Mutex::try_lock`] found the mutex locked (tokio's `sync::TryLockError`).
+/// [`Mutex::try_lock`] found the mutex locked, or [`RwLock::try_read`](crate::sync::RwLock::try_read) /
+/// [`try_write`](crate::sync::RwLock::try_write) the `RwLock` (tokio's `sync::TryLockError`).
 ///
 /// ```
 /// use evloop::sync::{Mutex, TryLockError};
@@ -178,11 +179,12 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
 /// assert_eq!(err.to_string(), "operation would block: the mutex is locked");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TryLockError(());
+pub struct TryLockError(pub(crate) &'static str);
 
 impl fmt::Display for TryLockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("operation would block: the mutex is locked")
+        // The reason names the lock (also an `RwLock`'s, as tokio's one `TryLockError`).
+        write!(f, "operation would block: {}", self.0)
     }
 }
 

@@ -50,10 +50,14 @@ pub(crate) enum WaitOp {
     WatchChanged,
     /// `watch::Sender::closed`: every receiver gone.
     WatchClosed,
+    /// `RwLock::read`: a share of the lock.
+    RwLockRead,
+    /// `RwLock::write`: the whole lock.
+    RwLockWrite,
 }
 
 /// Every [`WaitOp`], in the order of their ids in [`Awaiting::Object`].
-const ALL: [WaitOp; 19] = [
+const ALL: [WaitOp; 21] = [
     WaitOp::LockAcquire,
     WaitOp::MutexLock,
     WaitOp::SemaphoreAcquire,
@@ -73,6 +77,8 @@ const ALL: [WaitOp; 19] = [
     WaitOp::BroadcastRecv,
     WaitOp::WatchChanged,
     WaitOp::WatchClosed,
+    WaitOp::RwLockRead,
+    WaitOp::RwLockWrite,
 ];
 
 /// A task waiting in one of the sync layer's operations; the id is the operation's place in
@@ -111,6 +117,8 @@ impl WaitOp {
             WaitOp::BroadcastRecv => "broadcast::Receiver::recv",
             WaitOp::WatchChanged => "watch::Receiver::changed",
             WaitOp::WatchClosed => "watch::Sender::closed",
+            WaitOp::RwLockRead => "RwLock.read()",
+            WaitOp::RwLockWrite => "RwLock.write()",
         }
     }
 
@@ -131,6 +139,7 @@ impl WaitOp {
             WaitOp::Notified => "the Notify",
             WaitOp::BroadcastRecv => "the broadcast channel",
             WaitOp::WatchChanged | WaitOp::WatchClosed => "the watch channel",
+            WaitOp::RwLockRead | WaitOp::RwLockWrite => "the RwLock",
         }
     }
 }

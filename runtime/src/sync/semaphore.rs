@@ -1,5 +1,11 @@
-//! [`Semaphore`] and [`BoundedSemaphore`] (asyncio's), their [`SemaphorePermit`] and the future
-//! of `acquire`: counted permit pools with a fair queue.
+//! [`Semaphore`] (asyncio's and tokio's at once) and the future of its `acquire`: a counted
+//! permit pool with a fair queue, which can be closed. Its permits are in `semaphore_permit`,
+//! the owned ones (`acquire_owned`) in `semaphore_owned`, [`BoundedSemaphore`](crate::sync::BoundedSemaphore)
+//! in `bounded_semaphore`.
+//!
+//! Every acquire is a wait for `n` permits in the pool's line (`pool`): served first come,
+//! first served, each once its whole request is free, so a big request at the head holds back
+//! the smaller ones behind it (tokio's `acquire_many`).
 
 use std::fmt;
 use std::future::Future;
@@ -8,15 +14,24 @@ use std::task::{Context, Poll};
 
 use crate::sync::error::SyncError;
 use crate::sync::ops::WaitOp;
-use crate::sync::pool::{PermitWaiter, Pool};
+use crate::sync::pool::{Closed, PermitsWaiter, Pool};
+use crate::sync::semaphore_permit::SemaphorePermit;
 
-/// A counter of permits (asyncio's `Semaphore`), FIFO-fair and cancellation-safe.
+/// A counter of permits, FIFO-fair and cancellation-safe: asyncio's `Semaphore` (`acquire`,
+/// `release`, `locked`) and tokio's (`acquire_many`, `try_acquire`, `close`, `forget_permits`,
+/// owned permits).
 ///
 /// [`acquire`](Semaphore::acquire) waits for a permit and gives a [`SemaphorePermit`] that
 /// returns it when dropped. [`add_permits`](Semaphore::add_permits) (or
 /// [`release`](Semaphore::release), one at a time) adds permits, for instance to give back one
-/// that was kept with [`SemaphorePermit::forget`]; there is no upper bound (see
-/// [`BoundedSemaphore`] for one).
+/// that was kept with [`SemaphorePermit::forget`]; the count may not exceed
+/// [`MAX_PERMITS`](Semaphore::MAX_PERMITS) (see [`BoundedSemaphore`](crate::sync::BoundedSemaphore)
+/// for a bound of your own).
+///
+/// # Panics
+/// As tokio's: [`new`](Semaphore::new) with more than `MAX_PERMITS` permits, and
+/// [`add_permits`](Semaphore::add_permits) past it. Nothing else panics (a closed semaphore is an
+/// error value).
 ///
 /// ```
 /// use std::cell::Cell;
@@ -51,25 +66,58 @@ pub struct Semaphore {
 }
 
 impl Semaphore {
+    /// The most permits a semaphore may hold (tokio's value: `usize::MAX >> 3`).
+    ///
+    /// ```
+    /// use evloop::sync::Semaphore;
+    ///
+    /// let sem = Semaphore::new(Semaphore::MAX_PERMITS); // the most it may hold
+    /// assert_eq!(sem.available_permits(), usize::MAX >> 3);
+    /// ```
+    pub const MAX_PERMITS: usize = usize::MAX >> 3;
+
     /// A semaphore with `permits` permits available.
+    ///
+    /// # Panics
+    /// If `permits` exceeds [`MAX_PERMITS`](Semaphore::MAX_PERMITS) (tokio's contract).
     ///
     /// ```
     /// let sem = evloop::sync::Semaphore::new(3);
     /// assert_eq!(sem.available_permits(), 3);
     /// assert!(!sem.locked());
     /// ```
+    #[track_caller]
     pub fn new(permits: usize) -> Semaphore {
+        assert!(
+            permits <= Semaphore::MAX_PERMITS,
+            "a semaphore may not have more than MAX_PERMITS permits ({})",
+            Semaphore::MAX_PERMITS
+        );
+        Semaphore::unchecked(permits)
+    }
+
+    /// No bound check: the pool of a [`BoundedSemaphore`](crate::sync::BoundedSemaphore), whose
+    /// own bound is the caller's.
+    pub(crate) fn unchecked(permits: usize) -> Semaphore {
         Semaphore {
             pool: Pool::new(permits),
+        }
+    }
+
+    /// A semaphore any loop's tasks may wait on (an [`RwLock`](crate::sync::RwLock)'s, bound to
+    /// no loop as a [`Mutex`](crate::sync::Mutex) is).
+    pub(crate) fn unbound(permits: usize) -> Semaphore {
+        Semaphore {
+            pool: Pool::unbound(permits),
         }
     }
 
     /// Waits for a permit; waiters are served in arrival order.
     ///
     /// # Errors
-    /// [`SyncError::WrongLoop`](crate::sync::SyncError::WrongLoop) when a task of another loop
-    /// than the one it is bound to would have to wait, as for
-    /// [`Lock::acquire`](crate::sync::Lock::acquire).
+    /// [`SyncError::Closed`] once the semaphore is [closed](Semaphore::close) (tokio's
+    /// `AcquireError`), [`SyncError::WrongLoop`] when a task of another loop than the one it is
+    /// bound to would have to wait, as for [`Lock::acquire`](crate::sync::Lock::acquire).
     ///
     /// ```
     /// evloop::run(async {
@@ -82,27 +130,86 @@ impl Semaphore {
     /// # Ok::<(), evloop::task::RunError>(())
     /// ```
     pub fn acquire(&self) -> SemaphoreAcquire<'_> {
+        self.acquire_as(WaitOp::SemaphoreAcquire, 1)
+    }
+
+    /// Waits for `n` permits at once (tokio's `acquire_many`). The request keeps its place in
+    /// the line until all `n` are free: later, smaller requests wait behind it.
+    ///
+    /// # Errors
+    /// As [`acquire`](Semaphore::acquire).
+    ///
+    /// # Panics
+    /// If `n` exceeds [`MAX_PERMITS`](Semaphore::MAX_PERMITS) (possible on 32-bit targets only).
+    ///
+    /// ```
+    /// evloop::run(async {
+    ///     let sem = evloop::sync::Semaphore::new(5);
+    ///     let permit = sem.acquire_many(3).await.unwrap();
+    ///     assert_eq!(permit.num_permits(), 3);
+    ///     assert_eq!(sem.available_permits(), 2);
+    /// })?;
+    /// # Ok::<(), evloop::task::RunError>(())
+    /// ```
+    #[track_caller]
+    pub fn acquire_many(&self, n: u32) -> SemaphoreAcquire<'_> {
+        self.acquire_as(WaitOp::SemaphoreAcquire, check_many(n))
+    }
+
+    pub(crate) fn acquire_as(&self, what: WaitOp, n: u32) -> SemaphoreAcquire<'_> {
         SemaphoreAcquire {
-            pool: &self.pool,
-            what: WaitOp::SemaphoreAcquire,
-            waiter: self.pool.waiter(),
+            sem: self,
+            what,
+            permits: n,
+            waiter: self.pool.waiter_many(n),
         }
     }
 
     /// Takes a permit if that needs no wait: one is available and nobody is queued.
     ///
+    /// # Errors
+    /// [`TryAcquireError::Closed`] once the semaphore is closed, [`TryAcquireError::NoPermits`]
+    /// when it would have to wait.
+    ///
     /// ```
     /// let sem = evloop::sync::Semaphore::new(1);
     /// let permit = sem.try_acquire().expect("one permit is free");
-    /// assert!(sem.try_acquire().is_none());
+    /// assert!(sem.try_acquire().is_err());
     /// drop(permit);
-    /// assert!(sem.try_acquire().is_some());
+    /// assert!(sem.try_acquire().is_ok());
     /// ```
-    pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
-        self.pool.try_take().then(|| SemaphorePermit { pool: &self.pool })
+    pub fn try_acquire(&self) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+        self.try_acquire_many(1)
     }
 
-    /// Permits nobody holds or has been handed (asyncio's `_value`).
+    /// Takes `n` permits if that needs no wait: as many are available and nobody is queued.
+    ///
+    /// # Errors
+    /// As [`try_acquire`](Semaphore::try_acquire).
+    ///
+    /// # Panics
+    /// If `n` exceeds [`MAX_PERMITS`](Semaphore::MAX_PERMITS) (possible on 32-bit targets only).
+    ///
+    /// ```
+    /// use evloop::sync::{Semaphore, TryAcquireError};
+    ///
+    /// let sem = Semaphore::new(4);
+    /// let three = sem.try_acquire_many(3).unwrap();
+    /// assert_eq!(sem.try_acquire_many(2).unwrap_err(), TryAcquireError::NoPermits);
+    /// drop(three);
+    /// assert_eq!(sem.try_acquire_many(4).unwrap().num_permits(), 4);
+    /// ```
+    #[track_caller]
+    pub fn try_acquire_many(&self, n: u32) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+        self.pool
+            .try_take_many(check_many(n))
+            .map_err(TryAcquireError::from_closed)?;
+        Ok(SemaphorePermit::new(self, n as usize))
+    }
+
+    /// Permits nobody holds or has been handed (asyncio's `_value`). A queued `acquire_many`
+    /// that waits for more does not hold the ones that are free meanwhile (tokio's does, and
+    /// counts them out of this number).
     ///
     /// ```
     /// let sem = evloop::sync::Semaphore::new(2);
@@ -113,7 +220,7 @@ impl Semaphore {
         self.pool.available()
     }
 
-    /// Whether an acquire would have to wait (asyncio's `locked()`).
+    /// Whether an acquire of one permit would have to wait (asyncio's `locked()`).
     ///
     /// ```
     /// let sem = evloop::sync::Semaphore::new(1);
@@ -125,7 +232,7 @@ impl Semaphore {
         self.pool.locked()
     }
 
-    /// How many tasks are queued for a permit.
+    /// How many tasks are queued for permits.
     ///
     /// ```
     /// use std::rc::Rc;
@@ -149,20 +256,32 @@ impl Semaphore {
         self.pool.waiting()
     }
 
-    /// Adds `n` permits, handing them to the first waiters (the count saturates at
-    /// `usize::MAX`).
+    /// Adds `n` permits, handing them to the first waiters. A closed semaphore takes them too
+    /// (tokio's), though it hands none out.
+    ///
+    /// # Panics
+    /// If the free permits would exceed [`MAX_PERMITS`](Semaphore::MAX_PERMITS) (tokio's
+    /// contract; counted before the waiters take theirs).
     ///
     /// ```
     /// let sem = evloop::sync::Semaphore::new(0);
-    /// assert!(sem.try_acquire().is_none());
+    /// assert!(sem.try_acquire().is_err());
     /// sem.add_permits(2);
     /// assert_eq!(sem.available_permits(), 2);
     /// ```
+    #[track_caller]
     pub fn add_permits(&self, n: usize) {
+        let free = self.pool.available();
+        if free.checked_add(n).is_none_or(|total| total > Semaphore::MAX_PERMITS) {
+            panic!(
+                "number of added permits ({n}) would overflow MAX_PERMITS ({})",
+                Semaphore::MAX_PERMITS
+            );
+        }
         self.pool.put_back(n);
     }
 
-    /// Adds one permit (asyncio's `release()`).
+    /// Adds one permit (asyncio's `release()`), as `add_permits(1)`.
     ///
     /// ```
     /// let sem = evloop::sync::Semaphore::new(1);
@@ -171,9 +290,60 @@ impl Semaphore {
     /// sem.release();
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
+    #[track_caller]
     pub fn release(&self) {
         self.add_permits(1);
     }
+
+    /// Takes up to `n` free permits away for good (tokio's `forget_permits`); returns how many
+    /// it took. Permits held by guards are not touched.
+    ///
+    /// ```
+    /// let sem = evloop::sync::Semaphore::new(3);
+    /// assert_eq!(sem.forget_permits(2), 2);
+    /// assert_eq!(sem.forget_permits(5), 1); // only one was left
+    /// assert_eq!(sem.available_permits(), 0);
+    /// ```
+    pub fn forget_permits(&self, n: usize) -> usize {
+        self.pool.forget_free(n)
+    }
+
+    /// Closes the semaphore (tokio's `close`): every queued acquire ends with
+    /// [`SyncError::Closed`], and so does every acquire from now on; `try_acquire` answers
+    /// [`TryAcquireError::Closed`]. Permits already held stay valid and come back when dropped.
+    ///
+    /// ```
+    /// let sem = evloop::sync::Semaphore::new(1);
+    /// sem.close();
+    /// assert!(sem.is_closed());
+    /// assert_eq!(sem.try_acquire().unwrap_err(), evloop::sync::TryAcquireError::Closed);
+    /// ```
+    pub fn close(&self) {
+        self.pool.close();
+    }
+
+    /// Whether [`close`](Semaphore::close) was called.
+    ///
+    /// ```
+    /// let sem = evloop::sync::Semaphore::new(1);
+    /// assert!(!sem.is_closed());
+    /// sem.close();
+    /// assert!(sem.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.pool.is_closed()
+    }
+}
+
+/// `acquire_many`'s bound: tokio's panic for a request no semaphore could ever grant.
+#[track_caller]
+pub(crate) fn check_many(n: u32) -> u32 {
+    assert!(
+        n as usize <= Semaphore::MAX_PERMITS,
+        "a semaphore may not have more than MAX_PERMITS permits ({})",
+        Semaphore::MAX_PERMITS
+    );
+    n
 }
 
 impl fmt::Debug for Semaphore {
@@ -181,226 +351,54 @@ impl fmt::Debug for Semaphore {
         f.debug_struct("Semaphore")
             .field("available", &self.available_permits())
             .field("waiters", &self.waiters())
+            .field("closed", &self.is_closed())
             .finish()
     }
 }
 
-/// A [`Semaphore`] that cannot be released beyond its initial number of permits (asyncio's
-/// `BoundedSemaphore`): [`release`](BoundedSemaphore::release) gives back a permit kept with
-/// [`SemaphorePermit::forget`], and is a [`SyncError::OverReleased`] when there is none.
+/// Why [`Semaphore::try_acquire`] (and its `_many` and owned forms) gave no permit (tokio's
+/// `TryAcquireError`).
 ///
 /// ```
-/// use evloop::sync::{BoundedSemaphore, SyncError};
+/// use evloop::sync::{Semaphore, TryAcquireError};
 ///
-/// let sem = BoundedSemaphore::new(1);
-/// sem.try_acquire().expect("free").forget();
-/// assert_eq!(sem.release(), Ok(())); // gives the forgotten permit back
-/// // A second release would push the count past its bound: refused, nothing changes.
-/// assert_eq!(sem.release(), Err(SyncError::OverReleased { bound: 1 }));
-/// assert_eq!(sem.available_permits(), 1);
+/// let sem = Semaphore::new(0);
+/// assert_eq!(sem.try_acquire().unwrap_err(), TryAcquireError::NoPermits);
+/// sem.close();
+/// assert_eq!(sem.try_acquire().unwrap_err().to_string(), "semaphore closed");
 /// ```
-pub struct BoundedSemaphore {
-    pool: Pool,
-    bound: usize,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TryAcquireError {
+    /// The semaphore was [closed](Semaphore::close).
+    Closed,
+    /// Not enough permits are free, or other tasks wait first.
+    NoPermits,
 }
 
-impl BoundedSemaphore {
-    /// A semaphore with `permits` permits, which is also its maximum.
-    ///
-    /// ```
-    /// let sem = evloop::sync::BoundedSemaphore::new(2);
-    /// assert_eq!(sem.available_permits(), 2);
-    /// assert_eq!(sem.bound(), 2);
-    /// ```
-    pub fn new(permits: usize) -> BoundedSemaphore {
-        BoundedSemaphore {
-            pool: Pool::new(permits),
-            bound: permits,
-        }
-    }
-
-    /// Waits for a permit; waiters are served in arrival order.
-    ///
-    /// # Errors
-    /// [`SyncError::WrongLoop`](crate::sync::SyncError::WrongLoop) when a task of another loop
-    /// than the one it is bound to would have to wait, as for
-    /// [`Lock::acquire`](crate::sync::Lock::acquire).
-    ///
-    /// ```
-    /// evloop::run(async {
-    ///     let sem = evloop::sync::BoundedSemaphore::new(1);
-    ///     let permit = sem.acquire().await.unwrap();
-    ///     assert!(sem.locked());
-    ///     drop(permit);
-    ///     assert_eq!(sem.available_permits(), 1);
-    /// })?;
-    /// # Ok::<(), evloop::task::RunError>(())
-    /// ```
-    pub fn acquire(&self) -> SemaphoreAcquire<'_> {
-        SemaphoreAcquire {
-            pool: &self.pool,
-            what: WaitOp::BoundedSemaphoreAcquire,
-            waiter: self.pool.waiter(),
-        }
-    }
-
-    /// Takes a permit if that needs no wait.
-    ///
-    /// ```
-    /// let sem = evloop::sync::BoundedSemaphore::new(1);
-    /// let permit = sem.try_acquire().expect("one permit is free");
-    /// assert!(sem.try_acquire().is_none());
-    /// drop(permit);
-    /// assert!(sem.try_acquire().is_some());
-    /// ```
-    pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
-        self.pool.try_take().then(|| SemaphorePermit { pool: &self.pool })
-    }
-
-    /// Permits nobody holds or has been handed.
-    ///
-    /// ```
-    /// let sem = evloop::sync::BoundedSemaphore::new(3);
-    /// let _a = sem.try_acquire();
-    /// let _b = sem.try_acquire();
-    /// assert_eq!(sem.available_permits(), 1);
-    /// ```
-    pub fn available_permits(&self) -> usize {
-        self.pool.available()
-    }
-
-    /// The initial number of permits, which the count never exceeds.
-    ///
-    /// ```
-    /// let sem = evloop::sync::BoundedSemaphore::new(2);
-    /// let _permit = sem.try_acquire();
-    /// assert_eq!(sem.bound(), 2); // the bound does not move with the count
-    /// assert_eq!(sem.available_permits(), 1);
-    /// ```
-    pub fn bound(&self) -> usize {
-        self.bound
-    }
-
-    /// Whether an acquire would have to wait.
-    ///
-    /// ```
-    /// let sem = evloop::sync::BoundedSemaphore::new(1);
-    /// let permit = sem.try_acquire();
-    /// assert!(sem.locked());
-    /// drop(permit);
-    /// assert!(!sem.locked());
-    /// ```
-    pub fn locked(&self) -> bool {
-        self.pool.locked()
-    }
-
-    /// How many tasks are queued for a permit.
-    ///
-    /// ```
-    /// use std::rc::Rc;
-    ///
-    /// evloop::run(async {
-    ///     let sem = Rc::new(evloop::sync::BoundedSemaphore::new(1));
-    ///     let permit = sem.acquire().await.unwrap();
-    ///     let waiter = {
-    ///         let sem = sem.clone();
-    ///         evloop::spawn(async move { drop(sem.acquire().await.unwrap()) })
-    ///     };
-    ///     evloop::task::yield_now().await;
-    ///     assert_eq!(sem.waiters(), 1);
-    ///     drop(permit); // handed to the waiter
-    ///     waiter.await?;
-    ///     assert_eq!(sem.waiters(), 0);
-    ///     Ok::<(), evloop::task::TaskError>(())
-    /// })??;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn waiters(&self) -> usize {
-        self.pool.waiting()
-    }
-
-    /// Gives back one permit that was kept with [`SemaphorePermit::forget`]. With none to give
-    /// back, the count would exceed its initial value: [`SyncError::OverReleased`], and nothing
-    /// changes.
-    ///
-    /// ```
-    /// use evloop::sync::{BoundedSemaphore, SyncError};
-    ///
-    /// let sem = BoundedSemaphore::new(2);
-    /// let permit = sem.try_acquire().expect("free");
-    /// permit.forget();
-    /// assert_eq!(sem.available_permits(), 1);
-    /// assert_eq!(sem.release(), Ok(()));
-    /// assert_eq!(sem.available_permits(), 2);
-    /// assert_eq!(sem.release(), Err(SyncError::OverReleased { bound: 2 }));
-    /// ```
-    pub fn release(&self) -> Result<(), SyncError> {
-        if self.pool.give_back_forgotten() {
-            Ok(())
+impl TryAcquireError {
+    /// The pool's refusal: `true` when it is closed.
+    pub(crate) fn from_closed(closed: bool) -> TryAcquireError {
+        if closed {
+            TryAcquireError::Closed
         } else {
-            Err(SyncError::OverReleased { bound: self.bound })
+            TryAcquireError::NoPermits
         }
     }
 }
 
-impl fmt::Debug for BoundedSemaphore {
+impl fmt::Display for TryAcquireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BoundedSemaphore")
-            .field("available", &self.available_permits())
-            .field("bound", &self.bound)
-            .field("waiters", &self.waiters())
-            .finish()
+        f.write_str(match self {
+            TryAcquireError::Closed => "semaphore closed",
+            TryAcquireError::NoPermits => "no permits available",
+        })
     }
 }
 
-/// A permit of a [`Semaphore`] or [`BoundedSemaphore`]; dropping it returns the permit (to the
-/// first waiter, if any).
-///
-/// ```
-/// let sem = evloop::sync::Semaphore::new(1);
-/// {
-///     let _permit = sem.try_acquire().expect("free");
-///     assert_eq!(sem.available_permits(), 0);
-/// } // the permit goes back here
-/// assert_eq!(sem.available_permits(), 1);
-/// ```
-#[must_use = "if unused the guard is dropped at once and releases what it holds"]
-pub struct SemaphorePermit<'a> {
-    pool: &'a Pool,
-}
+impl std::error::Error for TryAcquireError {}
 
-impl SemaphorePermit<'_> {
-    /// Keeps the permit out of the semaphore without a guard (asyncio's `acquire()` without a
-    /// matching `release()`): give it back later with [`Semaphore::release`] /
-    /// [`Semaphore::add_permits`], or [`BoundedSemaphore::release`].
-    ///
-    /// ```
-    /// let sem = evloop::sync::Semaphore::new(2);
-    /// sem.try_acquire().expect("free").forget();
-    /// assert_eq!(sem.available_permits(), 1); // still taken, with no guard to give it back
-    /// sem.release(); // asyncio's `sem.release()`
-    /// assert_eq!(sem.available_permits(), 2);
-    /// ```
-    pub fn forget(self) {
-        let pool = self.pool;
-        std::mem::forget(self);
-        pool.forget_one();
-    }
-}
-
-impl Drop for SemaphorePermit<'_> {
-    fn drop(&mut self) {
-        self.pool.put_back(1);
-    }
-}
-
-impl fmt::Debug for SemaphorePermit<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SemaphorePermit")
-    }
-}
-
-/// The future of [`Semaphore::acquire`] and [`BoundedSemaphore::acquire`].
+/// The future of [`Semaphore::acquire`], [`Semaphore::acquire_many`] and
+/// [`BoundedSemaphore::acquire`](crate::sync::BoundedSemaphore::acquire).
 ///
 /// ```
 /// use std::rc::Rc;
@@ -413,7 +411,7 @@ impl fmt::Debug for SemaphorePermit<'_> {
 ///     };
 ///     evloop::task::yield_now().await; // `first` waits in line
 ///     sem.release(); // the permit is handed to `first` ...
-///     assert!(sem.try_acquire().is_none()); // ... so a newcomer cannot take it
+///     assert!(sem.try_acquire().is_err()); // ... so a newcomer cannot take it
 ///     first.await?;
 ///     Ok::<(), evloop::task::TaskError>(())
 /// })??;
@@ -421,10 +419,11 @@ impl fmt::Debug for SemaphorePermit<'_> {
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct SemaphoreAcquire<'a> {
-    pool: &'a Pool,
+    sem: &'a Semaphore,
     /// For trace mode, the task dump and the wrong-loop error.
     what: WaitOp,
-    waiter: PermitWaiter<'a>,
+    permits: u32,
+    waiter: PermitsWaiter<'a>,
 }
 
 impl<'a> Future for SemaphoreAcquire<'a> {
@@ -432,16 +431,19 @@ impl<'a> Future for SemaphoreAcquire<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let (pool, what) = (this.pool, this.what);
-        this.waiter
-            .poll_wait(cx, what)
-            .map(|r| r.map(|()| SemaphorePermit { pool }).map_err(SyncError::WrongLoop))
+        let (sem, n) = (this.sem, this.permits as usize);
+        this.waiter.poll_wait(cx, this.what).map(|r| match r {
+            Ok(Ok(())) => Ok(SemaphorePermit::new(sem, n)),
+            Ok(Err(Closed)) => Err(SyncError::Closed),
+            Err(e) => Err(SyncError::WrongLoop(e)),
+        })
     }
 }
 
 impl fmt::Debug for SemaphoreAcquire<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SemaphoreAcquire")
+            .field("permits", &self.permits)
             .field("queued", &self.waiter.is_queued())
             .finish()
     }

@@ -13,7 +13,8 @@
 //! (a put's item). What differs between primitives is a [`Line`]: which queue of the state it
 //! waits in, and four rules: `arrive` (can the wait end at once?), `take` (turn a grant into the
 //! future's output), `pass_on` (where a grant goes whose future is gone) and `queued` (what the
-//! state does when an entry joins). A poll of the `Waiter`:
+//! state does when an entry joins); a line whose waiters want different amounts (a semaphore's
+//! `acquire_many`) also says each entry's `need` and what to do when one `left` the line. A poll of the `Waiter`:
 //! 1. if it has an entry, looks at it: `Granted` removes the entry and `take`s the grant;
 //!    `Waiting` keeps the entry's waker current and stays pending;
 //! 2. otherwise `arrive`s; if the wait cannot end at once, checks the loop binding (below) and
@@ -161,6 +162,9 @@ struct Node<G> {
     /// Neighbours in the line (both `None` once the entry is granted).
     prev: Option<Key>,
     next: Option<Key>,
+    /// How much of the resource the entry waits for ([`Line::need`]: the permits of a
+    /// semaphore's `acquire_many`; 1 elsewhere).
+    need: u32,
     slot: Slot<G>,
 }
 
@@ -204,11 +208,19 @@ impl<G> WaitQueue<G> {
         self.nodes.len() == 0
     }
 
-    /// Queues a new waiter at the back of the line; returns its key.
-    pub(crate) fn push(&mut self, waker: &Waker) -> Key {
+    /// What the first waiter waits for ([`Line::need`]), if anybody waits.
+    #[inline]
+    pub(crate) fn head_need(&self) -> Option<u32> {
+        self.head.and_then(|k| self.nodes.get(k)).map(|n| n.need)
+    }
+
+    /// Queues a new waiter, which waits for `need` ([`Line::need`]), at the back of the line;
+    /// returns its key.
+    pub(crate) fn push(&mut self, waker: &Waker, need: u32) -> Key {
         let key = self.nodes.insert(Node {
             prev: self.tail,
             next: None,
+            need,
             slot: Slot::Waiting(waker.clone()),
         });
         match self.tail.and_then(|t| self.nodes.get_mut(t)) {
@@ -359,6 +371,17 @@ pub(crate) trait Line {
     /// A waiter was queued (a pool with a free permit grants it at once).
     fn queued(_st: &mut Self::State, _wakers: &mut WakeList) {}
 
+    /// How much of the resource a waiter carrying `carry` waits for, recorded in its entry
+    /// ([`WaitQueue::head_need`]): a semaphore's `acquire_many(n)` waits for `n` permits. 1, the
+    /// default, for the lines whose grants are all alike.
+    fn need(_carry: &Self::Carry) -> u32 {
+        1
+    }
+
+    /// A waiter left the line without a grant (dropped while it waited). Nothing by default; a
+    /// pool whose first waiter needed more permits than were free grants the next ones now.
+    fn left(_st: &mut Self::State, _wakers: &mut WakeList) {}
+
     /// Whether a new arrival would complete at once, without changing anything: asked only
     /// when the task's budget is spent, to tell a wait that must yield (it would complete) from
     /// one that may take its place in the line (it would wait anyway). `true`, the default,
@@ -461,7 +484,7 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
         }
         // About to wait: only a task of the state's own loop may.
         L::binding(st).bind(op)?;
-        self.key = Some(L::queue(st).push(waker));
+        self.key = Some(L::queue(st).push(waker, L::need(&self.carry)));
         L::queued(st, wakers);
         Poll::Pending
     }
@@ -493,8 +516,11 @@ impl<R: Deref<Target = RefCell<L::State>>, L: Line> Waiter<R, L> {
                 L::pass_on(&mut st, grant, &mut wakers);
                 None
             }
-            // Dropped while waiting: it only leaves the line.
-            Some(Slot::Waiting(waker)) => Some(waker),
+            // Dropped while waiting: it leaves the line, which may let the next waiters through.
+            Some(Slot::Waiting(waker)) => {
+                L::left(&mut st, &mut wakers);
+                Some(waker)
+            }
             None => None,
         };
         drop(st);

@@ -483,7 +483,7 @@ fn semaphore_permits_count_down_and_back_up() {
     let p2 = sem.try_acquire().unwrap();
     assert_eq!(sem.available_permits(), 0);
     assert!(sem.locked());
-    assert!(sem.try_acquire().is_none());
+    assert!(sem.try_acquire().is_err());
     drop(p1);
     assert_eq!(sem.available_permits(), 1);
     assert!(!sem.locked());
@@ -491,13 +491,13 @@ fn semaphore_permits_count_down_and_back_up() {
     assert_eq!(sem.available_permits(), 2);
     let p = sem.try_acquire().unwrap();
     let q = sem.try_acquire().unwrap();
-    assert!(sem.try_acquire().is_none());
-    assert!(sem.try_acquire().is_none());
+    assert!(sem.try_acquire().is_err());
+    assert!(sem.try_acquire().is_err());
     drop((p, q));
     assert_eq!(sem.available_permits(), 2, "failed try_acquires invent no permits");
     let zero = Semaphore::new(0);
     assert!(zero.locked());
-    assert!(zero.try_acquire().is_none());
+    assert!(zero.try_acquire().is_err());
 }
 
 /// CPython `SemaphoreTests.test_acquire`: with 3 permits, three tasks get one at once and a
@@ -556,7 +556,7 @@ fn semaphore_forgotten_permit_comes_back_with_add_permits() {
         let sem = Semaphore::new(1);
         sem.acquire().await.unwrap().forget();
         assert_eq!(sem.available_permits(), 0);
-        assert!(sem.try_acquire().is_none());
+        assert!(sem.try_acquire().is_err());
         sem.add_permits(1);
         assert_eq!(sem.available_permits(), 1);
         let p = sem.acquire().await.unwrap();

@@ -257,7 +257,7 @@ impl Harness {
             Op::TryAcquire => {
                 let queued = self.queued();
                 let got = match &self.prim {
-                    Prim::Sem(s) => s.try_acquire().is_some(),
+                    Prim::Sem(s) => s.try_acquire().is_ok(),
                     Prim::Lock(l) => l.try_acquire().is_some(),
                 };
                 if got {

@@ -24,7 +24,7 @@ fn counting_waker() -> (Arc<Count>, Waker) {
 fn queue_grants_in_fifo_order_and_keys_find_entries() {
     let (count, w) = counting_waker();
     let mut q = WaitQueue::<u32>::new();
-    let keys: Vec<Key> = (0..4).map(|_| q.push(&w)).collect();
+    let keys: Vec<Key> = (0..4).map(|_| q.push(&w, 1)).collect();
     let mut wakers = WakeList::default();
     assert!(q.grant_first(11, &mut wakers).is_ok());
     assert_eq!(q.waiting(), 3);
@@ -60,14 +60,14 @@ fn queue_grants_in_fifo_order_and_keys_find_entries() {
 fn queue_removes_from_the_middle_and_keeps_the_order() {
     let (_, w) = counting_waker();
     let mut q = WaitQueue::<char>::new();
-    let a = q.push(&w);
-    let b = q.push(&w);
-    let c = q.push(&w);
+    let a = q.push(&w, 1);
+    let b = q.push(&w, 1);
+    let c = q.push(&w, 1);
     assert!(matches!(q.remove(b), Some(Slot::Waiting(_))));
     assert_eq!(q.waiting(), 2);
     let mut wakers = WakeList::default();
     assert!(q.grant_first('a', &mut wakers).is_ok());
-    let d = q.push(&w);
+    let d = q.push(&w, 1);
     q.grant_while(|| Some('x'), &mut wakers);
     assert_eq!(q.waiting(), 0);
     assert!(!q.is_empty(), "granted entries wait for their owners");
@@ -84,7 +84,7 @@ fn queue_keeps_the_waker_of_the_last_poll() {
     let (first, w1) = counting_waker();
     let (second, w2) = counting_waker();
     let mut q = WaitQueue::<()>::new();
-    let k = q.push(&w1);
+    let k = q.push(&w1, 1);
     assert!(matches!(q.poll_entry(k, &w1), Polled::Waiting(None)));
     assert!(matches!(q.poll_entry(k, &w2), Polled::Waiting(Some(_))));
     let mut wakers = WakeList::default();
@@ -99,9 +99,9 @@ fn queue_keeps_the_waker_of_the_last_poll() {
 fn for_each_grant_visits_granted_entries_only() {
     let (_, w) = counting_waker();
     let mut q = WaitQueue::<u32>::new();
-    let keys: Vec<Key> = (0..3).map(|_| q.push(&w)).collect();
+    let keys: Vec<Key> = (0..3).map(|_| q.push(&w, 1)).collect();
     q.grant_while(|| Some(1), &mut WakeList::default());
-    let k = q.push(&w);
+    let k = q.push(&w, 1);
     let mut seen = 0;
     q.for_each_grant(|g| {
         seen += 1;
