@@ -258,10 +258,7 @@ async fn join_set_coop() {
     //
     // Since this is a `current_thread` runtime, there's no race condition
     // between the last permit being added and the task completing.
-    for _ in 0..TASK_NUM {
-        // evloop's `Semaphore` at this commit has no `acquire_many` yet: one at a time.
-        sem.acquire().await.unwrap().forget();
-    }
+    let _ = sem.acquire_many(TASK_NUM).await.unwrap();
 
     let mut count = 0;
     let mut coop_count = 0;
