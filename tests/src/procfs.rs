@@ -1,6 +1,7 @@
 //! What `/proc/self/task/<tid>/syscall` says about a thread of this process: whether it is
 //! blocked in the loop's poll, and with which timeout. Reading it needs ptrace access to our
-//! own threads, which some sandboxes deny; callers decide what to do then.
+//! own threads, which some sandboxes deny; callers decide what to do then. Also the threads of
+//! this process by name ([`threads_named`]), for tests that check evloop joined its threads.
 
 use std::time::{Duration, Instant};
 
@@ -70,4 +71,23 @@ pub fn wait_until_blocked_in_poll_forever(tid: Option<libc::pid_t>, limit: Durat
         }
     }
     false
+}
+
+/// How many threads of this process have a name (`/proc/self/task/*/comm`, which the kernel cuts
+/// to 15 bytes) starting with `prefix`. A test that checks evloop left no thread behind counts
+/// evloop's threads this way (`evloop-loop-N`, `evloop-N-executor`, `evloop-child-...`), not every
+/// thread of the process: libtest's threads for the binary's other tests come and go meanwhile.
+///
+/// ```
+/// assert_eq!(evloop_tests::procfs::threads_named("no-such-thread-"), 0);
+/// ```
+pub fn threads_named(prefix: &str) -> usize {
+    let prefix = &prefix[..prefix.len().min(15)];
+    std::fs::read_dir("/proc/self/task")
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix)))
+                .count()
+        })
+        .unwrap_or(0)
 }

@@ -134,23 +134,9 @@ fn two_hundred_children_leave_no_zombie_and_their_threads_end() {
     assert!(pids.iter().all(|p| !children.contains(p)), "a zombie was left");
     // Each waiter thread ends once its child exits.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while threads_named("evloop-child-") > 0 {
+    while evloop_tests::procfs::threads_named("evloop-child-") > 0 {
         assert!(Instant::now() < deadline, "waiter threads outlived their children");
         std::thread::sleep(Duration::from_millis(10));
     }
     fault::clear();
-}
-
-/// The process's threads whose name starts with `prefix` (`/proc/self/task/*/comm`).
-fn threads_named(prefix: &str) -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .map(|dir| {
-            dir.filter_map(Result::ok)
-                .filter(|t| {
-                    std::fs::read_to_string(t.path().join("comm"))
-                        .is_ok_and(|c| c.starts_with(&prefix[..prefix.len().min(15)]))
-                })
-                .count()
-        })
-        .unwrap_or(0)
 }

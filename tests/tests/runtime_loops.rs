@@ -25,28 +25,17 @@ fn count(dir: &str) -> usize {
     std::fs::read_dir(dir).unwrap().count()
 }
 
-/// The threads evloop made and has not joined: the runtime's loops (`evloop-loop-N`) and the
-/// loops' executor pools (`evloop-N-executor`), by name (`/proc/self/task/*/comm`, cut to 15
-/// bytes). Counting every thread of the process counted libtest's threads too: the threads of
-/// this file's other tests, waiting on the lock, come and go while this test runs.
-fn evloop_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|name| name.starts_with("evloop-"))
-        .count()
-}
-
-/// Waits (briefly) for evloop's thread count to come back: a joined thread's task entry may
-/// linger a moment.
+/// Waits (briefly) for evloop's thread count (its threads by name: libtest's threads for this
+/// file's other tests, waiting on the lock, come and go meanwhile) to come back: a joined
+/// thread's task entry may linger a moment.
 fn settle(expected: usize) -> usize {
     for _ in 0..200 {
-        if evloop_threads() <= expected {
+        if evloop_tests::procfs::threads_named("evloop-") <= expected {
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    evloop_threads()
+    evloop_tests::procfs::threads_named("evloop-")
 }
 
 #[test]
