@@ -76,8 +76,8 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 ## miri: the raw task cell's own tests (every test under event_loop::raw_task: raw_task/tests.rs,
-## raw_task/state.rs and raw_task/project.rs, the macros' pin projection; the cell is the
-## runtime's unsafe module) under Miri: Stacked Borrows,
+## and raw_task/state.rs, with the macros' pin projection; the cell is the runtime's unsafe
+## module) under Miri: Stacked Borrows,
 ## then Tree Borrows with strict provenance, then thread interleavings of the cross-thread waker
 ## test under 16 seeds. Installs a nightly toolchain with Miri through rustup when it is missing.
 MIRI_TESTS := event_loop::raw_task

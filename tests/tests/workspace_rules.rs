@@ -227,17 +227,13 @@ fn published_crates_have_complete_metadata() {
 }
 
 /// The only files outside `syscalls/` that may hold `unsafe` (docs/design.md, ground rules): the raw
-/// task cell (`raw_task.rs`, and `raw_task/project.rs`, the same pinning for the tuple of futures
-/// that `select!`/`join!` poll in place, which issue 19 item 8 needed to match tokio's sizes; its
-/// `state` and `tests` submodules hold no unsafe) and the fiber register switch, each proved
-/// necessary by a benchmark (or a size test) and explained in `docs/`. Each is opted in by
+/// task cell (`raw_task.rs`, whose last section is the same pinning for the tuple of futures that
+/// `select!`/`join!` poll in place; its `state` and `tests` submodules hold no unsafe) and the
+/// fiber register switch, each proved necessary by a benchmark (or a size test) and explained in
+/// `docs/`. Each is opted in by
 /// `#[allow(unsafe_code)]` on its `mod` line (a submodule inherits its parent's); the rest of
 /// `runtime/` is `#![deny(unsafe_code)]` and `timers/` is `#![forbid(unsafe_code)]`.
-const UNSAFE_MODULES: &[&str] = &[
-    "runtime/src/event_loop/raw_task.rs",
-    "runtime/src/event_loop/raw_task/project.rs",
-    "runtime/src/fiber/switch.rs",
-];
+const UNSAFE_MODULES: &[&str] = &["runtime/src/event_loop/raw_task.rs", "runtime/src/fiber/switch.rs"];
 
 fn mentions_unsafe(code: &str) -> bool {
     code.split(|c: char| !c.is_alphanumeric() && c != '_')
@@ -873,8 +869,8 @@ const SINK_ALLOWED: &[(&str, &str)] = &[
     // A future, then its output in the same place (futures-util's `MaybeDone`): generic future
     // machinery, not a sync concept, which `join!`/`try_join!` (sync/) use. It needs `unsafe`
     // (the projection of its pinned variant), which lives only in the named modules, so it sits
-    // beside the task cell's pinning, with `Project`, in event_loop/raw_task/project.rs.
-    ("event_loop/raw_task/project.rs", "MaybeDone"),
+    // with the task cell's pinning, beside `Project`, in event_loop/raw_task.rs.
+    ("event_loop/raw_task.rs", "MaybeDone"),
 ];
 
 /// A brace block of a source file: what its header (the text before the `{`) makes it, where

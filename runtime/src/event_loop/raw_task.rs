@@ -111,11 +111,10 @@
 //! threads; [`TaskPtr`], the loop thread's counted reference, and the safe operations on the slot;
 //! the vtable (the functions monomorphised for one future type, and the waker vtable). Beside it,
 //! `raw_task/state.rs` holds the two state words and their transitions (no `unsafe`), and
-//! `raw_task/tests.rs` the cell's own tests, which `make miri` runs under Miri. `raw_task/project.rs`
-//! is the same pinning guarantee for a tuple of futures pinned in the caller's frame (what
-//! `select!` and `join!` poll in place): its own `unsafe` blocks, and its tests under Miri too.
+//! `raw_task/tests.rs` the cell's own tests, which `make miri` runs under Miri. The last section is the same pinning guarantee for a tuple of
+//! futures pinned in the caller's frame, which `select!` and `join!` poll in place ([`Project`],
+//! [`MaybeDone`]).
 
-pub(crate) mod project;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -125,7 +124,7 @@ use std::any::TypeId;
 use std::cell::{Cell, UnsafeCell};
 use std::future::Future;
 use std::marker::PhantomData;
-use std::mem::{ManuallyDrop, MaybeUninit};
+use std::mem::{self, ManuallyDrop, MaybeUninit};
 use std::panic::{AssertUnwindSafe, Location, catch_unwind};
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -909,5 +908,152 @@ impl<S: Schedule> WakerTable<S> {
     unsafe fn drop(data: *const ()) {
         // SAFETY: the waker being dropped owns one reference; `data` came from a TaskPtr.
         unsafe { release(NonNull::new_unchecked(data as *mut Header)) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cell's pinning, for the macros: `select!`/`join!`/`try_join!` pin a tuple of futures once in
+// the caller's frame and poll each field where it lies (a pin projection, as reaching the cell's
+// future is), so their expansions stay safe code at tokio's size (chapter 11.9; tests under Miri).
+
+/// Pin projection of a tuple: one `Pin<&mut T>` per field of a pinned tuple (up to 128 fields).
+///
+/// ```
+/// use evloop::sync::macro_support::Project;
+/// let (a, b) = std::pin::pin!((async { 1 }, async { 2 })).as_mut().project(); // never moved
+/// let _ = (a, b);
+/// ```
+pub trait Project<'a> {
+    /// The tuple of pinned references to the fields.
+    type Fields;
+    /// Splits a pinned tuple into its pinned fields.
+    fn project(self: Pin<&'a mut Self>) -> Self::Fields;
+}
+
+/// One `impl Project` per arity. A step adds two fields (two impls), so that 128 fields take 64
+/// levels of the compiler's recursion limit.
+macro_rules! project_tuples {
+    ([$($done:ident $di:tt)*] []) => {};
+    ([$($done:ident $di:tt)*] [$a:ident $ai:tt $b:ident $bi:tt $($rest:tt)*]) => {
+        project_tuple!($($done $di)* $a $ai);
+        project_tuple!($($done $di)* $a $ai $b $bi);
+        project_tuples!([$($done $di)* $a $ai $b $bi] [$($rest)*]);
+    };
+}
+
+/// `impl Project` for one tuple type.
+macro_rules! project_tuple {
+    ($($t:ident $i:tt)+) => {
+        impl<'a, $($t: 'a),+> Project<'a> for ($($t,)+) {
+            type Fields = ($(Pin<&'a mut $t>,)+);
+            #[inline(always)]
+            fn project(self: Pin<&'a mut Self>) -> Self::Fields {
+                // SAFETY: the mutable reference is used only to make the pinned references below;
+                // no field is moved out of it and it is not kept.
+                let this = unsafe { self.get_unchecked_mut() };
+                // SAFETY: structural pinning of a tuple's fields is sound: the tuple was pinned, so
+                // its fields are not moved until they are dropped in place (a tuple has no `Drop`
+                // of its own that could move them, is `Unpin` only if every field is, is never
+                // `repr(packed)`, and no safe API moves a field out of `Pin<&mut (..)>`); each
+                // reference is to a distinct field, so they do not alias.
+                unsafe { ($(Pin::new_unchecked(&mut this.$i),)+) }
+            }
+        }
+    };
+}
+
+project_tuples!([] [
+    T0 0 T1 1 T2 2 T3 3 T4 4 T5 5 T6 6 T7 7 T8 8 T9 9 T10 10 T11 11 T12 12 T13 13 T14 14 T15 15
+    T16 16 T17 17 T18 18 T19 19 T20 20 T21 21 T22 22 T23 23 T24 24 T25 25 T26 26 T27 27 T28 28 T29 29
+    T30 30 T31 31 T32 32 T33 33 T34 34 T35 35 T36 36 T37 37 T38 38 T39 39 T40 40 T41 41 T42 42 T43 43
+    T44 44 T45 45 T46 46 T47 47 T48 48 T49 49 T50 50 T51 51 T52 52 T53 53 T54 54 T55 55 T56 56 T57 57
+    T58 58 T59 59 T60 60 T61 61 T62 62 T63 63 T64 64 T65 65 T66 66 T67 67 T68 68 T69 69 T70 70 T71 71
+    T72 72 T73 73 T74 74 T75 75 T76 76 T77 77 T78 78 T79 79 T80 80 T81 81 T82 82 T83 83 T84 84 T85 85
+    T86 86 T87 87 T88 88 T89 89 T90 90 T91 91 T92 92 T93 93 T94 94 T95 95 T96 96 T97 97 T98 98 T99 99
+    T100 100 T101 101 T102 102 T103 103 T104 104 T105 105 T106 106 T107 107 T108 108 T109 109
+    T110 110 T111 111 T112 112 T113 113 T114 114 T115 115 T116 116 T117 117 T118 118 T119 119
+    T120 120 T121 121 T122 122 T123 123 T124 124 T125 125 T126 126 T127 127
+]);
+
+/// A `join!` future, then its output in the same place, then nothing once the output is taken
+/// (futures-util's `MaybeDone`). The future is pinned (polled where it lies); the output is not.
+///
+/// ```
+/// use std::task::{Context, Poll, Waker};
+/// use evloop::sync::macro_support::MaybeDone;
+///
+/// let mut slot = std::pin::pin!(MaybeDone::new(async { 7 }));
+/// assert_eq!(slot.as_mut().poll_done(&mut Context::from_waker(Waker::noop())), Poll::Ready(()));
+/// assert_eq!(slot.as_mut().take_output(), Some(7));
+/// assert_eq!(slot.as_mut().take_output(), None); // taken once
+/// ```
+pub enum MaybeDone<F: Future> {
+    /// Not ready yet.
+    Future(F),
+    /// Ready; the output waits to be taken.
+    Done(F::Output),
+    /// The output was taken.
+    Gone,
+}
+
+impl<F: Future> MaybeDone<F> {
+    /// Holds a future that has not been polled.
+    #[inline(always)]
+    pub fn new(fut: F) -> Self {
+        MaybeDone::Future(fut)
+    }
+
+    /// Polls the future if it is still there; `Ready` once the output is stored (or was taken).
+    /// The future is dropped as soon as it is ready, so that what it borrowed is free and it is
+    /// never polled again.
+    #[inline(always)]
+    pub fn poll_done(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: the reference is only matched on; the future in it is pinned again at once and
+        // never moved (it is dropped in place by `set` below).
+        let fut = match unsafe { self.as_mut().get_unchecked_mut() } {
+            // SAFETY: `self` is pinned and the `Future` variant's field is structurally pinned:
+            // nothing moves it while it is there (`take_output` moves only `Done`).
+            MaybeDone::Future(f) => unsafe { Pin::new_unchecked(f) },
+            MaybeDone::Done(_) | MaybeDone::Gone => return Poll::Ready(()),
+        };
+        match fut.poll(cx) {
+            Poll::Ready(out) => {
+                self.set(MaybeDone::Done(out));
+                Poll::Ready(())
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Takes the output, if it is there (`None` before it is ready, and after it was taken).
+    #[inline(always)]
+    pub fn take_output(self: Pin<&mut Self>) -> Option<F::Output> {
+        // SAFETY: the value is moved out only in the `Done` variant, which holds no pinned data
+        // (the output is not structurally pinned); a `Future` is left where it is.
+        let this = unsafe { self.get_unchecked_mut() };
+        match this {
+            MaybeDone::Done(_) => match mem::replace(this, MaybeDone::Gone) {
+                MaybeDone::Done(out) => Some(out),
+                MaybeDone::Future(_) | MaybeDone::Gone => None,
+            },
+            MaybeDone::Future(_) | MaybeDone::Gone => None,
+        }
+    }
+}
+
+impl<T, E, F: Future<Output = Result<T, E>>> MaybeDone<F> {
+    /// Takes the error if the future is done with one (`try_join!`'s early return); an `Ok` output
+    /// stays.
+    #[inline(always)]
+    pub fn take_err(self: Pin<&mut Self>) -> Option<E> {
+        // SAFETY: as in `take_output`: only a `Done` value is moved out.
+        let this = unsafe { self.get_unchecked_mut() };
+        match this {
+            MaybeDone::Done(Err(_)) => match mem::replace(this, MaybeDone::Gone) {
+                MaybeDone::Done(Err(e)) => Some(e),
+                MaybeDone::Done(Ok(_)) | MaybeDone::Future(_) | MaybeDone::Gone => None,
+            },
+            MaybeDone::Done(Ok(_)) | MaybeDone::Future(_) | MaybeDone::Gone => None,
+        }
     }
 }

@@ -6,11 +6,11 @@
 //! place), pins the tuple once in the caller's frame (`core::pin::pin!`), and on every poll
 //! splits it into one `Pin<&mut _>` per field ([`Project`]). So the state of the macro's future
 //! is the futures and one pointer to them, as tokio's; the projection, which is `unsafe`, lives
-//! with the task cell's pinning (`event_loop/raw_task/project.rs`), not in the expansion.
+//! with the task cell's pinning (`event_loop/raw_task.rs`, its last section), not in the expansion.
 //! `select!` keeps its futures bare, with one bit per branch for "disabled or finished" ([`Bits`]);
 //! [`Enabled`] carries a branch's `if` to that bit without keeping a `bool` across the `.await`.
 
-pub use crate::event_loop::raw_task::project::{MaybeDone, Project};
+pub use crate::event_loop::raw_task::{MaybeDone, Project};
 
 /// Whether a `select!` branch is enabled (its `if` precondition held): not `Copy`, so that taking
 /// it ends its life before the `.await` (a `bool` still in scope is kept in the `select!`'s state,

@@ -33,8 +33,8 @@
 //! That is tokio's layout, and the sizes are tokio's or smaller (tests/tests/macros_ported.rs,
 //! `sizes_beside_tokios`). Reaching a field of a pinned tuple is a pin projection, which needs
 //! `unsafe`: tokio writes it in its expansion, in the caller's crate; here the expansion calls a
-//! safe `Project::project` (`event_loop/raw_task/project.rs`, beside the task cell's own
-//! pinning, under Miri), so the `unsafe` is written and checked once, not in every expansion. Names in the
+//! safe `Project::project` (the last section of `event_loop/raw_task.rs`, the task cell's own
+//! file, under Miri), so the `unsafe` is written and checked once, not in every expansion. Names in the
 //! expansion are scoped so that nothing else is kept: a name still in scope at the `.await` is
 //! stored in the future's state even after its value has moved. A `join!` of one future is the
 //! future itself. Up to 128 futures per macro (tokio: 64).

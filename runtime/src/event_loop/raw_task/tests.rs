@@ -510,3 +510,169 @@ fn the_slot_refuses_every_access_during_a_poll() {
         assert!(!stderr.contains("not refused"), "{op}: {stderr}");
     }
 }
+
+/// The macros' pinning ([`Project`], [`MaybeDone`]): fields polled where they lie.
+mod project {
+    use std::cell::Cell;
+    use std::marker::PhantomPinned;
+    use std::pin::pin;
+    use std::rc::Rc;
+    use std::task::Waker;
+
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use super::super::{MaybeDone, Project};
+
+    /// A future that must not move: it records its address at its first poll and checks it at
+    /// every later one (and at its drop), ready at its `ready_at`-th poll.
+    struct Fixed {
+        at: Cell<usize>,
+        polls: Cell<u32>,
+        ready_at: u32,
+        drops: Rc<Cell<u32>>,
+        _pin: PhantomPinned,
+    }
+
+    impl Fixed {
+        fn new(ready_at: u32, drops: &Rc<Cell<u32>>) -> Fixed {
+            Fixed {
+                at: Cell::new(0),
+                polls: Cell::new(0),
+                ready_at,
+                drops: drops.clone(),
+                _pin: PhantomPinned,
+            }
+        }
+        fn check(&self) {
+            let here = self as *const Fixed as usize;
+            match self.at.get() {
+                0 => self.at.set(here),
+                at => assert_eq!(at, here, "a pinned future moved"),
+            }
+        }
+    }
+
+    impl Future for Fixed {
+        type Output = u32;
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<u32> {
+            self.check();
+            self.polls.set(self.polls.get() + 1);
+            if self.polls.get() >= self.ready_at {
+                Poll::Ready(self.ready_at)
+            } else {
+                Poll::Pending
+            }
+        }
+    }
+
+    impl Drop for Fixed {
+        fn drop(&mut self) {
+            if self.polls.get() > 0 {
+                self.check();
+            }
+            self.drops.set(self.drops.get() + 1);
+        }
+    }
+
+    #[test]
+    fn a_projected_tuple_polls_each_field_in_place() {
+        let drops = Rc::new(Cell::new(0));
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut outs = Vec::new();
+        {
+            let mut three = pin!((
+                Fixed::new(1, &drops),
+                Fixed::new(3, &drops),
+                Some(Fixed::new(2, &drops))
+            ));
+            for _ in 0..3 {
+                let (a, b, mut c) = three.as_mut().project();
+                if let Poll::Ready(v) = a.poll(&mut cx) {
+                    outs.push(v);
+                }
+                if let Poll::Ready(v) = b.poll(&mut cx) {
+                    outs.push(v);
+                }
+                let polled = c.as_mut().as_pin_mut().map(|f| f.poll(&mut cx));
+                if let Some(Poll::Ready(v)) = polled {
+                    outs.push(v);
+                    c.set(None); // dropped in place
+                }
+            }
+            assert_eq!(drops.get(), 1, "the third, dropped in place by `set`");
+        }
+        assert_eq!(outs, [1, 1, 2, 1, 3]);
+        assert_eq!(
+            drops.get(),
+            3,
+            "the other two, dropped where they were polled (checked in `Drop`)"
+        );
+    }
+
+    #[test]
+    fn a_128_field_tuple_projects() {
+        // Both halves of the impls (the second invocation starts at 65 fields).
+        let mut all = pin!((
+            0u8, 1u8, 2u8, 3u8, 4u8, 5u8, 6u8, 7u8, 8u8, 9u8, 10u8, 11u8, 12u8, 13u8, 14u8, 15u8, 16u8, 17u8, 18u8,
+            19u8, 20u8, 21u8, 22u8, 23u8, 24u8, 25u8, 26u8, 27u8, 28u8, 29u8, 30u8, 31u8, 32u8, 33u8, 34u8, 35u8, 36u8,
+            37u8, 38u8, 39u8, 40u8, 41u8, 42u8, 43u8, 44u8, 45u8, 46u8, 47u8, 48u8, 49u8, 50u8, 51u8, 52u8, 53u8, 54u8,
+            55u8, 56u8, 57u8, 58u8, 59u8, 60u8, 61u8, 62u8, 63u8, 64u8, 65u8, 66u8, 67u8, 68u8, 69u8, 70u8, 71u8, 72u8,
+            73u8, 74u8, 75u8, 76u8, 77u8, 78u8, 79u8, 80u8, 81u8, 82u8, 83u8, 84u8, 85u8, 86u8, 87u8, 88u8, 89u8, 90u8,
+            91u8, 92u8, 93u8, 94u8, 95u8, 96u8, 97u8, 98u8, 99u8, 100u8, 101u8, 102u8, 103u8, 104u8, 105u8, 106u8,
+            107u8, 108u8, 109u8, 110u8, 111u8, 112u8, 113u8, 114u8, 115u8, 116u8, 117u8, 118u8, 119u8, 120u8, 121u8,
+            122u8, 123u8, 124u8, 125u8, 126u8, 127u8,
+        ));
+        let fields = all.as_mut().project();
+        assert_eq!((*fields.0, *fields.63, *fields.64, *fields.127), (0, 63, 64, 127));
+    }
+
+    #[test]
+    fn maybe_done_keeps_the_future_in_place_then_the_output() {
+        let drops = Rc::new(Cell::new(0));
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut slot = pin!(MaybeDone::new(Fixed::new(2, &drops)));
+        assert_eq!(slot.as_mut().poll_done(&mut cx), Poll::Pending);
+        assert_eq!(slot.as_mut().take_output(), None);
+        assert_eq!(slot.as_mut().poll_done(&mut cx), Poll::Ready(()));
+        assert_eq!(drops.get(), 1, "the future is dropped as soon as it is ready");
+        assert_eq!(slot.as_mut().poll_done(&mut cx), Poll::Ready(()), "never polled again");
+        assert_eq!(slot.as_mut().take_output(), Some(2));
+        assert_eq!(slot.as_mut().take_output(), None);
+    }
+
+    #[test]
+    fn take_err_takes_only_an_error() {
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut ok = pin!(MaybeDone::new(async { Ok::<u8, &str>(1) }));
+        let _ = ok.as_mut().poll_done(&mut cx);
+        assert_eq!(ok.as_mut().take_err(), None);
+        assert_eq!(ok.as_mut().take_output(), Some(Ok(1)));
+        let mut err = pin!(MaybeDone::new(async { Err::<u8, &str>("e") }));
+        assert_eq!(err.as_mut().take_err(), None, "not polled yet");
+        let _ = err.as_mut().poll_done(&mut cx);
+        assert_eq!(err.as_mut().take_err(), Some("e"));
+        assert_eq!(err.as_mut().take_output(), None);
+    }
+
+    #[test]
+    fn a_pending_future_is_dropped_in_place_with_its_tuple() {
+        let drops = Rc::new(Cell::new(0));
+        let mut cx = Context::from_waker(Waker::noop());
+        {
+            let mut two = pin!((
+                MaybeDone::new(Fixed::new(9, &drops)),
+                MaybeDone::new(Fixed::new(9, &drops))
+            ));
+            let (a, b) = two.as_mut().project();
+            assert_eq!(a.poll_done(&mut cx), Poll::Pending);
+            assert_eq!(b.poll_done(&mut cx), Poll::Pending);
+        }
+        assert_eq!(
+            drops.get(),
+            2,
+            "both dropped where they were polled (checked in `Drop`)"
+        );
+    }
+}
