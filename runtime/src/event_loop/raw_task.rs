@@ -920,7 +920,8 @@ impl<S: Schedule> WakerTable<S> {
 ///
 /// ```
 /// use evloop::sync::macro_support::Project;
-/// let (a, b) = std::pin::pin!((async { 1 }, async { 2 })).as_mut().project(); // never moved
+/// let mut both = std::pin::pin!((async { 1 }, async { 2 }));
+/// let (a, b) = both.as_mut().project(); // two pinned futures, never moved
 /// let _ = (a, b);
 /// ```
 pub trait Project<'a> {
